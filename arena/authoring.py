@@ -1,0 +1,154 @@
+"""The author's validator behind ``arena tasks check``: one row per task.
+
+A task passes when its files validate, its reference is not degenerate, its starting
+point passes every config of every split, the baseline's time per config is inside the
+timing window (on a GPU), a shipped solution is correct everywhere and >= 1.2x faster,
+and a shipped specialised kernel is correct on seen and wrong on some held-out config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arena.check.degeneracy import load_reference, reference_problems
+from arena.devices import Device
+from arena.errors import ArenaError
+from arena.evaluate import Candidate, evaluate
+from arena.records import Status, Verdict
+from arena.spec.loader import load_task, validate_task_dir
+from arena.timing.stats import geomean
+
+WINDOW_US = (20.0, 50_000.0)
+MIN_SOLUTION_SPEEDUP = 1.2
+MIN_BYTES_MEMORY_BOUND = 100e6
+
+
+@dataclass
+class CheckRow:
+    task_id: str
+    ok: bool = True
+    schema: str = "ok"
+    reference: str = "-"
+    baseline: str = "-"
+    window_us: str = "-"
+    solution: str = "-"
+    specialised: str = "-"
+    problems: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, problem: str) -> None:
+        self.ok = False
+        self.problems.append(problem)
+
+
+def _summary(verdicts: list[Verdict]) -> str:
+    parts = []
+    for v in verdicts:
+        n_ok = sum(c.status is Status.PASSED for c in v.configs)
+        parts.append(f"{v.split} {n_ok}/{len(v.configs)}" if v.status is not Status.NOT_RUNNABLE
+                     else f"{v.split} compiled")
+    return ", ".join(parts)
+
+
+def _acceptable(v: Verdict, device: Device) -> bool:
+    return v.status is Status.PASSED or (not device.runs_kernels and v.status is Status.NOT_RUNNABLE)
+
+
+def check_task(folder: Path, device: Device) -> CheckRow:
+    task_id = f"{folder.parent.name}/{folder.name}"
+    row = CheckRow(task_id)
+    errors = validate_task_dir(folder)
+    if errors:
+        row.schema = f"{len(errors)} errors"
+        for e in errors:
+            row.fail(str(e))
+        return row
+    task = load_task(folder)
+    splits = ["seen", "heldout"] if device.runs_kernels else ["smoke"]
+    torch_device = device.torch_device
+
+    # reference: non-degenerate, depends on every input
+    try:
+        ref = load_reference(task)
+        bad = []
+        for split in splits:
+            for c in task.configs(split):
+                bad += [f"{split}/{c.name}: {p}" for p in reference_problems(task, c, torch_device, ref)]
+        row.reference = "ok" if not bad else f"{len(bad)} problems"
+        for p in bad:
+            row.fail(p)
+    except Exception as exc:  # noqa: BLE001 - a broken reference is a row, not a crash
+        row.reference = "error"
+        row.fail(f"reference: {type(exc).__name__}: {exc}")
+        return row
+    if device.runs_kernels and task.roofline["bound"] == "memory":
+        most = max(task.roofline_for(c)[1] for s in splits for c in task.configs(s))
+        if most < MIN_BYTES_MEMORY_BOUND:
+            row.fail(f"memory-bound but no config moves >= 100 MB (largest {most / 1e6:.0f} MB)")
+
+    solution = task.kernel_file("solution")
+    timed_base = Candidate(task, solution, "solution") if solution else Candidate(task, None, "baseline")
+    base_verdicts = evaluate(task, Candidate(task, None, "baseline"), splits, device, timing=False) \
+        if solution else evaluate(task, timed_base, splits, device)
+    row.verdicts += base_verdicts
+    row.baseline = _summary(base_verdicts)
+    for v in base_verdicts:
+        if not _acceptable(v, device):
+            row.fail(f"baseline {v.split}: {v.status.value} {v.message[:300]}")
+
+    timed = evaluate(task, timed_base, splits, device) if solution else base_verdicts
+    if solution:
+        row.verdicts += timed
+    if device.runs_kernels:
+        times = [(c.name, c.baseline.median_us) for v in timed for c in v.configs if c.baseline]
+        if times:
+            lo, hi = min(t for _, t in times), max(t for _, t in times)
+            row.window_us = f"{lo:.1f}-{hi:.1f}"
+            row.details["baseline_us"] = dict(times)
+            for name, t in times:
+                if not WINDOW_US[0] <= t <= WINDOW_US[1]:
+                    row.fail(f"baseline time of {name} is {t:.1f} us, outside {WINDOW_US[0]:g}-{WINDOW_US[1]:g} us")
+    if solution:
+        sp = geomean([v.speedup for v in timed]) if all(v.speedup for v in timed) else None
+        row.solution = _summary(timed) + (f", {sp:.2f}x" if sp else "")
+        row.details["solution_speedup"] = sp
+        for v in timed:
+            if not _acceptable(v, device):
+                row.fail(f"solution {v.split}: {v.status.value} {v.message[:300]}")
+        if device.runs_kernels and sp is not None and sp < MIN_SOLUTION_SPEEDUP:
+            row.fail(f"solution geomean speedup {sp:.2f}x < {MIN_SOLUTION_SPEEDUP}x")
+
+    special = task.kernel_file("specialised")
+    if special:
+        sv = evaluate(task, Candidate(task, special, "specialised"), splits, device)
+        row.verdicts += sv
+        row.specialised = _summary(sv)
+        by_split = {v.split: v for v in sv}
+        if device.runs_kernels:
+            seen, held = by_split["seen"], by_split["heldout"]
+            if seen.status is not Status.PASSED:
+                row.fail(f"specialised fails on seen: {seen.status.value} {seen.message[:200]}")
+            if held.status is Status.PASSED:
+                row.fail("specialised passes every held-out config: it is not specialised")
+            if seen.speedup is not None and seen.speedup <= 1.0:
+                row.fail(f"specialised is not faster on seen ({seen.speedup:.2f}x)")
+        elif not all(_acceptable(v, device) or v.status.kind == "incorrect" for v in sv):
+            row.fail("specialised: " + "; ".join(f"{v.split} {v.status.value}" for v in sv))
+    return row
+
+
+def check_tasks(folders: list[Path], device: Device, on_row=None) -> list[CheckRow]:
+    rows = []
+    for f in folders:
+        try:
+            row = check_task(f, device)
+        except ArenaError as exc:
+            row = CheckRow(f"{f.parent.name}/{f.name}")
+            row.fail(str(exc))
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows

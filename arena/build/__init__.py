@@ -1,0 +1,1 @@
+"""Building candidate kernels: HIP -> CUDA translation and compilation to shared libraries."""

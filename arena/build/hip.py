@@ -1,0 +1,408 @@
+"""Build a HIP candidate into a shared library: CUDA (translated, nvcc) or ROCm (hipcc).
+
+Builds are content-addressed under ``default_cache_dir()``; only successful builds are
+cached (a failure is rebuilt on the next call). Compile errors, timeouts and a missing
+toolchain come back as ``BuildResult(ok=False)``; only programmer errors raise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
+
+from arena.build import hip2cuda
+
+TARGETS = ("cuda", "rocm")
+LIBRARY_NAME = "lib.so"
+RECORD_NAME = "build.json"
+SOURCE_NAMES = {"cuda": "kernel.cu", "rocm": "kernel.hip"}
+_COMPILERS = {"cuda": "nvcc", "rocm": "hipcc"}
+_COMPILER_ROOTS = {
+    "cuda": (("CUDA_HOME", "CUDA_PATH"), ("/usr/local/cuda",)),
+    "rocm": (("ROCM_PATH", "HIP_PATH"), ("/opt/rocm",)),
+}
+_CACHE_FORMAT = "kernel-arena-hip-build-1"  # bump when the layout or the parsing changes
+_VERSION_TIMEOUT_S = 60.0
+_REMARK_FLAG = "-Rpass-analysis=kernel-resource-usage"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What one build_hip call produced."""
+
+    ok: bool
+    library: Path | None
+    log: str
+    seconds: float
+    cached: bool
+    timed_out: bool
+    toolchain: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def default_cache_dir() -> Path:
+    """``$ARENA_CACHE_DIR/build``, else ``~/.cache/kernel-arena/build``."""
+    root = os.environ.get("ARENA_CACHE_DIR")
+    if root:
+        return Path(root) / "build"
+    return Path.home() / ".cache" / "kernel-arena" / "build"
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"unknown build target {target!r}; expected one of {TARGETS}")
+
+
+def _find_compiler(target: str) -> str | None:
+    name = _COMPILERS[target]
+    found = shutil.which(name)
+    if found:
+        return found
+    env_vars, defaults = _COMPILER_ROOTS[target]
+    roots = [os.environ.get(var) for var in env_vars] + list(defaults)
+    for root in roots:
+        if root:
+            candidate = Path(root) / "bin" / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+def _compiler_env(target: str) -> dict[str, str]:
+    env = dict(os.environ)
+    if target == "rocm":
+        env["HIP_PLATFORM"] = "amd"  # with nvcc on PATH, hipcc would otherwise pick NVIDIA
+    return env
+
+
+_version_memo: dict[tuple[str, str, int, int], tuple[str, str] | str] = {}
+
+
+def _compiler_version(path: str, target: str) -> tuple[str, str] | str:
+    """(short version, full --version text), or the reason it could not be had. Memoized."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        return f"{path}: {exc}"
+    memo_key = (path, target, stat.st_mtime_ns, stat.st_size)
+    if memo_key in _version_memo:
+        return _version_memo[memo_key]
+    try:
+        done = subprocess.run([path, "--version"], env=_compiler_env(target),
+                              stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=_VERSION_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{path} --version failed: {exc}"
+    text = done.stdout.decode(errors="replace")
+    if target == "cuda":
+        found = re.search(r"release [\d.]+, V([\d.]+)", text)
+        result: tuple[str, str] | str = (found.group(1), text) if found else (
+            f"{path} --version gave no nvcc release line")
+    else:
+        hip = re.search(r"HIP version:\s*(\S+)", text)
+        clang = re.search(r"clang version\s+(\S+)", text)
+        if hip and clang:
+            result = (f"HIP {hip.group(1)}, clang {clang.group(1)}", text)
+        else:
+            result = f"{path} --version (HIP_PLATFORM=amd) gave no HIP/clang version"
+    _version_memo[memo_key] = result
+    return result
+
+
+def toolchain_available(target: str) -> str | None:
+    """None if the target's compiler is usable here, else the reason it is not."""
+    _check_target(target)
+    path = _find_compiler(target)
+    if path is None:
+        return f"{_COMPILERS[target]} not found on PATH"
+    version = _compiler_version(path, target)
+    return version if isinstance(version, str) else None
+
+
+def _normalize_arch(target: str, arch: str) -> str:
+    if target == "cuda":
+        found = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[af]?)", arch.strip())
+        if not found:
+            raise ValueError(f"bad CUDA arch {arch!r}; expected e.g. 'sm_90' or 'sm_90a'")
+        return f"sm_{found.group(1)}"
+    if not re.fullmatch(r"gfx[0-9a-f]{3,4}(?::[a-z0-9]+[+-])*", arch.strip()):
+        raise ValueError(f"bad ROCm arch {arch!r}; expected e.g. 'gfx90a' or 'gfx942'")
+    return arch.strip()
+
+
+def _clang_major(version_text: str) -> int:
+    found = re.search(r"clang version\s+(\d+)", version_text)
+    return int(found.group(1)) if found else 0
+
+
+def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> list[str]:
+    if target == "cuda":
+        number = arch[len("sm_"):]
+        flags = ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-x", "cu",
+                 f"-gencode=arch=compute_{number},code=sm_{number}", "-Xptxas", "-v"]
+    else:
+        flags = ["-O3", "-std=c++17", "-shared", "-fPIC", f"--offload-arch={arch}"]
+        if _clang_major(version_text) >= 15:  # the resource-usage remark exists there
+            flags.append(_REMARK_FLAG)
+    return flags + [str(flag) for flag in extra]
+
+
+def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
+               flags: list[str]) -> str:
+    digest = hashlib.sha256()
+
+    def part(name: str, data: bytes) -> None:
+        digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+
+    part("format", _CACHE_FORMAT.encode())
+    part("target", target.encode())
+    part("arch", arch.encode())
+    part("source", source)
+    part("compiler", compiler.encode())
+    part("version", version_text.encode())
+    part("flags", json.dumps(flags).encode())
+    if target == "cuda":
+        part("compat", hip2cuda.COMPAT_HEADER_PATH.read_bytes())
+        part("table", hip2cuda.table_fingerprint().encode())
+    return digest.hexdigest()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str],
+         timeout: float) -> tuple[int | None, str, bool]:
+    """(return code or None, merged output, timed out). Kills the whole group on timeout."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=max(timeout, 0.0))
+        return proc.returncode, out.decode(errors="replace"), False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = b""
+        return None, (out or b"").decode(errors="replace"), True
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
+def _demangle(names: list[str]) -> dict[str, str]:
+    tool = shutil.which("c++filt") or shutil.which("cu++filt")
+    mangled = [name for name in names if name.startswith("_Z")]
+    if not tool or not mangled:
+        return {}
+    try:
+        done = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    plain = done.stdout.splitlines()
+    if done.returncode != 0 or len(plain) != len(mangled):
+        return {}
+    return dict(zip(mangled, plain, strict=True))
+
+
+def _keyed(per_function: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    names = _demangle(list(per_function))
+    out: dict[str, dict[str, Any]] = {}
+    for mangled, info in per_function.items():
+        entry: dict[str, Any] = dict(info)
+        entry["mangled"] = mangled
+        out[names.get(mangled, mangled)] = entry
+    return out
+
+
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_PROPS = re.compile(r"Function properties for (\S+)")
+_PTXAS_USED = re.compile(r"ptxas info\s*:\s*Used (\d+) registers(.*)")
+
+
+def parse_ptxas(output: str) -> dict[str, dict[str, Any]]:
+    """Per entry function: registers, shared_bytes, spill_bytes, stack_bytes, ... (ptxas -v)."""
+    entries: dict[str, dict[str, int]] = {}
+    props: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    props_for: str | None = None
+    for line in output.splitlines():
+        if found := _PTXAS_ENTRY.search(line):
+            current = found.group(1)
+            entries.setdefault(current, {"registers": 0, "shared_bytes": 0, "spill_bytes": 0})
+            continue
+        if found := _PTXAS_PROPS.search(line):
+            props_for = found.group(1)
+            continue
+        if props_for is not None and "stack frame" in line:
+            info = props.setdefault(props_for, {})
+            for field_name, pattern in (("stack_bytes", r"(\d+) bytes stack frame"),
+                                        ("spill_bytes", r"(\d+) bytes spill stores"),
+                                        ("spill_load_bytes", r"(\d+) bytes spill loads")):
+                if number := re.search(pattern, line):
+                    info[field_name] = int(number.group(1))
+            props_for = None
+            continue
+        if (found := _PTXAS_USED.search(line)) and current is not None:
+            info = entries[current]
+            info["registers"] = int(found.group(1))
+            rest = found.group(2)
+            for field_name, pattern in (("barriers", r"(\d+) barriers"),
+                                        ("shared_bytes", r"(\d+) bytes smem"),
+                                        ("constant_bytes", r"(\d+) bytes cmem\[0\]")):
+                if number := re.search(pattern, rest):
+                    info[field_name] = int(number.group(1))
+    for name, info in entries.items():
+        info.update(props.get(name, {}))
+    return _keyed(entries)
+
+
+_REMARK_NAME = re.compile(r"remark:\s*Function Name:\s*(\S+)")
+_REMARK_FIELD = re.compile(r"remark:\s*([A-Za-z][A-Za-z ]*?)(?:\s*\[[^\]]*\])?:\s*(\d+)\s*\[")
+_REMARK_FIELDS = {"SGPRs": "sgprs", "VGPRs": "vgprs", "AGPRs": "agprs",
+                  "ScratchSize": "scratch_bytes", "Occupancy": "occupancy_waves",
+                  "SGPRs Spill": "sgpr_spills", "VGPRs Spill": "vgpr_spills",
+                  "LDS Size": "shared_bytes"}
+
+
+def parse_amdgpu_remarks(output: str) -> dict[str, dict[str, Any]]:
+    """Per function, from clang's kernel-resource-usage remarks (AMDGPU)."""
+    functions: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
+    for line in output.splitlines():
+        if found := _REMARK_NAME.search(line):
+            current = functions.setdefault(found.group(1), {})
+            continue
+        if current is not None and (found := _REMARK_FIELD.search(line)):
+            key = _REMARK_FIELDS.get(found.group(1).strip())
+            if key:
+                current[key] = int(found.group(2))
+    for info in functions.values():
+        info["registers"] = info.get("vgprs", 0) + info.get("agprs", 0)
+        info["spill_bytes"] = 4 * info.get("vgpr_spills", 0)
+        info.setdefault("shared_bytes", 0)
+    return _keyed(functions)
+
+
+def _load_record(directory: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads((directory / RECORD_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (directory / LIBRARY_NAME).is_file() or record.get("format") != _CACHE_FORMAT:
+        return None
+    return record
+
+
+def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
+              cache_dir: Path | None = None, extra_flags: Sequence[str] = ()) -> BuildResult:
+    """Build a HIP file into ``lib.so`` for ``target`` ("cuda" via nvcc, "rocm" via hipcc)."""
+    start = time.perf_counter()
+    _check_target(target)
+    arch = _normalize_arch(target, arch)
+    source = Path(source)
+    source_bytes = source.read_bytes()
+    compiler_name = _COMPILERS[target]
+    toolchain: dict[str, Any] = {"target": target, "compiler": compiler_name, "version": None,
+                                 "arch": arch, "flags": []}
+
+    def failed(log: str, timed_out: bool = False) -> BuildResult:
+        return BuildResult(ok=False, library=None, log=log,
+                           seconds=time.perf_counter() - start, cached=False,
+                           timed_out=timed_out, toolchain=toolchain, resources={})
+
+    compiler = _find_compiler(target)
+    if compiler is None:
+        return failed(f"toolchain unavailable: {compiler_name} not found on PATH")
+    version = _compiler_version(compiler, target)
+    if isinstance(version, str):
+        return failed(f"toolchain unavailable: {version}")
+    short_version, version_text = version
+    flags = _flags(target, arch, version_text, extra_flags)
+    toolchain.update(version=short_version, path=compiler, flags=flags)
+
+    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags)
+    final_dir = cache_root / key[:2] / key
+    record = _load_record(final_dir)
+    if record is not None:
+        return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=record.get("log", ""),
+                           seconds=time.perf_counter() - start, cached=True, timed_out=False,
+                           toolchain=record.get("toolchain", toolchain),
+                           resources=record.get("resources", {}))
+
+    log_parts: list[str] = []
+    if target == "cuda":
+        try:
+            translated = hip2cuda.translate_hip_to_cuda(
+                source_bytes.decode("utf-8", errors="surrogateescape"))
+        except ImportError as exc:
+            return failed(f"HIP->CUDA translation needs torch's hipify tables: {exc}")
+        log_parts += [f"translation note: {note}" for note in translated.notes]
+        text = translated.source.encode("utf-8", errors="surrogateescape")
+    else:
+        text = source_bytes
+
+    staging_root = cache_root / ".tmp"
+    staging_root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key[:16]}-", dir=staging_root))
+    try:
+        source_name = SOURCE_NAMES[target]
+        (work / source_name).write_bytes(text)
+        command = [compiler, *flags, "-o", LIBRARY_NAME, source_name]
+        log_parts.append("$ " + shlex.join(command))
+        compile_start = time.perf_counter()
+        try:
+            code, output, timed_out = _run(command, work, _compiler_env(target), timeout)
+        except OSError as exc:
+            return failed("\n".join(log_parts + [f"could not run {compiler}: {exc}"]))
+        compile_seconds = time.perf_counter() - compile_start
+        if output:
+            log_parts.append(output.rstrip("\n"))
+        if timed_out:
+            log_parts.append(f"build timed out after {timeout:g} s: compiler killed")
+            return failed("\n".join(log_parts), timed_out=True)
+        if code != 0 or not (work / LIBRARY_NAME).is_file():
+            log_parts.append(f"build failed: {compiler_name} exited with status {code}")
+            return failed("\n".join(log_parts))
+        resources = parse_ptxas(output) if target == "cuda" else parse_amdgpu_remarks(output)
+        log = "\n".join(log_parts)
+        record = {"format": _CACHE_FORMAT, "key": key, "source": str(source), "log": log,
+                  "toolchain": toolchain, "resources": resources,
+                  "build_seconds": round(compile_seconds, 3)}
+        (work / RECORD_NAME).write_text(json.dumps(record, indent=1, sort_keys=True))
+        final_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(work, final_dir)
+        except OSError:
+            if _load_record(final_dir) is None:  # not a concurrent twin: a broken leftover
+                shutil.rmtree(final_dir, ignore_errors=True)
+                try:
+                    os.replace(work, final_dir)
+                except OSError:
+                    pass  # another builder placed it meanwhile
+        return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=log,
+                           seconds=time.perf_counter() - start, cached=False, timed_out=False,
+                           toolchain=toolchain, resources=resources)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

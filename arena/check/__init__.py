@@ -1,0 +1,1 @@
+"""Correctness machinery: seeded structured inputs, poisoned outputs, comparison by dtype."""

@@ -1,0 +1,75 @@
+"""Authoring checks on the reference: outputs that are not degenerate and depend on every input.
+
+A task whose outputs are near-constant, or far below the tolerance, lets a constant or a
+partial kernel pass (METHODOLOGY.md); such tasks are fixed when written, not scored.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from types import ModuleType
+
+import torch
+
+from arena.check.inputs import generator, input_seed, make_inputs, make_one
+from arena.spec.loader import Config, Task
+
+MIN_STD = 1e-2
+
+
+def load_reference(task: Task) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"arena_ref_{random.getrandbits(32)}", task.reference_path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _upcast(t: torch.Tensor) -> torch.Tensor:
+    if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.float()
+    return t.double() if t.dtype == torch.float32 else t
+
+
+def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor], scalars: list) -> list[torch.Tensor]:
+    out = ref.reference(*[_upcast(t.clone()) for t in ins.values()], *scalars)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def reference_problems(task: Task, config: Config, device: str, ref: ModuleType, seed: int = 1234) -> list[str]:
+    """What makes this config degenerate; empty when it is fine."""
+    env = task.env(config)
+    scalars = [task.scalar_value(s, env) for s in task.scalars]
+    ins = make_inputs(task, env, seed, device, ref)
+    outs = _run(ref, task, ins, scalars)
+    problems = []
+    for spec, o in zip(task.outputs, outs):
+        tol = task.tolerance_for(spec.dtype)
+        if o.numel() == 0:
+            problems.append(f"{spec.name} is empty")
+            continue
+        if tol is None:
+            if torch.unique(o).numel() < 2:
+                problems.append(f"{spec.name} is constant")
+            continue
+        of = o.double()
+        std = float(of.std()) if o.numel() > 1 else 0.0
+        if std <= MIN_STD:
+            problems.append(f"{spec.name}: std {std:.3g} <= {MIN_STD}")
+        below = float((of.abs() < tol["atol"]).double().mean())
+        if below > 0.5:
+            problems.append(f"{spec.name}: {below:.0%} of |ref| below atol {tol['atol']:g}")
+    for pos, spec in enumerate(task.inputs):
+        if spec.init["kind"] == "custom":
+            other = make_inputs(task, env, seed + 7919, device, ref)[spec.name]
+        else:
+            shape = task.shape(spec, env)
+            other = make_one(spec, shape, env, generator(input_seed(seed + 7919, pos), device), device)
+        if other.numel() == 0 or torch.equal(other, ins[spec.name]):
+            continue
+        changed = dict(ins)
+        changed[spec.name] = other
+        outs2 = _run(ref, task, changed, scalars)
+        if all(torch.equal(a, b) for a, b in zip(outs, outs2)):
+            problems.append(f"the outputs do not depend on input {spec.name}")
+    return problems

@@ -1,0 +1,99 @@
+"""Inputs for one config from a seed: random with structure, never zeros, on the device.
+
+Each input draws from its own generator (seed mixed with the input's position), so
+changing one input's seed changes that input alone (the sensitivity check relies on it).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Mapping
+
+import torch
+
+from arena.errors import ArenaError
+from arena.spec import formula
+from arena.spec.loader import InputSpec, Task
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+_SEED_MIX = 0x9E3779B1
+
+
+def input_seed(seed: int, position: int) -> int:
+    return (seed * 1_000_003 + (position + 1) * _SEED_MIX) % (2**63 - 1)
+
+
+def generator(seed: int, device: str) -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    return g
+
+
+def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], gen: torch.Generator,
+             device: str) -> torch.Tensor:
+    init = spec.init
+    kind = init["kind"]
+    dtype = DTYPES[spec.dtype]
+    if kind == "randint":
+        low = int(formula.evaluate(init.get("low", 0), env))
+        high = int(formula.evaluate(init["high"], env))
+        return torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64).to(dtype)
+    if kind == "bernoulli":
+        return torch.rand(shape, generator=gen, device=device) < float(init.get("p", 0.5))
+    if kind == "normal":
+        x = torch.randn(shape, generator=gen, device=device) * float(init.get("std", 1.0)) \
+            + float(init.get("mean", 0.0))
+    elif kind == "uniform":
+        low = float(formula.evaluate(init.get("low", -1.0), env))
+        high = float(formula.evaluate(init.get("high", 1.0), env))
+        x = torch.rand(shape, generator=gen, device=device) * (high - low) + low
+    elif kind == "ones_plus_noise":
+        x = 1.0 + torch.randn(shape, generator=gen, device=device) * float(init.get("std", 0.1))
+    else:
+        raise ArenaError(f"unknown init kind {kind!r}", key=f"signature.inputs.{spec.name}.init")
+    if "scale" in init:
+        x = x * float(init["scale"])
+    if dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
+        return x.round().to(dtype)
+    return x.to(dtype)
+
+
+def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
+                reference: ModuleType | None = None) -> dict[str, torch.Tensor]:
+    """All inputs of the signature for one config and seed, in signature order."""
+    out: dict[str, torch.Tensor] = {}
+    custom = [s for s in task.inputs if s.init["kind"] == "custom"]
+    if custom:
+        maker = getattr(reference, "make_inputs", None)
+        if maker is None:
+            raise ArenaError("inputs with init: custom need make_inputs in reference.py",
+                             path=task.reference_path, key="make_inputs")
+        made = maker(dict(env), generator(input_seed(seed, -1), device), device)
+        for spec in custom:
+            if spec.name not in made:
+                raise ArenaError(f"make_inputs did not return {spec.name!r}", path=task.reference_path,
+                                 key="make_inputs")
+    for pos, spec in enumerate(task.inputs):
+        shape = task.shape(spec, env)
+        if spec.init["kind"] == "custom":
+            t = made[spec.name]
+            if tuple(t.shape) != shape or t.dtype != DTYPES[spec.dtype]:
+                raise ArenaError(f"make_inputs returned {spec.name!r} as {tuple(t.shape)} {t.dtype}, "
+                                 f"the signature says {shape} {spec.dtype}", path=task.reference_path,
+                                 key="make_inputs")
+            out[spec.name] = t.to(device).contiguous()
+        else:
+            out[spec.name] = make_one(spec, shape, env, generator(input_seed(seed, pos), device), device)
+    return out

@@ -1,0 +1,375 @@
+"""The ``arena`` command: tasks | eval | run | device.
+
+User-caused errors (ArenaError) are printed as one line naming the file and key, without
+a traceback, and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from arena.errors import ArenaError
+from arena.records import Status, Verdict
+
+_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+console = Console(width=_WIDTH)
+err_console = Console(stderr=True, width=_WIDTH)
+
+
+def _tasks_root(args: argparse.Namespace) -> Path | None:
+    return Path(args.tasks_dir) if getattr(args, "tasks_dir", None) else None
+
+
+def _fmt(x: float | None, spec: str = ".2f", suffix: str = "") -> str:
+    return "-" if x is None else f"{x:{spec}}{suffix}"
+
+
+def _status_style(status: Status) -> str:
+    if status is Status.PASSED:
+        return "green"
+    if status is Status.NOT_RUNNABLE:
+        return "yellow"
+    return "red"
+
+
+# ------------------------------------------------------------------------------------------
+# tasks
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    from arena.spec.loader import load_task, select_tasks
+
+    table = Table(title="tasks")
+    for col in ("id", "difficulty", "tags", "files", "seen", "heldout", "smoke"):
+        table.add_column(col)
+    for folder in select_tasks(args.selector or "all", _tasks_root(args)):
+        try:
+            t = load_task(folder, validate=False)
+            files = ",".join(r for r in ("baseline", "solution", "specialised") if t.kernel_file(r))
+            counts = [str(len(t.configs(s))) for s in ("seen", "heldout", "smoke")]
+            table.add_row(t.id, str(t.difficulty), ",".join(t.tags), files, *counts)
+        except ArenaError as exc:
+            table.add_row(f"{folder.parent.name}/{folder.name}", "-", "-", f"[red]{exc}[/red]", "-", "-", "-")
+    console.print(table)
+    return 0
+
+
+def cmd_tasks_show(args: argparse.Namespace) -> int:
+    from arena.spec.loader import load_task, select_tasks
+
+    folders = select_tasks(args.id, _tasks_root(args))
+    for folder in folders:
+        t = load_task(folder)
+        console.print(f"[bold]{t.id}[/bold] — {t.title}  (difficulty {t.difficulty}; {', '.join(t.tags)})")
+        console.print(t.description.rstrip())
+        console.print(f"entry: {t.entry}   language: {t.language}   folder: {t.path}")
+        for kind, specs in (("input", t.inputs), ("output", t.outputs)):
+            for s in specs:
+                extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_for(s.dtype)}"
+                console.print(f"  {kind:6s} {s.name}: {s.dtype} {list(s.shape)}{extra}")
+        for s in t.scalars:
+            console.print(f"  scalar {s.name}: {s.type} = {s.value if s.value is not None else '(config)'}")
+        console.print(f"roofline: {dict(t.roofline)}")
+        console.print(f"forbidden: {list(t.forbidden) or '-'}")
+        for split in ("seen", "heldout", "smoke"):
+            console.print(f"{split}: " + "; ".join(f"{c.name} {dict(c.params)}" for c in t.configs(split)))
+    return 0
+
+
+def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from arena.spec.loader import discover_tasks, validate_task_dir
+
+    folders: list[Path] = []
+    for p in args.paths or [str(_tasks_root(args) or "")]:
+        path = Path(p) if p else None
+        if path is not None and (path / "task.yaml").is_file():
+            folders.append(path)
+        elif path is not None and path.name == "task.yaml":
+            folders.append(path.parent)
+        else:
+            found = discover_tasks(path)
+            if not found and path is not None:
+                found = sorted(q.parent for q in path.glob("*/task.yaml"))
+            if not found:
+                raise ArenaError("no task.yaml found here", path=path or "tasks")
+            folders.extend(found)
+    n_bad = 0
+    for folder in folders:
+        errors = validate_task_dir(folder)
+        if errors:
+            n_bad += 1
+            for e in errors:
+                err_console.print(f"[red]error[/red] {e}", highlight=False)
+    console.print(f"{len(folders) - n_bad} of {len(folders)} tasks valid")
+    return 1 if n_bad else 0
+
+
+def cmd_tasks_new(args: argparse.Namespace) -> int:
+    from arena.spec.loader import DEFAULT_TASKS_DIR
+    from arena.spec.skeleton import write_new_task
+
+    folder = write_new_task(_tasks_root(args) or DEFAULT_TASKS_DIR, args.id)
+    console.print(f"wrote {folder}; edit task.yaml, reference.py and the configs, then "
+                  f"`arena tasks validate {folder}` and `arena tasks check {args.id} --device cpu`")
+    return 0
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> int:
+    from arena.authoring import check_tasks
+    from arena.devices import detect
+    from arena.spec.loader import select_tasks
+
+    device = detect(args.device)
+    folders = select_tasks(args.selector or "all", _tasks_root(args))
+    console.print(f"checking {len(folders)} tasks on {device.kind} ({device.name})")
+    rows = check_tasks(folders, device,
+                       on_row=lambda r: console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}", highlight=False))
+    table = Table(title=f"arena tasks check — {device.kind} {device.name}")
+    for col in ("task", "schema", "reference", "baseline", "baseline µs", "solution", "specialised", "result"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.task_id, r.schema, r.reference, r.baseline, r.window_us, r.solution, r.specialised,
+                      "[green]ok[/green]" if r.ok else "[red]FAIL[/red]")
+    console.print(table)
+    for r in rows:
+        for p in r.problems:
+            console.print(f"[red]{r.task_id}[/red]: {p}", highlight=False)
+    if args.markdown:
+        Path(args.markdown).write_text(check_markdown(rows, device))
+    if args.json:
+        Path(args.json).write_text(json.dumps([{
+            "task": r.task_id, "ok": r.ok, "schema": r.schema, "reference": r.reference, "baseline": r.baseline,
+            "baseline_window_us": r.window_us, "solution": r.solution, "specialised": r.specialised,
+            "problems": r.problems, "details": r.details, "verdicts": [v.to_dict() for v in r.verdicts],
+        } for r in rows], indent=1, default=str))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def check_markdown(rows, device) -> str:
+    """The committed validation table: machine, date, versions, one row per task."""
+    from datetime import datetime, timezone
+
+    lines = [f"# arena tasks check — {device.kind} — {device.name}", "",
+             f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+             f"- device: {device.name} ({device.arch}, {device.sm_count or '-'} SMs, "
+             f"last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB)",
+             "- toolchains: " + ", ".join(f"{k} {v}" for k, v in device.toolchains.items()),
+             f"- result: {sum(r.ok for r in rows)} of {len(rows)} tasks ok", "",
+             "| task | result | reference | baseline (configs passed) | baseline µs (min-max) | solution | specialised |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.task_id} | {'ok' if r.ok else 'FAIL'} | {r.reference} | {r.baseline} | {r.window_us} | "
+                     f"{r.solution} | {r.specialised} |")
+    problems = [(r.task_id, p) for r in rows for p in r.problems]
+    if problems:
+        lines += ["", "## Problems", ""] + [f"- {t}: {p}" for t, p in problems]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------
+# eval / run / device
+
+
+def _default_splits(device) -> list[str]:
+    return ["seen"] if device.runs_kernels else ["smoke"]
+
+
+def _split_list(value: str | None, device) -> list[str]:
+    if value is None:
+        return _default_splits(device)
+    if value == "all":
+        return ["seen", "heldout"] if device.runs_kernels else ["smoke"]
+    splits = [s.strip() for s in value.split(",") if s.strip()]
+    for s in splits:
+        if s not in ("seen", "heldout", "smoke"):
+            raise ArenaError(f"unknown split {s!r}; choose seen, heldout, smoke or all", key="--split")
+    return splits
+
+
+def print_configs(v: Verdict) -> None:
+    table = Table(title=f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: "
+                        f"[{_status_style(v.status)}]{v.status.value}[/]")
+    for col in ("config", "status", "max abs err", "norm err", "baseline µs", "candidate µs", "speedup (95% CI)",
+                "roofline", "flags"):
+        table.add_column(col)
+    for c in v.configs:
+        ci = f" ({c.speedup_ci[0]:.2f}-{c.speedup_ci[1]:.2f})" if c.speedup_ci else ""
+        table.add_row(c.name, f"[{_status_style(c.status)}]{c.status.value}[/]", _fmt(c.max_abs_err, ".2e"),
+                      _fmt(c.norm_err, ".2e"), _fmt(c.baseline.median_us if c.baseline else None, ".1f"),
+                      _fmt(c.candidate.median_us if c.candidate else None, ".1f"),
+                      (_fmt(c.speedup, ".3f", "x") + ci) if c.speedup else "-",
+                      _fmt(c.roofline_fraction * 100 if c.roofline_fraction else None, ".0f", "%"),
+                      ",".join(c.flags))
+    console.print(table)
+    if v.message and v.status is not Status.PASSED:
+        console.print(v.message, highlight=False, markup=False)
+    if v.speedup is not None:
+        ci = f" (95% CI {v.speedup_ci[0]:.3f}-{v.speedup_ci[1]:.3f})" if v.speedup_ci else ""
+        console.print(f"speedup (geomean over configs): {v.speedup:.3f}x{ci}")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from arena.devices import detect
+    from arena.evaluate import Candidate, evaluate
+    from arena.spec.loader import load_task, select_tasks
+
+    device = detect(args.device)
+    folders = select_tasks(args.task, _tasks_root(args))
+    if len(folders) != 1:
+        raise ArenaError(f"{args.task!r} names {len(folders)} tasks; eval takes one", key="TASK")
+    task = load_task(folders[0])
+    kernel = Path(args.kernel) if args.kernel else None
+    if kernel is not None and not kernel.is_file():
+        raise ArenaError("kernel file not found", path=kernel)
+    verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
+                        timing=False if args.no_timing else None)
+    if args.json:
+        sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
+    else:
+        for v in verdicts:
+            print_configs(v)
+    return 0 if all(v.status is Status.PASSED for v in verdicts) else 1
+
+
+def print_run_summary(verdicts: list[Verdict], title: str) -> None:
+    table = Table(title=title)
+    for col in ("agent", "task", "split", "status", "configs ok", "speedup", "95% CI", "roofline"):
+        table.add_column(col)
+    for v in verdicts:
+        n_ok = sum(c.status is Status.PASSED for c in v.configs)
+        ci = f"{v.speedup_ci[0]:.2f}-{v.speedup_ci[1]:.2f}" if v.speedup_ci else "-"
+        table.add_row(v.agent, v.task_id, v.split, f"[{_status_style(v.status)}]{v.status.value}[/]",
+                      f"{n_ok}/{len(v.configs)}", _fmt(v.speedup, ".3f", "x"), ci,
+                      _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"))
+    console.print(table)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from arena import records
+    from arena.devices import detect
+    from arena.runner import RunPlan, run
+    from arena.spec.loader import select_tasks
+
+    device = detect(args.device)
+    agents = tuple(a.strip() for spec in args.agent for a in spec.split(",") if a.strip())
+    folders = tuple(select_tasks(args.tasks, _tasks_root(args)))
+    plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split, device)), repeats=args.repeats)
+    out = Path(args.out)
+    console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
+                  f"on {device.kind} ({device.name})")
+
+    def progress(v: Verdict) -> None:
+        if not args.quiet:
+            console.print(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} [{_status_style(v.status)}]"
+                          f"{v.status.value}[/] {_fmt(v.speedup, '.3f', 'x')}", highlight=False)
+
+    run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=progress)
+    all_records = list(records.read(out / "records.jsonl"))
+    print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
+    return 0
+
+
+def cmd_device(args: argparse.Namespace) -> int:
+    from arena.devices import detect
+
+    d = detect(args.device)
+    if args.json:
+        print(json.dumps(d.to_dict(), indent=2))
+        return 0
+    table = Table(title="device", show_header=False)
+    for k, v in d.to_dict().items():
+        if k == "toolchains":
+            v = ", ".join(f"{a} {b}" for a, b in v.items())
+        elif k in ("llc_bytes", "memory_bytes") and v:
+            v = f"{v / 2**20:.0f} MiB"
+        table.add_row(k, str(v))
+    table.add_row("HIP builds", ", ".join(f"{t} {a}" for t, a in d.build_targets) +
+                  ("" if d.runs_kernels else " (compile-only)"))
+    console.print(table)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="arena", description="kernel-arena: evaluate GPU kernels on seen and unseen shapes")
+    p.add_argument("--tasks-dir", help="the tasks folder (default: tasks/ of this repository)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tasks", help="list, show, validate, create and check tasks")
+    tsub = t.add_subparsers(dest="tasks_command", required=True)
+    x = tsub.add_parser("list", help="list tasks")
+    x.add_argument("selector", nargs="?", help="all | a category | an id | a glob, comma-separated")
+    x.set_defaults(fn=cmd_tasks_list)
+    x = tsub.add_parser("show", help="show one task")
+    x.add_argument("id")
+    x.set_defaults(fn=cmd_tasks_show)
+    x = tsub.add_parser("validate", help="check task files against the schema")
+    x.add_argument("paths", nargs="*")
+    x.set_defaults(fn=cmd_tasks_validate)
+    x = tsub.add_parser("new", help="write a task skeleton that validates")
+    x.add_argument("id", help="CATEGORY/NAME")
+    x.set_defaults(fn=cmd_tasks_new)
+    x = tsub.add_parser("check", help="the author's validator (baseline, degeneracy, timing window, solution)")
+    x.add_argument("selector", nargs="?")
+    x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
+    x.add_argument("--json", help="also write the rows (with every verdict) to this file")
+    x.add_argument("--markdown", help="also write the table as Markdown (for reports/validation/)")
+    x.set_defaults(fn=cmd_tasks_check)
+
+    e = sub.add_parser("eval", help="run the gates on one kernel file")
+    e.add_argument("task")
+    e.add_argument("--kernel", help="the candidate file (default: the task's starting point)")
+    e.add_argument("--split", help="seen | heldout | smoke | all, or a comma list")
+    e.add_argument("--device", choices=("cuda", "rocm", "cpu"))
+    e.add_argument("--no-timing", action="store_true", help="correctness only")
+    e.add_argument("--json", action="store_true", help="print the records as JSON lines")
+    e.set_defaults(fn=cmd_eval)
+
+    r = sub.add_parser("run", help="built-in agents over a selection of tasks, into a run directory")
+    r.add_argument("--agent", action="append", required=True, help="baseline | solution | specialised (repeatable)")
+    r.add_argument("--tasks", default="all")
+    r.add_argument("--split", help="seen | heldout | smoke | all, or a comma list (default: all)")
+    r.add_argument("--device", choices=("cuda", "rocm", "cpu"))
+    r.add_argument("--out", required=True)
+    r.add_argument("--resume", action="store_true")
+    r.add_argument("--repeats", type=int, default=1)
+    r.add_argument("--no-timing", action="store_true")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(fn=cmd_run)
+
+    d = sub.add_parser("device", help="what was detected")
+    d.add_argument("--device", choices=("cuda", "rocm", "cpu"))
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_device)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    if args.command == "run" and args.split is None:
+        args.split = "all"
+    try:
+        return args.fn(args)
+    except ArenaError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""The one exception type for errors a user can cause (bad YAML, missing file, bad key).
+
+Its message names the file and the key; the CLI prints it without a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ArenaError(Exception):
+    """A user-caused error: names the file and, where there is one, the key."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, key: str | None = None):
+        self.path = str(path) if path is not None else None
+        self.key = key
+        self.detail = message
+        where = ""
+        if self.path:
+            where = self.path
+            if key:
+                where += f": {key}"
+            where += ": "
+        elif key:
+            where = f"{key}: "
+        super().__init__(where + message)

@@ -1,0 +1,440 @@
+"""Parent side of an evaluation: build, spawn the worker, enforce timeouts, decide.
+
+``evaluate(task, candidate, splits, device)`` returns one Verdict per split. Building a
+HIP file runs no candidate code, so it happens here (and is cached); everything that does
+run candidate code happens in the worker. Every outcome maps to a Status from structured
+frames, never from the worker's text output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from arena.devices import Device
+from arena.devices.ceilings import datasheet, roofline_fraction
+from arena.errors import ArenaError
+from arena.records import ConfigResult, SideTiming, Status, Verdict
+from arena.spec.loader import Config, Task
+from arena.timing import stats
+from arena.worker import read_frame, write_frame
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUTS = {"compile_s": 180.0, "load_s": 180.0, "correctness_s": 120.0, "performance_s": 300.0}
+N_SEEDS = 3
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# Flags: events + synchronize should never read much less than the device span, and the
+# device span should not be far below the events on long calls (work escaping the trace).
+EVENTS_DISAGREE_RATIO = 0.5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kernel file to evaluate for a task. ``path=None`` is the task's own starting point:
+    its baseline file, or for torch2hip the eager reference."""
+
+    task: Task
+    path: Path | None = None
+    origin: str = "user"
+
+    def __post_init__(self) -> None:
+        if self.path is not None:
+            object.__setattr__(self, "path", Path(self.path).resolve())
+
+    @property
+    def language(self) -> str:
+        if self.path is None:
+            return "reference" if self.task.category == "torch2hip" else _language_of(self.task.kernel_file("baseline"))
+        return _language_of(self.path)
+
+    @property
+    def source_path(self) -> Path:
+        if self.path is not None:
+            return self.path
+        return self.task.kernel_file("baseline") or self.task.reference_path
+
+    def sha256(self) -> str:
+        try:
+            return hashlib.sha256(self.source_path.read_bytes()).hexdigest()
+        except OSError:
+            return ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.source_path), "sha256": self.sha256(), "origin": self.origin,
+                "language": self.language}
+
+
+def _language_of(path: Path | None) -> str:
+    if path is None:
+        return "reference"
+    if path.suffix == ".hip":
+        return "hip"
+    if path.suffix == ".py":
+        return "triton"
+    raise ArenaError("kernel files are .hip (HIP) or .py (Triton)", path=path)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def fresh_seeds(n: int = N_SEEDS) -> list[int]:
+    return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
+
+
+@dataclass
+class _Built:
+    """What the build step produced for one side."""
+
+    job: dict[str, Any] | None = None
+    status: Status | None = None
+    message: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _build_side(task: Task, language: str, path: Path | None, device: Device, timeout: float) -> _Built:
+    """Build (HIP) or syntax-check (Python) one side; never runs its code."""
+    if language == "reference":
+        return _Built(job={"language": "reference"})
+    assert path is not None
+    if not path.is_file():
+        return _Built(status=Status.LOAD_ERROR, message=f"kernel file not found: {path}")
+    if language == "triton":
+        try:
+            compile(path.read_text(), str(path), "exec")
+        except SyntaxError as exc:
+            return _Built(status=Status.COMPILE_ERROR, message=f"{path.name}:{exc.lineno}: {exc.msg}")
+        return _Built(job={"language": "triton", "path": str(path)})
+    from arena.build.abi import hip_signature_problem
+    from arena.build.hip import build_hip
+
+    source = path.read_text(errors="replace")
+    problem = hip_signature_problem(source, task)
+    if problem:
+        return _Built(status=Status.SIGNATURE_MISMATCH, message=problem)
+    builds = []
+    library = None
+    for i, (target, arch) in enumerate(device.build_targets):
+        res = build_hip(path, target=target, arch=arch, timeout=timeout)
+        builds.append({"target": target, "arch": arch, "ok": res.ok, "cached": res.cached, "seconds": res.seconds,
+                       "timed_out": res.timed_out, "toolchain": res.toolchain, "resources": res.resources,
+                       "log": res.log[-4000:]})
+        if not res.ok:
+            status = Status.COMPILE_TIMEOUT if res.timed_out else Status.COMPILE_ERROR
+            return _Built(status=status, message=f"build for {target} {arch} failed:\n{res.log[-2000:]}",
+                          info={"builds": builds})
+        if i == 0:
+            library = res.library
+    info = {"builds": builds}
+    if not device.runs_kernels:
+        return _Built(status=Status.NOT_RUNNABLE, info=info,
+                      message="HIP compiled for " + ", ".join(f"{t} {a}" for t, a in device.build_targets) +
+                              "; the cpu backend cannot run it (compile-only)")
+    return _Built(job={"language": "hip", "path": str(path), "library": str(library)}, info=info)
+
+
+def _baseline_side(task: Task) -> tuple[str, Path | None]:
+    if task.category == "torch2hip":
+        return "reference", None
+    path = task.kernel_file("baseline")
+    return _language_of(path), path
+
+
+def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[str, Sequence[Config]],
+             device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
+             timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
+             run_id: str = "", agent: str = "", repeat: int = 0) -> list[Verdict]:
+    """Run the gates on one candidate over the given splits; one Verdict per split."""
+    started = time.perf_counter()
+    started_at = _now()
+    timeouts = {**DEFAULT_TIMEOUTS, **task.timeouts}
+    if isinstance(splits, Mapping):
+        split_configs = {k: list(v) for k, v in splits.items()}
+    else:
+        split_configs = {s: task.configs(s) for s in splits}
+    timing = device.runs_kernels if timing is None else (timing and device.runs_kernels)
+    seeds = list(seeds) if seeds is not None else fresh_seeds()
+    base = dict(task_id=task.id, category=task.category, candidate=candidate.describe(),
+                device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat, seeds=seeds,
+                versions=dict(device.toolchains), started_at=started_at)
+
+    def finish(verdicts: list[Verdict]) -> list[Verdict]:
+        wall = time.perf_counter() - started
+        for v in verdicts:
+            v.finished_at = _now()
+            v.wall_s = round(wall, 3)
+        return verdicts
+
+    def uniform(status: Status, stage: str, message: str, build: dict[str, Any]) -> list[Verdict]:
+        return finish([Verdict(split=s, status=status, stage=stage, message=message, build=build,
+                               configs=[ConfigResult(c.name, dict(c.params), status) for c in cfgs], **base)
+                       for s, cfgs in split_configs.items()])
+
+    t0 = time.perf_counter()
+    source = None if candidate.language == "reference" else candidate.source_path
+    cand = _build_side(task, candidate.language, source, device, timeouts["compile_s"])
+    build_info = {**cand.info, "seconds": round(time.perf_counter() - t0, 3)}
+    if cand.status is not None:
+        stage = "compile" if cand.status in (Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.NOT_RUNNABLE) \
+            else "load"
+        return uniform(cand.status, stage, cand.message, build_info)
+    baseline_job = None
+    if timing:
+        b_lang, b_path = _baseline_side(task)
+        b = _build_side(task, b_lang, b_path, device, timeouts["compile_s"])
+        if b.status is not None:
+            return uniform(Status.TASK_ERROR, "compile", f"the task's baseline did not build: {b.message}", build_info)
+        baseline_job = b.job
+    job = {
+        "task_dir": str(task.path),
+        "candidate": cand.job,
+        "baseline": baseline_job,
+        "device": device.to_dict(),
+        "seeds": seeds,
+        "timing": bool(timing),
+        "timing_params": dict(timing_params or {}),
+        "splits": [{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
+    }
+    frames, exit_info = _run_worker(job, device, timeouts, work_dir)
+    verdicts = _assemble(task, split_configs, frames, exit_info, base, build_info, device)
+    return finish(verdicts)
+
+
+# ------------------------------------------------------------------------------------------
+# The worker process
+
+
+def _worker_env(device: Device) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_SECRET")}
+    env["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    if not device.runs_kernels:
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float],
+                work_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run the worker; return its frames and how it ended (timeout stage, return code, log tail)."""
+    cwd = Path(tempfile.mkdtemp(prefix="arena-worker-"))
+    log_path = (work_dir / "worker.log") if work_dir else cwd / "worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    with open(log_path, "ab") as logf:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "arena.worker", str(job_r), str(res_w)],
+            pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            cwd=cwd, env=_worker_env(device), start_new_session=True)
+    os.close(job_r)
+    os.close(res_w)
+    frames: list[dict[str, Any]] = []
+    q: queue.Queue = queue.Queue()
+
+    def reader() -> None:
+        try:
+            while True:
+                f = read_frame(res_r)
+                q.put(f)
+                if f is None:
+                    return
+        except Exception as exc:  # noqa: BLE001 - a garbled frame ends the channel
+            q.put({"type": "garbled", "message": str(exc)})
+            q.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    try:
+        write_frame(job_w, job)
+    except BrokenPipeError:
+        pass
+    os.close(job_w)
+    stage = "load"
+    deadline = time.monotonic() + timeouts["load_s"]
+    timed_out = None
+    while True:
+        try:
+            frame = q.get(timeout=max(0.05, deadline - time.monotonic()))
+        except queue.Empty:
+            timed_out = stage
+            break
+        if frame is None:
+            break
+        frames.append(frame)
+        if frame.get("type") == "stage":
+            stage = frame["stage"]
+            deadline = time.monotonic() + timeouts[f"{stage}_s"]
+        if frame.get("type") in ("done", "failure"):
+            break
+    if timed_out:
+        _kill_group(proc)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        rc = proc.wait()
+    _kill_group(proc)  # anything the candidate left behind in the worker's session
+    os.close(res_r)
+    tail = ""
+    try:
+        tail = log_path.read_bytes()[-3000:].decode(errors="replace")
+    except OSError:
+        pass
+    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail, "log_path": str(log_path),
+                    "stage": stage}
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ------------------------------------------------------------------------------------------
+# Turning frames into Verdicts (the decision)
+
+
+def _side_timing(spans: list[float], events: list[float]) -> SideTiming:
+    return SideTiming(median_us=round(stats.median(spans), 3), iqr_us=round(stats.iqr(spans), 3), n=len(spans),
+                      events_median_us=round(stats.median(events), 3) if events else None,
+                      min_us=round(min(spans), 3))
+
+
+def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, Any], device: Device) -> None:
+    spans, events = perf["spans_us"], perf["events_us"]
+    b, c = spans["baseline"], spans["candidate"]
+    cr.baseline = _side_timing(b, events.get("baseline", []))
+    cr.candidate = _side_timing(c, events.get("candidate", []))
+    if cr.candidate.median_us <= 0:
+        cr.flags.append("no_device_work")
+        return
+    cr.speedup = round(cr.baseline.median_us / cr.candidate.median_us, 4)
+    lo, hi = stats.bootstrap_ratio_ci(b, c)
+    cr.speedup_ci = (round(lo, 4), round(hi, 4))
+    for side in (cr.baseline, cr.candidate):
+        ev = side.events_median_us
+        if ev is not None and ev < EVENTS_DISAGREE_RATIO * side.median_us:
+            cr.flags.append("events_below_device_span")
+    if cr.candidate.events_median_us and cr.candidate.events_median_us > 200 and \
+            cr.candidate.median_us < EVENTS_DISAGREE_RATIO * cr.candidate.events_median_us:
+        cr.flags.append("device_span_below_events")
+    for w in perf.get("warnings", []):
+        cr.flags.append(w.replace(" ", "_"))
+    flops, nbytes = task.roofline_for(config)
+    dtype = task.roofline.get("dtype") or _roofline_dtype(task)
+    frac = roofline_fraction(task.roofline["bound"], dtype, flops, nbytes, cr.candidate.median_us * 1e-6,
+                             datasheet(device.name))
+    if frac is not None:
+        cr.roofline_fraction = round(frac, 4)
+        if frac > 1.0:
+            cr.flags.append("above_roofline")
+
+
+def _roofline_dtype(task: Task) -> str:
+    dt = task.inputs[0].dtype
+    return "float8" if dt.startswith("float8") else dt
+
+
+def _assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: list[dict[str, Any]],
+              exit_info: dict[str, Any], base: dict[str, Any], build_info: dict[str, Any],
+              device: Device) -> list[Verdict]:
+    results: dict[str, dict[str, ConfigResult]] = {s: {} for s in split_configs}
+    perf_done: dict[str, set[str]] = {s: set() for s in split_configs}
+    finished_splits: set[str] = set()
+    failure = next((f for f in frames if f.get("type") == "failure"), None)
+    done = any(f.get("type") == "done" for f in frames)
+    last_stage: dict[str, Any] = {}
+    for f in frames:
+        t = f.get("type")
+        if t == "stage":
+            last_stage = f
+        elif t == "config":
+            split, name = f["split"], f["config"]
+            cfg = next(c for c in split_configs[split] if c.name == name)
+            r = dict(f["result"])
+            status = Status(r.pop("status"))
+            if f["phase"] == "correctness":
+                cr = ConfigResult(name=name, params=dict(cfg.params), status=status,
+                                  message=r.get("message", ""), seeds=r.get("seeds", []),
+                                  max_abs_err=r.get("max_abs_err"), max_rel_err=r.get("max_rel_err"),
+                                  norm_err=r.get("norm_err"), where=r.get("where"),
+                                  mismatch_fraction=r.get("mismatch_fraction"))
+                results[split][name] = cr
+            else:
+                cr = results[split][name]
+                perf_done[split].add(name)
+                if status is not Status.PASSED:
+                    cr.status = status
+                    cr.message = r.get("message", "")
+                    cr.flags.append("failed_while_timed")
+                if "spans_us" in r:
+                    _apply_timing(task, cr, cfg, r, device)
+        elif t == "split_done":
+            finished_splits.add(f["split"])
+
+    # how the worker ended, for whatever it did not finish
+    end_status, end_msg = None, ""
+    if exit_info["timed_out"]:
+        end_status = Status.TIMEOUT
+        end_msg = f"no progress for the {exit_info['timed_out']} time limit; the worker was killed"
+    elif failure is not None:
+        end_status, end_msg = Status(failure["status"]), failure["message"]
+    elif not done:
+        rc = exit_info["returncode"]
+        end_status = Status.CRASHED
+        sig = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
+        end_msg = f"the worker died ({sig}) without a result"
+    if end_status in (Status.CRASHED, Status.TIMEOUT, Status.HARNESS_ERROR) and exit_info["log_tail"]:
+        end_msg += "\n--- worker output (tail) ---\n" + exit_info["log_tail"][-1500:]
+
+    verdicts = []
+    for split, cfgs in split_configs.items():
+        crs = []
+        for c in cfgs:
+            cr = results[split].get(c.name)
+            interrupted = split not in finished_splits and end_status is not None
+            if cr is None:
+                cr = ConfigResult(c.name, dict(c.params), end_status or Status.HARNESS_ERROR,
+                                  message=end_msg if last_stage.get("config") == c.name or not crs
+                                  else "not reached: the worker stopped earlier")
+            elif interrupted and cr.status is Status.PASSED and c.name == last_stage.get("config") \
+                    and c.name not in perf_done[split] and last_stage.get("stage") == "performance":
+                cr.status, cr.message = end_status, end_msg
+            crs.append(cr)
+        failed = next((cr for cr in crs if cr.status is not Status.PASSED), None)
+        status = failed.status if failed else Status.PASSED
+        if failed is None and end_status is not None and split not in finished_splits:
+            status = end_status
+        stage = "done"
+        if failed is not None:
+            stage = "performance" if "failed_while_timed" in failed.flags else (
+                "load" if failed.status in (Status.LOAD_ERROR, Status.SIGNATURE_MISMATCH) else "correctness")
+        timed = [cr for cr in crs if cr.speedup is not None]
+        speedup = stats.geomean([cr.speedup for cr in timed]) if timed and len(timed) == len(crs) else None
+        ci = stats.geomean_ci([cr.speedup_ci for cr in timed if cr.speedup_ci]) if speedup else None
+        roof = stats.geomean([cr.roofline_fraction for cr in timed if cr.roofline_fraction is not None]) \
+            if speedup else None
+        flags = sorted({fl for cr in crs for fl in cr.flags})
+        message = failed.message if failed else ""
+        if failed is None and status is not Status.PASSED:
+            message = end_msg
+        verdicts.append(Verdict(split=split, status=status, stage=stage, message=message, configs=crs,
+                                build=build_info, speedup=round(speedup, 4) if speedup else None,
+                                speedup_ci=ci, roofline_fraction=round(roof, 4) if roof else None,
+                                flags=flags, **base))
+    return verdicts

@@ -1,0 +1,215 @@
+"""The record type everything downstream reads: Status, Verdict, and the JSONL file.
+
+A Verdict is one (task, candidate, split, device) evaluation. records.jsonl is
+append-only: each line is written whole and fsynced; a torn last line (a killed run) is
+ignored on reading and overwritten on the next append.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+RECORD_VERSION = 1
+
+
+class Status(str, enum.Enum):
+    PASSED = "PASSED"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    COMPILE_TIMEOUT = "COMPILE_TIMEOUT"
+    LOAD_ERROR = "LOAD_ERROR"
+    SIGNATURE_MISMATCH = "SIGNATURE_MISMATCH"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    CRASHED = "CRASHED"
+    TIMEOUT = "TIMEOUT"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    NAN_INF = "NAN_INF"
+    OUTPUT_UNWRITTEN = "OUTPUT_UNWRITTEN"
+    INPUT_MUTATED = "INPUT_MUTATED"
+    NOT_RUNNABLE = "NOT_RUNNABLE"      # correct status for a HIP candidate on the cpu backend: never a pass
+    TASK_ERROR = "TASK_ERROR"          # the task itself is broken (reference raised, bad file): not the candidate's fault
+    HARNESS_ERROR = "HARNESS_ERROR"    # infrastructure failure, kept apart from candidate failures
+
+    @property
+    def passed(self) -> bool:
+        return self is Status.PASSED
+
+    @property
+    def kind(self) -> str:
+        """compile | init | incorrect | runtime | timeout | not_runnable | infra | passed."""
+        return _KIND[self]
+
+
+_KIND = {
+    Status.PASSED: "passed",
+    Status.COMPILE_ERROR: "compile",
+    Status.COMPILE_TIMEOUT: "compile",
+    Status.LOAD_ERROR: "init",
+    Status.SIGNATURE_MISMATCH: "init",
+    Status.RUNTIME_ERROR: "runtime",
+    Status.CRASHED: "runtime",
+    Status.TIMEOUT: "timeout",
+    Status.INCORRECT_SHAPE: "incorrect",
+    Status.INCORRECT_NUMERICAL: "incorrect",
+    Status.NAN_INF: "incorrect",
+    Status.OUTPUT_UNWRITTEN: "incorrect",
+    Status.INPUT_MUTATED: "incorrect",
+    Status.NOT_RUNNABLE: "not_runnable",
+    Status.TASK_ERROR: "infra",
+    Status.HARNESS_ERROR: "infra",
+}
+
+# KernelBench environment rewards (ANCHORS.md); PASSED gets speedup - 1.
+_REWARD = {"incorrect": -2.0, "runtime": -3.0, "init": -4.0, "compile": -5.0, "timeout": -7.0}
+
+
+def reward(status: Status, speedup: float | None) -> float:
+    if status is Status.PASSED:
+        return (speedup - 1.0) if speedup is not None else 0.0
+    return _REWARD.get(status.kind, -6.0)
+
+
+@dataclass
+class SideTiming:
+    """Timing of one side (baseline or candidate) on one config, microseconds."""
+
+    median_us: float
+    iqr_us: float
+    n: int
+    events_median_us: float | None = None   # cross-check: events around call + device synchronize
+    min_us: float | None = None
+
+
+@dataclass
+class ConfigResult:
+    name: str
+    params: dict[str, Any]
+    status: Status
+    message: str = ""
+    seeds: list[int] = field(default_factory=list)
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    norm_err: float | None = None
+    where: dict[str, Any] | None = None       # output, index, candidate and reference values of the worst element
+    mismatch_fraction: float | None = None
+    baseline: SideTiming | None = None
+    candidate: SideTiming | None = None
+    speedup: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+    roofline_fraction: float | None = None
+    flags: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ConfigResult":
+        d = dict(d)
+        d["status"] = Status(d["status"])
+        for side in ("baseline", "candidate"):
+            if d.get(side) is not None:
+                d[side] = SideTiming(**d[side])
+        if d.get("speedup_ci") is not None:
+            d["speedup_ci"] = tuple(d["speedup_ci"])
+        return cls(**d)
+
+
+@dataclass
+class Verdict:
+    task_id: str
+    category: str
+    split: str
+    status: Status
+    candidate: dict[str, Any]         # path, sha256, origin (agent name), language
+    device: dict[str, Any]            # kind, name, arch, vendor, ...
+    stage: str = ""                   # compile | load | correctness | performance | done
+    message: str = ""
+    configs: list[ConfigResult] = field(default_factory=list)
+    build: dict[str, Any] = field(default_factory=dict)
+    speedup: float | None = None      # geometric mean over configs
+    speedup_ci: tuple[float, float] | None = None
+    roofline_fraction: float | None = None
+    flags: list[str] = field(default_factory=list)
+    run_id: str = ""
+    agent: str = ""
+    repeat: int = 0
+    seeds: list[int] = field(default_factory=list)
+    versions: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    finished_at: str = ""
+    wall_s: float = 0.0
+    record_version: int = RECORD_VERSION
+
+    @property
+    def reward(self) -> float:
+        return reward(self.status, self.speedup)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["status"] = self.status.value
+        for c in d["configs"]:
+            c["status"] = Status(c["status"]).value
+        d["reward"] = self.reward
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        d = dict(d)
+        d.pop("reward", None)
+        d["status"] = Status(d["status"])
+        d["configs"] = [ConfigResult.from_dict(c) for c in d.get("configs", [])]
+        if d.get("speedup_ci") is not None:
+            d["speedup_ci"] = tuple(d["speedup_ci"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, enum.Enum):
+        return o.value
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, float) and o != o:
+        return None
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def dumps(verdict: Verdict) -> str:
+    return json.dumps(verdict.to_dict(), default=_json_default, allow_nan=False, sort_keys=False)
+
+
+def append(path: Path, verdict: Verdict) -> None:
+    """Append one Verdict as one line, fsynced. A torn tail from a killed writer is cut first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (dumps(verdict) + "\n").encode()
+    with open(path, "ab+") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                # the last line was torn by a crash: drop it (it was never a complete record)
+                f.seek(0)
+                data = f.read()
+                keep = data.rfind(b"\n") + 1
+                f.truncate(keep)
+                f.seek(keep)
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read(path: Path) -> Iterator[Verdict]:
+    """The complete records of a file, in order (a torn last line is skipped)."""
+    if not path.is_file():
+        return
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            raw = raw.strip()
+            if raw:
+                yield Verdict.from_dict(json.loads(raw))

@@ -1,0 +1,121 @@
+"""Agents x tasks x repeats x splits, into a run directory that survives being killed.
+
+runs/<name>/
+  run.json                       what was asked (agents, tasks, splits, device), when
+  records.jsonl                  one Verdict a line, appended and fsynced as each is decided
+  artifacts/<agent>/<task>/<r>/  the candidate file, build logs, the worker's output
+
+A (agent, task, repeat) is done when a record exists for each of its splits; ``resume``
+skips those and redoes the rest, so nothing is lost or written twice. A task that fails
+to load or an evaluation that breaks the harness is recorded as a failure and the run
+goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from arena import records
+from arena.agents import get_agent
+from arena.devices import Device
+from arena.errors import ArenaError
+from arena.evaluate import Candidate, evaluate
+from arena.records import Status, Verdict
+from arena.spec.loader import load_task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    agents: tuple[str, ...]
+    tasks: tuple[Path, ...]
+    splits: tuple[str, ...]
+    repeats: int = 1
+
+
+def _task_id_of(folder: Path) -> str:
+    return f"{folder.parent.name}/{folder.name}"
+
+
+def _failure(task_id: str, category: str, split: str, status: Status, message: str, device: Device,
+             run_id: str, agent: str, repeat: int) -> Verdict:
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return Verdict(task_id=task_id, category=category, split=split, status=status, stage="setup", message=message,
+                   candidate={}, device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat,
+                   started_at=now, finished_at=now, configs=[])
+
+
+def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timing: bool | None = None,
+        on_verdict: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    """Execute a plan into ``out``; returns the verdicts written by this call."""
+    out = Path(out)
+    rec_path = out / "records.jsonl"
+    if rec_path.exists() and any(True for _ in records.read(rec_path)) and not resume:
+        raise ArenaError("the run directory already holds records; pass --resume to finish it, or choose "
+                         "another --out", path=out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "run.json"
+    run_id = out.name
+    if not meta_path.exists():
+        meta_path.write_text(json.dumps({
+            "run_id": run_id, "agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
+            "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
+    done = {(v.agent, v.task_id, v.repeat, v.split) for v in records.read(rec_path)}
+    written: list[Verdict] = []
+
+    def emit(v: Verdict) -> None:
+        records.append(rec_path, v)
+        written.append(v)
+        if on_verdict:
+            on_verdict(v)
+
+    for agent_name in plan.agents:
+        agent = get_agent(agent_name)
+        for folder in plan.tasks:
+            task_id = _task_id_of(folder)
+            for repeat in range(plan.repeats):
+                todo = [s for s in plan.splits if (agent_name, task_id, repeat, s) not in done]
+                if not todo:
+                    continue
+                try:
+                    task = load_task(folder)
+                except ArenaError as exc:
+                    for s in todo:
+                        emit(_failure(task_id, folder.parent.name, s, Status.TASK_ERROR, str(exc), device,
+                                      run_id, agent_name, repeat))
+                    continue
+                if not agent.applies_to(task):
+                    log.info("%s has nothing for %s; not attempted", agent_name, task_id)
+                    continue
+                art = out / "artifacts" / agent_name / task_id / str(repeat)
+                if art.exists():
+                    shutil.rmtree(art)
+                art.mkdir(parents=True)
+                try:
+                    path = agent.propose(task, art)
+                    cand = Candidate(task, path, origin=agent_name)
+                    shutil.copy2(cand.source_path, art / cand.source_path.name)
+                    verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
+                                        agent=agent_name, repeat=repeat)
+                except ArenaError as exc:
+                    verdicts = [_failure(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
+                                         agent_name, repeat) for s in todo]
+                except Exception as exc:  # noqa: BLE001 - the run goes on; the record says what broke
+                    msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+                    verdicts = [_failure(task_id, task.category, s, Status.HARNESS_ERROR, msg, device, run_id,
+                                         agent_name, repeat) for s in todo]
+                builds = verdicts[0].build if verdicts else {}
+                if builds:
+                    (art / "build.json").write_text(json.dumps(builds, indent=2, default=str))
+                for v in verdicts:
+                    emit(v)
+    return written

@@ -1,0 +1,422 @@
+"""Load task folders into immutable dataclasses, validating them against the JSON Schemas.
+
+``load_task`` raises ``ArenaError`` naming the file and key of the first problem;
+``validate_task_dir`` returns every problem of a folder (the ``arena tasks validate`` view).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from arena.errors import ArenaError
+from arena.spec import formula
+
+CATEGORIES = ("hip2hip", "triton2triton", "torch2hip")
+SPLITS = ("seen", "heldout", "smoke")
+KERNEL_ROLES = ("baseline", "solution", "specialised")
+SCHEMA_DIR = Path(__file__).parent / "schema"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TASKS_DIR = REPO_ROOT / "tasks"
+
+# Default tolerances by the dtype of the output compared (METHODOLOGY.md).
+DEFAULT_TOLERANCE: dict[str, dict[str, float]] = {
+    "float32": {"atol": 1e-4, "rtol": 1e-4, "norm": 1e-5},
+    "float16": {"atol": 1e-2, "rtol": 1e-2, "norm": 1e-2},
+    "bfloat16": {"atol": 1e-2, "rtol": 1e-2, "norm": 1e-2},
+    "float8_e4m3fn": {"atol": 1e-1, "rtol": 1e-1, "norm": 1e-1},
+    "float8_e5m2": {"atol": 1e-1, "rtol": 1e-1, "norm": 1e-1},
+}
+INTEGER_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
+MIN_SEEN, MIN_HELDOUT = 3, 4
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: str
+    shape: tuple[Any, ...]
+    init: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    dtype: str
+    shape: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    name: str
+    type: str
+    value: Any = None  # None: taken from the config
+
+
+@dataclass(frozen=True)
+class Config:
+    """One shape configuration of a split: its parameters and a display name."""
+
+    split: str
+    index: int
+    name: str
+    params: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"split": self.split, "index": self.index, "name": self.name, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    category: str
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    difficulty: int
+    entry: str
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[OutputSpec, ...]
+    scalars: tuple[ScalarSpec, ...]
+    tolerance: Mapping[str, Mapping[str, float]]
+    roofline: Mapping[str, Any]
+    shape_space: Mapping[str, Any]
+    forbidden: tuple[str, ...]
+    timeouts: Mapping[str, float]
+    path: Path
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    # -- files -------------------------------------------------------------------------
+    @property
+    def reference_path(self) -> Path:
+        return self.path / "reference.py"
+
+    def kernel_file(self, role: str) -> Path | None:
+        """The task's baseline / solution / specialised kernel file, if it ships one."""
+        for suffix in (".hip", ".py"):
+            p = self.path / f"{role}{suffix}"
+            if p.is_file():
+                return p
+        return None
+
+    @property
+    def language(self) -> str:
+        """The language candidates are written in."""
+        return "triton" if self.category == "triton2triton" else "hip"
+
+    # -- configs -------------------------------------------------------------------------
+    def configs(self, split: str) -> list[Config]:
+        return load_configs(self.path / "configs" / f"{split}.yaml", split, self)
+
+    def env(self, config: Config) -> dict[str, Any]:
+        """Names a formula may use for this config: its parameters, then the scalars."""
+        env = dict(config.params)
+        for s in self.scalars:
+            env[s.name] = self.scalar_value(s, env)
+        return env
+
+    def scalar_value(self, spec: ScalarSpec, env: Mapping[str, Any]) -> int | float:
+        if spec.value is None:
+            raw = env.get(spec.name)
+            if raw is None:
+                raise ArenaError(f"scalar {spec.name!r} has no value and the config does not set it",
+                                 path=self.path / "task.yaml", key=f"signature.scalars.{spec.name}")
+        else:
+            raw = formula.evaluate(spec.value, env)
+        return float(raw) if spec.type == "float32" else int(raw)
+
+    def shape(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> tuple[int, ...]:
+        dims = []
+        for d in spec.shape:
+            v = formula.evaluate(d, env)
+            if isinstance(v, float) and not v.is_integer():
+                raise ArenaError(f"dimension {d!r} evaluates to {v}, not an integer",
+                                 path=self.path / "task.yaml", key=f"signature.{spec.name}.shape")
+            dims.append(int(v))
+        return tuple(dims)
+
+    def tolerance_for(self, dtype: str) -> dict[str, float] | None:
+        """atol/rtol/norm for an output dtype; None means exact comparison."""
+        if dtype in INTEGER_DTYPES:
+            return None
+        tol = dict(DEFAULT_TOLERANCE[dtype])
+        tol.update(self.tolerance.get(dtype, {}))
+        return tol
+
+    def roofline_for(self, config: Config) -> tuple[float, float]:
+        env = self.env(config)
+        return (float(formula.evaluate(self.roofline["flops"], env)),
+                float(formula.evaluate(self.roofline["bytes"], env)))
+
+
+# ---------------------------------------------------------------------------------------
+# Schemas and YAML
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str):
+    try:
+        import jsonschema
+    except ImportError as exc:  # pragma: no cover - exercised only where jsonschema is absent
+        raise ArenaError("validating tasks needs the jsonschema package (pip install jsonschema)") from exc
+    schema = json.loads((SCHEMA_DIR / name).read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
+    errors = []
+    for err in sorted(_validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path)):
+        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        errors.append(ArenaError(f"{err.message} (expected: {_expected(err)})", path=path, key=key))
+    return errors
+
+
+def _expected(err) -> str:
+    if err.validator in ("enum", "const", "type", "pattern", "required", "minItems", "minimum",
+                         "maximum", "exclusiveMinimum", "minLength", "additionalProperties"):
+        return f"{err.validator} {err.validator_value!r}" if err.validator != "additionalProperties" \
+            else "only the keys the schema names"
+    return err.validator
+
+
+def read_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ArenaError("file not found", path=path)
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ArenaError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", path=path) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def _init_spec(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {"kind": "normal"}
+    if isinstance(raw, str):
+        return {"kind": raw}
+    return dict(raw)
+
+
+def _build_task(data: Mapping[str, Any], path: Path) -> Task:
+    sig = data["signature"]
+    return Task(
+        id=data["id"],
+        category=data["category"],
+        title=data["title"],
+        description=data["description"],
+        tags=tuple(data.get("tags", ())),
+        difficulty=int(data["difficulty"]),
+        entry=data["entry"],
+        inputs=tuple(InputSpec(i["name"], i["dtype"], tuple(i["shape"]), _init_spec(i.get("init")))
+                     for i in sig["inputs"]),
+        outputs=tuple(OutputSpec(o["name"], o["dtype"], tuple(o["shape"])) for o in sig["outputs"]),
+        scalars=tuple(ScalarSpec(s["name"], s["type"], s.get("value")) for s in sig.get("scalars", ())),
+        tolerance={k: v for k, v in (data.get("tolerance") or {}).items() if k != "reason"},
+        roofline=dict(data["roofline"]),
+        shape_space=dict(data["shape_space"]),
+        forbidden=tuple(data.get("forbidden", ())),
+        timeouts=dict(data.get("timeouts", {})),
+        path=path,
+        raw=data,
+    )
+
+
+def load_task(path: Path | str, *, validate: bool = True) -> Task:
+    """Load one task folder (or its task.yaml). Raises ArenaError on the first problem."""
+    path = Path(path)
+    if path.name == "task.yaml":
+        path = path.parent
+    path = path.resolve()
+    if validate:
+        errors = validate_task_dir(path)
+        if errors:
+            raise errors[0]
+    data = read_yaml(path / "task.yaml")
+    return _build_task(data, path)
+
+
+def load_configs(path: Path, split: str, task: Task | None = None) -> list[Config]:
+    data = read_yaml(path)
+    errors = _schema_errors(data, "configs.schema.json", path)
+    if errors:
+        raise errors[0]
+    configs = []
+    for i, item in enumerate(data):
+        params = {k: v for k, v in item.items() if k != "name"}
+        name = str(item.get("name") or "-".join(f"{k}{v}" for k, v in params.items()))
+        configs.append(Config(split, i, name, params))
+    if task is not None:
+        for c in configs:
+            for err in _config_errors(task, c, path):
+                raise err
+    return configs
+
+
+def _config_errors(task: Task, config: Config, path: Path) -> list[ArenaError]:
+    key = f"[{config.index}] ({config.name})"
+    errors: list[ArenaError] = []
+    try:
+        env = task.env(config)
+        for spec in (*task.inputs, *task.outputs):
+            dims = task.shape(spec, env)
+            if any(d < 0 for d in dims):
+                errors.append(ArenaError(f"shape of {spec.name!r} is {dims}: negative dimension",
+                                         path=path, key=key))
+        task.roofline_for(config)
+        for spec in task.inputs:
+            for bound in ("low", "high"):
+                if bound in spec.init:
+                    formula.evaluate(spec.init[bound], env)
+    except formula.FormulaError as exc:
+        errors.append(ArenaError(str(exc), path=path, key=key))
+    except ArenaError as exc:
+        errors.append(ArenaError(exc.detail, path=path, key=f"{key} {exc.key or ''}".strip()))
+    return errors
+
+
+def validate_task_dir(path: Path | str) -> list[ArenaError]:
+    """Every problem of one task folder: schema, names, files, configs, formulas."""
+    path = Path(path).resolve()
+    yml = path / "task.yaml"
+    try:
+        data = read_yaml(yml)
+    except ArenaError as exc:
+        return [exc]
+    errors = _schema_errors(data, "task.schema.json", yml)
+    if errors:
+        return errors
+    task = _build_task(data, path)
+    folder_id = f"{path.parent.name}/{path.name}"
+    if task.id != folder_id:
+        errors.append(ArenaError(f"id {task.id!r} does not match the folder {folder_id!r}", path=yml, key="id"))
+    if task.category != path.parent.name:
+        errors.append(ArenaError(f"category {task.category!r} does not match the folder {path.parent.name!r}",
+                                 path=yml, key="category"))
+    names = [s.name for s in (*task.inputs, *task.outputs, *task.scalars)]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        errors.append(ArenaError(f"names used twice: {', '.join(dupes)}", path=yml, key="signature"))
+    if not task.reference_path.is_file():
+        errors.append(ArenaError("reference.py is missing", path=path / "reference.py"))
+    elif any(i.init["kind"] == "custom" for i in task.inputs) and \
+            "def make_inputs" not in task.reference_path.read_text():
+        errors.append(ArenaError("an input has init: custom but reference.py defines no make_inputs",
+                                 path=task.reference_path, key="make_inputs"))
+    expected_language = {"hip2hip": ".hip", "triton2triton": ".py", "torch2hip": ".hip"}[task.category]
+    baseline = task.kernel_file("baseline")
+    if task.category == "torch2hip":
+        if baseline is not None:
+            errors.append(ArenaError("torch2hip tasks have no baseline file: the eager reference is the baseline",
+                                     path=baseline))
+    elif baseline is None:
+        errors.append(ArenaError(f"the starting kernel baseline{expected_language} is missing", path=path))
+    for role in KERNEL_ROLES:
+        f = task.kernel_file(role)
+        if f is not None and f.suffix != expected_language:
+            errors.append(ArenaError(f"{task.category} kernels are {expected_language} files", path=f))
+    for spec in task.inputs:
+        init = spec.init
+        if init["kind"] == "randint" and "high" not in init:
+            errors.append(ArenaError("randint needs high", path=yml, key=f"signature.inputs.{spec.name}.init"))
+        if init["kind"] in ("randint",) and spec.dtype not in INTEGER_DTYPES:
+            errors.append(ArenaError("randint is for integer inputs", path=yml,
+                                     key=f"signature.inputs.{spec.name}.init"))
+        if init["kind"] == "bernoulli" and spec.dtype != "bool":
+            errors.append(ArenaError("bernoulli is for bool inputs", path=yml,
+                                     key=f"signature.inputs.{spec.name}.init"))
+    for expr_key in ("flops", "bytes"):
+        try:
+            formula.names_in(str(task.roofline[expr_key]))
+        except formula.FormulaError as exc:
+            errors.append(ArenaError(str(exc), path=yml, key=f"roofline.{expr_key}"))
+    space_params = [k for k in task.shape_space if k != "constraint"]
+    for k in space_params:
+        dim = task.shape_space[k]
+        if "min" in dim and dim["min"] > dim["max"]:
+            errors.append(ArenaError("min > max", path=yml, key=f"shape_space.{k}"))
+    if "constraint" in task.shape_space:
+        try:
+            formula.names_in(task.shape_space["constraint"])
+        except formula.FormulaError as exc:
+            errors.append(ArenaError(str(exc), path=yml, key="shape_space.constraint"))
+    for split in SPLITS:
+        cfg_path = path / "configs" / f"{split}.yaml"
+        try:
+            configs = load_configs(cfg_path, split)
+        except ArenaError as exc:
+            errors.append(exc)
+            continue
+        minimum = {"seen": MIN_SEEN, "heldout": MIN_HELDOUT}.get(split, 1)
+        if len(configs) < minimum:
+            errors.append(ArenaError(f"{len(configs)} configs; the rules ask for at least {minimum}",
+                                     path=cfg_path))
+        seen_names: set[str] = set()
+        for c in configs:
+            if c.name in seen_names:
+                errors.append(ArenaError(f"config name {c.name!r} used twice", path=cfg_path, key=f"[{c.index}]"))
+            seen_names.add(c.name)
+            errors.extend(_config_errors(task, c, cfg_path))
+            if split != "smoke":
+                missing = [k for k in space_params if k not in c.params]
+                if missing:
+                    errors.append(ArenaError(f"shape_space has {missing} but the config does not set them",
+                                             path=cfg_path, key=f"[{c.index}]"))
+    return errors
+
+
+# ---------------------------------------------------------------------------------------
+# Discovery and selection
+
+
+def discover_tasks(root: Path | str | None = None) -> list[Path]:
+    """Task folders (those holding a task.yaml) under root, sorted by id."""
+    root = Path(root) if root is not None else DEFAULT_TASKS_DIR
+    return sorted(p.parent for p in root.glob("*/*/task.yaml"))
+
+
+def select_tasks(selector: str | Iterable[str] | None = None, root: Path | str | None = None) -> list[Path]:
+    """Task folders matching a selector: 'all', a category, an id, a glob ('*/softmax*'),
+    a folder path, or a comma-separated list of those."""
+    import fnmatch
+
+    folders = discover_tasks(root)
+    if selector is None:
+        return folders
+    parts = [selector] if isinstance(selector, str) else list(selector)
+    items = [s.strip() for p in parts for s in p.split(",") if s.strip()]
+    chosen: list[Path] = []
+    for item in items:
+        as_path = Path(item)
+        if (as_path / "task.yaml").is_file():
+            matched = [as_path.resolve()]
+        elif item == "all":
+            matched = folders
+        else:
+            pattern = item if any(ch in item for ch in "*?[") else None
+            matched = [f for f in folders if _task_id(f) == item or f.parent.name == item
+                       or (pattern and fnmatch.fnmatch(_task_id(f), pattern))]
+        if not matched:
+            raise ArenaError(f"no task matches {item!r}", key="selector")
+        chosen.extend(m for m in matched if m not in chosen)
+    return chosen
+
+
+def _task_id(folder: Path) -> str:
+    return f"{folder.parent.name}/{folder.name}"
+
+
+def numel(shape: Iterable[int]) -> int:
+    return math.prod(shape)

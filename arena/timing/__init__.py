@@ -1,0 +1,1 @@
+"""Timing: cache flush, device-side spans over all streams, paired interleaved samples, statistics."""

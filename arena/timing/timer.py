@@ -1,0 +1,193 @@
+"""Paired, interleaved GPU timing whose clock is the device's own (METHODOLOGY.md).
+
+Each sample is: [prepare] -> cache flush -> start event -> call -> device synchronize ->
+end event -> end marker -> [after]. The primary time is the device-side span of every
+kernel / copy on every stream between the flush kernel and the end marker, read from the
+profiler (CUPTI on CUDA, roctracer on ROCm); the events around the call plus a device-wide
+synchronize are a cross-check. The flush and the marker are kernels of ours with names of
+ours, so the trace can be cut into samples. Samples alternate A B / B A so neither side
+always runs right after the flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from arena.timing import stats
+
+log = logging.getLogger(__name__)
+
+FLUSH_KERNEL = "_arena_flush_kernel"
+MARKER_KERNEL = "_arena_end_marker_kernel"
+_FLUSH_BLOCK = 4096
+
+
+@triton.jit
+def _arena_flush_kernel(buf, n, value, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(buf + offs, value, mask=offs < n)
+
+
+@triton.jit
+def _arena_end_marker_kernel(buf):
+    tl.store(buf, 1)
+
+
+@dataclass
+class SampleSet:
+    """Per-side samples in microseconds, in the order taken."""
+
+    spans_us: dict[str, list[float]] = field(default_factory=dict)
+    events_us: dict[str, list[float]] = field(default_factory=dict)
+    rounds: int = 0
+    wall_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+class DeviceTimer:
+    """Owns the flush buffer and the markers for one device."""
+
+    def __init__(self, llc_bytes: int, device: str = "cuda"):
+        self.device = device
+        n = max(2 * int(llc_bytes), 64 * 2**20) // 4
+        self.flush_buf = torch.empty(n, dtype=torch.float32, device=device)
+        self.marker_buf = torch.zeros(1, dtype=torch.int32, device=device)
+        self._flush_grid = (triton.cdiv(n, _FLUSH_BLOCK),)
+        self._tick = 0
+
+    def flush(self) -> None:
+        self._tick += 1
+        _arena_flush_kernel[self._flush_grid](self.flush_buf, self.flush_buf.numel(), float(self._tick % 7),
+                                               BLOCK=_FLUSH_BLOCK)
+
+    def marker(self) -> None:
+        _arena_end_marker_kernel[(1,)](self.marker_buf)
+
+    def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025) -> None:
+        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune)."""
+        self.flush()
+        self.marker()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        calls = 0
+        while calls < min_calls or time.perf_counter() - start < min_s:
+            call()
+            torch.cuda.synchronize()
+            calls += 1
+            if calls > 10_000:
+                break
+
+    def sample_round(self, steps: Sequence[tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]]
+                     ) -> tuple[list[tuple[str, float, float]], list[str]]:
+        """Run (side, prepare, call, after) steps under one profiler session.
+        Returns (side, span_us, events_us) per step and warnings."""
+        from torch.profiler import ProfilerActivity, profile
+
+        events = []
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for side, prepare, call, after in steps:
+                prepare()
+                self.flush()
+                ev0 = torch.cuda.Event(enable_timing=True)
+                ev1 = torch.cuda.Event(enable_timing=True)
+                ev0.record()
+                call()
+                torch.cuda.synchronize()
+                ev1.record()
+                self.marker()
+                after()
+                events.append((side, ev0, ev1))
+            torch.cuda.synchronize()
+        spans, warnings = _spans_from_trace(prof, len(steps))
+        out = []
+        for (side, ev0, ev1), span in zip(events, spans):
+            out.append((side, span, ev0.elapsed_time(ev1) * 1000.0))
+        return out, warnings
+
+
+def _device_activities(prof) -> list[tuple[int, int, str]]:
+    acts = []
+    for e in prof.profiler.kineto_results.events():
+        if e.device_type() != torch.autograd.DeviceType.CUDA:
+            continue
+        kind = str(e.activity_type()).lower() if hasattr(e, "activity_type") else ""
+        if "annotation" in kind or "runtime" in kind or "driver" in kind or e.is_user_annotation():
+            continue
+        acts.append((int(e.start_ns()), int(e.end_ns()), e.name()))
+    acts.sort()
+    return acts
+
+
+def _spans_from_trace(prof, n_steps: int) -> tuple[list[float], list[str]]:
+    return cut_spans(_device_activities(prof), n_steps)
+
+
+def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[float], list[str]]:
+    """Cut a device timeline of (start_ns, end_ns, name) at our flush / marker kernels: the
+    span of everything (any stream) that starts after a flush starts and before the next
+    marker starts. Work the call put on another stream may begin while the flush still runs
+    (it does not wait for our stream): it is counted from its own start."""
+    acts = sorted(acts)
+    flushes = [a for a in acts if FLUSH_KERNEL in a[2]]
+    markers = [a for a in acts if MARKER_KERNEL in a[2]]
+    warnings = []
+    if len(flushes) != n_steps or len(markers) != n_steps:
+        raise RuntimeError(f"timing trace has {len(flushes)} flush and {len(markers)} marker kernels "
+                           f"for {n_steps} samples: the trace cannot be cut into samples")
+    spans = []
+    for (f0, _f1, _), (m0, _m1, _) in zip(flushes, markers):
+        inside = [a for a in acts if f0 <= a[0] < m0 and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
+        straddling = [a for a in acts if a[0] < m0 < a[1] and MARKER_KERNEL not in a[2]]
+        if straddling:
+            warnings.append("device work overlapped the end marker")
+        if not inside:
+            spans.append(0.0)
+            continue
+        spans.append((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0)
+    return spans, warnings
+
+
+def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], None]]], n_sets: int, *,
+                min_pairs: int = 10, max_pairs: int = 400, target_rse: float = 0.01, cap_s: float = 4.0,
+                refresh: Callable[[int], None] | None = None) -> SampleSet:
+    """Interleaved samples of two sides until the median of each is known to target_rse.
+
+    ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
+    ``refresh(round)``, if given, renews the input sets between rounds (not timed)."""
+    names = list(sides)
+    result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names})
+    start = time.perf_counter()
+    round_no = 0
+    pairs_per_round = max(n_sets, 4)
+    while True:
+        if refresh is not None and round_no > 0:
+            refresh(round_no)
+        steps = []
+        for k in range(pairs_per_round):
+            i = k % n_sets
+            order = names if (k + round_no) % 2 == 0 else list(reversed(names))
+            for s in order:
+                h = sides[s]
+                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
+                              (lambda h=h, i=i: h["after"](i))))
+        samples, warnings = timer.sample_round(steps)
+        result.warnings.extend(w for w in warnings if w not in result.warnings)
+        for side, span, ev in samples:
+            result.spans_us[side].append(span)
+            result.events_us[side].append(ev)
+        round_no += 1
+        n = min(len(v) for v in result.spans_us.values())
+        elapsed = time.perf_counter() - start
+        done = n >= min_pairs and all(stats.rse_of_median(result.spans_us[s]) < target_rse for s in names)
+        if done or n >= max_pairs or (elapsed > cap_s and n >= min(min_pairs, 3)):
+            break
+    result.rounds = round_no
+    result.wall_s = time.perf_counter() - start
+    return result

@@ -1,0 +1,449 @@
+"""The only code that runs candidate code: one subprocess per candidate evaluation.
+
+The parent (``arena.evaluate``) starts ``python -m arena.worker IN_FD OUT_FD``, writes the
+job on IN_FD and reads length-prefixed JSON frames from OUT_FD (never stdout, which
+candidate code can write to). The worker loads the task and both sides (candidate and
+baseline), runs the correctness gate on every config x seed, then, if asked and if every
+config passed, the paired timing. It sends raw facts (statuses of comparisons, error
+statistics, timing samples); the parent turns them into the Verdict.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import inspect
+import json
+import os
+import random
+import struct
+import sys
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+# ------------------------------------------------------------------------------------------
+# Framing (shared with the parent)
+
+
+def write_frame(fd: int, obj: dict[str, Any]) -> None:
+    _write_all(fd, json.dumps(obj, default=str).encode())
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    buf = struct.pack("<I", len(data)) + data
+    while buf:
+        n = os.write(fd, buf)
+        buf = buf[n:]
+
+
+def read_frame(fd: int) -> dict[str, Any] | None:
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack("<I", head)
+    body = _read_exact(fd, n)
+    return None if body is None else json.loads(body)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = b""
+    while len(chunks) < n:
+        part = os.read(fd, n - len(chunks))
+        if not part:
+            return None
+        chunks += part
+    return chunks
+
+
+# ------------------------------------------------------------------------------------------
+
+
+class GateFailure(Exception):
+    """A failure with a status, raised inside the worker and sent to the parent."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _import_file(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Side:
+    """One callable side of the comparison: a HIP library, a Python/Triton module, or the
+    task's reference run eagerly at the declared dtypes."""
+
+    writes_outputs = True
+
+    def __init__(self, task, job_side: dict[str, Any], reference: ModuleType, torch_device: str):
+        self.task = task
+        self.language = job_side["language"]
+        self.torch_device = torch_device
+        self.reference = reference
+        if self.language == "hip":
+            self._load_hip(job_side["library"])
+        elif self.language in ("triton", "python"):
+            self._load_python(Path(job_side["path"]))
+        elif self.language == "reference":
+            self.fn = reference.reference
+        else:
+            raise GateFailure("HARNESS_ERROR", f"unknown language {self.language!r}")
+
+    def _load_hip(self, library: str) -> None:
+        from arena.build.abi import ctypes_argtypes
+
+        try:
+            lib = ctypes.CDLL(library)
+        except OSError as exc:
+            raise GateFailure("LOAD_ERROR", f"cannot load the built library: {exc}") from None
+        try:
+            fn = getattr(lib, self.task.entry)
+        except AttributeError:
+            raise GateFailure("SIGNATURE_MISMATCH", f"the library exports no symbol {self.task.entry!r}") from None
+        fn.argtypes = ctypes_argtypes(self.task)
+        fn.restype = ctypes.c_int
+        self.lib = lib
+        self.fn = fn
+
+    def _load_python(self, path: Path) -> None:
+        name = f"arena_candidate_{abs(hash(str(path)))}_{random.getrandbits(32)}"
+        try:
+            module = _import_file(path, name)
+        except SyntaxError as exc:
+            raise GateFailure("COMPILE_ERROR", f"{path.name}: {exc}") from None
+        except BaseException as exc:  # noqa: BLE001 - any import failure of candidate code
+            raise GateFailure("LOAD_ERROR", f"importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+        fn = getattr(module, self.task.entry, None)
+        if fn is None or not callable(fn):
+            raise GateFailure("SIGNATURE_MISMATCH", f"{path.name} defines no function {self.task.entry!r}")
+        n = len(self.task.inputs) + len(self.task.outputs) + len(self.task.scalars)
+        try:
+            inspect.signature(fn).bind(*range(n))
+        except TypeError as exc:
+            raise GateFailure("SIGNATURE_MISMATCH",
+                              f"{self.task.entry} cannot take the {n} arguments of the signature: {exc}") from None
+        except ValueError:
+            pass  # builtins without a signature: try the call
+        self.fn = fn
+
+    def __call__(self, ins: list, outs: list, scalars: list, *, copy_out: bool = True) -> None:
+        import torch
+
+        if self.language == "hip":
+            from arena.build.abi import ctypes_scalar
+
+            stream = torch.cuda.current_stream().cuda_stream
+            args = [ctypes.c_void_p(t.data_ptr()) for t in (*ins, *outs)]
+            args += [ctypes_scalar(s.type, v) for s, v in zip(self.task.scalars, scalars)]
+            args.append(ctypes.c_void_p(stream))
+            rc = self.fn(*args)
+            if rc != 0:
+                raise GateFailure("RUNTIME_ERROR", f"{self.task.entry} returned error code {rc}")
+        elif self.language == "reference":
+            result = self.fn(*ins, *scalars)
+            if copy_out:
+                results = result if isinstance(result, (tuple, list)) else (result,)
+                for o, r in zip(outs, results):
+                    o.copy_(r)
+        else:
+            self.fn(*ins, *outs, *scalars)
+
+
+def _upcast(t):
+    import torch
+
+    if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.to(torch.float32)
+    if t.dtype == torch.float32:
+        return t.to(torch.float64)
+    return t
+
+
+class Evaluation:
+    def __init__(self, job: dict[str, Any], out_fd: int):
+        import torch
+
+        from arena.spec.loader import load_task
+
+        self.job = job
+        self.out_fd = out_fd
+        self.torch = torch
+        self.task = load_task(job["task_dir"], validate=False)
+        self.device = job["device"]
+        self.torch_device = "cuda" if self.device["kind"] in ("cuda", "rocm") else "cpu"
+        self.gpu = self.torch_device == "cuda"
+
+    def send(self, **obj: Any) -> None:
+        write_frame(self.out_fd, obj)
+
+    def sync(self) -> None:
+        if self.gpu:
+            self.torch.cuda.synchronize()
+
+    # -- reference ---------------------------------------------------------------------------
+    def load_reference(self) -> ModuleType:
+        try:
+            return _import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
+        except BaseException as exc:  # noqa: BLE001
+            raise GateFailure("TASK_ERROR", f"reference.py failed to import: {type(exc).__name__}: {exc}") from None
+
+    def expected(self, ins: dict[str, Any], scalars: list) -> list:
+        """The reference on upcast clones of the inputs, one tensor per output."""
+        from arena.check.compare import compare_dtype
+        from arena.check.inputs import DTYPES
+
+        clones = [_upcast(t.clone()) for t in ins.values()]
+        try:
+            result = self.reference.reference(*clones, *scalars)
+        except BaseException as exc:  # noqa: BLE001
+            raise GateFailure("TASK_ERROR", f"the reference raised {type(exc).__name__}: {exc}") from None
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(results) != len(self.task.outputs):
+            raise GateFailure("TASK_ERROR", f"the reference returned {len(results)} outputs, the signature has "
+                                            f"{len(self.task.outputs)}")
+        out = []
+        env = self._env
+        for r, spec in zip(results, self.task.outputs):
+            shape = self.task.shape(spec, env)
+            if tuple(r.shape) != shape:
+                raise GateFailure("TASK_ERROR", f"the reference's {spec.name!r} has shape {tuple(r.shape)}, "
+                                                f"the signature says {shape}")
+            dt = DTYPES[spec.dtype]
+            out.append(r.to(compare_dtype(dt)) if dt.is_floating_point else r.to(dt))
+        return out
+
+    def allocate_outputs(self) -> list:
+        from arena.check.compare import poison_
+        from arena.check.inputs import DTYPES
+
+        return [poison_(self.torch.empty(self.task.shape(s, self._env), dtype=DTYPES[s.dtype],
+                                         device=self.torch_device)) for s in self.task.outputs]
+
+    # -- gates ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.send(type="stage", stage="load")
+        self.reference = self.load_reference()
+        self.candidate = Side(self.task, self.job["candidate"], self.reference, self.torch_device)
+        self.baseline = None
+        if self.job.get("timing") and self.job.get("baseline"):
+            try:
+                self.baseline = Side(self.task, self.job["baseline"], self.reference, self.torch_device)
+            except GateFailure as exc:
+                raise GateFailure("TASK_ERROR", f"the task's baseline failed to load: {exc.message}") from None
+        if self.gpu and self.job.get("timing"):
+            from arena.timing.timer import DeviceTimer
+
+            self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
+        for split in self.job["splits"]:
+            self.run_split(split)
+
+    def run_split(self, split: dict[str, Any]) -> None:
+        from arena.spec.loader import Config
+
+        name = split["split"]
+        all_passed = True
+        for cfg in split["configs"]:
+            config = Config(**cfg)
+            self.send(type="stage", stage="correctness", split=name, config=config.name)
+            result = self.check_config(config)
+            self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
+            all_passed &= result["status"] == "PASSED"
+            if result["status"] in ("RUNTIME_ERROR",) and self.gpu and not self._context_alive():
+                break
+        if not (all_passed and self.job.get("timing") and self.gpu and self.baseline is not None):
+            self.send(type="split_done", split=name)
+            return
+        for cfg in split["configs"]:
+            config = Config(**cfg)
+            self.send(type="stage", stage="performance", split=name, config=config.name)
+            result = self.time_config(config)
+            self.send(type="config", split=name, phase="performance", config=config.name, result=result)
+            if result.get("status", "PASSED") != "PASSED":
+                break
+        self.send(type="split_done", split=name)
+
+    def _context_alive(self) -> bool:
+        try:
+            self.torch.cuda.synchronize()
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _set_config(self, config) -> None:
+        self._env = self.task.env(config)
+        self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
+
+    def make_inputs(self, seed: int) -> dict[str, Any]:
+        from arena.check.inputs import make_inputs
+
+        try:
+            return make_inputs(self.task, self._env, seed, self.torch_device, self.reference)
+        except Exception as exc:  # noqa: BLE001
+            raise GateFailure("TASK_ERROR", f"making inputs failed: {type(exc).__name__}: {exc}") from None
+
+    def call_side(self, side: Side, ins: list, outs: list, **kw: Any) -> None:
+        try:
+            side(ins, outs, self._scalars, **kw)
+        except GateFailure:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
+            status = "RUNTIME_ERROR"
+            if type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError"):
+                status = "COMPILE_ERROR"
+            raise GateFailure(status, f"{type(exc).__name__}: {exc}"[:2000]) from None
+
+    def check_config(self, config) -> dict[str, Any]:
+        from arena.check.compare import compare_output, same_bytes
+
+        self._set_config(config)
+        worst: dict[str, Any] = {"status": "PASSED", "seeds": list(self.job["seeds"])}
+        try:
+            for seed in self.job["seeds"]:
+                ins = self.make_inputs(seed)
+                expected = self.expected(ins, self._scalars)
+                pristine = [t.clone() for t in ins.values()]
+                outs = self.allocate_outputs()
+                aliases = [o.view(o.shape) for o in outs]
+                meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
+                self.sync()
+                self.call_side(self.candidate, list(ins.values()), outs)
+                try:
+                    self.sync()
+                except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
+                    raise GateFailure("RUNTIME_ERROR", f"{type(exc).__name__}: {exc}"[:2000]) from None
+                for o, m, spec in zip(outs, meta, self.task.outputs):
+                    if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
+                        return {**worst, "status": "INCORRECT_SHAPE",
+                                "message": f"output {spec.name!r} was replaced or reshaped "
+                                           f"(now {tuple(o.shape)} {o.dtype}, allocated {tuple(m[0])} {m[1]})"}
+                for (name, t), p in zip(ins.items(), pristine):
+                    if not same_bytes(t, p):
+                        return {**worst, "status": "INPUT_MUTATED", "message": f"input {name!r} was written to"}
+                for spec, out, ref in zip(self.task.outputs, aliases, expected):
+                    res = compare_output(spec.name, out, ref, self.task.tolerance_for(spec.dtype))
+                    stats = {k: v for k, v in asdict(res).items() if k != "status"}
+                    if res.status.value != "PASSED":
+                        return {**worst, **stats, "status": res.status.value, "seed": seed}
+                    worst = _merge_worst(worst, stats)
+        except GateFailure as exc:
+            return {**worst, "status": exc.status, "message": exc.message}
+        return worst
+
+    # -- performance ---------------------------------------------------------------------------
+    def time_config(self, config) -> dict[str, Any]:
+        from arena.check.compare import all_ok, check_tensors, poison_
+        from arena.timing.timer import time_paired
+
+        torch = self.torch
+        self._set_config(config)
+        tp = self.job.get("timing_params", {})
+        rng = random.Random(self.job["seeds"][0] ^ 0x5EED)
+        try:
+            probe = self.make_inputs(rng.getrandbits(62))
+            set_bytes = sum(t.numel() * t.element_size() for t in probe.values())
+            out_bytes = sum(o.numel() * o.element_size() for o in self.allocate_outputs())
+            per_set = set_bytes + 4 * out_bytes
+            free, _ = torch.cuda.mem_get_info()
+            budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
+            n_sets = int(max(1, min(int(tp.get("max_sets", 8)), budget // max(per_set, 1))))
+            del probe
+            sets: list[dict[str, Any]] = []
+
+            def fill(round_no: int) -> None:
+                sets.clear()
+                for _ in range(n_sets):
+                    ins = self.make_inputs(rng.getrandbits(62))
+                    sets.append({"ins": list(ins.values()), "exp": self.expected(ins, self._scalars),
+                                 "outs": {"baseline": self.allocate_outputs(), "candidate": self.allocate_outputs()}})
+                torch.cuda.synchronize()
+
+            fill(0)
+            oks: list = []
+            tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
+            copy_out = {"baseline": self.baseline.language != "reference",
+                        "candidate": self.candidate.language != "reference"}
+            sides: dict[str, dict[str, Callable[[int], None]]] = {}
+            for name, side in (("baseline", self.baseline), ("candidate", self.candidate)):
+                def prepare(i: int, name=name) -> None:
+                    for o in sets[i]["outs"][name]:
+                        poison_(o)
+
+                def call(i: int, side=side, name=name) -> None:
+                    self.call_side(side, sets[i]["ins"], sets[i]["outs"][name], copy_out=copy_out[name])
+
+                def after(i: int, name=name) -> None:
+                    if name == "candidate" and copy_out[name]:
+                        for o, e, tol in zip(sets[i]["outs"][name], sets[i]["exp"], tolerances):
+                            oks.append(all_ok(check_tensors(o, e, tol)))
+
+                sides[name] = {"prepare": prepare, "call": call, "after": after}
+            for name in sides:
+                self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0)))
+            samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
+                                  max_pairs=int(tp.get("max_pairs", 400)),
+                                  target_rse=float(tp.get("target_rse", 0.01)),
+                                  cap_s=float(tp.get("cap_s", 4.0)),
+                                  refresh=fill if tp.get("refresh_inputs", True) else None)
+            torch.cuda.synchronize()
+            n_bad = int(sum(0 if bool(ok) else 1 for ok in oks))
+        except GateFailure as exc:
+            return {"status": exc.status, "message": exc.message}
+        except torch.cuda.OutOfMemoryError as exc:
+            return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000]}
+        result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
+                                  "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
+                                  "warnings": samples.warnings, "timed_checks": len(oks), "timed_bad": n_bad}
+        if n_bad:
+            result["status"] = "INCORRECT_NUMERICAL"
+            result["message"] = f"{n_bad} of {len(oks)} outputs of timed calls were wrong"
+        return result
+
+
+def _merge_worst(worst: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    out = dict(worst)
+    for key in ("max_abs_err", "max_rel_err", "norm_err", "mismatch_fraction"):
+        v = stats.get(key)
+        if v is not None and (out.get(key) is None or v > out[key]):
+            out[key] = v
+            if key == "max_abs_err":
+                out["where"] = stats.get("where")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    in_fd, out_fd = int(argv[0]), int(argv[1])
+    job = read_frame(in_fd)
+    os.close(in_fd)
+    if job is None:
+        return 2
+    # keep the result channel away from the low descriptors candidate code might guess
+    hidden = os.dup(out_fd)
+    hidden = os.dup2(hidden, 900 + random.randrange(90)) if hidden < 900 else hidden
+    os.close(out_fd)
+    try:
+        ev = Evaluation(job, hidden)
+        ev.run()
+        write_frame(hidden, {"type": "done"})
+    except GateFailure as exc:
+        write_frame(hidden, {"type": "failure", "status": exc.status, "message": exc.message})
+    except BaseException as exc:  # noqa: BLE001
+        write_frame(hidden, {"type": "failure", "status": "HARNESS_ERROR",
+                             "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown: candidate atexit hooks and threads do not get a say
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,131 @@
+"""Every status the harness gives on the CPU backend, provoked by a deliberately broken
+candidate (tests/fixtures/candidates*). GPU-only statuses of HIP candidates are
+provoked by scripts/gpu_validate.sh on a GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arena.devices import detect
+from arena.evaluate import Candidate, evaluate
+from arena.records import Status
+from arena.spec.loader import load_task
+
+FIX = Path(__file__).parent / "fixtures"
+CANDS = FIX / "candidates"
+HIP_CANDS = FIX / "candidates_hip"
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return detect("cpu")
+
+
+@pytest.fixture(scope="module")
+def axpy():
+    return load_task(FIX / "tasks" / "triton2triton" / "axpy")
+
+
+@pytest.fixture(scope="module")
+def scale():
+    return load_task(FIX / "tasks" / "hip2hip" / "scale")
+
+
+def _one(task, path, device, split="smoke"):
+    verdicts = evaluate(task, Candidate(task, path, origin="test"), [split], device)
+    assert len(verdicts) == 1
+    return verdicts[0]
+
+
+@pytest.mark.parametrize("name, status", [
+    ("unwritten.py", Status.OUTPUT_UNWRITTEN),
+    ("mutate.py", Status.INPUT_MUTATED),
+    ("nan.py", Status.NAN_INF),
+    ("wrong.py", Status.INCORRECT_NUMERICAL),
+    ("reshape.py", Status.INCORRECT_SHAPE),
+    ("raises.py", Status.RUNTIME_ERROR),
+    ("segfault.py", Status.CRASHED),
+    ("missing_entry.py", Status.SIGNATURE_MISMATCH),
+    ("wrong_arity.py", Status.SIGNATURE_MISMATCH),
+    ("syntax_error.py", Status.COMPILE_ERROR),
+    ("triton_compile_error.py", Status.COMPILE_ERROR),
+    ("import_error.py", Status.LOAD_ERROR),
+])
+def test_broken_triton_candidate_gets_its_status(axpy, cpu, name, status):
+    v = _one(axpy, CANDS / name, cpu)
+    assert v.status is status, v.message
+    assert v.message
+    failing = [c for c in v.configs if c.status is not Status.PASSED]
+    assert failing, "a failed verdict names the failing config"
+
+
+def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):
+    task = dataclasses.replace(axpy, timeouts={"correctness_s": 8.0})
+    v = _one(task, CANDS / "hang.py", cpu)
+    assert v.status is Status.TIMEOUT
+    assert "correctness" in v.message
+    assert v.wall_s < 60
+
+
+def test_baseline_passes_and_reports_errors(axpy, cpu):
+    v = _one(axpy, None, cpu)
+    assert v.status is Status.PASSED
+    assert all(c.status is Status.PASSED and c.max_abs_err is not None for c in v.configs)
+    assert len(v.seeds) >= 3
+    assert v.speedup is None  # no timing on the cpu backend
+
+
+def test_wrong_value_reports_where(axpy, cpu):
+    v = _one(axpy, CANDS / "wrong.py", cpu)
+    c = v.configs[0]
+    assert c.where and c.where["output"] == "out" and len(c.where["index"]) == 1
+    assert c.max_abs_err > 0 and c.norm_err > 1e-5
+
+
+def test_missing_kernel_file_is_a_load_error(axpy, cpu, tmp_path):
+    v = _one(axpy, tmp_path / "nope.py", cpu)
+    assert v.status is Status.LOAD_ERROR
+
+
+def test_hip_compile_only_on_cpu_is_not_runnable(scale, cpu):
+    v = _one(scale, None, cpu)
+    assert v.status is Status.NOT_RUNNABLE
+    assert not v.status.passed
+    targets = {(b["target"], b["arch"]) for b in v.build["builds"]}
+    assert ("cuda", "sm_90") in targets and ("rocm", "gfx90a") in targets
+
+
+@pytest.mark.parametrize("name, status", [
+    ("compile_error.hip", Status.COMPILE_ERROR),
+    ("no_stream.hip", Status.SIGNATURE_MISMATCH),
+    ("wrong_name.hip", Status.SIGNATURE_MISMATCH),
+])
+def test_broken_hip_candidate_gets_its_status(scale, cpu, name, status):
+    v = _one(scale, HIP_CANDS / name, cpu)
+    assert v.status is status, v.message
+    if status is Status.COMPILE_ERROR:
+        assert "not_declared" in v.message
+
+
+def test_hip_compile_timeout(scale, cpu, tmp_path):
+    src = tmp_path / "slow.hip"
+    # a fresh source (no cache hit) and a compile limit no compiler meets
+    src.write_text((scale.path / "baseline.hip").read_text() + f"\n// {os.urandom(8).hex()}\n")
+    task = dataclasses.replace(scale, timeouts={"compile_s": 0.05})
+    v = _one(task, src, cpu)
+    assert v.status is Status.COMPILE_TIMEOUT
+
+
+def test_broken_task_reference_is_a_task_error_not_the_candidates(axpy, cpu, tmp_path):
+    folder = tmp_path / "triton2triton" / "axpy"
+    shutil.copytree(axpy.path, folder)
+    (folder / "reference.py").write_text("def reference(x, y, n, alpha):\n    raise RuntimeError('broken')\n")
+    task = load_task(folder)
+    v = _one(task, None, cpu)
+    assert v.status is Status.TASK_ERROR
+    assert v.status.kind == "infra"
