@@ -87,13 +87,18 @@ def spread() -> None:
     print(f"largest run-to-run difference: {worst:.2f}%")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """Sections to run: builds, evaluation, spread (default: all)."""
     device = detect("cuda")
-    builds(device)
-    evaluation_time(device)
-    spread()
+    sections = argv or ["builds", "evaluation", "spread"]
+    if "builds" in sections:
+        builds(device)
+    if "evaluation" in sections:
+        evaluation_time(device)
+    if "spread" in sections:
+        spread()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -16,4 +16,4 @@ python3 -m arena run --agent baseline,solution,specialised --tasks all --device 
   2>&1 | tee "$OUT/run.txt"
 cp /tmp/arena-validate-run/records.jsonl "$OUT/records.jsonl"
 python3 scripts/gpu_fixtures.py 2>&1 | tee "$OUT/fixtures.txt"
-python3 scripts/gpu_bench.py 2>&1 | tee "$OUT/bench.txt"
+python3 scripts/gpu_bench.py builds evaluation spread 2>&1 | tee "$OUT/bench.txt"
