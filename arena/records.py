@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,13 +173,22 @@ def _json_default(o: Any) -> Any:
         return o.value
     if isinstance(o, Path):
         return str(o)
-    if isinstance(o, float) and o != o:
-        return None
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _finite(o: Any) -> Any:
+    """Non-finite floats (an infinite CI bound, say) become null: JSON has no NaN."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
 def dumps(verdict: Verdict) -> str:
-    return json.dumps(verdict.to_dict(), default=_json_default, allow_nan=False, sort_keys=False)
+    return json.dumps(_finite(verdict.to_dict()), default=_json_default, allow_nan=False, sort_keys=False)
 
 
 def append(path: Path, verdict: Verdict) -> None:

@@ -132,9 +132,6 @@ def test_missing_function(softmax, source):
     assert msg is not None and "no extern \"C\" function named 'softmax'" in msg
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after an `extern \"C\" { ... }` block, find_entry_params searches "
-                   "the rest of the file and accepts a later C++ (mangled) definition as extern \"C\"; the "
-                   "entry then cannot be found by name at load time")
 def test_entry_outside_the_extern_c_block_is_not_extern_c(softmax):
     src = ('extern "C" {\n'
            "__global__ void softmax_kernel(const float* x, float* y, int64_t n);\n"

@@ -186,7 +186,7 @@ def test_division_by_zero_is_refused(text):
 
 
 @pytest.mark.parametrize("text", ["2 ** 1000", "10 ** (10 ** 3)", "2 ** 257", "2 ** -1000", "2.0 ** 1e6",
-                                  "9 ** 9 ** 9", "2 ** n"])
+                                  "2 ** 2 ** 10", "2 ** n"])
 def test_huge_exponents_are_refused(text):
     with pytest.raises(FormulaError, match="too large"):
         evaluate(text, {"n": 10**6})
@@ -199,16 +199,11 @@ def test_largest_allowed_exponent():
 
 # -- bugs found ---------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: the exponent bound (256) is per '**' only: nesting powers "
-                   "builds a 16-million-bit integer (one more level: 4 billion bits) without FormulaError")
 def test_nested_powers_cannot_build_huge_numbers():
     with pytest.raises(FormulaError):
         evaluate("((2 ** 256) ** 256) ** 256", {})
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: math errors of the listed functions escape as ValueError / "
-                   "TypeError / OverflowError, not FormulaError (the loader only catches FormulaError, so "
-                   "validate_task_dir raises instead of reporting the file and key)")
 @pytest.mark.parametrize("text", ["sqrt(n - 8)", "log2(0)", "min()", "int(1e308 * 10)"])
 def test_math_errors_are_formula_errors(text):
     with pytest.raises(FormulaError):

@@ -120,9 +120,6 @@ def test_an_empty_sample_between_full_ones():
     assert cut_spans(acts + acts2 + acts3, 3)[0] == [5.0, 0.0, 5.0]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (side-stream exploit): sample_round queues poison fills (prepare) and "
-                   "output checks (after) without a synchronize, so the flush can start late; a call's side-stream "
-                   "kernel that starts before the flush starts is dropped entirely, with no warning")
 def test_side_stream_work_starting_before_a_delayed_flush_is_not_hidden():
     acts = [
         (0, 300_000, "fill_kernel (poison of a large output)"),   # main stream, queued by prepare()

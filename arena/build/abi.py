@@ -49,7 +49,14 @@ def find_entry_params(source: str, entry: str) -> list[str] | None:
     src = _strip_comments(source)
     for m in re.finditer(r'extern\s+"C"\s*(\{)?', src):
         start = m.end()
-        window = src[start:]
+        end = len(src)
+        if m.group(1) is not None:  # extern "C" { ... }: only what is inside the braces
+            depth, k = 1, start
+            while k < len(src) and depth:
+                depth += {"{": 1, "}": -1}.get(src[k], 0)
+                k += 1
+            end = k
+        window = src[start:end]
         fm = re.search(r"\b" + re.escape(entry) + r"\s*\(", window)
         if not fm:
             continue

@@ -42,6 +42,7 @@ FUNCTIONS = {
     "float": float,
 }
 _MAX_POW = 256
+_MAX_MAGNITUDE = 2**256  # no shape, scalar or roofline figure comes near this
 
 
 class FormulaError(ValueError):
@@ -85,7 +86,12 @@ def evaluate(text: str | int | float, env: Mapping[str, Any]) -> Any:
     if isinstance(text, (int, float)):
         return text
     tree = _parse(str(text))
-    return _eval(tree.body, env, str(text))
+    try:
+        return _eval(tree.body, env, str(text))
+    except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
+        if isinstance(exc, FormulaError):
+            raise
+        raise FormulaError(f"formula {text!r}: {type(exc).__name__}: {exc}") from None
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any], text: str) -> Any:
@@ -100,9 +106,12 @@ def _eval(node: ast.AST, env: Mapping[str, Any], text: str) -> Any:
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POW:
             raise FormulaError(f"formula {text!r}: exponent {right} too large")
         try:
-            return _BINOPS[type(node.op)](left, right)
+            value = _BINOPS[type(node.op)](left, right)
         except ZeroDivisionError:
             raise FormulaError(f"formula {text!r} divides by zero") from None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > _MAX_MAGNITUDE:
+            raise FormulaError(f"formula {text!r}: a value exceeds 2**256")
+        return value
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, env, text))
     if isinstance(node, ast.BoolOp):

@@ -337,12 +337,23 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         if init["kind"] == "bernoulli" and spec.dtype != "bool":
             errors.append(ArenaError("bernoulli is for bool inputs", path=yml,
                                      key=f"signature.inputs.{spec.name}.init"))
-    for expr_key in ("flops", "bytes"):
-        try:
-            formula.names_in(str(task.roofline[expr_key]))
-        except formula.FormulaError as exc:
-            errors.append(ArenaError(str(exc), path=yml, key=f"roofline.{expr_key}"))
     space_params = [k for k in task.shape_space if k != "constraint"]
+    known = set(space_params) | {sc.name for sc in task.scalars}
+    formulas = [(f"signature.{'inputs' if isinstance(sp, InputSpec) else 'outputs'}.{sp.name}.shape", d)
+                for sp in (*task.inputs, *task.outputs) for d in sp.shape]
+    formulas += [(f"signature.scalars.{sc.name}.value", sc.value) for sc in task.scalars if sc.value is not None]
+    formulas += [(f"signature.inputs.{sp.name}.init.{b}", sp.init[b]) for sp in task.inputs for b in ("low", "high")
+                 if b in sp.init]
+    formulas += [(f"roofline.{k}", task.roofline[k]) for k in ("flops", "bytes")]
+    for key, expr in formulas:
+        try:
+            unknown = sorted(formula.names_in(str(expr)) - known)
+        except formula.FormulaError as exc:
+            errors.append(ArenaError(str(exc), path=yml, key=key))
+            continue
+        if unknown:
+            errors.append(ArenaError(f"{expr!r} names {', '.join(unknown)}: neither a shape_space parameter nor a "
+                                     "scalar", path=yml, key=key))
     for k in space_params:
         dim = task.shape_space[k]
         if "min" in dim and dim["min"] > dim["max"]:

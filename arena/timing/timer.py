@@ -94,6 +94,7 @@ class DeviceTimer:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for side, prepare, call, after in steps:
                 prepare()
+                torch.cuda.synchronize()  # our fills and checks are done before the flush starts
                 self.flush()
                 ev0 = torch.cuda.Event(enable_timing=True)
                 ev1 = torch.cuda.Event(enable_timing=True)
@@ -143,7 +144,10 @@ def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[floa
                            f"for {n_steps} samples: the trace cannot be cut into samples")
     spans = []
     for (f0, _f1, _), (m0, _m1, _) in zip(flushes, markers):
-        inside = [a for a in acts if f0 <= a[0] < m0 and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
+        # everything that starts inside the window, and anything of the call's already running when the flush
+        # starts (our own kernels run on one stream before the flush, so they end before it starts)
+        inside = [a for a in acts if (f0 <= a[0] < m0 or a[0] < f0 < a[1])
+                  and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
         straddling = [a for a in acts if a[0] < m0 < a[1] and MARKER_KERNEL not in a[2]]
         if straddling:
             warnings.append("device work overlapped the end marker")
