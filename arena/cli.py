@@ -187,11 +187,11 @@ def _split_list(value: str | None, device) -> list[str]:
     if value is None:
         return _default_splits(device)
     if value == "all":
-        return ["seen", "heldout"] if device.runs_kernels else ["smoke"]
+        return ["seen", "heldout", "random"] if device.runs_kernels else ["smoke"]
     splits = [s.strip() for s in value.split(",") if s.strip()]
     for s in splits:
-        if s not in ("seen", "heldout", "smoke"):
-            raise ArenaError(f"unknown split {s!r}; choose seen, heldout, smoke or all", key="--split")
+        if s not in ("seen", "heldout", "random", "smoke"):
+            raise ArenaError(f"unknown split {s!r}; choose seen, heldout, random, smoke or all", key="--split")
     return splits
 
 
@@ -231,7 +231,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if kernel is not None and not kernel.is_file():
         raise ArenaError("kernel file not found", path=kernel)
     verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
-                        timing=False if args.no_timing else None)
+                        timing=False if args.no_timing else None, split_seed=args.seed)
     if args.json:
         sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
     else:
@@ -259,10 +259,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arena.runner import RunPlan, run
     from arena.spec.loader import select_tasks
 
+    if args.config:
+        from arena.spec.loader import load_suite
+
+        suite = load_suite(args.config)
+        args.agent = args.agent or suite["agents"]
+        args.tasks = args.tasks or suite["tasks"]
+        args.device = args.device or suite.get("device")
+        args.split = args.split or ",".join(suite.get("splits", [])) or None
+        args.repeats = args.repeats or suite.get("repeats")
+        args.random_configs = args.random_configs or suite.get("random_configs")
+        args.seed = args.seed if args.seed is not None else suite.get("seed")
+    if not args.agent:
+        raise ArenaError("name at least one agent (--agent) or a suite (--config)", key="--agent")
     device = detect(args.device)
     agents = tuple(a.strip() for spec in args.agent for a in spec.split(",") if a.strip())
-    folders = tuple(select_tasks(args.tasks, _tasks_root(args)))
-    plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split, device)), repeats=args.repeats)
+    folders = tuple(select_tasks(args.tasks or "all", _tasks_root(args)))
+    plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split or "all", device)),
+                   repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed)
     out = Path(args.out)
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})")
@@ -275,6 +289,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=progress)
     all_records = list(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from arena.report import build_report
+
+    files = build_report(args.runs, Path(args.out), title=args.title)
+    console.print(Path(files["md"]).read_text().split("## Per task")[0], markup=False, highlight=False)
+    console.print("wrote " + ", ".join(str(p) for p in files.values()))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from arena.report.compare import compare_runs
+
+    rows = compare_runs(args.run_a, args.run_b, agent_a=args.agent_a, agent_b=args.agent_b)
+    if not rows:
+        raise ArenaError("the two runs have no task and split in common", key="RUN_A RUN_B")
+    table = Table(title=f"B = {args.run_b} vs A = {args.run_a} (paired over common tasks)")
+    for col in ("split", "tasks", "both correct", "speedup B/A (geo)", "95% CI", "correct B-A", "95% CI", "changed"):
+        table.add_column(col)
+    for r in rows:
+        lo, hi = r.log_speedup_ci
+        import math
+
+        table.add_row(r.split, str(r.n_common), str(r.n_both_correct), _fmt(r.speedup_ratio, ".3f", "x"),
+                      "-" if math.isnan(lo) else f"{math.exp(lo):.3f}-{math.exp(hi):.3f}",
+                      _fmt(r.correct_diff * 100 if not math.isnan(r.correct_diff) else None, "+.0f", "%"),
+                      "-" if math.isnan(r.correct_ci[0]) else f"{r.correct_ci[0] * 100:+.0f}..{r.correct_ci[1] * 100:+.0f}%",
+                      str(len(r.changed)))
+    console.print(table)
+    for r in rows:
+        for task, a, b in r.changed:
+            console.print(f"  {r.split:8s} {task:40s} {a} -> {b}", highlight=False)
     return 0
 
 
@@ -331,23 +379,41 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="run the gates on one kernel file")
     e.add_argument("task")
     e.add_argument("--kernel", help="the candidate file (default: the task's starting point)")
-    e.add_argument("--split", help="seen | heldout | smoke | all, or a comma list")
+    e.add_argument("--split", help="seen | heldout | random | smoke | all, or a comma list")
+    e.add_argument("--seed", type=int, help="the random split's secret (default: fresh)")
     e.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     e.add_argument("--no-timing", action="store_true", help="correctness only")
     e.add_argument("--json", action="store_true", help="print the records as JSON lines")
     e.set_defaults(fn=cmd_eval)
 
     r = sub.add_parser("run", help="built-in agents over a selection of tasks, into a run directory")
-    r.add_argument("--agent", action="append", required=True, help="baseline | solution | specialised (repeatable)")
-    r.add_argument("--tasks", default="all")
-    r.add_argument("--split", help="seen | heldout | smoke | all, or a comma list (default: all)")
+    r.add_argument("--config", help="a run configuration, configs/suites/*.yaml (flags override it)")
+    r.add_argument("--agent", action="append", help="baseline | solution | specialised (repeatable, comma lists)")
+    r.add_argument("--tasks", help="task selector (default: all)")
+    r.add_argument("--split", help="seen | heldout | random | smoke | all, or a comma list (default: all = "
+                                   "seen,heldout,random on a GPU, smoke on the cpu)")
+    r.add_argument("--random-configs", type=int, help="configs drawn for the random split (default 4)")
+    r.add_argument("--seed", type=int, help="the random split's secret (default: fresh from os.urandom)")
     r.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     r.add_argument("--out", required=True)
     r.add_argument("--resume", action="store_true")
-    r.add_argument("--repeats", type=int, default=1)
+    r.add_argument("--repeats", type=int)
     r.add_argument("--no-timing", action="store_true")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_run)
+
+    x = sub.add_parser("report", help="metrics, tables and plots over run directories")
+    x.add_argument("runs", nargs="+", help="run directories (or records.jsonl files)")
+    x.add_argument("--out", required=True)
+    x.add_argument("--title")
+    x.set_defaults(fn=cmd_report)
+
+    x = sub.add_parser("compare", help="paired A/B comparison of two runs")
+    x.add_argument("run_a")
+    x.add_argument("run_b")
+    x.add_argument("--agent-a", help="only this agent's records of run A")
+    x.add_argument("--agent-b", help="only this agent's records of run B")
+    x.set_defaults(fn=cmd_compare)
 
     d = sub.add_parser("device", help="what was detected")
     d.add_argument("--device", choices=("cuda", "rocm", "cpu"))
@@ -359,8 +425,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    if args.command == "run" and args.split is None:
-        args.split = "all"
     try:
         return args.fn(args)
     except ArenaError as exc:

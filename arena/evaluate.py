@@ -156,19 +156,34 @@ def _baseline_side(task: Task) -> tuple[str, Path | None]:
 def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[str, Sequence[Config]],
              device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
              timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
-             run_id: str = "", agent: str = "", repeat: int = 0) -> list[Verdict]:
-    """Run the gates on one candidate over the given splits; one Verdict per split."""
+             run_id: str = "", agent: str = "", repeat: int = 0, split_seed: int | None = None,
+             random_configs: int = 4) -> list[Verdict]:
+    """Run the gates on one candidate over the given splits; one Verdict per split.
+
+    ``splits`` names splits (seen, heldout, smoke, random) or maps names to configs. The
+    random split is drawn here from the task's shape space with ``split_seed`` (a fresh
+    secret if None), ``random_configs`` configs, within the device's limits."""
     started = time.perf_counter()
     started_at = _now()
     timeouts = {**DEFAULT_TIMEOUTS, **task.timeouts}
     if isinstance(splits, Mapping):
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
-        split_configs = {s: task.configs(s) for s in splits}
+        split_configs = {}
+        for s in splits:
+            if s == "random":
+                from arena.spec.shapes import draw_configs, limits_for, new_secret
+
+                split_seed = new_secret() if split_seed is None else split_seed
+                split_configs[s] = draw_configs(task, random_configs, split_seed,
+                                                limits_for(device.kind, device.memory_bytes))
+            else:
+                split_configs[s] = task.configs(s)
     timing = device.runs_kernels if timing is None else (timing and device.runs_kernels)
     seeds = list(seeds) if seeds is not None else fresh_seeds()
     base = dict(task_id=task.id, category=task.category, candidate=candidate.describe(),
                 device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat, seeds=seeds,
+                split_seed=split_seed if "random" in split_configs else None,
                 versions=dict(device.toolchains), started_at=started_at)
 
     def finish(verdicts: list[Verdict]) -> list[Verdict]:

@@ -137,7 +137,8 @@ class Verdict:
     run_id: str = ""
     agent: str = ""
     repeat: int = 0
-    seeds: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)   # input seeds of the correctness gate
+    split_seed: int | None = None                      # the secret the random split was drawn with
     versions: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""
     finished_at: str = ""

@@ -39,6 +39,8 @@ class RunPlan:
     tasks: tuple[Path, ...]
     splits: tuple[str, ...]
     repeats: int = 1
+    random_configs: int = 4
+    seed: int | None = None   # the random split's secret; None: a fresh os.urandom secret per run
 
 
 def _task_id_of(folder: Path) -> str:
@@ -69,7 +71,15 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
             "run_id": run_id, "agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
             "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
-    done = {(v.agent, v.task_id, v.repeat, v.split) for v in records.read(rec_path)}
+    previous = list(records.read(rec_path))
+    done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}
+    # one secret per run, kept across --resume (it is in the records, never in a workspace)
+    split_seed = plan.seed if plan.seed is not None else next(
+        (v.split_seed for v in previous if v.split_seed is not None), None)
+    if split_seed is None and "random" in plan.splits:
+        from arena.spec.shapes import new_secret
+
+        split_seed = new_secret()
     written: list[Verdict] = []
 
     def emit(v: Verdict) -> None:
@@ -105,7 +115,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                     cand = Candidate(task, path, origin=agent_name)
                     shutil.copy2(cand.source_path, art / cand.source_path.name)
                     verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
-                                        agent=agent_name, repeat=repeat)
+                                        agent=agent_name, repeat=repeat, split_seed=split_seed,
+                                        random_configs=plan.random_configs)
                 except ArenaError as exc:
                     verdicts = [_failure(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
                                          agent_name, repeat) for s in todo]

@@ -388,6 +388,16 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
     return errors
 
 
+def load_suite(path: Path | str) -> dict[str, Any]:
+    """A run configuration (configs/suites/*.yaml), validated against its schema."""
+    path = Path(path)
+    data = read_yaml(path)
+    errors = _schema_errors(data, "suite.schema.json", path)
+    if errors:
+        raise errors[0]
+    return data
+
+
 # ---------------------------------------------------------------------------------------
 # Discovery and selection
 

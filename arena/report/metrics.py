@@ -1,0 +1,153 @@
+"""Metrics over Verdicts (pandas): per agent x category and overall, always with n.
+
+Units: one (run, agent, repeat, task) is one attempt. Denominators never shrink: an
+attempt whose candidate crashed, timed out, failed to build or was flagged counts as a
+failure wherever it is counted. Speedup means are over correct attempts; fast_p is over
+all attempts. A verdict above 100% of the roofline is suspicious: flagged, never scored.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from arena.records import Status, Verdict
+
+SPLITS = ("seen", "heldout", "random", "smoke")
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+SUSPICIOUS_FLAGS = ("above_roofline",)
+ALL = "all"
+
+
+def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
+    """One row per verdict."""
+    rows = []
+    for v in verdicts:
+        suspicious = any(f in v.flags for f in SUSPICIOUS_FLAGS)
+        rows.append({
+            "run_id": v.run_id, "agent": v.agent, "repeat": v.repeat, "task_id": v.task_id, "category": v.category,
+            "split": v.split, "status": v.status.value, "kind": v.status.kind,
+            "correct": v.status is Status.PASSED and not suspicious, "suspicious": suspicious,
+            "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
+            "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
+            "reward": v.reward if not suspicious else -6.0,
+            "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
+            "message": (v.message or "").splitlines()[0][:200] if v.message else "",
+        })
+    cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "correct", "suspicious",
+            "speedup", "roofline", "reward", "n_configs", "configs_passed", "message"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def per_task(vf: pd.DataFrame) -> pd.DataFrame:
+    """One row per attempt (run, agent, repeat, task), splits side by side."""
+    keys = ["run_id", "agent", "repeat", "task_id", "category"]
+    if vf.empty:
+        return pd.DataFrame(columns=keys)
+    wide = vf.pivot_table(index=keys, columns="split",
+                          values=["correct", "speedup", "roofline", "reward", "status"],
+                          aggfunc="first")
+    wide.columns = [f"{a}_{b}" for a, b in wide.columns]
+    wide = wide.reset_index()
+    compiled = vf.groupby(keys)["kind"].agg(lambda k: not (k == "compile").any()).rename("compiled").reset_index()
+    wide = wide.merge(compiled, on=keys)
+    for s in SPLITS:
+        if f"correct_{s}" in wide:
+            wide[f"correct_{s}"] = wide[f"correct_{s}"].astype("object").where(wide[f"correct_{s}"].notna(), None)
+    return wide
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion k / n."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x)) and x > 0]
+    return float(math.exp(np.mean(np.log(xs)))) if xs else math.nan
+
+
+def _mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return float(np.mean(xs)) if xs else math.nan
+
+
+def _bool(x) -> bool | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return bool(x)
+
+
+def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
+    """Metrics of one group of attempts (rows of per_task)."""
+    n = len(pt)
+    out: dict[str, float] = {"attempts": n, "tasks": pt["task_id"].nunique() if n else 0}
+    out["compile_rate"] = float(pt["compiled"].mean()) if n else math.nan
+    for s in ("seen", "heldout", "random"):
+        col = f"correct_{s}"
+        vals = [_bool(x) for x in pt[col]] if col in pt else []
+        have = [x for x in vals if x is not None]
+        out[f"n_{s}"] = len(have)
+        out[f"correct_{s}"] = float(np.mean(have)) if have else math.nan
+    seen_ok = [(_bool(a), _bool(b), _bool(c)) for a, b, c in zip(
+        pt.get("correct_seen", [None] * n), pt.get("correct_heldout", [None] * n), pt.get("correct_random", [None] * n))]
+    for j, s in ((1, "heldout"), (2, "random")):
+        cond = [t[j] for t in seen_ok if t[0] is True and t[j] is not None]
+        k = sum(cond)
+        out[f"n_seen_correct_{s}"] = len(cond)
+        if cond:
+            p = k / len(cond)
+            lo, hi = wilson(k, len(cond))
+            out[f"p_{s}_given_seen"] = p
+            out[f"drop_{s}"] = 1 - p
+            out[f"drop_{s}_lo"], out[f"drop_{s}_hi"] = 1 - hi, 1 - lo
+        else:
+            for key in (f"p_{s}_given_seen", f"drop_{s}", f"drop_{s}_lo", f"drop_{s}_hi"):
+                out[key] = math.nan
+    for s in ("seen", "heldout", "random"):
+        col = f"speedup_{s}"
+        sp = list(pt[col]) if col in pt else []
+        ok = [x for x, c in zip(sp, pt.get(f"correct_{s}", [None] * n)) if _bool(c)]
+        out[f"speedup_{s}_geomean"] = _geomean(ok)
+        out[f"speedup_{s}_mean"] = _mean(ok)
+        out[f"n_speedup_{s}"] = len([x for x in ok if x is not None and not math.isnan(x)])
+    for p in FAST_P:
+        col_c, col_s = pt.get("correct_seen", [None] * n), pt.get("speedup_seen", [math.nan] * n)
+        fast = [bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
+                for c, s in zip(col_c, col_s)]
+        out[f"fast_{p:g}"] = float(np.mean(fast)) if n else math.nan
+    out["roofline_seen_geomean"] = _geomean(list(pt["roofline_seen"])) if "roofline_seen" in pt else math.nan
+    out["reward_seen_mean"] = _mean(list(pt["reward_seen"])) if "reward_seen" in pt else math.nan
+    out["reward_heldout_mean"] = _mean(list(pt["reward_heldout"])) if "reward_heldout" in pt else math.nan
+    return out
+
+
+def summary(pt: pd.DataFrame) -> pd.DataFrame:
+    """Per agent x category, and per agent over all categories ('all'), with spread over repeats."""
+    rows = []
+    if pt.empty:
+        return pd.DataFrame(rows)
+    for agent, g_agent in pt.groupby("agent", sort=True):
+        groups = [(cat, g) for cat, g in g_agent.groupby("category", sort=True)] + [(ALL, g_agent)]
+        for cat, g in groups:
+            m = {"agent": agent, "category": cat, **group_metrics(g)}
+            reps = [group_metrics(r) for _, r in g.groupby(["run_id", "repeat"])]
+            m["repeats"] = len(reps)
+            for key in ("correct_seen", "speedup_seen_geomean", "drop_heldout"):
+                vals = [r[key] for r in reps if not math.isnan(r[key])]
+                m[f"{key}_repeat_std"] = float(np.std(vals, ddof=1)) if len(vals) > 1 else math.nan
+            rows.append(m)
+    return pd.DataFrame(rows)
+
+
+def flagged(vf: pd.DataFrame) -> pd.DataFrame:
+    return vf[vf["suspicious"]]

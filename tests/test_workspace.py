@@ -1,0 +1,31 @@
+"""Agent workspaces hold only what an agent may see: never held-out or smoke configs,
+the shape space, seeds or solutions."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.spec.loader import discover_tasks, load_task
+from arena.workspace import editable_name, harvest, make_workspace
+
+TASKS = [load_task(p) for p in discover_tasks()]
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
+def test_workspace_hides_what_agents_must_not_see(task, tmp_path):
+    ws = make_workspace(task, tmp_path / "ws")
+    files = sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*") if p.is_file())
+    assert files == sorted(["README.md", "reference.py", "configs/seen.yaml", editable_name(task)])
+    text = "\n".join((ws / f).read_text() for f in files)
+    for c in task.configs("heldout") + task.configs("smoke"):
+        assert c.name not in text, f"held-out/smoke config {c.name} leaked"
+    assert "shape_space" not in text and "constraint" not in text
+    for c in task.configs("seen"):
+        assert c.name in (ws / "configs" / "seen.yaml").read_text()
+    for role in ("solution", "specialised"):
+        f = task.kernel_file(role)
+        if f is not None:
+            assert f.read_text() not in text
+    assert harvest(task, ws) == ws / editable_name(task)
+    if task.category == "torch2hip":
+        assert f'extern "C" int {task.entry}(' in (ws / "kernel.hip").read_text()
