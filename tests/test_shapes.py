@@ -12,12 +12,13 @@ from arena.spec import formula
 from arena.spec.loader import discover_tasks, load_task
 from arena.spec.shapes import DrawLimits, draw_configs, limits_for, tensor_bytes
 
-TASKS = [load_task(p) for p in discover_tasks()] + [
-    load_task(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy")]
+AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
+FOLDERS = discover_tasks() + [AXPY]
 
 
-@pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
-def test_draws_obey_the_space_and_are_reproducible(task):
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f"{f.parent.name}/{f.name}" for f in FOLDERS])
+def test_draws_obey_the_space_and_are_reproducible(folder):
+    task = load_task(folder)
     limits = limits_for("cuda", 80 * 2**30)
     a = draw_configs(task, 6, seed=42, limits=limits)
     b = draw_configs(task, 6, seed=42, limits=limits)
@@ -40,7 +41,7 @@ def test_draws_obey_the_space_and_are_reproducible(task):
 
 
 def test_draws_favour_odd_and_non_power_of_two_values():
-    task = TASKS[-1]  # axpy: n in [1, 1e8], multiple_of 1
+    task = load_task(AXPY)  # n in [1, 1e8], multiple_of 1
     vals = [c.params["n"] for c in draw_configs(task, 40, seed=7, limits=DrawLimits())]
     odd = sum(v % 2 for v in vals)
     pow2 = sum(v & (v - 1) == 0 for v in vals)
@@ -49,6 +50,6 @@ def test_draws_favour_odd_and_non_power_of_two_values():
 
 
 def test_impossible_limits_are_a_clear_error():
-    task = TASKS[-1]
+    task = load_task(AXPY)
     with pytest.raises(ArenaError, match="shape_space"):
         draw_configs(task, 2, seed=1, limits=DrawLimits(max_tensor_bytes=1))
