@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from arena.check.degeneracy import load_reference, reference_problems
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status, Verdict
-from arena.spec.loader import load_task, validate_task_dir
+from arena.spec.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean
 
 WINDOW_US = (20.0, 50_000.0)
@@ -57,7 +57,31 @@ def _acceptable(v: Verdict, device: Device) -> bool:
     return v.status is Status.PASSED or (not device.runs_kernels and v.status is Status.NOT_RUNNABLE)
 
 
-def check_task(folder: Path, device: Device) -> CheckRow:
+class Evaluations:
+    """Verdicts for a task's own kernels: taken from a run's records where the run
+    evaluated the same file (same sha256) on every split asked, else evaluated now."""
+
+    def __init__(self, device: Device, recorded: Iterable[Verdict] = ()):
+        self.device = device
+        self.recorded: dict[tuple[str, str, str], Verdict] = {}
+        for v in recorded:
+            self.recorded[(v.agent, v.task_id, v.split)] = v
+        self.reused = 0
+
+    def get(self, task: Task, role: str, splits: list[str], *, timing: bool | None = None) -> list[Verdict]:
+        cand = Candidate(task, task.kernel_file(role) if role != "baseline" else None, role)
+        sha = cand.sha256()
+        found = [self.recorded.get((role, task.id, s)) for s in splits]
+        usable = all(v is not None and v.candidate.get("sha256") == sha and v.device.get("name") == self.device.name
+                     and (timing is False or v.status is not Status.PASSED or v.speedup is not None
+                          or not self.device.runs_kernels) for v in found)
+        if usable:
+            self.reused += len(found)
+            return [v for v in found if v is not None]
+        return evaluate(task, cand, splits, self.device, timing=timing)
+
+
+def check_task(folder: Path, device: Device, evaluations: Evaluations | None = None) -> CheckRow:
     task_id = f"{folder.parent.name}/{folder.name}"
     row = CheckRow(task_id)
     errors = validate_task_dir(folder)
@@ -89,17 +113,16 @@ def check_task(folder: Path, device: Device) -> CheckRow:
         if most < MIN_BYTES_MEMORY_BOUND:
             row.fail(f"memory-bound but no config moves >= 100 MB (largest {most / 1e6:.0f} MB)")
 
+    ev = evaluations or Evaluations(device)
     solution = task.kernel_file("solution")
-    timed_base = Candidate(task, solution, "solution") if solution else Candidate(task, None, "baseline")
-    base_verdicts = evaluate(task, Candidate(task, None, "baseline"), splits, device, timing=False) \
-        if solution else evaluate(task, timed_base, splits, device)
+    base_verdicts = ev.get(task, "baseline", splits, timing=False if solution else None)
     row.verdicts += base_verdicts
     row.baseline = _summary(base_verdicts)
     for v in base_verdicts:
         if not _acceptable(v, device):
             row.fail(f"baseline {v.split}: {v.status.value} {v.message[:300]}")
 
-    timed = evaluate(task, timed_base, splits, device) if solution else base_verdicts
+    timed = ev.get(task, "solution", splits) if solution else base_verdicts
     if solution:
         row.verdicts += timed
     if device.runs_kernels:
@@ -123,7 +146,7 @@ def check_task(folder: Path, device: Device) -> CheckRow:
 
     special = task.kernel_file("specialised")
     if special:
-        sv = evaluate(task, Candidate(task, special, "specialised"), splits, device)
+        sv = ev.get(task, "specialised", splits)
         row.verdicts += sv
         row.specialised = _summary(sv)
         by_split = {v.split: v for v in sv}
@@ -140,11 +163,13 @@ def check_task(folder: Path, device: Device) -> CheckRow:
     return row
 
 
-def check_tasks(folders: list[Path], device: Device, on_row=None) -> list[CheckRow]:
+def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iterable[Verdict] = ()) -> list[CheckRow]:
+    """Check every folder; ``recorded`` verdicts (a run of the built-in agents) are reused."""
     rows = []
+    ev = Evaluations(device, recorded)
     for f in folders:
         try:
-            row = check_task(f, device)
+            row = check_task(f, device, ev)
         except ArenaError as exc:
             row = CheckRow(f"{f.parent.name}/{f.name}")
             row.fail(str(exc))

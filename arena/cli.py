@@ -131,7 +131,12 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     device = detect(args.device)
     folders = select_tasks(args.selector or "all", _tasks_root(args))
     console.print(f"checking {len(folders)} tasks on {device.kind} ({device.name})")
-    rows = check_tasks(folders, device,
+    recorded = []
+    if args.from_run:
+        from arena.report import load_runs
+
+        recorded = load_runs(args.from_run)
+    rows = check_tasks(folders, device, recorded=recorded,
                        on_row=lambda r: console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}", highlight=False))
     table = Table(title=f"arena tasks check — {device.kind} {device.name}")
     for col in ("task", "schema", "reference", "baseline", "baseline µs", "solution", "specialised", "result"):
@@ -374,6 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     x.add_argument("--json", help="also write the rows (with every verdict) to this file")
     x.add_argument("--markdown", help="also write the table as Markdown (for reports/validation/)")
+    x.add_argument("--from-run", action="append", help="reuse the verdicts of a run of the built-in agents "
+                   "(same files, same device) instead of evaluating again; repeatable")
     x.set_defaults(fn=cmd_tasks_check)
 
     e = sub.add_parser("eval", help="run the gates on one kernel file")
