@@ -10,6 +10,12 @@
   results are dropped by the masked store), and the k mask is compiled out when k is a
   multiple of BLOCK_K (EVEN_K), so the main loop has unmasked loads.
 - Bias and GELU are applied to the fp32 accumulator in registers before the one fp16 store.
+- When k is not a multiple of 8, rows of x and w do not start on 16-byte boundaries and
+  every tile load falls back to 2-byte accesses (measured on an H200: 0.54x of the naive
+  baseline on 1531 x 6007 x 2053). Then x and w are first copied into zero-padded buffers
+  whose rows are a multiple of BLOCK_K long: (m + n) * k * 4 more bytes moved, a few
+  percent of the matmul's time, and the zero tail needs no k mask. This is the one
+  allocation per call, and the reason for it.
 """
 
 import torch
@@ -81,8 +87,17 @@ def _config(m):
     return LARGE_AMD if torch.version.hip else LARGE_NVIDIA
 
 
+def _padded(t, rows, k, k_pad):
+    out = torch.zeros((rows, k_pad), dtype=t.dtype, device=t.device)
+    out[:, :k] = t
+    return out
+
+
 def matmul_bias_gelu(x, w, b, y, m, n, k):
     block_m, block_n, block_k, group_m, num_warps, num_stages = _config(m)
+    if k % 8 != 0:
+        k_pad = triton.cdiv(k, block_k) * block_k
+        x, w, k = _padded(x, m, k, k_pad), _padded(w, n, k, k_pad), k_pad
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
     _matmul_bias_gelu_grouped[grid](x, w, b, y, m, n, k,
                                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
