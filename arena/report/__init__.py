@@ -25,10 +25,10 @@ from arena.report import metrics
 
 SUMMARY_COLUMNS = [
     ("agent", "agent"), ("category", "category"), ("attempts", "n"), ("compile_rate", "compiled"),
-    ("correct_seen", "correct seen"), ("correct_heldout", "correct held-out"), ("correct_random", "correct random"),
+    ("correct_seen", "correct seen"), ("correct_heldout", "correct held-out"), ("correct_random", "correct random"), ("n_random", "n random"),
     ("n_seen_correct_heldout", "n seen-correct"), ("drop_heldout", "drop held-out"),
     ("drop_random", "drop random"), ("speedup_seen_geomean", "speedup seen (geo)"),
-    ("speedup_seen_mean", "speedup seen (mean)"), ("speedup_heldout_geomean", "speedup held-out (geo)"),
+    ("speedup_seen_mean", "speedup seen (mean)"), ("n_speedup_seen", "n timed"), ("speedup_heldout_geomean", "speedup held-out (geo)"),
     ("fast_1", "fast_1"), ("fast_1.5", "fast_1.5"), ("fast_2", "fast_2"),
     ("roofline_seen_geomean", "roofline (geo)"), ("reward_seen_mean", "reward"),
 ]
