@@ -220,6 +220,8 @@ def print_configs(v: Verdict) -> None:
     if v.speedup is not None:
         ci = f" (95% CI {v.speedup_ci[0]:.3f}-{v.speedup_ci[1]:.3f})" if v.speedup_ci else ""
         console.print(f"speedup (geomean over configs): {v.speedup:.3f}x{ci}")
+    if v.speedup_compiled is not None:
+        console.print(f"speedup against torch.compile of the reference (geomean): {v.speedup_compiled:.3f}x")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -236,7 +238,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if kernel is not None and not kernel.is_file():
         raise ArenaError("kernel file not found", path=kernel)
     verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
-                        timing=False if args.no_timing else None, split_seed=args.seed)
+                        timing=False if args.no_timing else None, split_seed=args.seed,
+                        timing_params={"torch_compile": True} if args.torch_compile else None)
     if args.json:
         sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
     else:
@@ -281,7 +284,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     agents = tuple(a.strip() for spec in args.agent for a in spec.split(",") if a.strip())
     folders = tuple(select_tasks(args.tasks or "all", _tasks_root(args)))
     plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split or "all", device)),
-                   repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed)
+                   repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed,
+                   timing_params=(("torch_compile", True),) if args.torch_compile else ())
     out = Path(args.out)
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})")
@@ -390,6 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, help="the random split's secret (default: fresh)")
     e.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     e.add_argument("--no-timing", action="store_true", help="correctness only")
+    e.add_argument("--torch-compile", action="store_true",
+                   help="torch2hip: also time torch.compile of the reference (a second denominator)")
     e.add_argument("--json", action="store_true", help="print the records as JSON lines")
     e.set_defaults(fn=cmd_eval)
 
@@ -406,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true")
     r.add_argument("--repeats", type=int)
     r.add_argument("--no-timing", action="store_true")
+    r.add_argument("--torch-compile", action="store_true",
+                   help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_run)
 

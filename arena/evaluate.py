@@ -348,8 +348,11 @@ def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, 
     if cr.candidate.events_median_us and cr.candidate.events_median_us > 200 and \
             cr.candidate.median_us < EVENTS_DISAGREE_RATIO * cr.candidate.events_median_us:
         cr.flags.append("device_span_below_events")
+    if spans.get("compiled"):
+        cr.compiled = _side_timing(spans["compiled"], events.get("compiled", []))
+        cr.speedup_compiled = round(cr.compiled.median_us / cr.candidate.median_us, 4)
     for w in perf.get("warnings", []):
-        cr.flags.append(w.replace(" ", "_"))
+        cr.flags.append(w.split(":")[0].replace(" ", "_"))
     flops, nbytes = task.roofline_for(config)
     dtype = task.roofline.get("dtype") or _roofline_dtype(task)
     frac = roofline_fraction(task.roofline["bound"], dtype, flops, nbytes, cr.candidate.median_us * 1e-6,
@@ -445,11 +448,14 @@ def _assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: lis
         roof = stats.geomean([cr.roofline_fraction for cr in timed if cr.roofline_fraction is not None]) \
             if speedup else None
         flags = sorted({fl for cr in crs for fl in cr.flags})
+        comp = [cr.speedup_compiled for cr in crs if cr.speedup_compiled]
+        speedup_compiled = stats.geomean(comp) if speedup and len(comp) == len(crs) else None
         message = failed.message if failed else ""
         if failed is None and status is not Status.PASSED:
             message = end_msg
         verdicts.append(Verdict(split=split, status=status, stage=stage, message=message, configs=crs,
                                 build=build_info, speedup=round(speedup, 4) if speedup else None,
                                 speedup_ci=ci, roofline_fraction=round(roof, 4) if roof else None,
+                                speedup_compiled=round(speedup_compiled, 4) if speedup_compiled else None,
                                 flags=flags, **base))
     return verdicts

@@ -105,12 +105,14 @@ class ConfigResult:
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
     flags: list[str] = field(default_factory=list)
+    compiled: SideTiming | None = None          # torch2hip: torch.compile of the reference, where measured
+    speedup_compiled: float | None = None       # median(compiled) / median(candidate)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ConfigResult":
         d = dict(d)
         d["status"] = Status(d["status"])
-        for side in ("baseline", "candidate"):
+        for side in ("baseline", "candidate", "compiled"):
             if d.get(side) is not None:
                 d[side] = SideTiming(**d[side])
         if d.get("speedup_ci") is not None:
@@ -133,6 +135,7 @@ class Verdict:
     speedup: float | None = None      # geometric mean over configs
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
+    speedup_compiled: float | None = None   # torch2hip: geomean over configs vs torch.compile, where measured
     flags: list[str] = field(default_factory=list)
     run_id: str = ""
     agent: str = ""

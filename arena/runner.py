@@ -41,6 +41,7 @@ class RunPlan:
     repeats: int = 1
     random_configs: int = 4
     seed: int | None = None   # the random split's secret; None: a fresh os.urandom secret per run
+    timing_params: tuple[tuple[str, object], ...] = ()   # e.g. (("torch_compile", True),)
 
 
 def _task_id_of(folder: Path) -> str:
@@ -116,7 +117,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                     shutil.copy2(cand.source_path, art / cand.source_path.name)
                     verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
                                         agent=agent_name, repeat=repeat, split_seed=split_seed,
-                                        random_configs=plan.random_configs)
+                                        random_configs=plan.random_configs,
+                                        timing_params=dict(plan.timing_params))
                 except ArenaError as exc:
                     verdicts = [_failure(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
                                          agent_name, repeat) for s in todo]

@@ -241,6 +241,14 @@ class Evaluation:
                 self.baseline = Side(self.task, self.job["baseline"], self.reference, self.torch_device)
             except GateFailure as exc:
                 raise GateFailure("TASK_ERROR", f"the task's baseline failed to load: {exc.message}") from None
+        # torch2hip: torch.compile of the reference as a second denominator (recorded, never the primary one)
+        self.compiled = None
+        if self.gpu and self.job.get("timing") and self.task.category == "torch2hip" and \
+                self.job.get("timing_params", {}).get("torch_compile"):
+            import torch
+
+            self.compiled = Side(self.task, {"language": "reference"}, self.reference, self.torch_device)
+            self.compiled.fn = torch.compile(self.reference.reference)
         if self.gpu and self.job.get("timing"):
             from arena.timing.timer import DeviceTimer
 
@@ -365,16 +373,18 @@ class Evaluation:
                 for _ in range(n_sets):
                     ins = self.make_inputs(rng.getrandbits(62))
                     sets.append({"ins": list(ins.values()), "exp": self.expected(ins, self._scalars),
-                                 "outs": {"baseline": self.allocate_outputs(), "candidate": self.allocate_outputs()}})
+                                 "outs": {name: self.allocate_outputs() for name, _ in side_list}})
                 torch.cuda.synchronize()
 
+            side_list = [("baseline", self.baseline), ("candidate", self.candidate)]
+            if self.compiled is not None:
+                side_list.append(("compiled", self.compiled))
             fill(0)
             oks: list = []
             tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
-            copy_out = {"baseline": self.baseline.language != "reference",
-                        "candidate": self.candidate.language != "reference"}
+            copy_out = {name: side.language != "reference" for name, side in side_list}
             sides: dict[str, dict[str, Callable[[int], None]]] = {}
-            for name, side in (("baseline", self.baseline), ("candidate", self.candidate)):
+            for name, side in side_list:
                 def prepare(i: int, name=name) -> None:
                     for o in sets[i]["outs"][name]:
                         poison_(o)
@@ -388,8 +398,15 @@ class Evaluation:
                             oks.append(all_ok(check_tensors(o, e, tol)))
 
                 sides[name] = {"prepare": prepare, "call": call, "after": after}
-            for name in sides:
-                self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0)))
+            warnings: list[str] = []
+            for name in list(sides):
+                try:
+                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0)))
+                except GateFailure as exc:
+                    if name != "compiled":
+                        raise
+                    warnings.append(f"torch_compile_failed: {exc.message[:200]}")
+                    del sides[name]
             samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                                   max_pairs=int(tp.get("max_pairs", 400)),
                                   target_rse=float(tp.get("target_rse", 0.01)),
@@ -403,7 +420,8 @@ class Evaluation:
             return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000]}
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
                                   "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
-                                  "warnings": samples.warnings, "timed_checks": len(oks), "timed_bad": n_bad}
+                                  "warnings": samples.warnings + warnings, "timed_checks": len(oks),
+                                  "timed_bad": n_bad}
         if n_bad:
             result["status"] = "INCORRECT_NUMERICAL"
             result["message"] = f"{n_bad} of {len(oks)} outputs of timed calls were wrong"

@@ -109,3 +109,15 @@ def test_wilson_interval():
     lo, hi = metrics.wilson(10, 10)
     assert hi == 1 and 0.65 < lo < 0.8
     assert all(math.isnan(x) for x in metrics.wilson(0, 0))
+
+
+def test_torch_compile_denominator_where_measured():
+    a = V("c", "torch2hip/a", "seen", "PASSED", 4.0)
+    a.speedup_compiled = 2.0
+    b = V("c", "torch2hip/b", "seen", "PASSED", 3.0)       # torch.compile not measured for this one
+    c = V("c", "torch2hip/c", "seen", "PASSED", 9.0)
+    c.speedup_compiled = 8.0
+    by, _ = summary_of([a, b, c])
+    r = by[("c", "torch2hip")]
+    assert r.speedup_compiled_seen_geomean == pytest.approx(4.0) and r.n_compiled_seen == 2
+    assert r.speedup_seen_geomean == pytest.approx(108 ** (1 / 3))

@@ -33,12 +33,14 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "correct": v.status is Status.PASSED and not suspicious, "suspicious": suspicious,
             "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
             "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
+            "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
+            v.speedup_compiled else np.nan,
             "reward": v.reward if not suspicious else -6.0,
             "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
             "message": (v.message or "").splitlines()[0][:200] if v.message else "",
         })
     cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "correct", "suspicious",
-            "speedup", "roofline", "reward", "n_configs", "configs_passed", "message"]
+            "speedup", "roofline", "speedup_compiled", "reward", "n_configs", "configs_passed", "message"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -48,7 +50,7 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
     if vf.empty:
         return pd.DataFrame(columns=keys)
     wide = vf.pivot_table(index=keys, columns="split",
-                          values=["correct", "speedup", "roofline", "reward", "status"],
+                          values=["correct", "speedup", "roofline", "reward", "status", "speedup_compiled"],
                           aggfunc="first")
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
@@ -125,6 +127,9 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
         fast = [bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
                 for c, s in zip(col_c, col_s)]
         out[f"fast_{p:g}"] = float(np.mean(fast)) if n else math.nan
+    comp = list(pt["speedup_compiled_seen"]) if "speedup_compiled_seen" in pt else []
+    out["speedup_compiled_seen_geomean"] = _geomean(comp)
+    out["n_compiled_seen"] = len([x for x in comp if x is not None and not math.isnan(x)])
     out["roofline_seen_geomean"] = _geomean(list(pt["roofline_seen"])) if "roofline_seen" in pt else math.nan
     out["reward_seen_mean"] = _mean(list(pt["reward_seen"])) if "reward_seen" in pt else math.nan
     out["reward_heldout_mean"] = _mean(list(pt["reward_heldout"])) if "reward_heldout" in pt else math.nan
