@@ -29,7 +29,7 @@ from arena.errors import ArenaError
 from arena.records import ConfigResult, SideTiming, Status, Verdict
 from arena.spec.loader import Config, Task
 from arena.timing import stats
-from arena.worker import read_frame, write_frame
+from arena.channel import read_frame, write_frame
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,9 @@ statistics, timing samples); the parent turns them into the Verdict.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import inspect
-import json
 import os
 import random
-import struct
 import sys
 import traceback
 from dataclasses import asdict
@@ -24,39 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-# ------------------------------------------------------------------------------------------
-# Framing (shared with the parent)
-
-
-def write_frame(fd: int, obj: dict[str, Any]) -> None:
-    _write_all(fd, json.dumps(obj, default=str).encode())
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    buf = struct.pack("<I", len(data)) + data
-    while buf:
-        n = os.write(fd, buf)
-        buf = buf[n:]
-
-
-def read_frame(fd: int) -> dict[str, Any] | None:
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    (n,) = struct.unpack("<I", head)
-    body = _read_exact(fd, n)
-    return None if body is None else json.loads(body)
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks = b""
-    while len(chunks) < n:
-        part = os.read(fd, n - len(chunks))
-        if not part:
-            return None
-        chunks += part
-    return chunks
-
+from arena.channel import read_frame, write_frame
+from arena.check.inputs import import_file, upcast
 
 # ------------------------------------------------------------------------------------------
 
@@ -68,16 +34,6 @@ class GateFailure(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-
-
-def _import_file(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class Side:
@@ -119,7 +75,7 @@ class Side:
     def _load_python(self, path: Path) -> None:
         name = f"arena_candidate_{abs(hash(str(path)))}_{random.getrandbits(32)}"
         try:
-            module = _import_file(path, name)
+            module = import_file(path, name)
         except SyntaxError as exc:
             raise GateFailure("COMPILE_ERROR", f"{path.name}: {exc}") from None
         except BaseException as exc:  # noqa: BLE001 - any import failure of candidate code
@@ -160,16 +116,6 @@ class Side:
             self.fn(*ins, *outs, *scalars)
 
 
-def _upcast(t):
-    import torch
-
-    if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
-        return t.to(torch.float32)
-    if t.dtype == torch.float32:
-        return t.to(torch.float64)
-    return t
-
-
 class Evaluation:
     def __init__(self, job: dict[str, Any], out_fd: int):
         import torch
@@ -194,7 +140,7 @@ class Evaluation:
     # -- reference ---------------------------------------------------------------------------
     def load_reference(self) -> ModuleType:
         try:
-            return _import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
+            return import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
         except BaseException as exc:  # noqa: BLE001
             raise GateFailure("TASK_ERROR", f"reference.py failed to import: {type(exc).__name__}: {exc}") from None
 
@@ -203,7 +149,7 @@ class Evaluation:
         from arena.check.compare import compare_dtype
         from arena.check.inputs import DTYPES
 
-        clones = [_upcast(t.clone()) for t in ins.values()]
+        clones = [upcast(t.clone()) for t in ins.values()]
         try:
             result = self.reference.reference(*clones, *scalars)
         except BaseException as exc:  # noqa: BLE001

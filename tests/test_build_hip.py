@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from collections.abc import Iterator
 
 import pytest
 
 from arena.build import hip2cuda
-from arena.build.hip import (BuildResult, build_hip, default_cache_dir, parse_amdgpu_remarks,
+from arena.build.hip import (build_hip, default_cache_dir, parse_amdgpu_remarks,
                              parse_ptxas, toolchain_available)
 
 REQUIRE_TOOLCHAINS = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"

@@ -6,33 +6,23 @@ partial kernel pass (METHODOLOGY.md); such tasks are fixed when written, not sco
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from types import ModuleType
 
 import torch
 
-from arena.check.inputs import generator, input_seed, make_inputs, make_one
+from arena.check.inputs import generator, import_file, input_seed, make_inputs, make_one, upcast
 from arena.spec.loader import Config, Task
 
 MIN_STD = 1e-2
 
 
 def load_reference(task: Task) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"arena_ref_{random.getrandbits(32)}", task.reference_path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def _upcast(t: torch.Tensor) -> torch.Tensor:
-    if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
-        return t.float()
-    return t.double() if t.dtype == torch.float32 else t
+    return import_file(task.reference_path, f"arena_reference_{random.getrandbits(32)}")
 
 
 def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor], scalars: list) -> list[torch.Tensor]:
-    out = ref.reference(*[_upcast(t.clone()) for t in ins.values()], *scalars)
+    out = ref.reference(*[upcast(t.clone()) for t in ins.values()], *scalars)
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 

@@ -31,6 +31,29 @@ DTYPES: dict[str, torch.dtype] = {
 _SEED_MIX = 0x9E3779B1
 
 
+def upcast(t: torch.Tensor) -> torch.Tensor:
+    """The precision the reference computes in: fp16/bf16/fp8 -> fp32, fp32 -> fp64."""
+    if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.to(torch.float32)
+    if t.dtype == torch.float32:
+        return t.to(torch.float64)
+    return t
+
+
+def import_file(path, name: str) -> ModuleType:
+    """Import a Python file (a reference or a candidate) as a module of its own."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def input_seed(seed: int, position: int) -> int:
     return (seed * 1_000_003 + (position + 1) * _SEED_MIX) % (2**63 - 1)
 
