@@ -119,7 +119,7 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
             return _Built(status=Status.COMPILE_ERROR, message=f"{path.name}:{exc.lineno}: {exc.msg}")
         return _Built(job={"language": "triton", "path": str(path)})
     from arena.build.abi import hip_signature_problem
-    from arena.build.hip import build_hip
+    from arena.build.hip import build_hip, toolchain_available
 
     source = path.read_text(errors="replace")
     problem = hip_signature_problem(source, task)
@@ -128,6 +128,14 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
     builds = []
     library = None
     for i, (target, arch) in enumerate(device.build_targets):
+        missing = toolchain_available(target)
+        if missing is not None:
+            # the machine's fault, not the candidate's: a GPU backend cannot go on; the cpu
+            # backend's compile-only checks skip that vendor and say so
+            if device.runs_kernels:
+                return _Built(status=Status.HARNESS_ERROR, message=f"cannot build for {target} {arch}: {missing}")
+            builds.append({"target": target, "arch": arch, "ok": None, "skipped": missing})
+            continue
         res = build_hip(path, target=target, arch=arch, timeout=timeout)
         builds.append({"target": target, "arch": arch, "ok": res.ok, "cached": res.cached, "seconds": res.seconds,
                        "timed_out": res.timed_out, "toolchain": res.toolchain, "resources": res.resources,
@@ -140,8 +148,11 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
             library = res.library
     info = {"builds": builds}
     if not device.runs_kernels:
+        built = [f"{b['target']} {b['arch']}" for b in builds if b["ok"]]
+        skipped = [f"{b['target']} {b['arch']} ({b['skipped']})" for b in builds if b.get("skipped")]
         return _Built(status=Status.NOT_RUNNABLE, info=info,
-                      message="HIP compiled for " + ", ".join(f"{t} {a}" for t, a in device.build_targets) +
+                      message=("HIP compiled for " + ", ".join(built) if built else "HIP not compiled") +
+                              (f"; skipped {', '.join(skipped)}" if skipped else "") +
                               "; the cpu backend cannot run it (compile-only)")
     return _Built(job={"language": "hip", "path": str(path), "library": str(library)}, info=info)
 

@@ -129,3 +129,14 @@ def test_broken_task_reference_is_a_task_error_not_the_candidates(axpy, cpu, tmp
     v = _one(task, None, cpu)
     assert v.status is Status.TASK_ERROR
     assert v.status.kind == "infra"
+
+
+def test_missing_compiler_on_cpu_skips_that_vendor_not_the_candidate(scale, cpu, monkeypatch):
+    import arena.build.hip as hip
+
+    real = hip._find_compiler
+    monkeypatch.setattr(hip, "_find_compiler", lambda target: None if target == "rocm" else real(target))
+    v = _one(scale, None, cpu)
+    assert v.status is Status.NOT_RUNNABLE
+    assert "skipped rocm gfx90a (hipcc not found" in v.message
+    assert [b["target"] for b in v.build["builds"] if b["ok"]] == ["cuda"]
