@@ -207,14 +207,20 @@ class Evaluation:
 
         name = split["split"]
         all_passed = True
+        lost = None
         for cfg in split["configs"]:
             config = Config(**cfg)
+            if lost is not None:  # a sticky device error: nothing more can run in this process
+                self.send(type="config", split=name, phase="correctness", config=config.name,
+                          result={"status": "RUNTIME_ERROR", "message": f"not run: the device context was lost "
+                                                                        f"at config {lost}"})
+                continue
             self.send(type="stage", stage="correctness", split=name, config=config.name)
             result = self.check_config(config)
             self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
             all_passed &= result["status"] == "PASSED"
-            if result["status"] in ("RUNTIME_ERROR",) and self.gpu and not self._context_alive():
-                break
+            if result["status"] == "RUNTIME_ERROR" and self.gpu and not self._context_alive():
+                lost = config.name
         if not (all_passed and self.job.get("timing") and self.gpu and self.baseline is not None):
             self.send(type="split_done", split=name)
             return
