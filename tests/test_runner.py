@@ -64,3 +64,23 @@ def test_resume_finishes_without_duplicates(tasks_dir, tmp_path):
     keys = [(r.agent, r.task_id, r.repeat, r.split) for r in recs]
     assert len(keys) == len(set(keys)) == 2
     assert run(plan, cpu, out, resume=True) == []
+
+
+def test_a_harness_failure_is_recorded_and_the_run_goes_on(tasks_dir, tmp_path, monkeypatch):
+    import arena.runner as runner
+
+    calls = []
+    real = runner.evaluate
+
+    def flaky(task, *args, **kwargs):
+        calls.append(task.id)
+        if len(calls) == 1:
+            raise RuntimeError("the harness broke")
+        return real(task, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "evaluate", flaky)
+    axpy = tasks_dir / "triton2triton" / "axpy"
+    out = tmp_path / "runs" / "r3"
+    written = run(RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",), repeats=2), detect("cpu"), out)
+    assert [w.status for w in written] == [Status.HARNESS_ERROR, Status.PASSED]
+    assert "the harness broke" in written[0].message and written[0].status.kind == "infra"
