@@ -12,6 +12,9 @@ import hashlib
 import logging
 import os
 import queue
+import re
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +32,7 @@ from arena.errors import ArenaError
 from arena.records import ConfigResult, SideTiming, Status, Verdict
 from arena.spec.loader import Config, Task
 from arena.timing import stats
-from arena.channel import read_frame, write_frame
+from arena.channel import ForgedFrame, signed_reader, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -168,12 +171,15 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
              device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
              timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
              run_id: str = "", agent: str = "", repeat: int = 0, split_seed: int | None = None,
-             random_configs: int = 4) -> list[Verdict]:
+             random_configs: int = 4, private_dirs: Sequence[Path] = ()) -> list[Verdict]:
     """Run the gates on one candidate over the given splits; one Verdict per split.
 
     ``splits`` names splits (seen, heldout, smoke, random) or maps names to configs. The
     random split is drawn here from the task's shape space with ``split_seed`` (a fresh
-    secret if None), ``random_configs`` configs, within the device's limits."""
+    secret if None), ``random_configs`` configs, within the device's limits. ``seeds``
+    fixes the input seeds (to reproduce a record); by default the worker draws fresh ones
+    per config when it needs them. ``private_dirs`` (e.g. the run directory) are hidden
+    from candidate code, like the task folders and the caches."""
     started = time.perf_counter()
     started_at = _now()
     timeouts = {**DEFAULT_TIMEOUTS, **task.timeouts}
@@ -191,7 +197,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
             else:
                 split_configs[s] = task.configs(s)
     timing = device.runs_kernels if timing is None else (timing and device.runs_kernels)
-    seeds = list(seeds) if seeds is not None else fresh_seeds()
+    seeds = list(seeds) if seeds is not None else []
     base = dict(task_id=task.id, category=task.category, candidate=candidate.describe(),
                 device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat, seeds=seeds,
                 split_seed=split_seed if "random" in split_configs else None,
@@ -229,12 +235,13 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
         "candidate": cand.job,
         "baseline": baseline_job,
         "device": device.to_dict(),
-        "seeds": seeds,
+        "seeds": seeds or None,
+        "n_seeds": N_SEEDS,
         "timing": bool(timing),
         "timing_params": dict(timing_params or {}),
         "splits": [{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
     }
-    frames, exit_info = _run_worker(job, device, timeouts, work_dir)
+    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, private_dirs)
     verdicts = _assemble(task, split_configs, frames, exit_info, base, build_info, device)
     return finish(verdicts)
 
@@ -243,10 +250,25 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
 # The worker process
 
 
-def _worker_env(device: Device) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_SECRET")}
+_SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
+
+
+def _cache_root() -> Path:
+    from arena.build.hip import default_cache_dir
+
+    return default_cache_dir().parent
+
+
+def _worker_env(device: Device, scratch: Path, triton_dir: Path) -> dict[str, str]:
+    """The parent's environment without secrets (agent API keys, run secrets), with the
+    worker's caches and temporary files in places of its own."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
     env["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
+    env["TMPDIR"] = str(scratch)
+    env["TRITON_CACHE_DIR"] = str(triton_dir)
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(triton_dir / "inductor")
+    env["CUDA_CACHE_PATH"] = str(scratch / "nv")
     if not device.runs_kernels:
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -254,10 +276,43 @@ def _worker_env(device: Device) -> dict[str, str]:
     return env
 
 
-def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float],
-                work_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def sandbox_spec(task: Task, job: dict[str, Any], scratch: Path, triton_dir: Path,
+                 private_dirs: Sequence[Path] = ()) -> dict[str, list[str]]:
+    """What the worker hides and what it may still read and write (``arena.sandbox``):
+    hidden are the task folders, the source checkout (but the harness package), the build
+    and Triton caches, the run directory and ``$ARENA_SANDBOX_HIDE`` (paths separated by
+    ':'); readable inside them are only this evaluation's task files, kernels and libraries."""
+    hide = [task.path.parents[1], _cache_root(), Path.home() / ".triton", *private_dirs]
+    if (PACKAGE_ROOT / "pyproject.toml").exists():         # a source checkout: reports, runs, tests, tasks
+        hide.append(PACKAGE_ROOT)
+    hide += [Path(p) for p in os.environ.get("ARENA_SANDBOX_HIDE", "").split(":") if p]
+    read = [PACKAGE_ROOT / "arena", Path(sys.prefix), Path(sys.base_prefix), task.path / "task.yaml",
+            task.reference_path]
+    import site
+
+    # what the worker imports from: the interpreter's prefixes and site-packages, and
+    # $PYTHONPATH as given (not this process's sys.path, which test runners extend)
+    read += [Path(p) for p in [*site.getsitepackages(), site.getusersitepackages(), sys.exec_prefix]]
+    read += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and Path(p).resolve() != PACKAGE_ROOT]
+    for side in ("candidate", "baseline"):
+        sj = job.get(side) or {}
+        read += [Path(sj[k]) for k in ("path", "library") if sj.get(k)]
+    return {"hide": [str(p) for p in hide], "read": [str(p) for p in read],
+            "write": [str(scratch), str(triton_dir), "/dev"]}
+
+
+def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
+                task: Task, private_dirs: Sequence[Path] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run the worker; return its frames and how it ended (timeout stage, return code, log tail)."""
-    cwd = Path(tempfile.mkdtemp(prefix="arena-worker-"))
+    workers = _cache_root() / "workers"
+    workers.mkdir(parents=True, exist_ok=True)
+    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
+    pair = hashlib.sha256(json_key(job.get("candidate"), job.get("baseline")).encode()).hexdigest()[:20]
+    triton_dir = _cache_root() / "triton" / pair
+    triton_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    job = {**job, "key": key.hex(), "sandbox": sandbox_spec(task, job, cwd, triton_dir, private_dirs)}
     log_path = (work_dir / "worker.log") if work_dir else cwd / "worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     job_r, job_w = os.pipe()
@@ -266,21 +321,25 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         proc = subprocess.Popen(
             [sys.executable, "-P", "-m", "arena.worker", str(job_r), str(res_w)],
             pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-            cwd=cwd, env=_worker_env(device), start_new_session=True)
+            cwd=cwd, env=_worker_env(device, cwd, triton_dir), start_new_session=True)
     os.close(job_r)
     os.close(res_w)
     frames: list[dict[str, Any]] = []
     q: queue.Queue = queue.Queue()
+    read_signed = signed_reader(res_r, key)
 
     def reader() -> None:
         try:
             while True:
-                f = read_frame(res_r)
+                f = read_signed()
                 q.put(f)
                 if f is None:
                     return
+        except ForgedFrame as exc:
+            q.put({"type": "forged", "message": str(exc)})
+            q.put(None)
         except Exception as exc:  # noqa: BLE001 - a garbled frame ends the channel
-            q.put({"type": "garbled", "message": str(exc)})
+            q.put({"type": "forged", "message": f"a garbled frame on the result channel: {exc}"})
             q.put(None)
 
     threading.Thread(target=reader, daemon=True).start()
@@ -303,10 +362,10 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         frames.append(frame)
         if frame.get("type") == "stage":
             stage = frame["stage"]
-            deadline = time.monotonic() + timeouts[f"{stage}_s"]
-        if frame.get("type") in ("done", "failure"):
+            deadline = time.monotonic() + timeouts.get(f"{stage}_s", timeouts["load_s"])
+        if frame.get("type") in ("done", "failure", "forged"):
             break
-    if timed_out:
+    if timed_out or frames and frames[-1].get("type") == "forged":
         _kill_group(proc)
     try:
         rc = proc.wait(timeout=30)
@@ -320,8 +379,15 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         tail = log_path.read_bytes()[-3000:].decode(errors="replace")
     except OSError:
         pass
-    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail, "log_path": str(log_path),
-                    "stage": stage}
+    shutil.rmtree(cwd, ignore_errors=True)
+    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail,
+                    "log_path": str(log_path) if work_dir else "", "stage": stage}
+
+
+def json_key(*parts: Any) -> str:
+    import json
+
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -374,6 +440,29 @@ def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, 
             cr.flags.append("above_roofline")
 
 
+def _protocol_violation(split_configs: Mapping[str, list[Config]], frames: list[dict[str, Any]]) -> str | None:
+    """Frames that the worker's protocol never produces: a result for a config not in the
+    job, a result given twice, a performance result before its correctness result."""
+    seen: set[tuple[str, str, str]] = set()
+    for f in frames:
+        if f.get("type") != "config":
+            continue
+        key = (str(f.get("split")), str(f.get("config")), str(f.get("phase")))
+        names = {c.name for c in split_configs.get(key[0], [])}
+        if key[1] not in names or key[2] not in ("correctness", "performance"):
+            return f"the result channel reported a config that was not asked for: {key}"
+        if key in seen:
+            return f"the result channel reported {key} twice"
+        if key[2] == "performance" and (key[0], key[1], "correctness") not in seen:
+            return f"the result channel reported timing for {key[:2]} before its correctness"
+        try:
+            Status(f.get("result", {}).get("status"))
+        except ValueError:
+            return f"the result channel reported an unknown status for {key}"
+        seen.add(key)
+    return None
+
+
 def _roofline_dtype(task: Task) -> str:
     dt = task.inputs[0].dtype
     return "float8" if dt.startswith("float8") else dt
@@ -385,14 +474,17 @@ def _assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: lis
     results: dict[str, dict[str, ConfigResult]] = {s: {} for s in split_configs}
     perf_done: dict[str, set[str]] = {s: set() for s in split_configs}
     finished_splits: set[str] = set()
-    failure = next((f for f in frames if f.get("type") == "failure"), None)
+    failure = next((f for f in frames if f.get("type") in ("failure", "forged")), None)
     done = any(f.get("type") == "done" for f in frames)
     last_stage: dict[str, Any] = {}
+    violation = _protocol_violation(split_configs, frames)
     for f in frames:
         t = f.get("type")
         if t == "stage":
             last_stage = f
-        elif t == "config":
+        elif t == "sandbox":
+            build_info["sandbox"] = "landlock" if f.get("applied") else f"none: {f.get('reason', '')}"
+        elif t == "config" and violation is None:
             split, name = f["split"], f["config"]
             cfg = next(c for c in split_configs[split] if c.name == name)
             r = dict(f["result"])
@@ -415,6 +507,19 @@ def _assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: lis
                     _apply_timing(task, cr, cfg, r, device)
         elif t == "split_done":
             finished_splits.add(f["split"])
+    if not base.get("seeds"):
+        first = next((cr for rs in results.values() for cr in rs.values() if cr.seeds), None)
+        base = {**base, "seeds": list(first.seeds) if first else []}
+    # candidate code tampered with the harness: nothing from this worker is trusted, on any split
+    integrity = violation or next((f.get("message") or f.get("result", {}).get("message", "")
+                                   for f in frames if f.get("type") == "forged" or
+                                   (f.get("status") or f.get("result", {}).get("status")) == "INTEGRITY_VIOLATION"),
+                                  None)
+    if integrity is not None:
+        return [Verdict(split=s, status=Status.INTEGRITY_VIOLATION, stage="integrity", message=integrity,
+                        configs=[ConfigResult(c.name, dict(c.params), Status.INTEGRITY_VIOLATION) for c in cfgs],
+                        build=build_info, **base)
+                for s, cfgs in split_configs.items()]
 
     # how the worker ended, for whatever it did not finish
     end_status, end_msg = None, ""

@@ -33,6 +33,8 @@ class Status(str, enum.Enum):
     NAN_INF = "NAN_INF"
     OUTPUT_UNWRITTEN = "OUTPUT_UNWRITTEN"
     INPUT_MUTATED = "INPUT_MUTATED"
+    FORBIDDEN_CALL = "FORBIDDEN_CALL"  # library / torch compute calls where the task wants a kernel written
+    INTEGRITY_VIOLATION = "INTEGRITY_VIOLATION"  # tampering with the harness: patched timer, forged frames, threads
     NOT_RUNNABLE = "NOT_RUNNABLE"      # correct status for a HIP candidate on the cpu backend: never a pass
     TASK_ERROR = "TASK_ERROR"          # the task itself is broken (reference raised, bad file): not the candidate's fault
     HARNESS_ERROR = "HARNESS_ERROR"    # infrastructure failure, kept apart from candidate failures
@@ -43,7 +45,7 @@ class Status(str, enum.Enum):
 
     @property
     def kind(self) -> str:
-        """compile | init | incorrect | runtime | timeout | not_runnable | infra | passed."""
+        """compile | init | incorrect | runtime | timeout | integrity | not_runnable | infra | passed."""
         return _KIND[self]
 
 
@@ -61,12 +63,18 @@ _KIND = {
     Status.NAN_INF: "incorrect",
     Status.OUTPUT_UNWRITTEN: "incorrect",
     Status.INPUT_MUTATED: "incorrect",
+    Status.FORBIDDEN_CALL: "integrity",
+    Status.INTEGRITY_VIOLATION: "integrity",
     Status.NOT_RUNNABLE: "not_runnable",
     Status.TASK_ERROR: "infra",
     Status.HARNESS_ERROR: "infra",
 }
 
-# KernelBench environment rewards (ANCHORS.md); PASSED gets speedup - 1.
+# Flags that make a PASSED verdict count as a failure: its time cannot be trusted.
+SUSPICIOUS_FLAGS = ("above_roofline", "no_device_work", "device_span_below_events")
+
+# KernelBench environment rewards (ANCHORS.md); PASSED gets speedup - 1; integrity failures get
+# the lowest non-timeout reward (-6, "unknown").
 _REWARD = {"incorrect": -2.0, "runtime": -3.0, "init": -4.0, "compile": -5.0, "timeout": -7.0}
 
 
@@ -149,8 +157,17 @@ class Verdict:
     record_version: int = RECORD_VERSION
 
     @property
+    def suspicious(self) -> bool:
+        """Passed, but with a time the harness cannot trust: counts as a failure."""
+        return any(f in self.flags for f in SUSPICIOUS_FLAGS)
+
+    @property
+    def counts_as_pass(self) -> bool:
+        return self.status is Status.PASSED and not self.suspicious
+
+    @property
     def reward(self) -> float:
-        return reward(self.status, self.speedup)
+        return reward(self.status, self.speedup) if not self.suspicious else -6.0
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -118,7 +118,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                     verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
                                         agent=agent_name, repeat=repeat, split_seed=split_seed,
                                         random_configs=plan.random_configs,
-                                        timing_params=dict(plan.timing_params))
+                                        timing_params=dict(plan.timing_params), private_dirs=[out])
                 except ArenaError as exc:
                     verdicts = [_failure(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
                                          agent_name, repeat) for s in todo]

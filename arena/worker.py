@@ -6,12 +6,23 @@ candidate code can write to). The worker loads the task and both sides (candidat
 baseline), runs the correctness gate on every config x seed, then, if asked and if every
 config passed, the paired timing. It sends raw facts (statuses of comparisons, error
 statistics, timing samples); the parent turns them into the Verdict.
+
+Defences against candidate code (README, "How results are protected"): the filesystem is
+restricted before the candidate loads (``arena.sandbox``); result frames are signed
+(``arena.channel``); seeds are drawn here, per config, only when needed; no expected output
+exists while candidate code runs -- the reference runs after the call, on inputs made again
+from the seed, which also proves the call left its inputs alone; baseline outputs are
+poisoned right after each timed baseline call; after every candidate call the seal of the
+harness's functions and hooks, the threads, the output tensors and (for Python candidates)
+the torch operators called are checked (``arena.guard``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import inspect
+import re
 import os
 import random
 import sys
@@ -21,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from arena.channel import read_frame, write_frame
+from arena.channel import read_frame, signed_writer
 from arena.check.inputs import import_file, upcast
 
 # ------------------------------------------------------------------------------------------
@@ -45,6 +56,8 @@ class Side:
     def __init__(self, task, job_side: dict[str, Any], reference: ModuleType, torch_device: str):
         self.task = task
         self.language = job_side["language"]
+        self.source = job_side.get("path")
+        self.own_kernels: set[str] = set()
         self.torch_device = torch_device
         self.reference = reference
         if self.language == "hip":
@@ -71,6 +84,11 @@ class Side:
         fn.restype = ctypes.c_int
         self.lib = lib
         self.fn = fn
+        try:
+            source = Path(self.source).read_text(errors="replace") if self.source else ""
+        except OSError:
+            source = ""
+        self.own_kernels = set(re.findall(r"__global__[^;{(]*?\b(\w+)\s*\(", source))
 
     def _load_python(self, path: Path) -> None:
         name = f"arena_candidate_{abs(hash(str(path)))}_{random.getrandbits(32)}"
@@ -83,6 +101,12 @@ class Side:
         fn = getattr(module, self.task.entry, None)
         if fn is None or not callable(fn):
             raise GateFailure("SIGNATURE_MISMATCH", f"{path.name} defines no function {self.task.entry!r}")
+        try:
+            from triton.runtime.jit import JITFunction
+
+            self.own_kernels = {v.fn.__name__ for v in vars(module).values() if isinstance(v, JITFunction)}
+        except ImportError:
+            pass
         n = len(self.task.inputs) + len(self.task.outputs) + len(self.task.scalars)
         try:
             inspect.signature(fn).bind(*range(n))
@@ -117,21 +141,23 @@ class Side:
 
 
 class Evaluation:
-    def __init__(self, job: dict[str, Any], out_fd: int):
+    def __init__(self, job: dict[str, Any], send: Callable[[dict[str, Any]], None]):
         import torch
 
         from arena.spec.loader import load_task
 
         self.job = job
-        self.out_fd = out_fd
+        self._send = send
         self.torch = torch
         self.task = load_task(job["task_dir"], validate=False)
         self.device = job["device"]
         self.torch_device = "cuda" if self.device["kind"] in ("cuda", "rocm") else "cpu"
         self.gpu = self.torch_device == "cuda"
+        self.seal = None
+        self.rng = random.SystemRandom()     # seeds no one can predict from the job
 
     def send(self, **obj: Any) -> None:
-        write_frame(self.out_fd, obj)
+        self._send(obj)
 
     def sync(self) -> None:
         if self.gpu:
@@ -178,9 +204,11 @@ class Evaluation:
 
     # -- gates ---------------------------------------------------------------------------------
     def run(self) -> None:
+        from arena.guard import OpTrace, Seal, ThreadWatch
+
         self.send(type="stage", stage="load")
         self.reference = self.load_reference()
-        self.candidate = Side(self.task, self.job["candidate"], self.reference, self.torch_device)
+        # the task's own code first (trusted), then the harness's objects, then the seal, then the candidate
         self.baseline = None
         if self.job.get("timing") and self.job.get("baseline"):
             try:
@@ -199,8 +227,42 @@ class Evaluation:
             from arena.timing.timer import DeviceTimer
 
             self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
+            self.timer.sample_round([("warm", lambda: None, self.timer.marker, lambda: None)])
+        import arena.check.compare  # noqa: F401 - every harness module is loaded before the seal
+        import arena.check.inputs  # noqa: F401
+
+        with OpTrace():            # imports and first-use patches of torch happen now, before the seal
+            self.torch.ones(4, device=self.torch_device).add_(1)
+        warm = self.torch.ones(256, 256)    # torch's CPU thread pools start now, not inside a candidate's call
+        float((warm @ warm).sum() + self.torch.ones(1 << 21).mul_(2).sum())
+        self.threads = ThreadWatch()
+        sandbox = self.job.get("sandbox")
+        if sandbox:
+            from arena.sandbox import restrict
+
+            why = restrict(sandbox["hide"], sandbox["read"], sandbox["write"])
+            self.send(type="sandbox", applied=why is None, reason=why or "")
+        self.seal = Seal()
+        self.threads.before()
+        self.candidate_trusted = self.job["candidate"]["language"] == "reference"
+        self.candidate = Side(self.task, self.job["candidate"], self.reference, self.torch_device)
+        self.guard_check("loading the candidate")
         for split in self.job["splits"]:
             self.run_split(split)
+
+    def guard_check(self, when: str) -> None:
+        """After candidate code ran: the harness's functions and hooks are as sealed and no
+        thread it started is still running. (The task's own reference, evaluated as the
+        torch2hip starting point, is trusted code and not checked.)"""
+        if self.candidate_trusted:
+            return
+        broken = self.seal.broken() if self.seal is not None else []
+        if broken:
+            raise GateFailure("INTEGRITY_VIOLATION", f"{when} changed what the harness relies on: "
+                                                     f"{', '.join(broken[:8])}")
+        threads = self.threads.after()
+        if threads:
+            raise GateFailure("INTEGRITY_VIOLATION", f"{when} left threads running: {', '.join(threads[:8])}")
 
     def run_split(self, split: dict[str, Any]) -> None:
         from arena.spec.loader import Config
@@ -218,6 +280,8 @@ class Evaluation:
             self.send(type="stage", stage="correctness", split=name, config=config.name)
             result = self.check_config(config)
             self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
+            if result["status"] == "INTEGRITY_VIOLATION":
+                raise GateFailure(result["status"], result["message"])
             all_passed &= result["status"] == "PASSED"
             if result["status"] == "RUNTIME_ERROR" and self.gpu and not self._context_alive():
                 lost = config.name
@@ -229,6 +293,8 @@ class Evaluation:
             self.send(type="stage", stage="performance", split=name, config=config.name)
             result = self.time_config(config)
             self.send(type="config", split=name, phase="performance", config=config.name, result=result)
+            if result.get("status") == "INTEGRITY_VIOLATION":
+                raise GateFailure(result["status"], result["message"])
             if result.get("status", "PASSED") != "PASSED":
                 break
         self.send(type="split_done", split=name)
@@ -263,109 +329,189 @@ class Evaluation:
                 status = "COMPILE_ERROR"
             raise GateFailure(status, f"{type(exc).__name__}: {exc}"[:2000]) from None
 
+    def call_candidate(self, ins: list, outs: list) -> None:
+        """One guarded candidate call of the correctness gate."""
+        from arena.guard import OpTrace
+
+        trace = OpTrace() if self.candidate.language in ("triton", "python") else None
+        self.threads.before()
+        try:
+            if trace is not None:
+                with trace:
+                    self.call_side(self.candidate, ins, outs)
+            else:
+                self.call_side(self.candidate, ins, outs)
+            try:
+                self.sync()
+            except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
+                raise GateFailure("RUNTIME_ERROR", f"{type(exc).__name__}: {exc}"[:2000]) from None
+        finally:
+            gc.collect()   # finalizers of the candidate's garbage run now, before the checks below
+        self.guard_check("the candidate's call")
+        if trace is not None:
+            compute = trace.compute_ops()
+            forbidden = trace.forbidden_calls(self.task.forbidden)
+            if forbidden:
+                raise GateFailure("FORBIDDEN_CALL", f"the candidate called {', '.join(forbidden)}, which the task "
+                                                    f"forbids")
+            if compute:
+                raise GateFailure("FORBIDDEN_CALL", "a Triton candidate computes in Triton kernels; it called the "
+                                                    f"torch operators {', '.join(compute[:8])}")
+
+    def _outputs_intact(self, outs: list, meta: list) -> dict[str, Any] | None:
+        for o, m, spec in zip(outs, meta, self.task.outputs):
+            if type(o) is not self.torch.Tensor:
+                return {"status": "INTEGRITY_VIOLATION",
+                        "message": f"output {spec.name!r} is no longer a plain tensor (now {type(o).__name__})"}
+            if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
+                return {"status": "INCORRECT_SHAPE",
+                        "message": f"output {spec.name!r} was replaced or reshaped "
+                                   f"(now {tuple(o.shape)} {o.dtype}, allocated {tuple(m[0])} {m[1]})"}
+        return None
+
     def check_config(self, config) -> dict[str, Any]:
         from arena.check.compare import compare_output, same_bytes
 
         self._set_config(config)
-        worst: dict[str, Any] = {"status": "PASSED", "seeds": list(self.job["seeds"])}
+        seeds = list(self.job["seeds"]) if self.job.get("seeds") else \
+            [self.rng.getrandbits(32) for _ in range(int(self.job.get("n_seeds", 3)))]
+        worst: dict[str, Any] = {"status": "PASSED", "seeds": seeds}
         try:
-            for seed in self.job["seeds"]:
+            for seed in seeds:
                 ins = self.make_inputs(seed)
-                expected = self.expected(ins, self._scalars)
-                pristine = [t.clone() for t in ins.values()]
                 outs = self.allocate_outputs()
-                aliases = [o.view(o.shape) for o in outs]
+                views = [o.view(o.shape) for o in outs]
                 meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
                 self.sync()
-                self.call_side(self.candidate, list(ins.values()), outs)
-                try:
-                    self.sync()
-                except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
-                    raise GateFailure("RUNTIME_ERROR", f"{type(exc).__name__}: {exc}"[:2000]) from None
-                for o, m, spec in zip(outs, meta, self.task.outputs):
-                    if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
-                        return {**worst, "status": "INCORRECT_SHAPE",
-                                "message": f"output {spec.name!r} was replaced or reshaped "
-                                           f"(now {tuple(o.shape)} {o.dtype}, allocated {tuple(m[0])} {m[1]})"}
-                for (name, t), p in zip(ins.items(), pristine):
-                    if not same_bytes(t, p):
+                self.call_candidate(list(ins.values()), outs)
+                bad = self._outputs_intact(outs, meta)
+                if bad:
+                    return {**worst, **bad}
+                # the reference runs now, on inputs made again from the seed: nothing the candidate saw
+                fresh = self.make_inputs(seed)
+                for (name, t), f in zip(ins.items(), fresh.values()):
+                    if type(t) is not self.torch.Tensor or not same_bytes(t, f):
                         return {**worst, "status": "INPUT_MUTATED", "message": f"input {name!r} was written to"}
-                for spec, out, ref in zip(self.task.outputs, aliases, expected):
+                del ins
+                expected = self.expected(fresh, self._scalars)
+                for spec, out, ref in zip(self.task.outputs, views, expected):
                     res = compare_output(spec.name, out, ref, self.task.tolerance_for(spec.dtype))
                     stats = {k: v for k, v in asdict(res).items() if k != "status"}
                     if res.status.value != "PASSED":
                         return {**worst, **stats, "status": res.status.value, "seed": seed}
                     worst = _merge_worst(worst, stats)
+                del expected, fresh
         except GateFailure as exc:
             return {**worst, "status": exc.status, "message": exc.message}
         return worst
 
     # -- performance ---------------------------------------------------------------------------
     def time_config(self, config) -> dict[str, Any]:
-        from arena.check.compare import all_ok, check_tensors, poison_
+        from arena.check.compare import all_ok, check_tensors, poison_, same_bytes
+        from arena.guard import foreign_kernels
         from arena.timing.timer import time_paired
 
         torch = self.torch
         self._set_config(config)
         tp = self.job.get("timing_params", {})
-        rng = random.Random(self.job["seeds"][0] ^ 0x5EED)
+        rng = self.rng
         try:
             probe = self.make_inputs(rng.getrandbits(62))
             set_bytes = sum(t.numel() * t.element_size() for t in probe.values())
             out_bytes = sum(o.numel() * o.element_size() for o in self.allocate_outputs())
-            per_set = set_bytes + 4 * out_bytes
+            per_set = 2 * set_bytes + 4 * out_bytes
             free, _ = torch.cuda.mem_get_info()
             budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
             n_sets = int(max(1, min(int(tp.get("max_sets", 8)), budget // max(per_set, 1))))
             del probe
             sets: list[dict[str, Any]] = []
-
-            def fill(round_no: int) -> None:
-                sets.clear()
-                for _ in range(n_sets):
-                    ins = self.make_inputs(rng.getrandbits(62))
-                    sets.append({"ins": list(ins.values()), "exp": self.expected(ins, self._scalars),
-                                 "outs": {name: self.allocate_outputs() for name, _ in side_list}})
-                torch.cuda.synchronize()
-
+            oks: list = []
+            tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
             side_list = [("baseline", self.baseline), ("candidate", self.candidate)]
             if self.compiled is not None:
                 side_list.append(("compiled", self.compiled))
+
+            def verify() -> None:
+                """The candidate's outputs of the round just timed, against the reference on inputs
+                made again from each set's seed (which also shows the inputs were left alone)."""
+                for st in sets:
+                    if st["ins"] is None:
+                        continue
+                    fresh = self.make_inputs(st["seed"])
+                    for t, f in zip(st["ins"], fresh.values()):
+                        if type(t) is not torch.Tensor or not same_bytes(t, f):
+                            raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
+                    exp = self.expected(fresh, self._scalars)
+                    for o, e, tol in zip(st["outs"]["candidate"], exp, tolerances):
+                        oks.append(all_ok(check_tensors(o, e, tol)))
+                    del exp, fresh
+
+            def fill(round_no: int) -> None:
+                """New input sets for the next round. A set's seed is drawn and its inputs made
+                only right before its first call: when the candidate runs, no later input exists
+                anywhere (nothing to batch ahead or precompute)."""
+                if sets:
+                    verify()
+                sets.clear()
+                for _ in range(n_sets):
+                    sets.append({"seed": None, "ins": None,
+                                 "outs": {name: self.allocate_outputs() for name, _ in side_list}})
+                torch.cuda.synchronize()
+
+            def materialise(i: int) -> None:
+                st = sets[i]
+                if st["ins"] is None:
+                    st["seed"] = rng.getrandbits(62)
+                    st["ins"] = list(self.make_inputs(st["seed"]).values())
+
             fill(0)
-            oks: list = []
-            tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
             copy_out = {name: side.language != "reference" for name, side in side_list}
             sides: dict[str, dict[str, Callable[[int], None]]] = {}
             for name, side in side_list:
                 def prepare(i: int, name=name) -> None:
+                    materialise(i)
                     for o in sets[i]["outs"][name]:
                         poison_(o)
+                    if name == "candidate":
+                        self.threads.before()
 
                 def call(i: int, side=side, name=name) -> None:
                     self.call_side(side, sets[i]["ins"], sets[i]["outs"][name], copy_out=copy_out[name])
 
                 def after(i: int, name=name) -> None:
-                    if name == "candidate" and copy_out[name]:
-                        for o, e, tol in zip(sets[i]["outs"][name], sets[i]["exp"], tolerances):
-                            oks.append(all_ok(check_tensors(o, e, tol)))
+                    if name == "candidate" and not self.candidate_trusted:
+                        threads = self.threads.after()
+                        if threads:
+                            raise GateFailure("INTEGRITY_VIOLATION",
+                                              f"a timed call left threads running: {', '.join(threads[:8])}")
+                    else:  # no correct answer stays in memory while the candidate runs
+                        for o in sets[i]["outs"][name]:
+                            poison_(o)
 
                 sides[name] = {"prepare": prepare, "call": call, "after": after}
             warnings: list[str] = []
             for name in list(sides):
                 try:
-                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0)))
+                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0),
+                                                          sides[name]["after"](0)))
                 except GateFailure as exc:
                     if name != "compiled":
                         raise
                     warnings.append(f"torch_compile_failed: {exc.message[:200]}")
                     del sides[name]
+            self.guard_check("the candidate's warm-up")
+            fill(0)    # checks the warm-up's outputs; the timed rounds start from inputs no call has seen
             samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                                   max_pairs=int(tp.get("max_pairs", 400)),
                                   target_rse=float(tp.get("target_rse", 0.01)),
                                   cap_s=float(tp.get("cap_s", 4.0)),
-                                  refresh=fill if tp.get("refresh_inputs", True) else None)
+                                  refresh=fill)
+            torch.cuda.synchronize()
+            self.guard_check("the candidate's timed calls")
+            verify()
             torch.cuda.synchronize()
             n_bad = int(sum(0 if bool(ok) else 1 for ok in oks))
+            library = foreign_kernels(samples.kernels.get("candidate", ()), self.candidate.own_kernels)
         except GateFailure as exc:
             return {"status": exc.status, "message": exc.message}
         except torch.cuda.OutOfMemoryError as exc:
@@ -373,10 +519,16 @@ class Evaluation:
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
                                   "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
                                   "warnings": samples.warnings + warnings, "timed_checks": len(oks),
-                                  "timed_bad": n_bad}
+                                  "timed_bad": n_bad,
+                                  "kernels": sorted(samples.kernels.get("candidate", ()))[:50]}
         if n_bad:
             result["status"] = "INCORRECT_NUMERICAL"
             result["message"] = f"{n_bad} of {len(oks)} outputs of timed calls were wrong"
+        elif library:
+            result["status"] = "FORBIDDEN_CALL"
+            result["message"] = "the candidate's timed calls ran kernels it does not define (library or torch " \
+                                "compute kernels): " + \
+                ", ".join(library[:5])
         return result
 
 
@@ -401,15 +553,16 @@ def main(argv: list[str]) -> int:
     hidden = os.dup(out_fd)
     hidden = os.dup2(hidden, 900 + random.randrange(90)) if hidden < 900 else hidden
     os.close(out_fd)
+    send = signed_writer(hidden, bytes.fromhex(job.pop("key")))
     try:
-        ev = Evaluation(job, hidden)
+        ev = Evaluation(job, send)
         ev.run()
-        write_frame(hidden, {"type": "done"})
+        send({"type": "done"})
     except GateFailure as exc:
-        write_frame(hidden, {"type": "failure", "status": exc.status, "message": exc.message})
+        send({"type": "failure", "status": exc.status, "message": exc.message})
     except BaseException as exc:  # noqa: BLE001
-        write_frame(hidden, {"type": "failure", "status": "HARNESS_ERROR",
-                             "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"})
+        send({"type": "failure", "status": "HARNESS_ERROR",
+              "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"})
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: candidate atexit hooks and threads do not get a say

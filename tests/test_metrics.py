@@ -91,6 +91,15 @@ def test_above_roofline_is_flagged_and_not_scored():
     assert r.correct_seen == 0 and math.isnan(r.speedup_seen_geomean) and r.fast_1 == 0
 
 
+@pytest.mark.parametrize("flag", ["no_device_work", "device_span_below_events"])
+def test_untrusted_times_count_as_failures(flag):
+    vs = [V("f", "hip2hip/a", "seen", "PASSED", 30.0, flags=[flag])]
+    vf = metrics.verdict_frame(vs)
+    assert not vf.correct.iloc[0] and vf.reward.iloc[0] == -6.0
+    by, _ = summary_of(vs)
+    assert by[("f", "hip2hip")].correct_seen == 0
+
+
 def test_repeats_are_aggregated_with_their_spread():
     vs = []
     for rep, (ok, sp) in enumerate([(True, 2.0), (True, 4.0), (False, None)]):

@@ -166,10 +166,11 @@ def test_verdict_reward_property():
 
 
 def test_every_status_has_a_kind():
-    kinds = {"compile", "init", "incorrect", "runtime", "timeout", "not_runnable", "infra", "passed"}
+    kinds = {"compile", "init", "incorrect", "runtime", "timeout", "integrity", "not_runnable", "infra", "passed"}
     for s in Status:
         assert s.kind in kinds
         assert isinstance(reward(s, 1.0), float)
     assert {s.kind for s in Status} == kinds
     assert [s for s in Status if s.passed] == [Status.PASSED]
     assert Status("NAN_INF") is Status.NAN_INF and Status.NAN_INF == "NAN_INF"
+    assert reward(Status.INTEGRITY_VIOLATION, None) == reward(Status.FORBIDDEN_CALL, None) == -6.0

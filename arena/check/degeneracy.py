@@ -31,8 +31,14 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
     env = task.env(config)
     scalars = [task.scalar_value(s, env) for s in task.scalars]
     ins = make_inputs(task, env, seed, device, ref)
-    outs = _run(ref, task, ins, scalars)
     problems = []
+    again = make_inputs(task, env, seed, device, ref)
+    for name, t in ins.items():   # the harness re-makes inputs from the seed to run the reference after the call
+        a, b = t.contiguous().view(torch.uint8), again[name].contiguous().view(torch.uint8)
+        if t.shape != again[name].shape or not torch.equal(a, b):
+            problems.append(f"make_inputs is not deterministic: input {name} differs between two calls with the "
+                            f"same seed")
+    outs = _run(ref, task, ins, scalars)
     for spec, o in zip(task.outputs, outs):
         tol = task.tolerance_for(spec.dtype)
         if o.numel() == 0:

@@ -3,7 +3,8 @@
 Units: one (run, agent, repeat, task) is one attempt. Denominators never shrink: an
 attempt whose candidate crashed, timed out, failed to build or was flagged counts as a
 failure wherever it is counted. Speedup means are over correct attempts; fast_p is over
-all attempts. A verdict above 100% of the roofline is suspicious: flagged, never scored.
+all attempts. A verdict whose time cannot be trusted (above 100% of the roofline, no device
+work, device time far below the host-side time) is suspicious: flagged, never scored.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from arena.records import Status, Verdict
 
 SPLITS = ("seen", "heldout", "random", "smoke")
 FAST_P = (0.0, 1.0, 1.5, 2.0)
-SUSPICIOUS_FLAGS = ("above_roofline",)
 ALL = "all"
 
 
@@ -26,7 +26,7 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
     """One row per verdict."""
     rows = []
     for v in verdicts:
-        suspicious = any(f in v.flags for f in SUSPICIOUS_FLAGS)
+        suspicious = v.suspicious
         rows.append({
             "run_id": v.run_id, "agent": v.agent, "repeat": v.repeat, "task_id": v.task_id, "category": v.category,
             "split": v.split, "status": v.status.value, "kind": v.status.kind,
@@ -35,7 +35,7 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
             "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
             v.speedup_compiled else np.nan,
-            "reward": v.reward if not suspicious else -6.0,
+            "reward": v.reward,
             "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
             "message": (v.message or "").splitlines()[0][:200] if v.message else "",
         })

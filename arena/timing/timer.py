@@ -49,6 +49,7 @@ class SampleSet:
     rounds: int = 0
     wall_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    kernels: dict[str, set[str]] = field(default_factory=dict)   # names of the device activities per side
 
 
 class DeviceTimer:
@@ -85,9 +86,9 @@ class DeviceTimer:
                 break
 
     def sample_round(self, steps: Sequence[tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]]
-                     ) -> tuple[list[tuple[str, float, float]], list[str]]:
+                     ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
         """Run (side, prepare, call, after) steps under one profiler session.
-        Returns (side, span_us, events_us) per step and warnings."""
+        Returns (side, span_us, events_us, names of the device activities) per step and warnings."""
         from torch.profiler import ProfilerActivity, profile
 
         events = []
@@ -106,10 +107,10 @@ class DeviceTimer:
                 after()
                 events.append((side, ev0, ev1))
             torch.cuda.synchronize()
-        spans, warnings = _spans_from_trace(prof, len(steps))
+        windows, warnings = cut_windows(_device_activities(prof), len(steps))
         out = []
-        for (side, ev0, ev1), span in zip(events, spans):
-            out.append((side, span, ev0.elapsed_time(ev1) * 1000.0))
+        for (side, ev0, ev1), (span, names) in zip(events, windows):
+            out.append((side, span, ev0.elapsed_time(ev1) * 1000.0, names))
         return out, warnings
 
 
@@ -126,15 +127,18 @@ def _device_activities(prof) -> list[tuple[int, int, str]]:
     return acts
 
 
-def _spans_from_trace(prof, n_steps: int) -> tuple[list[float], list[str]]:
-    return cut_spans(_device_activities(prof), n_steps)
-
-
 def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[float], list[str]]:
+    """The spans of ``cut_windows`` (microseconds) and its warnings."""
+    windows, warnings = cut_windows(acts, n_steps)
+    return [span for span, _ in windows], warnings
+
+
+def cut_windows(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[tuple[float, set[str]]], list[str]]:
     """Cut a device timeline of (start_ns, end_ns, name) at our flush / marker kernels: the
     span of everything (any stream) that starts after a flush starts and before the next
-    marker starts. Work the call put on another stream may begin while the flush still runs
-    (it does not wait for our stream): it is counted from its own start."""
+    marker starts, and the names of those activities. Work the call put on another stream
+    may begin while the flush still runs (it does not wait for our stream): it is counted
+    from its own start."""
     acts = sorted(acts)
     flushes = [a for a in acts if FLUSH_KERNEL in a[2]]
     markers = [a for a in acts if MARKER_KERNEL in a[2]]
@@ -152,9 +156,9 @@ def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[floa
         if straddling:
             warnings.append("device work overlapped the end marker")
         if not inside:
-            spans.append(0.0)
+            spans.append((0.0, set()))
             continue
-        spans.append((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0)
+        spans.append(((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0, {a[2] for a in inside}))
     return spans, warnings
 
 
@@ -164,12 +168,15 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
     """Interleaved samples of two sides until the median of each is known to target_rse.
 
     ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
-    ``refresh(round)``, if given, renews the input sets between rounds (not timed)."""
+    A round calls each side once on each set, so no call sees inputs it has seen before
+    in that round; ``refresh(round)``, if given, renews the input sets between rounds (not
+    timed)."""
     names = list(sides)
-    result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names})
+    result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names},
+                       kernels={s: set() for s in names})
     start = time.perf_counter()
     round_no = 0
-    pairs_per_round = max(n_sets, 4)
+    pairs_per_round = n_sets
     while True:
         if refresh is not None and round_no > 0:
             refresh(round_no)
@@ -183,9 +190,10 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
                               (lambda h=h, i=i: h["after"](i))))
         samples, warnings = timer.sample_round(steps)
         result.warnings.extend(w for w in warnings if w not in result.warnings)
-        for side, span, ev in samples:
+        for side, span, ev, kernels in samples:
             result.spans_us[side].append(span)
             result.events_us[side].append(ev)
+            result.kernels[side].update(kernels)
         round_no += 1
         n = min(len(v) for v in result.spans_us.values())
         elapsed = time.perf_counter() - start

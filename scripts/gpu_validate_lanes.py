@@ -1,0 +1,80 @@
+"""Validate many tasks on a GPU machine in parallel lanes (several per GPU), then check them
+all in one table. On the GPU machine, from the repo root, after `source scripts/gpu_env.sh`:
+
+    python3 scripts/gpu_validate_lanes.py OUTDIR LANES_PER_GPU SELECTOR [SELECTOR ...]
+
+Each lane runs the built-in agents over its share of the tasks, as gpu_validate_tasks.sh
+does (baseline correctness-only; solution and specialised timed on seen, held-out and
+random), on one GPU (CUDA_VISIBLE_DEVICES). Then `arena tasks check` reuses all lanes'
+verdicts. Lanes sharing a GPU disturb each other's timing somewhat (each speedup is still a
+paired, interleaved ratio inside one process); correctness is unaffected. OUTDIR gets
+check.md, check.json, records.jsonl and logs.tar.gz.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from arena.spec.loader import select_tasks  # noqa: E402
+
+
+def gpu_count() -> int:
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    return max(1, sum(1 for line in out.splitlines() if line.startswith("GPU ")))
+
+
+def main() -> int:
+    out, per_gpu, selectors = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    out.mkdir(parents=True, exist_ok=True)
+    folders = []
+    for sel in selectors:
+        folders += [f for f in select_tasks(sel, ROOT / "tasks") if f not in folders]
+    ids = [f"{f.parent.name}/{f.name}" for f in folders]
+    n_gpu = gpu_count()
+    lanes = max(1, min(len(ids), per_gpu * n_gpu))
+    work = Path("/tmp/arena-lanes")
+    shutil.rmtree(work, ignore_errors=True)
+    procs = []
+    for k in range(lanes):
+        share = ids[k::lanes]
+        run = work / f"lane{k}"
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(k % n_gpu)}
+        cmd = (f"python3 -m arena run --agent baseline --no-timing --tasks {','.join(share)} "
+               f"--split seen,heldout,random --out {run} --quiet && "
+               f"python3 -m arena run --agent solution,specialised --tasks {','.join(share)} "
+               f"--split seen,heldout,random --out {run} --resume --quiet")
+        log = open(work.parent / f"arena-lane{k}.log", "w")
+        procs.append((subprocess.Popen(["bash", "-c", cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                       cwd=ROOT), log, run))
+        print(f"lane {k} (GPU {k % n_gpu}): {len(share)} tasks", flush=True)
+    for p, log, _ in procs:
+        p.wait()
+        log.close()
+    with open(out / "records.jsonl", "w") as rec:
+        for _, _, run in procs:
+            if (run / "records.jsonl").exists():
+                rec.write((run / "records.jsonl").read_text())
+    runs = sum((["--from-run", str(run)] for _, _, run in procs), [])
+    check = subprocess.run([sys.executable, "-m", "arena", "tasks", "check", ",".join(ids), "--device", "cuda",
+                            *runs, "--json", str(out / "check.json"), "--markdown", str(out / "check.md")],
+                           cwd=ROOT, capture_output=True, text=True)
+    (out / "check.txt").write_text(check.stdout + check.stderr)
+    with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
+        for k in range(lanes):
+            log = work.parent / f"arena-lane{k}.log"
+            if log.exists():
+                tar.add(log, arcname=log.name)
+    print(check.stdout[-6000:], check.stderr[-3000:])
+    return check.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
