@@ -224,6 +224,23 @@ def print_configs(v: Verdict) -> None:
         console.print(f"speedup against torch.compile of the reference (geomean): {v.speedup_compiled:.3f}x")
 
 
+def _timing_params(args) -> dict:
+    params: dict = {}
+    if getattr(args, "torch_compile", False):
+        params["torch_compile"] = True
+    mem = getattr(args, "timing_memory", None)
+    if mem is not None:
+        if mem <= 0:
+            raise ArenaError("--timing-memory must be positive", key="--timing-memory")
+        params["max_set_bytes"] = float(mem) * 2**30
+    cap = getattr(args, "timing_cap", None)
+    if cap is not None:
+        if cap <= 0:
+            raise ArenaError("--timing-cap must be positive", key="--timing-cap")
+        params["cap_s"] = float(cap)
+    return params
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from arena.devices import detect
     from arena.evaluate import Candidate, evaluate
@@ -239,7 +256,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ArenaError("kernel file not found", path=kernel)
     verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
                         timing=False if args.no_timing else None, split_seed=args.seed,
-                        timing_params={"torch_compile": True} if args.torch_compile else None)
+                        timing_params=_timing_params(args))
     if args.json:
         sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
     else:
@@ -285,7 +302,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     folders = tuple(select_tasks(args.tasks or "all", _tasks_root(args)))
     plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split or "all", device)),
                    repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed,
-                   timing_params=(("torch_compile", True),) if args.torch_compile else ())
+                   timing_params=tuple(sorted(_timing_params(args).items())))
     out = Path(args.out)
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})")
@@ -396,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-timing", action="store_true", help="correctness only")
     e.add_argument("--torch-compile", action="store_true",
                    help="torch2hip: also time torch.compile of the reference (a second denominator)")
+    e.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
+    e.add_argument("--timing-memory", type=float,
+                   help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
     e.add_argument("--json", action="store_true", help="print the records as JSON lines")
     e.set_defaults(fn=cmd_eval)
 
@@ -414,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-timing", action="store_true")
     r.add_argument("--torch-compile", action="store_true",
                    help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
+    r.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
+    r.add_argument("--timing-memory", type=float,
+                   help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_run)
 

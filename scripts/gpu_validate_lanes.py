@@ -7,7 +7,9 @@ Each lane runs the built-in agents over its share of the tasks, as gpu_validate_
 does (baseline correctness-only; solution and specialised timed on seen, held-out and
 random), on one GPU (CUDA_VISIBLE_DEVICES). Then `arena tasks check` reuses all lanes'
 verdicts. Lanes sharing a GPU disturb each other's timing somewhat (each speedup is still a
-paired, interleaved ratio inside one process); correctness is unaffected. OUTDIR gets
+paired, interleaved ratio inside one process); correctness is unaffected. $TIMING_CAP
+(seconds per config, default 4) bounds the timing; past $DEADLINE_S seconds the lanes are
+stopped and the check reports what was recorded. OUTDIR gets
 check.md, check.json, records.jsonl and logs.tar.gz.
 """
 
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +37,7 @@ def gpu_count() -> int:
 
 def main() -> int:
     out, per_gpu, selectors = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    cap = float(os.environ.get("TIMING_CAP", "4"))
     out.mkdir(parents=True, exist_ok=True)
     folders = []
     for sel in selectors:
@@ -50,13 +55,19 @@ def main() -> int:
         cmd = (f"python3 -m arena run --agent baseline --no-timing --tasks {','.join(share)} "
                f"--split seen,heldout,random --out {run} --quiet && "
                f"python3 -m arena run --agent solution,specialised --tasks {','.join(share)} "
-               f"--split seen,heldout,random --out {run} --resume --quiet")
+               f"--split seen,heldout,random --out {run} --resume --quiet --timing-cap {cap} "
+               f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
         log = open(work.parent / f"arena-lane{k}.log", "w")
         procs.append((subprocess.Popen(["bash", "-c", cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                       cwd=ROOT), log, run))
+                                       cwd=ROOT, start_new_session=True), log, run))
         print(f"lane {k} (GPU {k % n_gpu}): {len(share)} tasks", flush=True)
-    for p, log, _ in procs:
-        p.wait()
+    deadline = time.monotonic() + float(os.environ.get("DEADLINE_S", "1e9"))
+    for p, log, _ in procs:   # past $DEADLINE_S the lanes stop and the check reports what was recorded
+        try:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
         log.close()
     with open(out / "records.jsonl", "w") as rec:
         for _, _, run in procs:
