@@ -25,6 +25,7 @@ import inspect
 import os
 import random
 import sys
+import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
@@ -465,6 +466,7 @@ class Evaluation:
 
             fill(0)
             copy_out = {name: side.language != "reference" for name, side in side_list}
+            host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
             sides: dict[str, dict[str, Callable[[int], None]]] = {}
             for name, side in side_list:
                 def prepare(i: int, name=name) -> None:
@@ -475,7 +477,9 @@ class Evaluation:
                         self.threads.before()
 
                 def call(i: int, side=side, name=name) -> None:
+                    t0 = time.perf_counter()
                     self.call_side(side, sets[i]["ins"], sets[i]["outs"][name], copy_out=copy_out[name])
+                    host_us[name].append((time.perf_counter() - t0) * 1e6)
 
                 def after(i: int, name=name) -> None:
                     if name == "candidate" and not self.candidate_trusted:
@@ -491,14 +495,17 @@ class Evaluation:
             warnings: list[str] = []
             for name in list(sides):
                 try:
-                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), sides[name]["call"](0),
-                                                          sides[name]["after"](0)))
+                    # as in a timed sample: the harness's own work is done before the call starts
+                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), torch.cuda.synchronize(),
+                                                          sides[name]["call"](0), sides[name]["after"](0)))
                 except GateFailure as exc:
                     if name != "compiled":
                         raise
                     warnings.append(f"torch_compile_failed: {exc.message[:200]}")
                     del sides[name]
             self.guard_check("the candidate's warm-up")
+            for v in host_us.values():
+                v.clear()
             fill(0)    # checks the warm-up's outputs; the timed rounds start from inputs no call has seen
             samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                                   max_pairs=int(tp.get("max_pairs", 400)),
@@ -518,7 +525,7 @@ class Evaluation:
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
                                   "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
                                   "warnings": samples.warnings + warnings, "timed_checks": len(oks),
-                                  "timed_bad": n_bad,
+                                  "timed_bad": n_bad, "host_us": host_us,
                                   "kernels": sorted(samples.kernels.get("candidate", ()))[:50]}
         if n_bad:
             result["status"] = "INCORRECT_NUMERICAL"

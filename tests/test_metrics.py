@@ -91,7 +91,7 @@ def test_above_roofline_is_flagged_and_not_scored():
     assert r.correct_seen == 0 and math.isnan(r.speedup_seen_geomean) and r.fast_1 == 0
 
 
-@pytest.mark.parametrize("flag", ["no_device_work", "device_span_below_events"])
+@pytest.mark.parametrize("flag", ["no_device_work", "above_roofline"])
 def test_untrusted_times_count_as_failures(flag):
     vs = [V("f", "hip2hip/a", "seen", "PASSED", 30.0, flags=[flag])]
     vf = metrics.verdict_frame(vs)
