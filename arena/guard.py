@@ -196,6 +196,12 @@ class OpTrace:
         trace = self
 
         class _Dispatch(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # nothing traces through this mode with torch.compile; without this torch wraps
+                # __torch_dispatch__ for dynamo, whose import costs seconds per worker
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 trace.aten.add(_op_name(func))
                 return func(*args, **(kwargs or {}))
