@@ -99,10 +99,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def fresh_seeds(n: int = N_SEEDS) -> list[int]:
-    return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
-
-
 @dataclass
 class _Built:
     """What the build step produced for one side."""
