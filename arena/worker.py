@@ -369,8 +369,19 @@ class Evaluation:
                                    f"(now {tuple(o.shape)} {o.dtype}, allocated {tuple(m[0])} {m[1]})"}
         return None
 
+    def mutated_input(self, ins: list, seed: int) -> tuple[int, dict[str, Any]]:
+        """Make the inputs again from the seed (nothing the candidate saw); return the index of
+        the first given input that differs from them (-1 if none) and the fresh inputs."""
+        from arena.check.compare import same_bytes
+
+        fresh = self.make_inputs(seed)
+        for k, (t, f) in enumerate(zip(ins, fresh.values())):
+            if type(t) is not self.torch.Tensor or not same_bytes(t, f):
+                return k, fresh
+        return -1, fresh
+
     def check_config(self, config) -> dict[str, Any]:
-        from arena.check.compare import compare_output, same_bytes
+        from arena.check.compare import compare_output
 
         self._set_config(config)
         seeds = list(self.job["seeds"]) if self.job.get("seeds") else \
@@ -388,10 +399,10 @@ class Evaluation:
                 if bad:
                     return {**worst, **bad}
                 # the reference runs now, on inputs made again from the seed: nothing the candidate saw
-                fresh = self.make_inputs(seed)
-                for (name, t), f in zip(ins.items(), fresh.values()):
-                    if type(t) is not self.torch.Tensor or not same_bytes(t, f):
-                        return {**worst, "status": "INPUT_MUTATED", "message": f"input {name!r} was written to"}
+                bad_input, fresh = self.mutated_input(list(ins.values()), seed)
+                if bad_input >= 0:
+                    return {**worst, "status": "INPUT_MUTATED",
+                            "message": f"input {list(ins)[bad_input]!r} was written to"}
                 del ins
                 expected = self.expected(fresh, self._scalars)
                 for spec, out, ref in zip(self.task.outputs, views, expected):
@@ -407,7 +418,7 @@ class Evaluation:
 
     # -- performance ---------------------------------------------------------------------------
     def time_config(self, config) -> dict[str, Any]:
-        from arena.check.compare import all_ok, check_tensors, poison_, same_bytes
+        from arena.check.compare import all_ok, check_tensors, poison_
         from arena.guard import foreign_kernels
         from arena.timing.timer import time_paired
 
@@ -437,10 +448,9 @@ class Evaluation:
                 for st in sets:
                     if st["ins"] is None:
                         continue
-                    fresh = self.make_inputs(st["seed"])
-                    for t, f in zip(st["ins"], fresh.values()):
-                        if type(t) is not torch.Tensor or not same_bytes(t, f):
-                            raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
+                    bad_input, fresh = self.mutated_input(st["ins"], st["seed"])
+                    if bad_input >= 0:
+                        raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
                     exp = self.expected(fresh, self._scalars)
                     for o, e, tol in zip(st["outs"]["candidate"], exp, tolerances):
                         oks.append(all_ok(check_tensors(o, e, tol)))
