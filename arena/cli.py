@@ -352,6 +352,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    if not args.mcp:
+        raise ArenaError("name a protocol: --mcp", key="--mcp")
+    from arena.env.mcp_server import serve
+
+    serve(device=args.device, run_dir=Path(args.run_dir), tasks_dir=_tasks_root(args), select=args.select,
+          time_limit_s=args.time_limit, agent=args.agent)
+    return 0
+
+
 def cmd_device(args: argparse.Namespace) -> int:
     from arena.devices import detect
 
@@ -452,6 +462,16 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--agent-a", help="only this agent's records of run A")
     x.add_argument("--agent-b", help="only this agent's records of run B")
     x.set_defaults(fn=cmd_compare)
+
+    x = sub.add_parser("serve", help="the run_kernel / finish environment as MCP tools over stdio")
+    x.add_argument("--mcp", action="store_true", help="serve MCP over stdio (needs the mcp package)")
+    x.add_argument("--run-dir", required=True, help="where episodes are recorded (records.jsonl, artifacts/)")
+    x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
+    x.add_argument("--select", choices=("last", "best"), default="last",
+                   help="the submission finish scores (default: the last)")
+    x.add_argument("--time-limit", type=float, default=300.0, help="seconds per run_kernel call (default 300)")
+    x.add_argument("--agent", default="mcp", help="the agent name in the records (default: mcp)")
+    x.set_defaults(fn=cmd_serve)
 
     d = sub.add_parser("device", help="what was detected")
     d.add_argument("--device", choices=("cuda", "rocm", "cpu"))

@@ -172,7 +172,8 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
              device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
              timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
              run_id: str = "", agent: str = "", repeat: int = 0, split_seed: int | None = None,
-             random_configs: int = 4, private_dirs: Sequence[Path] = ()) -> list[Verdict]:
+             random_configs: int = 4, private_dirs: Sequence[Path] = (),
+             deadline_s: float | None = None) -> list[Verdict]:
     """Run the gates on one candidate over the given splits; one Verdict per split.
 
     ``splits`` names splits (seen, heldout, smoke, random) or maps names to configs. The
@@ -180,10 +181,15 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     secret if None), ``random_configs`` configs, within the device's limits. ``seeds``
     fixes the input seeds (to reproduce a record); by default the worker draws fresh ones
     per config when it needs them. ``private_dirs`` (e.g. the run directory) are hidden
-    from candidate code, like the task folders and the caches."""
+    from candidate code, like the task folders and the caches. ``deadline_s`` bounds the
+    whole evaluation (build and worker): what is not finished by then is TIMEOUT."""
     started = time.perf_counter()
     started_at = _now()
     timeouts = {**DEFAULT_TIMEOUTS, **task.timeouts}
+    end_by = time.monotonic() + deadline_s if deadline_s is not None else None
+
+    def left(limit: float) -> float:
+        return limit if end_by is None else max(0.0, min(limit, end_by - time.monotonic()))
     if isinstance(splits, Mapping):
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
@@ -218,7 +224,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
 
     t0 = time.perf_counter()
     source = None if candidate.language == "reference" else candidate.source_path
-    cand = _build_side(task, candidate.language, source, device, timeouts["compile_s"])
+    cand = _build_side(task, candidate.language, source, device, left(timeouts["compile_s"]))
     build_info = {**cand.info, "seconds": round(time.perf_counter() - t0, 3)}
     if cand.status is not None:
         stage = "compile" if cand.status in (Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.NOT_RUNNABLE) \
@@ -227,7 +233,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     baseline_job = None
     if timing:
         b_lang, b_path = _baseline_side(task)
-        b = _build_side(task, b_lang, b_path, device, timeouts["compile_s"])
+        b = _build_side(task, b_lang, b_path, device, left(timeouts["compile_s"]))
         if b.status is not None:
             return uniform(Status.TASK_ERROR, "compile", f"the task's baseline did not build: {b.message}", build_info)
         baseline_job = b.job
@@ -242,7 +248,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
         "timing_params": dict(timing_params or {}),
         "splits": [{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
     }
-    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, private_dirs)
+    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, private_dirs, end_by)
     verdicts = _assemble(task, split_configs, frames, exit_info, base, build_info, device)
     return finish(verdicts)
 
@@ -304,8 +310,10 @@ def sandbox_spec(task: Task, job: dict[str, Any], scratch: Path, triton_dir: Pat
 
 
 def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
-                task: Task, private_dirs: Sequence[Path] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run the worker; return its frames and how it ended (timeout stage, return code, log tail)."""
+                task: Task, private_dirs: Sequence[Path] = (), end_by: float | None = None
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run the worker; return its frames and how it ended (timeout stage, return code, log tail).
+    ``end_by`` (a time.monotonic() value) caps every stage's deadline."""
     workers = _cache_root() / "workers"
     workers.mkdir(parents=True, exist_ok=True)
     cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
@@ -350,7 +358,12 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         pass
     os.close(job_w)
     stage = "load"
-    deadline = time.monotonic() + timeouts["load_s"]
+
+    def stage_deadline(limit: float) -> float:
+        d = time.monotonic() + limit
+        return d if end_by is None else min(d, end_by)
+
+    deadline = stage_deadline(timeouts["load_s"])
     timed_out = None
     while True:
         try:
@@ -363,7 +376,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         frames.append(frame)
         if frame.get("type") == "stage":
             stage = frame["stage"]
-            deadline = time.monotonic() + timeouts.get(f"{stage}_s", timeouts["load_s"])
+            deadline = stage_deadline(timeouts.get(f"{stage}_s", timeouts["load_s"]))
         if frame.get("type") in ("done", "failure", "forged"):
             break
     if timed_out or frames and frames[-1].get("type") == "forged":

@@ -12,6 +12,7 @@ import enum
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -166,8 +167,17 @@ class Verdict:
         return self.status is Status.PASSED and not self.suspicious
 
     @property
+    def median_speedup(self) -> float | None:
+        """The median of the per-config speedups (when every config was timed): the reward's speedup."""
+        s = [c.speedup for c in self.configs if c.speedup is not None]
+        if not s or len(s) != len(self.configs):
+            return self.speedup
+        return float(statistics.median(s))
+
+    @property
     def reward(self) -> float:
-        return reward(self.status, self.speedup) if not self.suspicious else -6.0
+        """KernelBench environment reward (METHODOLOGY.md): a pass earns median speedup - 1."""
+        return reward(self.status, self.median_speedup) if not self.suspicious else -6.0
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -48,12 +48,25 @@ def _task_id_of(folder: Path) -> str:
     return f"{folder.parent.name}/{folder.name}"
 
 
-def _failure(task_id: str, category: str, split: str, status: Status, message: str, device: Device,
+def failure_verdict(task_id: str, category: str, split: str, status: Status, message: str, device: Device,
              run_id: str, agent: str, repeat: int) -> Verdict:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Verdict(task_id=task_id, category=category, split=split, status=status, stage="setup", message=message,
                    candidate={}, device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat,
                    started_at=now, finished_at=now, configs=[])
+
+
+def open_run(out: Path, meta: dict) -> Path:
+    """Create the run directory and its run.json (kept as first written: a resumed run or a
+    later episode appends records, it does not rewrite what was asked)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "run.json"
+    if not meta_path.exists():
+        meta_path.write_text(json.dumps({"run_id": out.name, **meta,
+                                         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                                        indent=2))
+    return out
 
 
 def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timing: bool | None = None,
@@ -64,14 +77,9 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     if rec_path.exists() and any(True for _ in records.read(rec_path)) and not resume:
         raise ArenaError("the run directory already holds records; pass --resume to finish it, or choose "
                          "another --out", path=out)
-    out.mkdir(parents=True, exist_ok=True)
-    meta_path = out / "run.json"
+    open_run(out, {"agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
+                   "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict()})
     run_id = out.name
-    if not meta_path.exists():
-        meta_path.write_text(json.dumps({
-            "run_id": run_id, "agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
-            "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
     previous = list(records.read(rec_path))
     done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}
     # one secret per run, kept across --resume (it is in the records, never in a workspace)
@@ -101,7 +109,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                     task = load_task(folder)
                 except ArenaError as exc:
                     for s in todo:
-                        emit(_failure(task_id, folder.parent.name, s, Status.TASK_ERROR, str(exc), device,
+                        emit(failure_verdict(task_id, folder.parent.name, s, Status.TASK_ERROR, str(exc), device,
                                       run_id, agent_name, repeat))
                     continue
                 if not agent.applies_to(task):
@@ -120,11 +128,11 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                                         random_configs=plan.random_configs,
                                         timing_params=dict(plan.timing_params), private_dirs=[out])
                 except ArenaError as exc:
-                    verdicts = [_failure(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
+                    verdicts = [failure_verdict(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
                                          agent_name, repeat) for s in todo]
                 except Exception as exc:  # noqa: BLE001 - the run goes on; the record says what broke
                     msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
-                    verdicts = [_failure(task_id, task.category, s, Status.HARNESS_ERROR, msg, device, run_id,
+                    verdicts = [failure_verdict(task_id, task.category, s, Status.HARNESS_ERROR, msg, device, run_id,
                                          agent_name, repeat) for s in todo]
                 builds = verdicts[0].build if verdicts else {}
                 if builds:

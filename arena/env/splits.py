@@ -1,0 +1,89 @@
+"""Named task splits of the environment: which task ids an episode may draw from.
+
+all, dev (configs/suites/dev.yaml: a few quick tasks), a category (hip2hip,
+triton2triton, torch2hip), level1 / level2 / level3 (difficulty), and verified: tasks
+whose shipped solution, unchanged since (same sha256), passed every split on a GPU in the
+committed validation records (reports/validation/*records.jsonl[.gz]) with the baseline
+passing too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterator
+
+from arena.errors import ArenaError
+from arena.spec.loader import CATEGORIES, DEFAULT_TASKS_DIR, load_suite, load_task, select_tasks
+
+LEVELS = {"level1": 1, "level2": 2, "level3": 3}
+SPLITS = ("all", "dev", *CATEGORIES, *LEVELS, "verified")
+
+
+def _repo_of(tasks_dir: Path) -> Path:
+    return tasks_dir.resolve().parent
+
+
+def _validation_records(folder: Path) -> Iterator[dict]:
+    for path in sorted(folder.glob("*records.jsonl*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str | None = None) -> list[str]:
+    tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
+    folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
+    latest: dict[tuple[str, str, str, str], dict] = {}
+    for r in _validation_records(folder):
+        if (r.get("device") or {}).get("kind") not in ("cuda", "rocm"):
+            continue
+        key = (r["task_id"], r.get("agent", ""), r["split"], (r.get("candidate") or {}).get("sha256", ""))
+        if key not in latest or r.get("finished_at", "") >= latest[key].get("finished_at", ""):
+            latest[key] = r
+    out = []
+    for folder_ in select_tasks("all", tasks_dir):
+        task = load_task(folder_, validate=False)
+        solution = task.kernel_file("solution")
+        if solution is None:
+            continue
+        sol_sha = _sha(solution)
+        sol = {k[2]: r["status"] for k, r in latest.items() if k[0] == task.id and k[1] == "solution"
+               and k[3] == sol_sha}
+        base = {k[2]: r["status"] for k, r in latest.items() if k[0] == task.id and k[1] == "baseline"}
+        if {"seen", "heldout"} <= set(sol) and all(s == "PASSED" for s in sol.values()) \
+                and {"seen", "heldout"} <= set(base) and all(s == "PASSED" for s in base.values()):
+            out.append(task.id)
+    return out
+
+
+def task_ids(split: str = "all", tasks_dir: Path | str | None = None) -> list[str]:
+    """The task ids of a named split."""
+    root = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
+    if split not in SPLITS:
+        raise ArenaError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}", key="split")
+    if split == "verified":
+        return verified_ids(root)
+    if split == "dev":
+        suite = _repo_of(root) / "configs" / "suites" / "dev.yaml"
+        if not suite.is_file():
+            raise ArenaError("the dev split needs configs/suites/dev.yaml", path=suite)
+        folders = select_tasks(load_suite(suite)["tasks"], root)
+    else:
+        folders = select_tasks("all" if split in ("all", *LEVELS) else split, root)
+    ids = [f"{f.parent.name}/{f.name}" for f in folders]
+    if split in LEVELS:
+        ids = [i for i, f in zip(ids, folders) if load_task(f, validate=False).difficulty == LEVELS[split]]
+    return ids

@@ -1,0 +1,187 @@
+"""The run_kernel / finish environment (arena/env): an episode through the Python API on the
+cpu backend with a Triton task under the interpreter, the exact rewards of each outcome,
+what finish records, the named splits, and the MCP server answering a real MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena import records
+from arena.env import KernelEnv
+from arena.env.splits import task_ids, verified_ids
+from arena.errors import ArenaError
+
+FIX = Path(__file__).parent / "fixtures" / "tasks"
+TASK = "triton2triton/axpy"
+GOOD = (FIX / "triton2triton" / "axpy" / "baseline.py").read_text()
+WRONG = GOOD.replace("alpha * x + y", "alpha * x - y")
+SYNTAX = "def axpy(x, y, out, n, alpha:\n    pass\n"
+NO_ENTRY = GOOD.replace("def axpy(", "def not_axpy(")
+RAISES = GOOD + "\n\ndef axpy(x, y, out, n, alpha):\n    raise RuntimeError('boom')\n"
+SLOW = "import time\n\n\ndef axpy(x, y, out, n, alpha):\n    time.sleep(60)\n"
+
+
+@pytest.fixture
+def env(tmp_path):
+    return KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "run")
+
+
+def test_episode_rewards_and_final_record(env, tmp_path):
+    prompt = env.reset()
+    assert prompt["task_id"] == TASK and prompt["kernel_filename"] == "kernel.py"
+    assert prompt["starting_kernel"] == GOOD
+    assert prompt["reference"] == (FIX / "triton2triton" / "axpy" / "reference.py").read_text()
+    assert prompt["feedback_split"] == "smoke" and [c["name"] for c in prompt["configs"]] == ["small", "odd"]
+    assert "heldout" not in json.dumps(prompt).lower()
+
+    r = env.run_kernel(SYNTAX)
+    assert (r["status"], r["reward"]) == ("COMPILE_ERROR", -5.0)
+    assert "kernel.py:1" in r["message"]
+    r = env.run_kernel(WRONG)
+    assert (r["status"], r["reward"]) == ("INCORRECT_NUMERICAL", -2.0)
+    first = r["configs"][0]
+    assert first["status"] == "INCORRECT_NUMERICAL" and first["first_mismatch"]["output"] == "out"
+    r = env.run_kernel(GOOD)
+    assert (r["status"], r["reward"], r["passed"]) == ("PASSED", 0.0, True)   # no timing on the cpu backend
+
+    final = env.finish()
+    assert final["submission"] == 2 and final["submissions"] == 3 and final["correct"] == {"smoke": True}
+    recs = list(records.read(tmp_path / "run" / "records.jsonl"))
+    assert [(v.agent, v.task_id, v.split, v.status.value) for v in recs] == [("env", TASK, "smoke", "PASSED")]
+    kept = tmp_path / "run" / "artifacts" / "env" / TASK / "0" / "kernel.py"
+    assert kept.read_text() == GOOD
+    events = [json.loads(x)["event"] for x in (kept.parent / "episode.jsonl").read_text().splitlines()]
+    assert events == ["run_kernel"] * 3 + ["finish"]
+    # a second episode of the same task gets the next number
+    assert env.reset()["episode"] == 1
+
+
+def test_init_and_execution_failures(env):
+    env.reset()
+    assert (env.run_kernel(NO_ENTRY)["reward"]) == -4.0
+    r = env.run_kernel(RAISES)
+    assert (r["status"], r["reward"]) == ("RUNTIME_ERROR", -3.0)
+    assert "boom" in json.dumps(r)
+
+
+def test_call_time_limit_is_minus_seven(tmp_path):
+    env = KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "run", time_limit_s=12)
+    env.reset()
+    r = env.run_kernel(SLOW)
+    assert (r["status"], r["reward"]) == ("TIMEOUT", -7.0)
+
+
+def test_best_submission_is_scored_when_asked(tmp_path):
+    env = KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "run", select="best")
+    env.reset()
+    env.run_kernel(GOOD)
+    env.run_kernel(WRONG)
+    final = env.finish()
+    assert final["submission"] == 0 and final["correct"] == {"smoke": True}
+
+
+def test_finish_without_a_submission_scores_the_starting_kernel(env):
+    env.reset()
+    assert env.finish()["correct"] == {"smoke": True}
+
+
+def test_bad_arguments_name_the_key(tmp_path):
+    with pytest.raises(ArenaError, match="select"):
+        KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "r", select="median")
+    with pytest.raises(ArenaError, match="no task matches"):
+        KernelEnv("triton2triton/nope", device="cpu", tasks_dir=FIX, run_dir=tmp_path / "r")
+
+
+# -- splits ----------------------------------------------------------------------------------
+
+
+def test_named_splits():
+    assert set(task_ids("hip2hip")) == {i for i in task_ids("all") if i.startswith("hip2hip/")}
+    levels = task_ids("level1") + task_ids("level2") + task_ids("level3")
+    assert sorted(levels) == sorted(task_ids("all"))
+    assert set(task_ids("dev")) <= set(task_ids("all")) and task_ids("dev")
+    with pytest.raises(ArenaError, match="unknown split"):
+        task_ids("easy")
+
+
+def _record(task_id, agent, split, status, sha):
+    return {"task_id": task_id, "agent": agent, "split": split, "status": status, "finished_at": "2026-01-01",
+            "candidate": {"sha256": sha}, "device": {"kind": "cuda"}}
+
+
+def test_verified_needs_the_same_solution_passing_on_a_gpu(tmp_path):
+    root = tmp_path / "tasks"
+    shutil.copytree(FIX / "triton2triton" / "axpy", root / "triton2triton" / "axpy")
+    shutil.copytree(FIX / "triton2triton" / "axpy", root / "triton2triton" / "axpy2")
+    for name in ("axpy", "axpy2"):
+        t = root / "triton2triton" / name
+        (t / "task.yaml").write_text((t / "task.yaml").read_text().replace("triton2triton/axpy", f"triton2triton/{name}"))
+        shutil.copy2(t / "baseline.py", t / "solution.py")
+    sha = hashlib.sha256((root / "triton2triton" / "axpy" / "solution.py").read_bytes()).hexdigest()
+    val = tmp_path / "validation"
+    val.mkdir()
+    rows = [_record(f"triton2triton/{n}", a, s, "PASSED", sha) for n in ("axpy", "axpy2")
+            for a in ("baseline", "solution") for s in ("seen", "heldout")]
+    with gzip.open(val / "x-records.jsonl.gz", "wt") as f:
+        f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert verified_ids(root, val) == ["triton2triton/axpy", "triton2triton/axpy2"]
+    # the solution changed since it was validated: no longer verified
+    (root / "triton2triton" / "axpy2" / "solution.py").write_text(GOOD + "\n# tuned\n")
+    assert verified_ids(root, val) == ["triton2triton/axpy"]
+    # a cpu record does not count
+    for r in rows:
+        r["device"] = {"kind": "cpu"}
+    (val / "x-records.jsonl.gz").unlink()
+    (val / "y-records.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert verified_ids(root, val) == []
+
+
+# -- MCP ---------------------------------------------------------------------------------------
+
+
+def test_mcp_server_answers_a_client(tmp_path):
+    pytest.importorskip("mcp")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    run = tmp_path / "run"
+
+    async def episode():
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "arena", "--tasks-dir", str(FIX), "serve", "--mcp", "--run-dir", str(run), "--device", "cpu"],
+            cwd=str(Path(__file__).resolve().parents[1]))
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+
+                async def call(name, **args):
+                    res = await s.call_tool(name, args)
+                    return json.loads(res.content[0].text)
+
+                listed = await call("list_tasks", split="triton2triton")
+                task = await call("get_task", task_id=TASK)
+                wrong = await call("run_kernel", task_id=TASK, code=WRONG)
+                good = await call("run_kernel", task_id=TASK, code=GOOD)
+                final = await call("finish", task_id=TASK)
+                unknown = await call("get_task", task_id="hip2hip/nope")
+                return names, listed, task, wrong, good, final, unknown
+
+    names, listed, task, wrong, good, final, unknown = asyncio.run(asyncio.wait_for(episode(), 240))
+    assert {"list_tasks", "get_task", "run_kernel", "finish"} <= names
+    assert [t["task_id"] for t in listed["tasks"]] == [TASK]
+    assert task["starting_kernel"] == GOOD
+    assert (wrong["status"], wrong["reward"]) == ("INCORRECT_NUMERICAL", -2.0)
+    assert (good["status"], good["reward"]) == ("PASSED", 0.0)
+    assert final["correct"] == {"smoke": True}
+    assert "no task matches" in unknown["error"]
+    recs = list(records.read(run / "records.jsonl"))
+    assert [(v.agent, v.split, v.status.value) for v in recs] == [("mcp", "smoke", "PASSED")]
