@@ -300,9 +300,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     device = detect(args.device)
     agents = tuple(a.strip() for spec in args.agent for a in spec.split(",") if a.strip())
     folders = tuple(select_tasks(args.tasks or "all", _tasks_root(args)))
+    options = []
+    for item in args.agent_option or []:
+        if "=" not in item:
+            raise ArenaError(f"--agent-option takes NAME=VALUE, not {item!r}", key="--agent-option")
+        options.append(tuple(item.split("=", 1)))
     plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split or "all", device)),
                    repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed,
-                   timing_params=tuple(sorted(_timing_params(args).items())))
+                   timing_params=tuple(sorted(_timing_params(args).items())), agent_options=tuple(options),
+                   agent_budget_s=args.budget, auth_files=tuple(args.auth_file or ()))
+    from arena.agents import BUILTIN
+    from arena.agents.isolation import bubblewrap_missing
+
+    if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
+        console.print(f"[yellow]warning:[/] {bubblewrap_missing()}")
     out = Path(args.out)
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})")
@@ -315,6 +326,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=progress)
     all_records = list(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
+    return 0
+
+
+def cmd_agents_list(args: argparse.Namespace) -> int:
+    from arena.agents import list_agents
+
+    rows = list_agents()
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return 0
+    table = Table(title="agents (configs/agents/*.yaml and built-in)")
+    for col in ("agent", "kind", "executable", "on PATH", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r.get("executable", "-"),
+                      "[green]yes[/]" if r["available"] else "[red]no[/]", r["description"])
+    console.print(table)
+    from arena.agents.isolation import bubblewrap_missing
+
+    if bubblewrap_missing():
+        console.print(f"[yellow]warning:[/] {bubblewrap_missing()}")
+    return 0
+
+
+def cmd_transcript(args: argparse.Namespace) -> int:
+    from arena.transcript import find_run_artifacts, render_transcript
+
+    art = find_run_artifacts(Path(args.run), args.task, args.agent, args.repeat)
+    Path(args.out).write_text(render_transcript(art, tasks_dir=_tasks_root(args)))
+    console.print(f"wrote {args.out}")
     return 0
 
 
@@ -431,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="built-in agents over a selection of tasks, into a run directory")
     r.add_argument("--config", help="a run configuration, configs/suites/*.yaml (flags override it)")
-    r.add_argument("--agent", action="append", help="baseline | solution | specialised (repeatable, comma lists)")
+    r.add_argument("--agent", action="append", help="built-in (baseline, solution, specialised, tuner) or configs/agents/NAME.yaml (repeatable, comma lists); `arena agents list`")
     r.add_argument("--tasks", help="task selector (default: all)")
     r.add_argument("--split", help="seen | heldout | random | smoke | all, or a comma list (default: all = "
                                    "seen,heldout,random on a GPU, smoke on the cpu)")
@@ -448,6 +489,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timing-memory", type=float,
                    help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
     r.add_argument("--quiet", action="store_true")
+    r.add_argument("--agent-option", action="append", metavar="NAME=VALUE",
+                   help="an option of a YAML agent, e.g. model=... (repeatable)")
+    r.add_argument("--budget", type=float, help="wall seconds per task for an agent (default: its YAML's)")
+    r.add_argument("--auth-file", action="append",
+                   help="a file under HOME copied into the agent's private HOME (repeatable)")
     r.set_defaults(fn=cmd_run)
 
     x = sub.add_parser("report", help="metrics, tables and plots over run directories")
@@ -462,6 +508,20 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--agent-a", help="only this agent's records of run A")
     x.add_argument("--agent-b", help="only this agent's records of run B")
     x.set_defaults(fn=cmd_compare)
+
+    a = sub.add_parser("agents", help="the agents that can run here")
+    asub = a.add_subparsers(dest="agents_cmd", required=True)
+    x = asub.add_parser("list", help="built-in agents and configs/agents/*.yaml, with their executables")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(fn=cmd_agents_list)
+
+    x = sub.add_parser("transcript", help="one agent run as a self-contained HTML page")
+    x.add_argument("run", help="the run directory")
+    x.add_argument("task", help="the task id")
+    x.add_argument("--agent", help="the agent (when several ran the task)")
+    x.add_argument("--repeat", type=int, help="the repeat (default: the first)")
+    x.add_argument("--out", required=True)
+    x.set_defaults(fn=cmd_transcript)
 
     x = sub.add_parser("serve", help="the run_kernel / finish environment as MCP tools over stdio")
     x.add_argument("--mcp", action="store_true", help="serve MCP over stdio (needs the mcp package)")

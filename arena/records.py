@@ -155,6 +155,7 @@ class Verdict:
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
+    agent_run: dict[str, Any] = field(default_factory=dict)   # an agent's run: wall_s, exit_reason, tokens, cost
     record_version: int = RECORD_VERSION
 
     @property

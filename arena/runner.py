@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from arena import records
-from arena.agents import get_agent
+from arena.agents import AgentContext, Proposal, get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
@@ -42,6 +42,9 @@ class RunPlan:
     random_configs: int = 4
     seed: int | None = None   # the random split's secret; None: a fresh os.urandom secret per run
     timing_params: tuple[tuple[str, object], ...] = ()   # e.g. (("torch_compile", True),)
+    agent_options: tuple[tuple[str, str], ...] = ()      # --agent-option NAME=VALUE for YAML agents
+    agent_budget_s: float | None = None                  # the wall budget per task (default: the agent's)
+    auth_files: tuple[str, ...] = ()
 
 
 def _task_id_of(folder: Path) -> str:
@@ -97,8 +100,11 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         if on_verdict:
             on_verdict(v)
 
-    for agent_name in plan.agents:
-        agent = get_agent(agent_name)
+    for agent_spec in plan.agents:
+        agent = get_agent(agent_spec, dict(plan.agent_options), budget_s=plan.agent_budget_s,
+                          auth_files=plan.auth_files)
+        agent_name = agent.name     # a YAML path given on the command line records as its agent's name
+        ctx = AgentContext(device=device, run_dir=out, private_dirs=(out,), timing_params=dict(plan.timing_params))
         for folder in plan.tasks:
             task_id = _task_id_of(folder)
             for repeat in range(plan.repeats):
@@ -120,13 +126,19 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                     shutil.rmtree(art)
                 art.mkdir(parents=True)
                 try:
-                    path = agent.propose(task, art)
-                    cand = Candidate(task, path, origin=agent_name)
-                    shutil.copy2(cand.source_path, art / cand.source_path.name)
+                    proposed = agent.propose(task, art, ctx)
+                    info = {}
+                    if isinstance(proposed, Proposal):
+                        proposed, info = proposed.path, proposed.info
+                    cand = Candidate(task, proposed, origin=agent_name)
+                    if cand.source_path.resolve() != (art / cand.source_path.name).resolve():
+                        shutil.copy2(cand.source_path, art / cand.source_path.name)
                     verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
                                         agent=agent_name, repeat=repeat, split_seed=split_seed,
                                         random_configs=plan.random_configs,
                                         timing_params=dict(plan.timing_params), private_dirs=[out])
+                    for v in verdicts:
+                        v.agent_run = dict(info)
                 except ArenaError as exc:
                     verdicts = [failure_verdict(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
                                          agent_name, repeat) for s in todo]

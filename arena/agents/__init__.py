@@ -1,19 +1,44 @@
 """Agents: what proposes a candidate kernel for a task.
 
-The built-in agents replay files a task ships: ``baseline`` (the starting point: the
-baseline kernel, or the eager reference for torch2hip), ``solution`` and ``specialised``.
-They are how the harness checks itself: baseline must score ~1.0x with no drop, solution
-> 1x with no drop, specialised a drop on held-out shapes.
+Built in: ``baseline`` (the starting point: the baseline kernel, or the eager reference for
+torch2hip), ``solution`` and ``specialised`` replay files the task ships: they are how the
+harness checks itself. ``tuner`` sweeps the launch parameters of the starting kernel through
+the feedback tool. Every other agent is one YAML file in configs/agents/ (a coding agent's
+command line: ``arena.agents.cli_agent``); ``arena agents list`` shows them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, Sequence
 
+from arena.devices import Device
 from arena.errors import ArenaError
-from arena.spec.loader import Task
+from arena.spec.loader import REPO_ROOT, Task
+
+AGENTS_DIR = REPO_ROOT / "configs" / "agents"
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent's run may use besides the task: the device feedback runs on, the run
+    directory (never visible to the agent), and the folders to hide from it."""
+
+    device: Device
+    run_dir: Path
+    private_dirs: Sequence[Path] = ()
+    timing_params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Proposal:
+    """A candidate file (None: the task's starting point) and how the agent's run went:
+    wall_s, exit_reason (finished | budget | crashed | no_file), feedback_calls, turns,
+    input/output tokens, cost_usd where the agent's CLI reports them."""
+
+    path: Path | None
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 class Agent(Protocol):
@@ -22,7 +47,7 @@ class Agent(Protocol):
     def applies_to(self, task: Task) -> bool:
         """Whether the agent has something to propose for this task."""
 
-    def propose(self, task: Task, workspace: Path) -> Path | None:
+    def propose(self, task: Task, workspace: Path, ctx: AgentContext) -> Path | None | Proposal:
         """The candidate file (None: the task's own starting point)."""
 
 
@@ -36,7 +61,7 @@ class ReplayAgent:
     def applies_to(self, task: Task) -> bool:
         return self.role == "baseline" or task.kernel_file(self.role) is not None
 
-    def propose(self, task: Task, workspace: Path) -> Path | None:
+    def propose(self, task: Task, workspace: Path, ctx: AgentContext | None = None) -> Path | None:
         if self.role == "baseline":
             return None
         path = task.kernel_file(self.role)
@@ -48,7 +73,48 @@ class ReplayAgent:
 BUILTIN = {name: ReplayAgent(name, name) for name in ("baseline", "solution", "specialised")}
 
 
-def get_agent(name: str) -> Agent:
+def _agent_files(agents_dir: Path | None = None) -> dict[str, Path]:
+    folder = Path(agents_dir) if agents_dir is not None else AGENTS_DIR
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
+
+
+def get_agent(name: str, options: dict[str, str] | None = None, *, budget_s: float | None = None,
+              auth_files: Sequence[str] = (), agents_dir: Path | None = None) -> Agent:
+    """A built-in agent, ``tuner``, the agent of configs/agents/<name>.yaml, or a YAML file path."""
     if name in BUILTIN:
         return BUILTIN[name]
-    raise ArenaError(f"unknown agent {name!r}; built-in agents: {', '.join(BUILTIN)}", key="--agent")
+    if name == "tuner":
+        from arena.agents.tuner import TunerAgent
+
+        return TunerAgent(budget_s=budget_s)
+    files = _agent_files(agents_dir)
+    path = Path(name) if name.endswith((".yaml", ".yml")) else files.get(name)
+    if path is None or not path.is_file():
+        known = [*BUILTIN, "tuner", *files]
+        raise ArenaError(f"unknown agent {name!r}; known agents: {', '.join(known)}", key="--agent")
+    from arena.agents.cli_agent import CommandAgent, load_agent_spec
+
+    return CommandAgent(load_agent_spec(path), options=options or {}, budget_s=budget_s, auth_files=auth_files)
+
+
+def list_agents(agents_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Every agent with what it is and whether it can run here (its executable on PATH)."""
+    import shutil
+
+    rows: list[dict[str, Any]] = [{"name": n, "kind": "built-in", "description": d, "available": True}
+                                  for n, d in (("baseline", "the task's starting point"),
+                                               ("solution", "the task's solution file"),
+                                               ("specialised", "the task's specialised file"),
+                                               ("tuner", "sweeps the starting kernel's launch parameters"))]
+    from arena.agents.cli_agent import load_agent_spec
+
+    for name, path in _agent_files(agents_dir).items():
+        try:
+            spec = load_agent_spec(path)
+        except ArenaError as exc:
+            rows.append({"name": name, "kind": "yaml", "description": f"invalid: {exc}", "available": False})
+            continue
+        exe = spec.executable
+        rows.append({"name": spec.name, "kind": "yaml", "description": spec.description, "executable": exe,
+                     "available": shutil.which(exe) is not None, "path": str(path)})
+    return rows

@@ -1,0 +1,305 @@
+"""Agents in isolated workspaces (arena/agents): every shipped adapter against a stand-in
+executable that speaks its CLI's documented output format, exit reasons, the budget kill,
+bubblewrap hiding the repository, a tampered feedback tool, the tuner, and the transcript
+page rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from arena import records
+from arena.agents import AGENTS_DIR, get_agent, list_agents
+from arena.agents.cli_agent import fill, load_agent_spec
+from arena.agents.isolation import bwrap
+from arena.agents.tuner import apply, hip_params, triton_params
+from arena.agents.usage import parse_usage
+from arena.devices import detect
+from arena.errors import ArenaError
+from arena.runner import RunPlan, run
+from arena.spec.loader import REPO_ROOT
+
+FIX = Path(__file__).parent / "fixtures" / "tasks"
+AXPY = FIX / "triton2triton" / "axpy"
+GOOD = (AXPY / "baseline.py").read_text()
+WRONG = GOOD.replace("alpha * x + y", "alpha * x - y")
+REQUIRE = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"
+
+# What each CLI prints, from its documented output format (a short session: one edit, one check).
+OUTPUTS = {
+    "claude-code": [
+        {"type": "system", "subtype": "init", "model": "m"},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "name": "Edit", "input": {"file_path": "kernel.py", "old_string": "a", "new_string": "b"}}],
+            "usage": {"input_tokens": 10, "output_tokens": 5}}},
+        {"type": "result", "subtype": "success", "is_error": False, "num_turns": 4, "total_cost_usd": 0.125,
+         "usage": {"input_tokens": 1200, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 7,
+                   "output_tokens": 450}}],
+    "codex": [
+        {"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+        {"type": "item.completed", "item": {"type": "command_execution", "command": "./arena-check"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 300}},
+        {"type": "turn.started"},
+        {"type": "turn.completed", "usage": {"input_tokens": 500, "cached_input_tokens": 100, "output_tokens": 50}}],
+    "cursor-agent": [
+        {"type": "system", "subtype": "init"},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "editing"}]}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "done", "duration_ms": 10}],
+    "opencode": [
+        {"type": "step_start", "part": {"type": "step-start"}},
+        {"type": "tool_use", "part": {"type": "tool", "tool": "edit", "state": {"status": "completed",
+                                                                               "input": {"filePath": "kernel.py"}}}},
+        {"type": "step_finish", "part": {"type": "step-finish", "cost": 0.01, "tokens": {"input": 700, "output": 40,
+                                                                                        "cache": {"read": 5}}}},
+        {"type": "step_finish", "part": {"type": "step-finish", "cost": 0.02, "tokens": {"input": 300, "output": 60,
+                                                                                        "cache": {"read": 5}}}}],
+    "gemini-cli": {"response": "done", "stats": {"models": {
+        "gemini-2.5-pro": {"api": {"totalRequests": 3}, "tokens": {"prompt": 900, "candidates": 80, "cached": 10}},
+        "gemini-2.5-flash": {"api": {"totalRequests": 1}, "tokens": {"prompt": 100, "candidates": 20, "cached": 0}}}}},
+    "aider": ("Aider v0.86\nApplied edit to kernel.py\n"
+              "Tokens: 2.5k sent, 312 received. Cost: $0.01 message, $0.01 session.\n"
+              "Tokens: 1.5k sent, 88 received. Cost: $0.02 message, $0.03 session.\n"),
+}
+EXPECTED = {
+    "claude-code": {"input_tokens": 1200, "output_tokens": 450, "cache_read_tokens": 300, "cache_write_tokens": 7,
+                    "cost_usd": 0.125, "turns": 4, "error": False},
+    "codex": {"input_tokens": 1500, "output_tokens": 350, "cache_read_tokens": 300, "turns": 2},
+    "cursor-agent": {"turns": 2, "error": False},
+    "opencode": {"input_tokens": 1000, "output_tokens": 100, "cache_read_tokens": 10, "cost_usd": 0.03, "turns": 2},
+    "gemini-cli": {"input_tokens": 1000, "output_tokens": 100, "cache_read_tokens": 10, "turns": 4},
+    "aider": {"input_tokens": 4000, "output_tokens": 400, "cost_usd": 0.03, "turns": 2},
+}
+
+
+def _raw(name: str) -> str:
+    out = OUTPUTS[name]
+    if isinstance(out, str):
+        return out
+    if isinstance(out, dict):
+        return json.dumps(out)
+    return "\n".join(json.dumps(e) for e in out) + "\n"
+
+
+def _stand_in(bin_dir: Path, exe: str, body: str) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / exe
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def _run_agent(tmp_path: Path, agent: str, monkeypatch, **plan_kw) -> list:
+    out = tmp_path / "run"
+    plan = RunPlan(agents=(agent,), tasks=(AXPY,), splits=("smoke",), **plan_kw)
+    return run(plan, detect("cpu"), out)
+
+
+def _with_bin(monkeypatch, bin_dir: Path) -> None:
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+# -- adapters ------------------------------------------------------------------------------------
+
+
+def test_every_shipped_adapter_is_valid_and_listed():
+    names = {p.stem for p in AGENTS_DIR.glob("*.yaml")}
+    assert {"claude-code", "codex", "cursor-agent", "opencode", "aider", "gemini-cli", "command"} <= names
+    for p in AGENTS_DIR.glob("*.yaml"):
+        load_agent_spec(p)
+    listed = {r["name"]: r for r in list_agents()}
+    assert names | {"baseline", "solution", "specialised", "tuner"} == set(listed)
+    assert listed["command"]["available"] is True
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_usage_rules_read_each_cli_format(name):
+    spec = load_agent_spec(AGENTS_DIR / f"{name}.yaml")
+    got = parse_usage(spec.usage, _raw(name))
+    assert got == pytest.approx(EXPECTED[name])
+
+
+def test_usage_rules_skip_garbage_lines():
+    spec = load_agent_spec(AGENTS_DIR / "codex.yaml")
+    raw = "warning: something\n{not json\n" + _raw("codex")
+    assert parse_usage(spec.usage, raw)["input_tokens"] == 1500
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex", "aider"])
+def test_adapter_end_to_end_with_a_stand_in(name, tmp_path, monkeypatch):
+    spec = load_agent_spec(AGENTS_DIR / f"{name}.yaml")
+    (tmp_path / "out.txt").write_text(_raw(name))
+    (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
+    bin_dir = tmp_path / "bin"
+    # the stand-in: edits the kernel, runs the feedback tool once, prints the CLI's output
+    _stand_in(bin_dir, spec.executable, f"cp {tmp_path}/good.py kernel.py\n./arena-check > /dev/null\n"
+                                        f"cat {tmp_path}/out.txt\necho \"$@\" > .arena/argv.txt\n")
+    _with_bin(monkeypatch, bin_dir)
+    if shutil.which("bwrap"):
+        # the stand-in reads its fixture from the test's tmp folder: keep it visible
+        monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    [v] = _run_agent(tmp_path, name, monkeypatch)
+    assert v.status.value == "PASSED" and v.agent == name
+    info = v.agent_run
+    assert info["exit_reason"] == "finished" and info["feedback_calls"] == 1
+    for k, val in EXPECTED[name].items():
+        assert info[k] == pytest.approx(val)
+    art = tmp_path / "run" / "artifacts" / name / "triton2triton" / "axpy" / "0"
+    assert (art / "kernel.py").read_text() == (tmp_path / "good.py").read_text()
+    assert (art / "transcript.raw").read_text() == _raw(name)
+    calls = [json.loads(x) for x in (art / "feedback.jsonl").read_text().splitlines()]
+    assert [c["status"] for c in calls] == ["PASSED"]
+
+
+def test_exit_reason_crashed_and_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    _stand_in(tmp_path / "bin", "crashy", "rm kernel.py\nexit 3\n")
+    _with_bin(monkeypatch, tmp_path / "bin")
+    yaml_file = tmp_path / "crashy.yaml"
+    yaml_file.write_text("name: crashy\ncommand: [crashy]\nbudget_s: 60\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    assert v.agent_run["exit_reason"] == "crashed" and v.agent_run["returncode"] == 3
+    assert v.status.value in ("LOAD_ERROR", "SIGNATURE_MISMATCH", "COMPILE_ERROR")
+
+
+def _alive(marker: str) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if marker.encode() in (p / "cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def test_budget_kill_leaves_no_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    # a child that leaves the session (setsid) and one in the group, then the agent hangs
+    _stand_in(tmp_path / "bin", "hangs", "setsid sleep 913 &\nsleep 914 &\nsleep 915\n")
+    _with_bin(monkeypatch, tmp_path / "bin")
+    yaml_file = tmp_path / "hangs.yaml"
+    yaml_file.write_text("name: hangs\ncommand: [hangs]\nbudget_s: 3\n")
+    t0 = time.monotonic()
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    assert v.agent_run["exit_reason"] == "budget"
+    assert v.agent_run["wall_s"] < 3 + 6 and time.monotonic() - t0 < 120
+    time.sleep(0.3)
+    assert _alive("913") == [] and _alive("914") == [] and _alive("915") == []
+    assert v.status.value == "PASSED"      # the kernel it left (the starting one) is still evaluated
+
+
+def test_bubblewrap_hides_the_repository_and_the_run(tmp_path, monkeypatch):
+    if bwrap() is None:
+        if REQUIRE:
+            pytest.fail("bubblewrap is required (ARENA_REQUIRE_TOOLCHAINS=1)")
+        pytest.skip("bubblewrap not installed")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    probe = (f"ls {REPO_ROOT} > .arena/repo.txt 2>&1; ls {FIX} > .arena/tasks.txt 2>&1; "
+             f"ls {tmp_path / 'run'} > .arena/run.txt 2>&1; touch {tmp_path}/escaped 2>/dev/null; "
+             "cat .arena/*.txt")
+    yaml_file = tmp_path / "probe.yaml"
+    yaml_file.write_text(f"name: probe\ncommand: [sh, -c, {json.dumps(probe)}]\nbudget_s: 60\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    art = tmp_path / "run" / "artifacts" / "probe" / "triton2triton" / "axpy" / "0"
+    seen = (art / "transcript.raw").read_text()
+    assert "pyproject.toml" not in seen and "axpy" not in seen and "records.jsonl" not in seen
+    assert not (tmp_path / "escaped").exists()
+    assert v.agent_run["sandbox"] == "bubblewrap"
+
+
+def test_a_tampered_feedback_tool_changes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "wrong.py").write_text(WRONG)
+    script = (f"cp {tmp_path}/wrong.py kernel.py; printf '#!/bin/sh\\necho PASSED\\n' > arena-check; "
+              "./arena-check; echo extra > notes.txt")
+    yaml_file = tmp_path / "liar.yaml"
+    yaml_file.write_text(f"name: liar\ncommand: [sh, -c, {json.dumps(script)}]\nbudget_s: 60\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    assert v.status.value == "INCORRECT_NUMERICAL"
+    assert v.agent_run["feedback_calls"] == 0 and v.agent_run["ignored_changes"] == 2   # arena-check, notes.txt
+    art = tmp_path / "run" / "artifacts" / "liar" / "triton2triton" / "axpy" / "0"
+    assert json.loads((art / "ignored_changes.json").read_text()) == ["arena-check", "notes.txt"]
+
+
+def test_unknown_option_and_agent_name_the_key(tmp_path):
+    with pytest.raises(ArenaError, match="no option temperature"):
+        get_agent("codex", {"temperature": "1"})
+    with pytest.raises(ArenaError, match="unknown agent"):
+        get_agent("nobody")
+
+
+def test_fill_leaves_other_braces():
+    assert fill('{"a": {x}} {y}', {"x": 1}) == '{"a": 1} {y}'
+
+
+# -- tuner ------------------------------------------------------------------------------------------
+
+
+def test_tuner_finds_launch_parameters():
+    src = textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def k(x, BLOCK: tl.constexpr):
+            A = 64
+            pass
+
+        def entry(x, n):
+            BLOCK = 1024
+            k[(1,)](x, BLOCK=BLOCK, num_warps=4, num_stages=2, OTHER=3)
+        ''')
+    ps = triton_params(src)
+    assert [(p.name, p.value) for p in ps] == [("BLOCK", 1024), ("num_warps", 4), ("num_stages", 2)]
+    changed = apply(src, {ps[0]: 256, ps[1]: 8})
+    assert "BLOCK = 256" in changed and "num_warps=8" in changed and "A = 64" in changed
+    hip = "constexpr int THREADS = 256;  // tunable\n#define TILE 32 // tunable\nconstexpr int N = 256;\n"
+    assert [(p.name, p.value) for p in hip_params(hip)] == [("THREADS", 256), ("TILE", 32)]
+
+
+def test_tuner_runs_the_loop_through_the_feedback_tool(tmp_path, monkeypatch):
+    [v] = _run_agent(tmp_path, "tuner", monkeypatch, agent_budget_s=40)
+    assert v.status.value == "PASSED" and v.agent == "tuner"
+    info = v.agent_run
+    assert info["feedback_calls"] >= 2 and info["exit_reason"] in ("budget", "finished")
+    assert info["tuned"] == {"BLOCK": 1024}        # no timing on the cpu backend: nothing beats the start
+    art = tmp_path / "run" / "artifacts" / "tuner" / "triton2triton" / "axpy" / "0"
+    trials = [json.loads(x) for x in (art / "transcript.raw").read_text().splitlines()]
+    assert len(trials) == info["feedback_calls"] and trials[0]["params"] == {"BLOCK": 1024}
+
+
+# -- transcript -------------------------------------------------------------------------------------
+
+
+def test_transcript_page_renders_in_headless_chromium(tmp_path, monkeypatch):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if REQUIRE:
+            pytest.fail("chromium is required (ARENA_REQUIRE_TOOLCHAINS=1)")
+        pytest.skip("chromium not installed")
+    (tmp_path / "out.txt").write_text(_raw("claude-code"))
+    (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    _stand_in(tmp_path / "bin", "claude", f"cp {tmp_path}/good.py kernel.py\n./arena-check >/dev/null\n"
+                                          f"cat {tmp_path}/out.txt\n")
+    _with_bin(monkeypatch, tmp_path / "bin")
+    _run_agent(tmp_path, "claude-code", monkeypatch)
+    page = tmp_path / "t.html"
+    from arena.cli import main
+
+    assert main(["--tasks-dir", str(FIX), "transcript", str(tmp_path / "run"), "triton2triton/axpy",
+                 "--out", str(page)]) == 0
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert "claude-code on triton2triton/axpy" in dom
+    assert "cost_usd 0.125" in dom and "feedback_calls 1" in dom
+    assert "Edit" in dom and "y + alpha * x" in dom              # the tool call and the final diff
+    assert "<details" in dom and "smoke: PASSED" in dom
