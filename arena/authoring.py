@@ -59,7 +59,8 @@ def _acceptable(v: Verdict, device: Device) -> bool:
 
 class Evaluations:
     """Verdicts for a task's own kernels: taken from a run's records where the run
-    evaluated the same file (same sha256) on every split asked, else evaluated now."""
+    evaluated the same file (same sha256) on the same configs of every split asked, on a
+    device of the same name, else evaluated now."""
 
     def __init__(self, device: Device, recorded: Iterable[Verdict] = ()):
         self.device = device
@@ -73,6 +74,8 @@ class Evaluations:
         sha = cand.sha256()
         found = [self.recorded.get((role, task.id, s)) for s in splits]
         usable = all(v is not None and v.candidate.get("sha256") == sha and v.device.get("name") == self.device.name
+                     and [(c.name, c.params) for c in v.configs] == [(c.name, dict(c.params))
+                                                                     for c in task.configs(v.split)]
                      and (timing is False or v.status is not Status.PASSED or v.speedup is not None
                           or not self.device.runs_kernels) for v in found)
         if usable:

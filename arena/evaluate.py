@@ -81,8 +81,14 @@ class Candidate:
             return ""
 
     def describe(self) -> dict[str, Any]:
-        return {"path": str(self.source_path), "sha256": self.sha256(), "origin": self.origin,
-                "language": self.language}
+        """What the record says of the candidate; a file of the task is named relative to the
+        folder above tasks/ (records travel between machines; the sha256 identifies it)."""
+        path = self.source_path
+        try:
+            shown = path.relative_to(self.task.path.resolve().parents[1].parent).as_posix()
+        except ValueError:
+            shown = str(path)
+        return {"path": shown, "sha256": self.sha256(), "origin": self.origin, "language": self.language}
 
 
 def _language_of(path: Path | None) -> str:

@@ -8,7 +8,8 @@ does (baseline correctness-only; solution and specialised timed on seen, held-ou
 random), on one GPU (CUDA_VISIBLE_DEVICES). Then `arena tasks check` reuses all lanes'
 verdicts. Lanes sharing a GPU disturb each other's timing somewhat (each speedup is still a
 paired, interleaved ratio inside one process); correctness is unaffected. $TIMING_CAP
-(seconds per config, default 4) bounds the timing; past $DEADLINE_S seconds the lanes are
+(seconds per config, default 4) bounds the timing; $REUSE (records files, ':'-separated) are
+reused by the check where they evaluated the same files; past $DEADLINE_S seconds the lanes are
 stopped and the check reports what was recorded. OUTDIR gets
 check.md, check.json, records.jsonl and logs.tar.gz.
 """
@@ -52,11 +53,22 @@ def main() -> int:
         share = ids[k::lanes]
         run = work / f"lane{k}"
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(k % n_gpu)}
-        cmd = (f"python3 -m arena run --agent baseline --no-timing --tasks {','.join(share)} "
-               f"--split seen,heldout,random --out {run} --quiet && "
-               f"python3 -m arena run --agent solution,specialised --tasks {','.join(share)} "
-               f"--split seen,heldout,random --out {run} --resume --quiet --timing-cap {cap} "
-               f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
+        # the baseline is timed only where no solution's paired run times it (the check's window)
+        with_sol = [i for i in share if (ROOT / "tasks" / i / "solution.py").exists()
+                    or (ROOT / "tasks" / i / "solution.hip").exists()]
+        no_sol = [i for i in share if i not in with_sol]
+        steps = []
+        if with_sol:
+            steps.append(f"python3 -m arena run --agent baseline --no-timing --tasks {','.join(with_sol)} "
+                         f"--split seen,heldout,random --out {run} --resume --quiet")
+        if no_sol:
+            steps.append(f"python3 -m arena run --agent baseline --tasks {','.join(no_sol)} "
+                         f"--split seen,heldout --out {run} --resume --quiet --timing-cap {cap} "
+                         f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
+        steps.append(f"python3 -m arena run --agent solution,specialised --tasks {','.join(share)} "
+                     f"--split seen,heldout,random --out {run} --resume --quiet --timing-cap {cap} "
+                     f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
+        cmd = "; ".join(steps)
         log = open(work.parent / f"arena-lane{k}.log", "w")
         procs.append((subprocess.Popen(["bash", "-c", cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
                                        cwd=ROOT, start_new_session=True), log, run))
@@ -74,6 +86,8 @@ def main() -> int:
             if (run / "records.jsonl").exists():
                 rec.write((run / "records.jsonl").read_text())
     runs = sum((["--from-run", str(run)] for _, _, run in procs), [])
+    # earlier records of the same files (same sha256) are reused by the check: $REUSE, ':'-separated
+    runs += sum((["--from-run", r] for r in os.environ.get("REUSE", "").split(":") if r), [])
     check = subprocess.run([sys.executable, "-m", "arena", "tasks", "check", ",".join(ids), "--device", "cuda",
                             *runs, "--json", str(out / "check.json"), "--markdown", str(out / "check.md")],
                            cwd=ROOT, capture_output=True, text=True)

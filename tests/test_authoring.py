@@ -61,3 +61,19 @@ def test_recorded_verdicts_of_the_same_files_are_reused(tmp_path):
     ev2 = Evaluations(cpu, recorded)
     fresh = ev2.get(load_task(folder), "baseline", ["smoke"], timing=False)
     assert ev2.reused == 0 and fresh[0].candidate["sha256"] != recorded[0].candidate["sha256"]
+
+
+def test_recorded_verdicts_of_other_configs_are_not_reused(tmp_path):
+    cpu = detect("cpu")
+    folder = _copy(tmp_path)
+    out = tmp_path / "run"
+    run(RunPlan(agents=("baseline",), tasks=(folder,), splits=("smoke",)), cpu, out)
+    from arena import records
+    from arena.spec.loader import load_task
+
+    recorded = list(records.read(out / "records.jsonl"))
+    smoke = folder / "configs" / "smoke.yaml"
+    smoke.write_text(smoke.read_text() + "- {name: added-later, n: 77}\n")
+    ev = Evaluations(cpu, recorded)
+    fresh = ev.get(load_task(folder), "baseline", ["smoke"], timing=False)
+    assert ev.reused == 0 and "added-later" in [c.name for c in fresh[0].configs]
