@@ -315,15 +315,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
         console.print(f"[yellow]warning:[/] {bubblewrap_missing()}")
     out = Path(args.out)
+    gpus = None
+    if args.gpus:
+        try:
+            gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
+        except ValueError:
+            raise ArenaError(f"--gpus takes GPU indices like 0,1,2, not {args.gpus!r}", key="--gpus") from None
+        if device.kind == "cpu":
+            raise ArenaError("--gpus needs a GPU backend", key="--gpus")
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
-                  f"on {device.kind} ({device.name})")
+                  f"on {device.kind} ({device.name})" + (f", GPUs {gpus}" if gpus else "")
+                  + (" via Ray" if args.executor == "ray" else ""))
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
 
-    def progress(v: Verdict) -> None:
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TextColumn("ETA"),
+                        TimeRemainingColumn(), console=console, disable=args.quiet, transient=False)
+    bar = progress.add_task("verdicts", total=None, failed=0)
+    failed = 0
+
+    def on_verdict(v: Verdict) -> None:
+        nonlocal failed
+        failed += 0 if v.counts_as_pass else 1
+        progress.update(bar, advance=1, failed=failed)
         if not args.quiet:
-            console.print(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} [{_status_style(v.status)}]"
-                          f"{v.status.value}[/] {_fmt(v.speedup, '.3f', 'x')}", highlight=False)
+            progress.console.print(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} [{_status_style(v.status)}]"
+                                   f"{v.status.value}[/] {_fmt(v.speedup, '.3f', 'x')}", highlight=False)
 
-    run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=progress)
+    with progress:
+        run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=on_verdict,
+            gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
+            build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n))
     all_records = list(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     return 0
@@ -489,6 +512,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timing-memory", type=float,
                    help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
     r.add_argument("--quiet", action="store_true")
+    r.add_argument("--gpus", help="GPU indices, one worker each (e.g. 0,1,2,3); default: one GPU")
+    r.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: each (agent, task, repeat) is a Ray task with one GPU (pip install 'kernel-arena[ray]')")
+    r.add_argument("--ray-address", help="an existing Ray cluster (default: $RAY_ADDRESS, else a local one)")
+    r.add_argument("--no-prebuild", action="store_true", help="do not build the tasks' HIP files ahead")
+    r.add_argument("--build-jobs", type=int, help="parallel HIP builds ahead of GPU work (default: every core)")
     r.add_argument("--agent-option", action="append", metavar="NAME=VALUE",
                    help="an option of a YAML agent, e.g. model=... (repeatable)")
     r.add_argument("--budget", type=float, help="wall seconds per task for an agent (default: its YAML's)")

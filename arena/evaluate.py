@@ -282,6 +282,7 @@ def _worker_env(device: Device, scratch: Path, triton_dir: Path) -> dict[str, st
     env["TRITON_CACHE_DIR"] = str(triton_dir)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(triton_dir / "inductor")
     env["CUDA_CACHE_PATH"] = str(scratch / "nv")
+    env.update(device.visible_devices)
     if not device.runs_kernels:
         env["TRITON_INTERPRET"] = "1"
     else:

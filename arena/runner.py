@@ -6,21 +6,25 @@ runs/<name>/
   artifacts/<agent>/<task>/<r>/  the candidate file, build logs, the worker's output
 
 A (agent, task, repeat) is done when a record exists for each of its splits; ``resume``
-skips those and redoes the rest, so nothing is lost or written twice. A task that fails
-to load or an evaluation that breaks the harness is recorded as a failure and the run
-goes on.
+skips those and redoes the rest, so nothing is lost or written twice, even after kill -9
+(records.jsonl is append-only, each line fsynced, a torn last line dropped). Units run on
+one device, on one thread per GPU (``gpus``), or as Ray tasks (``executor="ray"``). A task
+that fails to load or an evaluation that breaks the harness is recorded as a failure and
+the run goes on.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import shutil
+import threading
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from arena import records
 from arena.agents import AgentContext, Proposal, get_agent
@@ -72,16 +76,105 @@ def open_run(out: Path, meta: dict) -> Path:
     return out
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One (agent, task, repeat) and the splits it still owes."""
+
+    agent: str           # as the plan names it (a built-in, a YAML name or path)
+    folder: Path
+    repeat: int
+    todo: tuple[str, ...]
+
+
+def _settings(plan: RunPlan) -> dict:
+    return {"agent_options": dict(plan.agent_options), "budget_s": plan.agent_budget_s,
+            "auth_files": tuple(plan.auth_files)}
+
+
+def run_unit(unit: Unit, plan: RunPlan, device: Device, out: Path, run_id: str, split_seed: int | None,
+             timing: bool | None) -> list[Verdict]:
+    """Propose and evaluate one unit on one device; every failure becomes records, never an
+    exception. Used the same way by the local executor's GPU threads and by Ray tasks."""
+    s = _settings(plan)
+    agent = get_agent(unit.agent, s["agent_options"], budget_s=s["budget_s"], auth_files=s["auth_files"])
+    agent_name = agent.name     # a YAML path given on the command line records as its agent's name
+    task_id = _task_id_of(unit.folder)
+    todo = list(unit.todo)
+    try:
+        task = load_task(unit.folder)
+    except ArenaError as exc:
+        return [failure_verdict(task_id, unit.folder.parent.name, sp, Status.TASK_ERROR, str(exc), device, run_id,
+                                agent_name, unit.repeat) for sp in todo]
+    if not agent.applies_to(task):
+        log.info("%s has nothing for %s; not attempted", agent_name, task_id)
+        return []
+    art = out / "artifacts" / agent_name / task_id / str(unit.repeat)
+    if art.exists():
+        shutil.rmtree(art)
+    art.mkdir(parents=True)
+    ctx = AgentContext(device=device, run_dir=out, private_dirs=(out,), timing_params=dict(plan.timing_params))
+    try:
+        proposed = agent.propose(task, art, ctx)
+        info = {}
+        if isinstance(proposed, Proposal):
+            proposed, info = proposed.path, proposed.info
+        cand = Candidate(task, proposed, origin=agent_name)
+        if cand.source_path.resolve() != (art / cand.source_path.name).resolve():
+            shutil.copy2(cand.source_path, art / cand.source_path.name)
+        verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
+                            agent=agent_name, repeat=unit.repeat, split_seed=split_seed,
+                            random_configs=plan.random_configs,
+                            timing_params=dict(plan.timing_params), private_dirs=[out])
+        for v in verdicts:
+            v.agent_run = dict(info)
+    except ArenaError as exc:
+        verdicts = [failure_verdict(task_id, task.category, sp, Status.TASK_ERROR, str(exc), device, run_id,
+                                    agent_name, unit.repeat) for sp in todo]
+    except Exception as exc:  # noqa: BLE001 - the run goes on; the record says what broke
+        msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+        verdicts = [failure_verdict(task_id, task.category, sp, Status.HARNESS_ERROR, msg, device, run_id,
+                                    agent_name, unit.repeat) for sp in todo]
+    builds = verdicts[0].build if verdicts else {}
+    if builds:
+        (art / "build.json").write_text(json.dumps(builds, indent=2, default=str))
+    return verdicts
+
+
+def plan_units(plan: RunPlan, done: set[tuple[str, str, int, str]]) -> list[Unit]:
+    units = []
+    for agent_spec in plan.agents:
+        s = _settings(plan)
+        name = get_agent(agent_spec, s["agent_options"], budget_s=s["budget_s"], auth_files=s["auth_files"]).name
+        for folder in plan.tasks:
+            task_id = _task_id_of(folder)
+            for repeat in range(plan.repeats):
+                todo = tuple(sp for sp in plan.splits if (name, task_id, repeat, sp) not in done)
+                if todo:
+                    units.append(Unit(agent_spec, folder, repeat, todo))
+    return units
+
+
 def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timing: bool | None = None,
-        on_verdict: Callable[[Verdict], None] | None = None) -> list[Verdict]:
-    """Execute a plan into ``out``; returns the verdicts written by this call."""
+        on_verdict: Callable[[Verdict], None] | None = None, gpus: Sequence[int] | None = None,
+        executor: str = "local", ray_address: str | None = None, prebuild: bool = True,
+        build_jobs: int | None = None, on_start: Callable[[int], None] | None = None) -> list[Verdict]:
+    """Execute a plan into ``out``; returns the verdicts written by this call.
+
+    ``gpus``: one worker thread per GPU index, each claiming units from one queue, so no GPU
+    ever runs two evaluations at once. ``executor="ray"``: every unit is a Ray task
+    (num_gpus=1 on a GPU backend) on the cluster at ``ray_address``; records are written here
+    by the driver only. ``prebuild``: the HIP files the plan knows ahead (the tasks' own
+    kernels) are built on every CPU core first, into the shared content-addressed cache."""
     out = Path(out)
     rec_path = out / "records.jsonl"
     if rec_path.exists() and any(True for _ in records.read(rec_path)) and not resume:
         raise ArenaError("the run directory already holds records; pass --resume to finish it, or choose "
                          "another --out", path=out)
+    if executor not in ("local", "ray"):
+        raise ArenaError(f"unknown executor {executor!r}; choose local or ray", key="--executor")
     open_run(out, {"agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
-                   "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict()})
+                   "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
+                   "gpus": list(gpus) if gpus else None, "executor": executor})
     run_id = out.name
     previous = list(records.read(rec_path))
     done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}
@@ -92,63 +185,54 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         from arena.spec.shapes import new_secret
 
         split_seed = new_secret()
+    units = plan_units(plan, done)
+    if on_start:
+        on_start(sum(len(u.todo) for u in units))
     written: list[Verdict] = []
+    lock = threading.Lock()
 
     def emit(v: Verdict) -> None:
-        records.append(rec_path, v)
-        written.append(v)
-        if on_verdict:
-            on_verdict(v)
+        with lock:                       # one writer at a time: whole lines, fsynced
+            records.append(rec_path, v)
+            written.append(v)
+            if on_verdict:
+                on_verdict(v)
 
-    for agent_spec in plan.agents:
-        agent = get_agent(agent_spec, dict(plan.agent_options), budget_s=plan.agent_budget_s,
-                          auth_files=plan.auth_files)
-        agent_name = agent.name     # a YAML path given on the command line records as its agent's name
-        ctx = AgentContext(device=device, run_dir=out, private_dirs=(out,), timing_params=dict(plan.timing_params))
-        for folder in plan.tasks:
-            task_id = _task_id_of(folder)
-            for repeat in range(plan.repeats):
-                todo = [s for s in plan.splits if (agent_name, task_id, repeat, s) not in done]
-                if not todo:
-                    continue
-                try:
-                    task = load_task(folder)
-                except ArenaError as exc:
-                    for s in todo:
-                        emit(failure_verdict(task_id, folder.parent.name, s, Status.TASK_ERROR, str(exc), device,
-                                      run_id, agent_name, repeat))
-                    continue
-                if not agent.applies_to(task):
-                    log.info("%s has nothing for %s; not attempted", agent_name, task_id)
-                    continue
-                art = out / "artifacts" / agent_name / task_id / str(repeat)
-                if art.exists():
-                    shutil.rmtree(art)
-                art.mkdir(parents=True)
-                try:
-                    proposed = agent.propose(task, art, ctx)
-                    info = {}
-                    if isinstance(proposed, Proposal):
-                        proposed, info = proposed.path, proposed.info
-                    cand = Candidate(task, proposed, origin=agent_name)
-                    if cand.source_path.resolve() != (art / cand.source_path.name).resolve():
-                        shutil.copy2(cand.source_path, art / cand.source_path.name)
-                    verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
-                                        agent=agent_name, repeat=repeat, split_seed=split_seed,
-                                        random_configs=plan.random_configs,
-                                        timing_params=dict(plan.timing_params), private_dirs=[out])
-                    for v in verdicts:
-                        v.agent_run = dict(info)
-                except ArenaError as exc:
-                    verdicts = [failure_verdict(task_id, task.category, s, Status.TASK_ERROR, str(exc), device, run_id,
-                                         agent_name, repeat) for s in todo]
-                except Exception as exc:  # noqa: BLE001 - the run goes on; the record says what broke
-                    msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
-                    verdicts = [failure_verdict(task_id, task.category, s, Status.HARNESS_ERROR, msg, device, run_id,
-                                         agent_name, repeat) for s in todo]
-                builds = verdicts[0].build if verdicts else {}
-                if builds:
-                    (art / "build.json").write_text(json.dumps(builds, indent=2, default=str))
-                for v in verdicts:
-                    emit(v)
+    if prebuild and units:
+        from arena.build.prebuild import prebuild_units
+
+        prebuild_units(units, device, jobs=build_jobs)
+    if executor == "ray":
+        from arena.ray_executor import run_on_ray
+
+        run_on_ray(units, plan, device, out, run_id, split_seed, timing, emit, address=ray_address)
+        return written
+    devices = [device] if not gpus else [_on_gpu(device, i) for i in gpus]
+    q: queue.Queue = queue.Queue()
+    for u in units:
+        q.put(u)
+
+    def worker(dev: Device) -> None:
+        while True:
+            try:
+                u = q.get_nowait()
+            except queue.Empty:
+                return
+            for v in run_unit(u, plan, dev, out, run_id, split_seed, timing):
+                emit(v)
+
+    if len(devices) == 1:
+        worker(devices[0])
+    else:
+        threads = [threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}") for d in devices]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     return written
+
+
+def _on_gpu(device: Device, index: int) -> Device:
+    from arena.devices import detect
+
+    return detect(device.kind, index=index)

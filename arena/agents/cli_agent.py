@@ -183,8 +183,9 @@ class CommandAgent:
             copied.append(str(dest.relative_to(home)))
         return home, copied
 
-    def _env(self, home: Path, workspace: Path) -> dict[str, str]:
+    def _env(self, home: Path, workspace: Path, device) -> dict[str, str]:
         env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
+        env.update(device.visible_devices)       # its own GPU only, like its evaluations
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env.update({"HOME": str(home), "TMPDIR": str(workspace / SOCKET_DIR / "tmp"), "USER": "agent",
                     "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
@@ -223,7 +224,7 @@ class CommandAgent:
             "options": self.options}, indent=2, default=str))
         (art / "prompt.md").write_text(prompt)
         try:
-            outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws), budget_s=self.budget_s,
+            outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws, ctx.device), budget_s=self.budget_s,
                                    stdout=art / "transcript.raw", stderr=art / "agent.stderr",
                                    stdin_text=prompt if self.spec.stdin == "prompt" else None,
                                    token=secrets.token_hex(8))

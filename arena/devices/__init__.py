@@ -35,6 +35,15 @@ class Device:
     sm_count: int | None = None
     memory_bytes: int | None = None
     toolchains: dict[str, str] = field(default_factory=dict)
+    index: int | None = None       # the GPU's index on its host, where a run uses several (--gpus)
+
+    @property
+    def visible_devices(self) -> dict[str, str]:
+        """The environment that shows a child process only this GPU (nothing for the first
+        GPU of a single-GPU run, or the cpu)."""
+        if not self.runs_kernels or self.index is None:
+            return {}
+        return {"CUDA_VISIBLE_DEVICES": str(self.index), "HIP_VISIBLE_DEVICES": str(self.index)}
 
     @property
     def runs_kernels(self) -> bool:
@@ -94,8 +103,9 @@ def toolchains() -> dict[str, str]:
     return found
 
 
-def detect(requested: str | None = None) -> Device:
-    """The device to run on: ``requested`` (cuda / rocm / cpu) or the best available."""
+def detect(requested: str | None = None, index: int | None = None) -> Device:
+    """The device to run on: ``requested`` (cuda / rocm / cpu) or the best available;
+    ``index`` picks one GPU of several (its children see only it)."""
     if requested is not None and requested not in KINDS:
         raise ArenaError(f"unknown device {requested!r}; choose one of {', '.join(KINDS)}", key="--device")
     import torch
@@ -110,7 +120,9 @@ def detect(requested: str | None = None) -> Device:
     if kind == "cpu":
         return Device(kind="cpu", name=platform.processor() or platform.machine(), vendor="cpu",
                       arch=platform.machine(), toolchains=toolchains())
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if index is not None and not 0 <= index < torch.cuda.device_count():
+        raise ArenaError(f"GPU {index} does not exist here ({torch.cuda.device_count()} GPUs)", key="--gpus")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
     if kind == "cuda":
         arch = f"sm_{props.major}{props.minor}"
         warp = int(getattr(props, "warp_size", 32) or 32)
@@ -123,4 +135,4 @@ def detect(requested: str | None = None) -> Device:
     llc = max(l2, _EXTRA_LLC_BYTES.get(arch, 0)) or 64 * 2**20
     return Device(kind=kind, name=props.name, vendor=vendor, arch=arch, warp_size=warp, llc_bytes=llc,
                   sm_count=int(props.multi_processor_count), memory_bytes=int(props.total_memory),
-                  toolchains=toolchains())
+                  toolchains=toolchains(), index=index)
