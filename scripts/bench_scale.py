@@ -1,0 +1,123 @@
+"""How fast the harness is: build times, evaluation time per task, and the share of wall time
+spent in timed GPU work.
+
+    python3 scripts/bench_scale.py builds [SELECTOR] [--jobs N]     # cold then cached HIP builds
+    python3 scripts/bench_scale.py records RECORDS.jsonl [...]       # evaluation figures of a run
+
+``builds`` compiles every .hip file of the selected tasks into an empty cache (cold; one at a
+time, so each time is the compiler's own, then all files again in parallel on every core),
+then once more from the filled cache, for the machine's build targets (sm_90 through the
+HIP->CUDA route where nvcc exists, gfx90a where hipcc exists). ``records`` reads run records
+(e.g. a validation run's) and prints per-verdict evaluation wall time, per-task wall time, and
+the timed GPU time (samples x median, both sides) over the evaluation wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _q(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def builds(selector: str, jobs: int | None) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arena.build.hip import build_hip, toolchain_available
+    from arena.spec.loader import select_tasks
+
+    files = sorted({p for f in select_tasks(selector) for p in f.glob("*.hip")})
+    targets = [(t, a) for t, a in (("cuda", "sm_90"), ("rocm", "gfx90a")) if toolchain_available(t) is None]
+    print(f"{len(files)} HIP files, targets {targets}, {os.cpu_count()} cores")
+    for target, arch in targets:
+        with tempfile.TemporaryDirectory() as cache:
+            cold = []
+            for f in files:
+                r = build_hip(f, target=target, arch=arch, cache_dir=Path(cache))
+                cold.append((r.seconds, f, r.ok))
+            with tempfile.TemporaryDirectory() as cache2:
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
+                    list(pool.map(lambda f: build_hip(f, target=target, arch=arch, cache_dir=Path(cache2)), files))
+                parallel = time.perf_counter() - t0
+            cached = [build_hip(f, target=target, arch=arch, cache_dir=Path(cache)).seconds for f in files]
+        secs = [s for s, _, ok in cold if ok]
+        print(f"\n{target} {arch}: cold build per kernel median {statistics.median(secs):.2f} s, "
+              f"p90 {_q(secs, 0.9):.2f} s, max {max(secs):.2f} s ({sum(not ok for *_, ok in cold)} failed); "
+              f"all {len(files)} in parallel on {jobs or os.cpu_count()} threads: {parallel:.1f} s; "
+              f"cached median {statistics.median(cached) * 1000:.1f} ms")
+        for s, f, _ in sorted(cold, reverse=True)[:5]:
+            print(f"  slowest: {s:.2f} s {f.relative_to(ROOT)}")
+
+
+def from_records(paths: list[str]) -> None:
+    from arena.records import read
+
+    vs = [v for p in paths for v in read(Path(p))]
+    by_task = defaultdict(float)
+    walls, timed_frac_num, timed_frac_den = [], 0.0, 0.0
+    cold_builds = []
+    evals = {}
+    for v in vs:     # the splits of one evaluation share its wall time: count it once
+        evals.setdefault((v.agent, v.task_id, v.repeat, v.started_at), v.wall_s)
+    for (agent, task, _, _), w in evals.items():
+        walls.append(w)
+        by_task[(agent, task)] += w
+    for v in vs:
+        gpu_us = sum((c.baseline.median_us * c.baseline.n if c.baseline else 0) +
+                     (c.candidate.median_us * c.candidate.n if c.candidate else 0) for c in v.configs)
+        if gpu_us:
+            timed_frac_num += gpu_us / 1e6
+            timed_frac_den += v.wall_s / max(1, sum(1 for u in vs if (u.agent, u.task_id, u.repeat, u.started_at)
+                                                    == (v.agent, v.task_id, v.repeat, v.started_at)))
+        for b in (v.build or {}).get("builds", []):
+            if b.get("ok") and not b.get("cached") and b.get("seconds"):
+                cold_builds.append(b["seconds"])
+    tasks = defaultdict(float)
+    for (agent, task), w in by_task.items():
+        tasks[task] += w
+    print(f"{len(vs)} verdicts of {len(evals)} evaluations, {len(tasks)} tasks")
+    print(f"wall per evaluation (all its splits): median {statistics.median(walls):.1f} s, p90 {_q(walls, 0.9):.1f} s, "
+          f"max {max(walls):.1f} s")
+    tw = list(tasks.values())
+    print(f"wall per task (all agents and splits of the run): median {statistics.median(tw):.1f} s, "
+          f"p90 {_q(tw, 0.9):.1f} s, total {sum(tw) / 60:.1f} min of evaluation")
+    if timed_frac_den:
+        print(f"timed GPU work (samples x median, both sides) / wall of timed evaluations: "
+              f"{100 * timed_frac_num / timed_frac_den:.1f}%")
+    if cold_builds:
+        print(f"uncached HIP builds inside evaluations: median {statistics.median(cold_builds):.2f} s, "
+              f"p90 {_q(cold_builds, 0.9):.2f} s (n={len(cold_builds)})")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("builds")
+    b.add_argument("selector", nargs="?", default="all")
+    b.add_argument("--jobs", type=int)
+    r = sub.add_parser("records")
+    r.add_argument("paths", nargs="+")
+    a = p.parse_args()
+    if a.cmd == "builds":
+        builds(a.selector, a.jobs)
+    else:
+        from_records(a.paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
