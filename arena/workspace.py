@@ -8,8 +8,11 @@ held-out or smoke configs, the shape space, seeds, solutions, the harness.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -77,3 +80,14 @@ def harvest(task: Task, workspace: Path) -> Path:
     if not path.is_file():
         raise ArenaError(f"the agent left no {path.name}", path=workspace)
     return path
+
+
+@contextlib.contextmanager
+def scratch_root(prefix: str = "arena-ws-") -> Iterator[Path]:
+    """A fresh folder for an agent's workspace and private HOME, removed afterwards (short,
+    under $TMPDIR: the feedback socket's path must stay under the Unix limit)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -28,7 +27,7 @@ from arena.agents.isolation import bubblewrap_missing, bwrap_argv, run_budgeted
 from arena.agents.usage import parse_usage
 from arena.errors import ArenaError
 from arena.spec.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, _schema_errors, read_yaml
-from arena.workspace import editable_name, make_workspace
+from arena.workspace import editable_name, make_workspace, scratch_root
 
 log = logging.getLogger(__name__)
 
@@ -195,11 +194,8 @@ class CommandAgent:
         return env
 
     def propose(self, task: Task, art: Path, ctx: AgentContext) -> Proposal:
-        root = Path(tempfile.mkdtemp(prefix="arena-ws-"))
-        try:
+        with scratch_root() as root:
             return self._propose(task, Path(art), ctx, root)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
 
     def _propose(self, task: Task, art: Path, ctx: AgentContext, root: Path) -> Proposal:
         ws = make_workspace(task, root / "ws")

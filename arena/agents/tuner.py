@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 from arena.agents import AgentContext, Proposal
 from arena.agents.feedback_server import TOOL_NAME, FeedbackServer
 from arena.spec.loader import Task
-from arena.workspace import editable_name, make_workspace
+from arena.workspace import editable_name, make_workspace, scratch_root
 
 DEFAULT_BUDGET_S = 900.0
 MAX_BLOCK = 16384
@@ -137,11 +136,8 @@ class TunerAgent:
         return bool(params_of(base.read_text(), lang))
 
     def propose(self, task: Task, art: Path, ctx: AgentContext) -> Proposal:
-        root = Path(tempfile.mkdtemp(prefix="arena-ws-"))
-        try:
+        with scratch_root() as root:
             return self._propose(task, Path(art), ctx, root)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
 
     def _check(self, ws: Path) -> dict[str, Any]:
         proc = subprocess.run([sys.executable, str(ws / TOOL_NAME), "--json"], cwd=ws, capture_output=True,
