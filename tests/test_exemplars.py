@@ -64,3 +64,24 @@ def test_every_hip_file_compiles_for_both_vendors(path, target, arch):
         pytest.skip(f"{tool} not installed")
     res = build_hip(path, target=target, arch=arch)
     assert res.ok, res.log[-3000:]
+
+
+TRITON_FILES = sorted(p for f in _of("triton2triton") for p in f.glob("*.py")
+                      if p.name in ("baseline.py", "solution.py", "specialised.py"))
+
+
+@pytest.mark.parametrize("path", TRITON_FILES, ids=[f"{p.parent.name}/{p.name}" for p in TRITON_FILES])
+def test_every_triton_kernel_compiles_ahead_for_sm90_and_gfx942(path):
+    """The launches a smoke config makes, compiled with triton.compile for both vendors' GPUs."""
+    from arena.build.triton_aot import TARGETS, capture_launches, compile_for
+
+    task = load_task(path.parent)
+    launches = {}
+    for config in task.configs("smoke"):
+        launches.update((la.key, la) for la in capture_launches(task, path, config))
+    if not launches and path.name == "specialised.py":
+        pytest.skip("the specialised kernel launches nothing on the smoke shapes (it is built for the seen ones)")
+    assert launches, "the entry launched no Triton kernel"
+    for launch in launches.values():
+        for target in TARGETS:
+            compile_for(launch, target)
