@@ -3,15 +3,16 @@ all in one table. On the GPU machine, from the repo root, after `source scripts/
 
     python3 scripts/gpu_validate_lanes.py OUTDIR LANES_PER_GPU SELECTOR [SELECTOR ...]
 
-Each lane runs the built-in agents over its share of the tasks, as gpu_validate_tasks.sh
-does (baseline correctness-only; solution and specialised timed on seen, held-out and
-random), on one GPU (CUDA_VISIBLE_DEVICES). Then `arena tasks check` reuses all lanes'
-verdicts. Lanes sharing a GPU disturb each other's timing somewhat (each speedup is still a
-paired, interleaved ratio inside one process); correctness is unaffected. $TIMING_CAP
-(seconds per config, default 4) bounds the timing; $REUSE (records files, ':'-separated) are
-reused by the check where they evaluated the same files; past $DEADLINE_S seconds the lanes are
-stopped and the check reports what was recorded. OUTDIR gets
-check.md, check.json, records.jsonl and logs.tar.gz.
+Each lane runs the built-in agents over its share of the tasks on one GPU
+(CUDA_VISIBLE_DEVICES): the baseline correctness-only where a solution's paired runs time it,
+timed where none does; solution and specialised timed on seen, held-out and random. Then the
+lane runs `arena tasks check` on its own tasks, reusing its verdicts and $REUSE (records
+files separated by ':') where they evaluated the same files on the same configs; the rows
+are merged. Lanes sharing a GPU disturb each other's timing somewhat (each speedup is still
+a paired, interleaved ratio inside one process); correctness is unaffected. $TIMING_CAP
+(seconds per config, default 4) bounds the timing; past $DEADLINE_S seconds the lanes are
+stopped and what was checked is reported. OUTDIR gets check.md, check.json, check.txt,
+records.jsonl and logs.tar.gz.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def main() -> int:
         steps.append(f"python3 -m arena run --agent solution,specialised --tasks {','.join(share)} "
                      f"--split seen,heldout,random --out {run} --resume --quiet --timing-cap {cap} "
                      f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
+        reuse = "".join(f" --from-run {r}" for r in os.environ.get("REUSE", "").split(":") if r)
+        steps.append(f"python3 -m arena tasks check {','.join(share)} --device cuda --from-run {run}{reuse} "
+                     f"--json {run}/check.json")
         cmd = "; ".join(steps)
         log = open(work.parent / f"arena-lane{k}.log", "w")
         procs.append((subprocess.Popen(["bash", "-c", cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -85,20 +89,40 @@ def main() -> int:
         for _, _, run in procs:
             if (run / "records.jsonl").exists():
                 rec.write((run / "records.jsonl").read_text())
-    runs = sum((["--from-run", str(run)] for _, _, run in procs), [])
-    # earlier records of the same files (same sha256) are reused by the check: $REUSE, ':'-separated
-    runs += sum((["--from-run", r] for r in os.environ.get("REUSE", "").split(":") if r), [])
-    check = subprocess.run([sys.executable, "-m", "arena", "tasks", "check", ",".join(ids), "--device", "cuda",
-                            *runs, "--json", str(out / "check.json"), "--markdown", str(out / "check.md")],
-                           cwd=ROOT, capture_output=True, text=True)
-    (out / "check.txt").write_text(check.stdout + check.stderr)
+    # each lane checked its own share on its GPU right after its runs: merge the rows
+    import json
+    from types import SimpleNamespace
+
+    from arena.cli import check_markdown
+    from arena.devices import detect
+
+    rows, missing = [], []
+    for _, _, run in procs:
+        path = run / "check.json"
+        if path.exists():
+            rows += [SimpleNamespace(task_id=r["task"], **{k: r[k] for k in (
+                "ok", "schema", "reference", "baseline", "solution", "specialised", "problems")},
+                window_us=r["baseline_window_us"], details=r.get("details", {}))
+                for r in json.loads(path.read_text())]
+    done = {r.task_id for r in rows}
+    missing = [i for i in ids if i not in done]
+    rows += [SimpleNamespace(task_id=i, ok=False, schema="-", reference="-", baseline="-", window_us="-",
+                             solution="-", specialised="-", problems=["not checked before the deadline"],
+                             details={})
+             for i in missing]
+    rows.sort(key=lambda r: r.task_id)
+    (out / "check.md").write_text(check_markdown(rows, detect("cuda")))
+    (out / "check.json").write_text(json.dumps([vars(r) for r in rows], indent=1))
+    summary = f"{sum(r.ok for r in rows)} of {len(rows)} tasks ok; not checked: {missing}"
+    (out / "check.txt").write_text(summary + "\n" + "\n".join(f"{r.task_id}: {p}" for r in rows
+                                                              for p in r.problems))
     with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
         for k in range(lanes):
             log = work.parent / f"arena-lane{k}.log"
             if log.exists():
                 tar.add(log, arcname=log.name)
-    print(check.stdout[-6000:], check.stderr[-3000:])
-    return check.returncode
+    print((out / "check.txt").read_text()[-6000:])
+    return 0 if all(r.ok for r in rows) else 1
 
 
 if __name__ == "__main__":
