@@ -2,9 +2,9 @@
 starting kernel exposes through the workspace's own feedback tool (``./arena-check --json``),
 keeps the fastest version that passes, and stops within its budget.
 
-Parameters it tunes: in a Triton file, integer powers of two bound to UPPER_CASE names in
-the host-side (non-@triton.jit) functions (``BLOCK = 1024``) or passed as upper-case keyword
-arguments of a launch, and ``num_warps`` / ``num_stages`` of a launch; in a HIP file, the
+Parameters it tunes: in a Triton file, integer powers of two bound to UPPER_CASE names at
+module level or in the host-side (non-@triton.jit) functions (``BLOCK = 1024``) or passed as
+upper-case keyword arguments of a launch, and ``num_warps`` / ``num_stages`` of a launch; in a HIP file, the
 integer of a line the task marks ``// tunable`` (``constexpr int BLOCK = 256;  // tunable``
 or ``#define BLOCK 256  // tunable``). Coordinate descent: one parameter at a time, its
 neighbours first.
@@ -80,6 +80,10 @@ def triton_params(source: str) -> list[Param]:
         seen.add(key)
         out.append(Param(name, node.lineno, node.col_offset, node.end_col_offset, v, _neighbours(name, v)))
 
+    for node in tree.body:                       # module-level constants the host code launches with
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.isupper():
+            add(node.targets[0].id, node.value)
     for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and not _is_jit(n)]:
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
