@@ -492,12 +492,14 @@ class Evaluation:
                     host_us[name].append((time.perf_counter() - t0) * 1e6)
 
                 def after(i: int, name=name) -> None:
-                    if name == "candidate" and not self.candidate_trusted:
-                        threads = self.threads.after()
-                        if threads:
-                            raise GateFailure("INTEGRITY_VIOLATION",
-                                              f"a timed call left threads running: {', '.join(threads[:8])}")
-                    else:  # no correct answer stays in memory while the candidate runs
+                    if name == "candidate":
+                        # its outputs stay for verify(); a trusted candidate (the reference) starts no threads
+                        if not self.candidate_trusted:
+                            threads = self.threads.after()
+                            if threads:
+                                raise GateFailure("INTEGRITY_VIOLATION",
+                                                  f"a timed call left threads running: {', '.join(threads[:8])}")
+                    else:  # no correct answer of another side stays in memory while the candidate runs
                         for o in sets[i]["outs"][name]:
                             poison_(o)
 

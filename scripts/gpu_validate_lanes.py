@@ -78,8 +78,9 @@ def main() -> int:
         steps.append(f"python3 -m arena run --agent specialised --tasks {','.join(share)} "
                      f"--split seen,heldout --out {run} --resume --quiet --timing-cap {cap} "
                      f"--timing-memory {max(1.0, 60.0 / per_gpu):.1f}")
+        # later records win: $REUSE in its order, then this lane's fresh ones
         reuse = "".join(f" --from-run {r}" for r in os.environ.get("REUSE", "").split(":") if r)
-        steps.append(f"python3 -m arena tasks check {','.join(checked)} --device cuda --from-run {run}{reuse} "
+        steps.append(f"python3 -m arena tasks check {','.join(checked)} --device cuda{reuse} --from-run {run} "
                      f"--json {run}/check.json")
         cmd = "; ".join(steps)
         log = open(work.parent / f"arena-lane{k}.log", "w")
