@@ -451,6 +451,8 @@ class Evaluation:
                     bad_input, fresh = self.mutated_input(st["ins"], st["seed"])
                     if bad_input >= 0:
                         raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
+                    if self.candidate_trusted:
+                        continue    # the reference itself (torch2hip's starting point): timed without copy-out
                     exp = self.expected(fresh, self._scalars)
                     for o, e, tol in zip(st["outs"]["candidate"], exp, tolerances):
                         oks.append(all_ok(check_tensors(o, e, tol)))
