@@ -131,7 +131,7 @@ def test_usage_rules_skip_garbage_lines():
     assert parse_usage(spec.usage, raw)["input_tokens"] == 1500
 
 
-@pytest.mark.parametrize("name", ["claude-code", "codex", "aider"])
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
 def test_adapter_end_to_end_with_a_stand_in(name, tmp_path, monkeypatch):
     spec = load_agent_spec(AGENTS_DIR / f"{name}.yaml")
     (tmp_path / "out.txt").write_text(_raw(name))
@@ -303,3 +303,10 @@ def test_transcript_page_renders_in_headless_chromium(tmp_path, monkeypatch):
     assert "cost_usd 0.125" in dom and "feedback_calls 1" in dom
     assert "Edit" in dom and "y + alpha * x" in dom              # the tool call and the final diff
     assert "<details" in dom and "smoke: PASSED" in dom
+    # the report carries the attempt's cost and time
+    from arena.report import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "report")
+    rows = json.loads((tmp_path / "report" / "summary.json").read_text())
+    row = next(r for r in (rows if isinstance(rows, list) else rows["summary"]) if r["category"] == "all")
+    assert row["cost_usd_mean"] == pytest.approx(0.125) and row["feedback_calls_mean"] == 1

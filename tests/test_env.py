@@ -185,3 +185,11 @@ def test_mcp_server_answers_a_client(tmp_path):
     assert "no task matches" in unknown["error"]
     recs = list(records.read(run / "records.jsonl"))
     assert [(v.agent, v.split, v.status.value) for v in recs] == [("mcp", "smoke", "PASSED")]
+
+
+def test_every_shipped_kernel_was_run_on_a_gpu():
+    """Each committed baseline, solution and specialised file (and torch2hip reference) is, byte
+    for byte, one that a GPU validation record under reports/validation/ evaluated."""
+    from arena.env.splits import unvalidated_kernels
+
+    assert unvalidated_kernels() == []

@@ -69,6 +69,31 @@ def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str
     return out
 
 
+def unvalidated_kernels(tasks_dir: Path | str | None = None,
+                        validation_dir: Path | str | None = None) -> list[tuple[str, str]]:
+    """(task id, role) of every shipped kernel file (and torch2hip reference, the baseline
+    there) whose exact content no GPU record in the validation folder evaluated."""
+    from arena.evaluate import Candidate
+
+    tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
+    folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
+    seen: set[tuple[str, str, str]] = set()
+    for r in _validation_records(folder):
+        if (r.get("device") or {}).get("kind") in ("cuda", "rocm"):
+            seen.add((r["task_id"], r.get("agent", ""), (r.get("candidate") or {}).get("sha256", "")))
+    missing = []
+    for f in select_tasks("all", tasks_dir):
+        task = load_task(f, validate=False)
+        for role in ("baseline", "solution", "specialised"):
+            path = task.kernel_file(role)
+            if role != "baseline" and path is None:
+                continue
+            sha = Candidate(task, path, role).sha256()
+            if (task.id, role, sha) not in seen:
+                missing.append((task.id, role))
+    return missing
+
+
 def task_ids(split: str = "all", tasks_dir: Path | str | None = None) -> list[str]:
     """The task ids of a named split."""
     root = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR

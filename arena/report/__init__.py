@@ -31,6 +31,8 @@ SUMMARY_COLUMNS = [
     ("speedup_seen_mean", "speedup seen (mean)"), ("n_speedup_seen", "n timed"), ("speedup_heldout_geomean", "speedup held-out (geo)"),
     ("speedup_compiled_seen_geomean", "vs torch.compile (geo)"), ("fast_1", "fast_1"), ("fast_1.5", "fast_1.5"), ("fast_2", "fast_2"),
     ("roofline_seen_geomean", "roofline (geo)"), ("reward_seen_mean", "reward"),
+    ("agent_wall_s_mean", "agent s/task"), ("cost_usd_mean", "$/task"), ("feedback_calls_mean", "checks/task"),
+    ("speedup_per_usd", "(speedup-1)/$"), ("speedup_per_hour", "(speedup-1)/h"),
 ]
 
 
@@ -263,7 +265,9 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
           "n = attempts (task x repeat); correctness rates over attempts; drop = 1 - P(held-out ok | seen ok) with a "
           "95% Wilson interval, over n seen-correct attempts; speedups over correct attempts (geometric and "
           "arithmetic means); fast_p = share of all attempts correct on seen and > p x faster; reward = KernelBench "
-          "environment reward on seen.", ""]
+          "environment reward on seen; agent s/task, $/task, checks/task = the agent's wall time, cost (where its CLI "
+          "reports it) and feedback-tool calls per attempt; (speedup-1)/$ and (speedup-1)/h = the seen geometric "
+          "mean speedup gained per dollar and per agent hour.", ""]
     if not flagged.empty:
         md += ["## Flagged (not scored)", ""] + [f"- {r.agent} {r.task_id} {r.split}: above roofline"
                                                 for r in flagged.itertuples()] + [""]

@@ -22,6 +22,10 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 ALL = "all"
 
 
+def _num(x) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else np.nan
+
+
 def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
     """One row per verdict."""
     rows = []
@@ -38,9 +42,16 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "reward": v.reward,
             "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
             "message": (v.message or "").splitlines()[0][:200] if v.message else "",
+            # the agent's run (YAML and tuner agents): the same on every split of one attempt
+            "agent_wall_s": _num(v.agent_run.get("wall_s")), "cost_usd": _num(v.agent_run.get("cost_usd")),
+            "feedback_calls": _num(v.agent_run.get("feedback_calls")), "turns": _num(v.agent_run.get("turns")),
+            "tokens": _num((v.agent_run.get("input_tokens") or 0) + (v.agent_run.get("output_tokens") or 0)
+                           if "input_tokens" in v.agent_run or "output_tokens" in v.agent_run else None),
+            "exit_reason": v.agent_run.get("exit_reason", ""),
         })
     cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "correct", "suspicious",
-            "speedup", "roofline", "speedup_compiled", "reward", "n_configs", "configs_passed", "message"]
+            "speedup", "roofline", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
+            "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -54,6 +65,8 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
                           aggfunc="first")
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
+    run_cols = ["agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens"]
+    wide = wide.merge(vf.groupby(keys)[run_cols].first().reset_index(), on=keys)
     compiled = vf.groupby(keys)["kind"].agg(lambda k: not (k == "compile").any()).rename("compiled").reset_index()
     wide = wide.merge(compiled, on=keys)
     for s in SPLITS:
@@ -133,6 +146,15 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
     out["roofline_seen_geomean"] = _geomean(list(pt["roofline_seen"])) if "roofline_seen" in pt else math.nan
     out["reward_seen_mean"] = _mean(list(pt["reward_seen"])) if "reward_seen" in pt else math.nan
     out["reward_heldout_mean"] = _mean(list(pt["reward_heldout"])) if "reward_heldout" in pt else math.nan
+    # what an attempt cost, where the agent's CLI says (NaN for replay agents)
+    for col in ("agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens"):
+        out[f"{col}_mean"] = _mean([x for x in pt[col] if x is not None]) if col in pt else math.nan
+    gm = out["speedup_seen_geomean"]
+    cost, hours = out["cost_usd_mean"], out["agent_wall_s_mean"] / 3600 if not math.isnan(
+        out["agent_wall_s_mean"]) else math.nan
+    out["speedup_per_usd"] = (gm - 1) / cost if cost and not math.isnan(cost) and not math.isnan(gm) else math.nan
+    out["speedup_per_hour"] = (gm - 1) / hours if hours and not math.isnan(hours) and not math.isnan(gm) \
+        else math.nan
     return out
 
 
