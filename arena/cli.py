@@ -330,7 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         TimeRemainingColumn
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TextColumn("ETA"),
+                        TextColumn("[red]{task.fields[failed]} not passed"), TimeElapsedColumn(), TextColumn("ETA"),
                         TimeRemainingColumn(), console=console, disable=args.quiet, transient=False)
     bar = progress.add_task("verdicts", total=None, failed=0)
     failed = 0
