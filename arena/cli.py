@@ -325,6 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ArenaError("--gpus needs a GPU backend", key="--gpus")
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})" + (f", GPUs {gpus}" if gpus else "")
+                  + (f", {args.workers_per_gpu} workers each" if args.workers_per_gpu > 1 else "")
                   + (" via Ray" if args.executor == "ray" else ""))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
@@ -346,7 +347,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with progress:
         run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=on_verdict,
             gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
-            build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n))
+            build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n),
+            workers_per_gpu=args.workers_per_gpu)
     all_records = list(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     return 0
@@ -512,7 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timing-memory", type=float,
                    help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
     r.add_argument("--quiet", action="store_true")
-    r.add_argument("--gpus", help="GPU indices, one worker each (e.g. 0,1,2,3); default: one GPU")
+    r.add_argument("--gpus", help="GPU indices (e.g. 0,1,2,3); default: one GPU")
+    r.add_argument("--workers-per-gpu", type=int, default=1,
+                   help="evaluations side by side on each GPU (default 1); their timed rounds still take the GPU "
+                        "one at a time, and no other work runs on it meanwhile")
     r.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="ray: each (agent, task, repeat) is a Ray task with one GPU (pip install 'kernel-arena[ray]')")
     r.add_argument("--ray-address", help="an existing Ray cluster (default: $RAY_ADDRESS, else a local one)")

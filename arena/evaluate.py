@@ -256,6 +256,8 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     }
     frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, private_dirs, end_by)
     verdicts = _assemble(task, split_configs, frames, exit_info, base, build_info, device)
+    for v in verdicts:
+        v.phases = {"build_s": build_info["seconds"], **exit_info["phases"]}
     return finish(verdicts)
 
 
@@ -316,6 +318,19 @@ def sandbox_spec(task: Task, job: dict[str, Any], scratch: Path, triton_dir: Pat
             "write": [str(scratch), str(triton_dir), "/dev"]}
 
 
+_LIVE: set[subprocess.Popen] = set()      # workers running now, across the runner's threads
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_live_workers() -> int:
+    """Kill every worker still running (an interrupted run); returns how many there were."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _kill_group(proc)
+    return len(live)
+
+
 def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
                 task: Task, private_dirs: Sequence[Path] = (), end_by: float | None = None
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -329,17 +344,36 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     triton_dir.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
     job = {**job, "key": key.hex(), "sandbox": sandbox_spec(task, job, cwd, triton_dir, private_dirs)}
+    lock_fds: tuple[int, ...] = ()
+    if device.gpu_key is not None:
+        from arena.gpulock import open_fds
+
+        lock_fds = open_fds(device.gpu_key)     # this worker's own descriptions of the GPU's lock files
+        job["gpu_lock"] = list(lock_fds)
     log_path = (work_dir / "worker.log") if work_dir else cwd / "worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
+    spawned = time.monotonic()
     with open(log_path, "ab") as logf:
         proc = subprocess.Popen(
             [sys.executable, "-P", "-m", "arena.worker", str(job_r), str(res_w)],
-            pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
             cwd=cwd, env=_worker_env(device, cwd, triton_dir), start_new_session=True)
-    os.close(job_r)
-    os.close(res_w)
+    for fd in (job_r, res_w, *lock_fds):
+        os.close(fd)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        return _talk_to_worker(proc, job, key, res_r, job_w, spawned, timeouts, end_by, log_path, work_dir, cwd)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+
+
+def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res_r: int, job_w: int,
+                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path,
+                    work_dir: Path | None, cwd: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     frames: list[dict[str, Any]] = []
     q: queue.Queue = queue.Queue()
     read_signed = signed_reader(res_r, key)
@@ -348,6 +382,8 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         try:
             while True:
                 f = read_signed()
+                if f is not None:
+                    f["_t"] = time.monotonic() - spawned    # when it arrived, for the phase times
                 q.put(f)
                 if f is None:
                     return
@@ -402,7 +438,44 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         pass
     shutil.rmtree(cwd, ignore_errors=True)
     return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail,
-                    "log_path": str(log_path) if work_dir else "", "stage": stage}
+                    "log_path": str(log_path) if work_dir else "", "stage": stage,
+                    "phases": phase_times(frames)}
+
+
+def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Where the worker's wall time went, from the arrival times of its frames (seconds):
+    start (spawn to its first frame: Python, torch, the task), load (the sides, the timer,
+    the sandbox), correctness and timing (each config's stage frame to its result), and the
+    part of those spent waiting for the GPU's lock (``arena.gpulock``); inside timing: the
+    warm-up, the profiler's start, stop and read-out, the renewal and checking of input sets
+    between rounds, the checks of timed outputs, the making of timed inputs and poisoning of
+    outputs before each call, the time alone on the GPU (exclusive lock held) and the timed
+    device spans themselves (both sides)."""
+    out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
+           "worker_s": 0.0, "warm_s": 0.0, "profiler_s": 0.0, "refresh_s": 0.0, "timed_gpu_s": 0.0,
+           "alone_s": 0.0, "prepare_s": 0.0, "verify_s": 0.0}
+    timed = [f for f in frames if "_t" in f]
+    if not timed:
+        return out
+    out["start_s"] = timed[0]["_t"]
+    out["worker_s"] = timed[-1]["_t"]
+    opened: dict[tuple[str, str], float] = {}
+    for f in timed:
+        if f.get("type") == "stage" and f.get("stage") in ("correctness", "performance"):
+            opened[(f["stage"], f.get("config", ""))] = f["_t"]
+            if out["load_s"] == 0.0 and f["stage"] == "correctness":
+                out["load_s"] = f["_t"] - out["start_s"]
+        elif f.get("type") == "config":
+            phase = "correctness" if f.get("phase") == "correctness" else "performance"
+            t0 = opened.pop((phase, f.get("config", "")), None)
+            if t0 is not None:
+                out["correctness_s" if phase == "correctness" else "timing_s"] += f["_t"] - t0
+            r = f.get("result", {})
+            out["lock_wait_s"] += float(r.get("lock_wait_s") or 0.0)
+            for k in ("warm_s", "profiler_s", "refresh_s", "alone_s", "prepare_s", "verify_s"):
+                out[k] += float(r.get(k) or 0.0)
+            out["timed_gpu_s"] += sum(sum(v) for v in (r.get("spans_us") or {}).values()) / 1e6
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 def json_key(*parts: Any) -> str:

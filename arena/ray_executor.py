@@ -1,7 +1,8 @@
 """Running a plan's units as Ray tasks (``arena run --executor ray``).
 
-Each (agent, task, repeat) becomes one Ray task asking for one GPU (``num_gpus=1``; one
-CPU on the cpu backend), so Ray never gives a GPU to two evaluations at once. The task runs
+Each (agent, task, repeat) becomes one Ray task asking for a GPU (``num_gpus=1``, or a
+share of one with ``per_gpu`` > 1; one CPU on the cpu backend). Tasks sharing a GPU are
+timed one at a time through the GPU's lock files on their node (``arena.gpulock``). The task runs
 the same ``run_unit`` as the local executor, into a scratch run directory on its node, and
 returns its Verdicts and a tarball of its artifacts; the driver alone appends records and
 unpacks artifacts, so records.jsonl has one writer and ``--resume`` works as for local runs.
@@ -43,7 +44,8 @@ def _unit_task(unit: Any, plan: Any, kind: str, run_id: str, split_seed: int | N
 
 
 def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: str, split_seed: int | None,
-               timing: bool | None, emit: Callable[[Verdict], None], *, address: str | None = None) -> None:
+               timing: bool | None, emit: Callable[[Verdict], None], *, address: str | None = None,
+               per_gpu: int = 1) -> None:
     try:
         import ray
     except ImportError as exc:
@@ -56,7 +58,7 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
                  runtime_env={"env_vars": {"PYTHONPATH": str(PACKAGE_ROOT)}})
     try:
-        resources = {"num_gpus": 1} if device.runs_kernels else {"num_cpus": 1}
+        resources = {"num_gpus": 1.0 / per_gpu} if device.runs_kernels else {"num_cpus": 1}
         remote = ray.remote(max_retries=0, **resources)(_unit_task)
         pending = {remote.remote(u, plan, device.kind, run_id, split_seed, timing): u for u in units}
         while pending:

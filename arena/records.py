@@ -156,6 +156,8 @@ class Verdict:
     finished_at: str = ""
     wall_s: float = 0.0
     agent_run: dict[str, Any] = field(default_factory=dict)   # an agent's run: wall_s, exit_reason, tokens, cost
+    phases: dict[str, float] = field(default_factory=dict)    # the evaluation's seconds: build, start, load,
+    #                                                            correctness, timing, lock_wait (arena.evaluate)
     record_version: int = RECORD_VERSION
 
     @property

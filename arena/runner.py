@@ -8,7 +8,9 @@ runs/<name>/
 A (agent, task, repeat) is done when a record exists for each of its splits; ``resume``
 skips those and redoes the rest, so nothing is lost or written twice, even after kill -9
 (records.jsonl is append-only, each line fsynced, a torn last line dropped). Units run on
-one device, on one thread per GPU (``gpus``), or as Ray tasks (``executor="ray"``). A task
+one device or on several GPUs (``gpus``), ``workers_per_gpu`` threads each, or as Ray tasks
+(``executor="ray"``). Evaluations sharing a GPU are timed one at a time
+(``arena.gpulock``). A task
 that fails to load or an evaluation that breaks the harness is recorded as a failure and
 the run goes on.
 """
@@ -157,13 +159,16 @@ def plan_units(plan: RunPlan, done: set[tuple[str, str, int, str]]) -> list[Unit
 def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timing: bool | None = None,
         on_verdict: Callable[[Verdict], None] | None = None, gpus: Sequence[int] | None = None,
         executor: str = "local", ray_address: str | None = None, prebuild: bool = True,
-        build_jobs: int | None = None, on_start: Callable[[int], None] | None = None) -> list[Verdict]:
+        build_jobs: int | None = None, on_start: Callable[[int], None] | None = None,
+        workers_per_gpu: int = 1) -> list[Verdict]:
     """Execute a plan into ``out``; returns the verdicts written by this call.
 
-    ``gpus``: one worker thread per GPU index, each claiming units from one queue, so no GPU
-    ever runs two evaluations at once. ``executor="ray"``: every unit is a Ray task
-    (num_gpus=1 on a GPU backend) on the cluster at ``ray_address``; records are written here
-    by the driver only. ``prebuild``: the HIP files the plan knows ahead (the tasks' own
+    ``gpus``: GPU indices; ``workers_per_gpu`` worker threads on each (default one), all
+    claiming units from one queue. Workers on one GPU build, start, check and warm up side by
+    side, but their timed rounds take the GPU's lock exclusively (``arena.gpulock``): no GPU
+    ever times two evaluations at once, nor runs another's kernels while it times one.
+    ``executor="ray"``: every unit is a Ray task (num_gpus=1/workers_per_gpu on a GPU
+    backend) on the cluster at ``ray_address``; records are written here by the driver only. ``prebuild``: the HIP files the plan knows ahead (the tasks' own
     kernels) are built on every CPU core first, into the shared content-addressed cache."""
     out = Path(out)
     rec_path = out / "records.jsonl"
@@ -172,9 +177,12 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                          "another --out", path=out)
     if executor not in ("local", "ray"):
         raise ArenaError(f"unknown executor {executor!r}; choose local or ray", key="--executor")
+    if workers_per_gpu < 1:
+        raise ArenaError(f"--workers-per-gpu must be at least 1, not {workers_per_gpu}", key="--workers-per-gpu")
     open_run(out, {"agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
                    "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
-                   "gpus": list(gpus) if gpus else None, "executor": executor})
+                   "gpus": list(gpus) if gpus else None, "workers_per_gpu": workers_per_gpu,
+                   "executor": executor})
     run_id = out.name
     previous = list(records.read(rec_path))
     done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}
@@ -205,15 +213,19 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     if executor == "ray":
         from arena.ray_executor import run_on_ray
 
-        run_on_ray(units, plan, device, out, run_id, split_seed, timing, emit, address=ray_address)
+        run_on_ray(units, plan, device, out, run_id, split_seed, timing, emit, address=ray_address,
+                   per_gpu=workers_per_gpu)
         return written
     devices = [device] if not gpus else [_on_gpu(device, i) for i in gpus]
+    devices = [d for d in devices for _ in range(workers_per_gpu)]
     q: queue.Queue = queue.Queue()
     for u in units:
         q.put(u)
 
+    stop = threading.Event()
+
     def worker(dev: Device) -> None:
-        while True:
+        while not stop.is_set():
             try:
                 u = q.get_nowait()
             except queue.Empty:
@@ -221,14 +233,22 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
             for v in run_unit(u, plan, dev, out, run_id, split_seed, timing):
                 emit(v)
 
-    if len(devices) == 1:
-        worker(devices[0])
-    else:
-        threads = [threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}") for d in devices]
+    threads = [threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}-{k}", daemon=True)
+               for k, d in enumerate(devices)]
+    try:
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():
+                t.join(0.5)
+    except KeyboardInterrupt:
+        # Ctrl-C / SIGINT: claim nothing more and stop the evaluations in flight; what was recorded
+        # stays, --resume redoes the rest
+        stop.set()
+        from arena.evaluate import kill_live_workers
+
+        kill_live_workers()
+        raise
     return written
 
 

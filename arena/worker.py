@@ -155,6 +155,10 @@ class Evaluation:
         self.gpu = self.torch_device == "cuda"
         self.seal = None
         self.rng = random.SystemRandom()     # seeds no one can predict from the job
+        from arena.gpulock import GpuLock
+
+        # correctness shares the GPU with other evaluations; the timed rounds have it alone
+        self.gpu_lock = GpuLock(*(job.get("gpu_lock") or (None, None)))
 
     def send(self, **obj: Any) -> None:
         self._send(obj)
@@ -221,13 +225,17 @@ class Evaluation:
                 self.job.get("timing_params", {}).get("torch_compile"):
             import torch
 
+            # compile in this thread: inductor's pool of compile workers starts threads at times of its
+            # own, which the candidate's thread check would then see
+            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
             self.compiled = Side(self.task, {"language": "reference"}, self.reference, self.torch_device)
             self.compiled.fn = torch.compile(self.reference.reference)
         if self.gpu and self.job.get("timing"):
             from arena.timing.timer import DeviceTimer
 
-            self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
-            self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])   # the profiler starts now
+            with self.gpu_lock.shared():
+                self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
+                self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])   # profiler starts
         import arena.check.compare  # noqa: F401 - every harness module is loaded before the seal
         import arena.check.inputs  # noqa: F401
 
@@ -278,7 +286,9 @@ class Evaluation:
                                                                         f"at config {lost}"})
                 continue
             self.send(type="stage", stage="correctness", split=name, config=config.name)
+            waited = self.gpu_lock.waited_s
             result = self.check_config(config)
+            result["lock_wait_s"] = round(self.gpu_lock.waited_s - waited, 3)
             self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
             if result["status"] == "INTEGRITY_VIOLATION":
                 raise GateFailure(result["status"], result["message"])
@@ -291,7 +301,9 @@ class Evaluation:
         for cfg in split["configs"]:
             config = Config(**cfg)
             self.send(type="stage", stage="performance", split=name, config=config.name)
+            waited = self.gpu_lock.waited_s
             result = self.time_config(config)
+            result["lock_wait_s"] = round(self.gpu_lock.waited_s - waited, 3)
             self.send(type="config", split=name, phase="performance", config=config.name, result=result)
             if result.get("status") == "INTEGRITY_VIOLATION":
                 raise GateFailure(result["status"], result["message"])
@@ -389,29 +401,34 @@ class Evaluation:
         worst: dict[str, Any] = {"status": "PASSED", "seeds": seeds}
         try:
             for seed in seeds:
-                ins = self.make_inputs(seed)
-                outs = self.allocate_outputs()
-                views = [o.view(o.shape) for o in outs]
-                meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
-                self.sync()
-                self.call_candidate(list(ins.values()), outs)
+                # GPU work in short shared sections (arena.gpulock): a timed round elsewhere waits
+                # for one call or one check, not for a whole config
+                with self.gpu_lock.shared():
+                    ins = self.make_inputs(seed)
+                    outs = self.allocate_outputs()
+                    views = [o.view(o.shape) for o in outs]
+                    meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
+                    self.sync()
+                    self.call_candidate(list(ins.values()), outs)
                 bad = self._outputs_intact(outs, meta)
                 if bad:
                     return {**worst, **bad}
-                # the reference runs now, on inputs made again from the seed: nothing the candidate saw
-                bad_input, fresh = self.mutated_input(list(ins.values()), seed)
-                if bad_input >= 0:
-                    return {**worst, "status": "INPUT_MUTATED",
-                            "message": f"input {list(ins)[bad_input]!r} was written to"}
-                del ins
-                expected = self.expected(fresh, self._scalars)
-                for spec, out, ref in zip(self.task.outputs, views, expected):
-                    res = compare_output(spec.name, out, ref, self.task.tolerance_for(spec.dtype))
-                    stats = {k: v for k, v in asdict(res).items() if k != "status"}
-                    if res.status.value != "PASSED":
-                        return {**worst, **stats, "status": res.status.value, "seed": seed}
-                    worst = _merge_worst(worst, stats)
-                del expected, fresh
+                with self.gpu_lock.shared():
+                    # the reference runs now, on inputs made again from the seed: nothing the candidate saw
+                    bad_input, fresh = self.mutated_input(list(ins.values()), seed)
+                    if bad_input >= 0:
+                        return {**worst, "status": "INPUT_MUTATED",
+                                "message": f"input {list(ins)[bad_input]!r} was written to"}
+                    del ins
+                    expected = self.expected(fresh, self._scalars)
+                    for spec, out, ref in zip(self.task.outputs, views, expected):
+                        res = compare_output(spec.name, out, ref, self.task.tolerance_for(spec.dtype))
+                        stats = {k: v for k, v in asdict(res).items() if k != "status"}
+                        if res.status.value != "PASSED":
+                            return {**worst, **stats, "status": res.status.value, "seed": seed}
+                        worst = _merge_worst(worst, stats)
+                    del expected, fresh
+                    self.sync()
         except GateFailure as exc:
             return {**worst, "status": exc.status, "message": exc.message}
         return worst
@@ -426,15 +443,20 @@ class Evaluation:
         self._set_config(config)
         tp = self.job.get("timing_params", {})
         rng = self.rng
+        shared = self.gpu_lock.shared
         try:
-            probe = self.make_inputs(rng.getrandbits(62))
-            set_bytes = sum(t.numel() * t.element_size() for t in probe.values())
-            out_bytes = sum(o.numel() * o.element_size() for o in self.allocate_outputs())
+            # inputs, JIT compiles, warm-up and checks in short shared sections beside other
+            # evaluations' work; each timed round alone on the GPU (arena.gpulock)
+            with shared():
+                probe = self.make_inputs(rng.getrandbits(62))
+                set_bytes = sum(t.numel() * t.element_size() for t in probe.values())
+                out_bytes = sum(o.numel() * o.element_size() for o in self.allocate_outputs())
+                del probe
+                torch.cuda.synchronize()
             per_set = 2 * set_bytes + 4 * out_bytes
             free, _ = torch.cuda.mem_get_info()
             budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
             n_sets = int(max(1, min(int(tp.get("max_sets", 8)), budget // max(per_set, 1))))
-            del probe
             sets: list[dict[str, Any]] = []
             oks: list = []
             tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
@@ -442,9 +464,12 @@ class Evaluation:
             if self.compiled is not None:
                 side_list.append(("compiled", self.compiled))
 
+            spent = {"verify_s": 0.0, "prepare_s": 0.0}
+
             def verify() -> None:
                 """The candidate's outputs of the round just timed, against the reference on inputs
                 made again from each set's seed (which also shows the inputs were left alone)."""
+                t0 = time.perf_counter()
                 for st in sets:
                     if st["ins"] is None:
                         continue
@@ -457,18 +482,20 @@ class Evaluation:
                     for o, e, tol in zip(st["outs"]["candidate"], exp, tolerances):
                         oks.append(all_ok(check_tensors(o, e, tol)))
                     del exp, fresh
+                spent["verify_s"] += time.perf_counter() - t0
 
             def fill(round_no: int) -> None:
                 """New input sets for the next round. A set's seed is drawn and its inputs made
                 only right before its first call: when the candidate runs, no later input exists
                 anywhere (nothing to batch ahead or precompute)."""
-                if sets:
-                    verify()
-                sets.clear()
-                for _ in range(n_sets):
-                    sets.append({"seed": None, "ins": None,
-                                 "outs": {name: self.allocate_outputs() for name, _ in side_list}})
-                torch.cuda.synchronize()
+                with shared():
+                    if sets:
+                        verify()
+                    sets.clear()
+                    for _ in range(n_sets):
+                        sets.append({"seed": None, "ins": None,
+                                     "outs": {name: self.allocate_outputs() for name, _ in side_list}})
+                    torch.cuda.synchronize()
 
             def materialise(i: int) -> None:
                 st = sets[i]
@@ -482,11 +509,13 @@ class Evaluation:
             sides: dict[str, dict[str, Callable[[int], None]]] = {}
             for name, side in side_list:
                 def prepare(i: int, name=name) -> None:
+                    t0 = time.perf_counter()
                     materialise(i)
                     for o in sets[i]["outs"][name]:
                         poison_(o)
                     if name == "candidate":
                         self.threads.before()
+                    spent["prepare_s"] += time.perf_counter() - t0
 
                 def call(i: int, side=side, name=name) -> None:
                     t0 = time.perf_counter()
@@ -507,29 +536,38 @@ class Evaluation:
 
                 sides[name] = {"prepare": prepare, "call": call, "after": after}
             warnings: list[str] = []
-            for name in list(sides):
+            t_warm = time.perf_counter()
+            # the trusted sides first: threads torch.compile leaves (its compile workers) are then in the
+            # snapshot the candidate's warm-up calls are checked against
+            for name in sorted(sides, key=lambda n: n == "candidate"):
                 try:
                     # as in a timed sample: the harness's own work is done before the call starts
                     self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), torch.cuda.synchronize(),
-                                                          sides[name]["call"](0), sides[name]["after"](0)))
+                                                          sides[name]["call"](0), sides[name]["after"](0)),
+                                       around=shared)
                 except GateFailure as exc:
                     if name != "compiled":
                         raise
                     warnings.append(f"torch_compile_failed: {exc.message[:200]}")
                     del sides[name]
             self.guard_check("the candidate's warm-up")
+            warm_s = time.perf_counter() - t_warm
             for v in host_us.values():
                 v.clear()
             fill(0)    # checks the warm-up's outputs; the timed rounds start from inputs no call has seen
+            spent["prepare_s"] = 0.0
+            alone0 = self.gpu_lock.alone_s
             samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                                   max_pairs=int(tp.get("max_pairs", 400)),
                                   target_rse=float(tp.get("target_rse", 0.01)),
                                   cap_s=float(tp.get("cap_s", 4.0)),
-                                  refresh=fill)
+                                  refresh=fill, alone=self.gpu_lock.exclusive)
+            alone_s = self.gpu_lock.alone_s - alone0
             torch.cuda.synchronize()
             self.guard_check("the candidate's timed calls")
-            verify()
-            torch.cuda.synchronize()
+            with shared():
+                verify()
+                torch.cuda.synchronize()
             n_bad = int(sum(0 if bool(ok) else 1 for ok in oks))
             # the eager reference (a trusted candidate) is torch's kernels by definition
             library = [] if self.candidate_trusted else \
@@ -540,6 +578,9 @@ class Evaluation:
             return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000]}
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
                                   "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
+                                  "profiler_s": round(samples.profiler_s, 3), "refresh_s": round(samples.refresh_s, 3),
+                                  "warm_s": round(warm_s, 3), "alone_s": round(alone_s, 3),
+                                  "verify_s": round(spent["verify_s"], 3), "prepare_s": round(spent["prepare_s"], 3),
                                   "warnings": samples.warnings + warnings, "timed_checks": len(oks),
                                   "timed_bad": n_bad, "host_us": host_us,
                                   "kernels": sorted(samples.kernels.get("candidate", ()))[:50]}

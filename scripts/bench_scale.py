@@ -9,7 +9,10 @@ time, so each time is the compiler's own, then all files again in parallel on ev
 then once more from the filled cache, for the machine's build targets (sm_90 through the
 HIP->CUDA route where nvcc exists, gfx90a where hipcc exists). ``records`` reads run records
 (e.g. a validation run's) and prints per-verdict evaluation wall time, per-task wall time, and
-the timed GPU time (samples x median, both sides) over the evaluation wall time.
+the timed GPU time (samples x median, both sides) over the evaluation wall time, where each
+evaluation's time went (build, worker start, load, correctness, timing and inside it the
+warm-up, the profiler, the input renewal and the timed spans; the wait for the GPU's lock),
+and the run's span from the first start to the last end.
 """
 
 from __future__ import annotations
@@ -101,6 +104,29 @@ def from_records(paths: list[str]) -> None:
     if cold_builds:
         print(f"uncached HIP builds inside evaluations: median {statistics.median(cold_builds):.2f} s, "
               f"p90 {_q(cold_builds, 0.9):.2f} s (n={len(cold_builds)})")
+    phases: dict[tuple, dict[str, float]] = {}
+    for v in vs:
+        if v.phases:
+            phases.setdefault((v.agent, v.task_id, v.repeat, v.started_at), v.phases)
+    if phases:
+        keys = ("build_s", "start_s", "load_s", "correctness_s", "timing_s", "lock_wait_s", "warm_s", "profiler_s",
+                "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s")
+        total = {k: sum(p.get(k, 0.0) for p in phases.values()) for k in keys}
+        whole = sum(evals[k] for k in phases)
+        print(f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
+              f"is inside correctness and timing; warm, profiler, refresh and timed_gpu inside timing):")
+        for k in keys:
+            print(f"  {k[:-2]:12s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
+                  f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")
+    from datetime import datetime
+
+    starts = [datetime.fromisoformat(v.started_at) for v in vs if v.started_at]
+    ends = [datetime.fromisoformat(v.finished_at) for v in vs if v.finished_at]
+    if starts and ends:
+        span = (max(ends) - min(starts)).total_seconds()
+        print(f"run span (first evaluation's start to the last one's end): {span / 60:.1f} min for {len(tasks)} "
+              f"tasks ({span / max(1, len(tasks)):.1f} s per task); timed GPU work is "
+              f"{100 * timed_frac_num / max(span, 1e-9):.1f}% of it")
 
 
 def main() -> int:

@@ -121,3 +121,25 @@ def test_hip_files_are_built_ahead_into_the_shared_cache(tmp_path, monkeypatch):
     assert cold["built"] >= 1 and cold["failed"] == 0 and cold["cached"] == 0
     warm = prebuild(files, detect("cpu"), jobs=2)
     assert warm["cached"] == cold["built"] and warm["built"] == 0
+
+
+def test_ctrl_c_stops_a_run_promptly_and_resume_finishes_it(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "arena", "--tasks-dir", str(FIX), "run", "--agent", "baseline",
+           "--tasks", "triton2triton/axpy", "--split", "smoke", "--repeats", "8", "--device", "cpu",
+           "--workers-per-gpu", "2", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rec = out / "records.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(_keys(rec)) < 1:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    proc.wait(timeout=60)
+    assert time.monotonic() - t0 < 20, "an interrupted run must not wait for the evaluations in flight"
+    first = _keys(rec)
+    assert 1 <= len(first) < 8
+    rc = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True)
+    assert rc.returncode == 0, rc.stderr[-2000:]
+    keys = _keys(rec)
+    assert keys[:len(first)] == first and len(keys) == len(set(keys)) == 8

@@ -36,6 +36,14 @@ class Device:
     memory_bytes: int | None = None
     toolchains: dict[str, str] = field(default_factory=dict)
     index: int | None = None       # the GPU's index on its host, where a run uses several (--gpus)
+    uuid: str | None = None        # the physical GPU, whatever the visible-device masking
+
+    @property
+    def gpu_key(self) -> str | None:
+        """Names the physical GPU for ``arena.gpulock`` (None on the cpu: nothing to share)."""
+        if not self.runs_kernels:
+            return None
+        return f"{self.kind}-{self.uuid}" if self.uuid else f"{self.kind}-{self.name}-{self.index or 0}"
 
     @property
     def visible_devices(self) -> dict[str, str]:
@@ -133,6 +141,7 @@ def detect(requested: str | None = None, index: int | None = None) -> Device:
         vendor = "amd"
     l2 = int(getattr(props, "L2_cache_size", 0) or 0)
     llc = max(l2, _EXTRA_LLC_BYTES.get(arch, 0)) or 64 * 2**20
+    uuid = str(getattr(props, "uuid", "") or "") or None
     return Device(kind=kind, name=props.name, vendor=vendor, arch=arch, warp_size=warp, llc_bytes=llc,
                   sm_count=int(props.multi_processor_count), memory_bytes=int(props.total_memory),
-                  toolchains=toolchains(), index=index)
+                  toolchains=toolchains(), index=index, uuid=uuid)

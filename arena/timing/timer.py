@@ -11,6 +11,7 @@ always runs right after the flush.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ class SampleSet:
     wall_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
     kernels: dict[str, set[str]] = field(default_factory=dict)   # names of the device activities per side
+    profiler_s: float = 0.0      # host seconds starting, stopping and reading the profiler
+    refresh_s: float = 0.0       # host seconds renewing input sets between rounds (and checking the last ones)
 
 
 class DeviceTimer:
@@ -62,6 +65,7 @@ class DeviceTimer:
         self.marker_buf = torch.zeros(1, dtype=torch.int32, device=device)
         self._flush_grid = (triton.cdiv(n, _FLUSH_BLOCK),)
         self._tick = 0
+        self.profiler_s = 0.0
 
     def flush(self) -> None:
         self._tick += 1
@@ -71,16 +75,20 @@ class DeviceTimer:
     def marker(self) -> None:
         _arena_end_marker_kernel[(1,)](self.marker_buf)
 
-    def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025) -> None:
-        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune)."""
-        self.flush()
-        self.marker()
-        torch.cuda.synchronize()
+    def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025,
+                around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> None:
+        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune).
+        Each call (and the first flush) runs inside ``around()`` (the GPU's shared lock)."""
+        with around():
+            self.flush()
+            self.marker()
+            torch.cuda.synchronize()
         start = time.perf_counter()
         calls = 0
         while calls < min_calls or time.perf_counter() - start < min_s:
-            call()
-            torch.cuda.synchronize()
+            with around():
+                call()
+                torch.cuda.synchronize()
             calls += 1
             if calls > 10_000:
                 break
@@ -92,7 +100,11 @@ class DeviceTimer:
         from torch.profiler import ProfilerActivity, profile
 
         events = []
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        prof.__enter__()
+        self.profiler_s += time.perf_counter() - t0
+        try:
             for side, prepare, call, after in steps:
                 prepare()
                 torch.cuda.synchronize()  # our fills and checks are done before the flush starts
@@ -107,7 +119,12 @@ class DeviceTimer:
                 after()
                 events.append((side, ev0, ev1))
             torch.cuda.synchronize()
-        windows, warnings = cut_windows(_device_activities(prof), len(steps))
+        finally:
+            t0 = time.perf_counter()
+            prof.__exit__(None, None, None)
+        acts = _device_activities(prof)
+        self.profiler_s += time.perf_counter() - t0
+        windows, warnings = cut_windows(acts, len(steps))
         out = []
         for (side, ev0, ev1), (span, names) in zip(events, windows):
             out.append((side, span, ev0.elapsed_time(ev1) * 1000.0, names))
@@ -164,22 +181,27 @@ def cut_windows(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[tu
 
 def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], None]]], n_sets: int, *,
                 min_pairs: int = 10, max_pairs: int = 400, target_rse: float = 0.01, cap_s: float = 4.0,
-                refresh: Callable[[int], None] | None = None) -> SampleSet:
+                refresh: Callable[[int], None] | None = None,
+                alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> SampleSet:
     """Interleaved samples of two sides until the median of each is known to target_rse.
 
     ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
     A round calls each side once on each set, so no call sees inputs it has seen before
     in that round; ``refresh(round)``, if given, renews the input sets between rounds (not
-    timed)."""
+    timed). Each round's samples are taken inside ``alone()`` (the GPU's exclusive lock, so no
+    other evaluation's kernels run meanwhile); the refresh between rounds is not."""
     names = list(sides)
     result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names},
                        kernels={s: set() for s in names})
     start = time.perf_counter()
+    prof0 = timer.profiler_s
     round_no = 0
     pairs_per_round = n_sets
     while True:
         if refresh is not None and round_no > 0:
+            t0 = time.perf_counter()
             refresh(round_no)
+            result.refresh_s += time.perf_counter() - t0
         steps = []
         for k in range(pairs_per_round):
             i = k % n_sets
@@ -188,7 +210,8 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
                 h = sides[s]
                 steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
                               (lambda h=h, i=i: h["after"](i))))
-        samples, warnings = timer.sample_round(steps)
+        with alone():
+            samples, warnings = timer.sample_round(steps)
         result.warnings.extend(w for w in warnings if w not in result.warnings)
         for side, span, ev, kernels in samples:
             result.spans_us[side].append(span)
@@ -202,4 +225,5 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
             break
     result.rounds = round_no
     result.wall_s = time.perf_counter() - start
+    result.profiler_s = timer.profiler_s - prof0
     return result

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The scale benchmark on a GPU machine, from the repository root:
+#   bash scripts/gpu_scale.sh OUTDIR [WORKERS_PER_GPU] [SECONDS] [SELECTOR]
+# The baseline agent over the selected tasks (default: all) on seen + held-out, on one GPU with
+# WORKERS_PER_GPU evaluations side by side (default 6; their timed rounds take the GPU one at a
+# time), stopped after SECONDS (default 540) and resumable; then where the time went
+# (scripts/bench_scale.py records) and the cold / cached HIP build times of a few tasks.
+set -uo pipefail
+OUT=${1:?usage: gpu_scale.sh OUTDIR [WORKERS_PER_GPU] [SECONDS] [SELECTOR]}
+W=${2:-6}
+SECS=${3:-540}
+SEL=${4:-all}
+mkdir -p "$OUT"
+source scripts/gpu_env.sh
+RUN=${SCALE_RUN:-/tmp/arena-scale}
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+start=$(date +%s)
+timeout -s INT -k 30 "$SECS" python3 -m arena run --agent baseline --tasks "$SEL" --split seen,heldout --device cuda \
+  --workers-per-gpu "$W" --out "$RUN" --resume --quiet > "$OUT/run.txt" 2>&1
+echo "exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/run.txt"
+cp "$RUN/records.jsonl" "$OUT/records.jsonl"
+python3 scripts/bench_scale.py records "$OUT/records.jsonl" 2>&1 | tee "$OUT/bench.txt"
+python3 - "$OUT/records.jsonl" <<'PY' | tee -a "$OUT/bench.txt"
+import sys, collections
+sys.path.insert(0, ".")
+from arena import records
+vs = list(records.read(__import__("pathlib").Path(sys.argv[1])))
+c = collections.Counter((v.status.value) for v in vs)
+print("statuses:", dict(c))
+for v in vs:
+    if v.status.value != "PASSED":
+        print("  ", v.task_id, v.split, v.status.value, v.message[:160].replace("\n", " "))
+PY
