@@ -8,6 +8,7 @@ frames, never from the worker's text output.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -320,14 +321,145 @@ def sandbox_spec(task: Task, job: dict[str, Any], scratch: Path, triton_dir: Pat
 
 _LIVE: set[subprocess.Popen] = set()      # workers running now, across the runner's threads
 _LIVE_LOCK = threading.Lock()
+# the parts of the worker's environment that are its own (scratch places), not its kind
+_PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+# variables that change all the time and that nothing reads before the job: handed over with it
+_PER_JOB_ENV = ("PYTEST_CURRENT_TEST",)
+
+
+@dataclass
+class _Proc:
+    """A started worker waiting for its job: the process, the parent's ends of its pipes, its
+    scratch folder (its cwd, $TMPDIR and log) and the numbers of its GPU lock descriptors."""
+
+    proc: subprocess.Popen
+    job_w: int
+    res_r: int
+    cwd: Path
+    lock_fds: tuple[int, ...]
+    started: float
+
+    def discard(self) -> None:
+        _kill_group(self.proc)
+        for fd in (self.job_w, self.res_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+
+def _spare_key(device: Device) -> str:
+    """Workers started for one device and environment can take each other's jobs."""
+    from arena.gpulock import lock_dir
+
+    env = _worker_env(device, Path("."), Path("."))
+    env = {k: v for k, v in env.items() if k not in _PER_WORKER_ENV + _PER_JOB_ENV}
+    return json_key(sys.executable, sorted(env.items()), device.kind, device.gpu_key,
+                    str(lock_dir()) if device.gpu_key else "")
+
+
+def _spawn_worker(device: Device) -> _Proc:
+    """Start a worker: it imports torch and the harness (and opens the GPU's context) while it
+    waits for a job, so a job handed to it later skips those seconds."""
+    workers = _cache_root() / "workers"
+    workers.mkdir(parents=True, exist_ok=True)
+    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
+    lock_fds: tuple[int, ...] = ()
+    if device.gpu_key is not None:
+        from arena.gpulock import open_fds
+
+        lock_fds = open_fds(device.gpu_key)     # this worker's own descriptions of the GPU's lock files
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    mode = "gpu" if device.runs_kernels and device.kind in ("cuda", "rocm") else "cpu"
+    with open(cwd / "worker.log", "ab") as logf:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "arena.worker", str(job_r), str(res_w), mode],
+            pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            cwd=cwd, env=_worker_env(device, cwd, cwd / "triton"), start_new_session=True)
+    for fd in (job_r, res_w, *lock_fds):
+        os.close(fd)
+    return _Proc(proc, job_w, res_r, cwd, lock_fds, time.monotonic())
+
+
+class _Spares:
+    """Workers started ahead, per device and environment: each job takes one (or starts one if
+    none is ready) and starts a successor, so the next job of that kind finds a worker that
+    has already imported torch. No more wait idle for a kind than jobs of it are running, and
+    no more than ``MAX_IDLE`` beyond all running jobs together (the oldest go first).
+    ``ARENA_SPARE_WORKERS=0`` turns this off (every job then starts its own worker)."""
+
+    MAX_IDLE = 4
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: dict[str, list[_Proc]] = {}
+        self.running: dict[str, int] = {}
+
+    def enabled(self) -> bool:
+        return os.environ.get("ARENA_SPARE_WORKERS", "1") != "0"
+
+    def take(self, device: Device) -> tuple[str, _Proc]:
+        key = _spare_key(device)
+        got = None
+        with self.lock:
+            self.running[key] = self.running.get(key, 0) + 1
+            pool = self.idle.setdefault(key, [])
+            while pool and got is None:
+                p = pool.pop(0)
+                if p.proc.poll() is None:
+                    got = p
+                else:
+                    p.discard()
+            want = self.enabled() and len(pool) < self.running[key]
+        if got is None:
+            got = _spawn_worker(device)
+        if want:
+            spare = _spawn_worker(device)
+            with self.lock:
+                self.idle.setdefault(key, []).append(spare)
+                self._trim()
+        return key, got
+
+    def release(self, key: str) -> None:
+        with self.lock:
+            self.running[key] = max(0, self.running.get(key, 0) - 1)
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep at most MAX_IDLE idle workers beyond the jobs running; the oldest go (under lock)."""
+        cap = self.MAX_IDLE + sum(self.running.values())
+        old = sorted(((p.started, id(p), k, p) for k, ps in self.idle.items() for p in ps), key=lambda t: t[:2])
+        for _, _, k, p in old[:max(0, len(old) - cap)]:
+            self.idle[k].remove(p)
+            p.discard()
+
+    def close(self) -> int:
+        with self.lock:
+            idle = [p for ps in self.idle.values() for p in ps]
+            self.idle.clear()
+        for p in idle:
+            p.discard()
+        return len(idle)
+
+
+_SPARES = _Spares()
+atexit.register(_SPARES.close)
 
 
 def kill_live_workers() -> int:
-    """Kill every worker still running (an interrupted run); returns how many there were."""
+    """Kill every worker still running (an interrupted run), and the ones started ahead;
+    returns how many were running a job."""
     with _LIVE_LOCK:
         live = list(_LIVE)
     for proc in live:
         _kill_group(proc)
+    _SPARES.close()
     return len(live)
 
 
@@ -336,44 +468,43 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run the worker; return its frames and how it ended (timeout stage, return code, log tail).
     ``end_by`` (a time.monotonic() value) caps every stage's deadline."""
-    workers = _cache_root() / "workers"
-    workers.mkdir(parents=True, exist_ok=True)
-    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
     pair = hashlib.sha256(json_key(job.get("candidate"), job.get("baseline")).encode()).hexdigest()[:20]
     triton_dir = _cache_root() / "triton" / pair
     triton_dir.mkdir(parents=True, exist_ok=True)
+    kind, worker = _SPARES.take(device)
+    cwd = worker.cwd
     key = secrets.token_bytes(32)
-    job = {**job, "key": key.hex(), "sandbox": sandbox_spec(task, job, cwd, triton_dir, private_dirs)}
-    lock_fds: tuple[int, ...] = ()
-    if device.gpu_key is not None:
-        from arena.gpulock import open_fds
-
-        lock_fds = open_fds(device.gpu_key)     # this worker's own descriptions of the GPU's lock files
-        job["gpu_lock"] = list(lock_fds)
-    log_path = (work_dir / "worker.log") if work_dir else cwd / "worker.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    job_r, job_w = os.pipe()
-    res_r, res_w = os.pipe()
+    job = {**job, "key": key.hex(), "sandbox": sandbox_spec(task, job, cwd, triton_dir, private_dirs),
+           "env": {"TRITON_CACHE_DIR": str(triton_dir), "TORCHINDUCTOR_CACHE_DIR": str(triton_dir / "inductor"),
+                   **{k: os.environ[k] for k in _PER_JOB_ENV if k in os.environ}}}
+    if worker.lock_fds:
+        job["gpu_lock"] = list(worker.lock_fds)
     spawned = time.monotonic()
-    with open(log_path, "ab") as logf:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "arena.worker", str(job_r), str(res_w)],
-            pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-            cwd=cwd, env=_worker_env(device, cwd, triton_dir), start_new_session=True)
-    for fd in (job_r, res_w, *lock_fds):
-        os.close(fd)
+    proc = worker.proc
     with _LIVE_LOCK:
         _LIVE.add(proc)
     try:
-        return _talk_to_worker(proc, job, key, res_r, job_w, spawned, timeouts, end_by, log_path, work_dir, cwd)
+        frames, info = _talk_to_worker(proc, job, key, worker.res_r, worker.job_w, spawned, timeouts, end_by,
+                                       cwd / "worker.log")
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
+        _SPARES.release(kind)
+    if work_dir:                   # the run keeps the worker's output beside its artifacts
+        work_dir.mkdir(parents=True, exist_ok=True)
+        with open(work_dir / "worker.log", "ab") as out:
+            try:
+                out.write((cwd / "worker.log").read_bytes())
+            except OSError:
+                pass
+        info["log_path"] = str(work_dir / "worker.log")
+    shutil.rmtree(cwd, ignore_errors=True)
+    return frames, info
 
 
 def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res_r: int, job_w: int,
-                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path,
-                    work_dir: Path | None, cwd: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path
+                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     frames: list[dict[str, Any]] = []
     q: queue.Queue = queue.Queue()
     read_signed = signed_reader(res_r, key)
@@ -436,9 +567,7 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
         tail = log_path.read_bytes()[-3000:].decode(errors="replace")
     except OSError:
         pass
-    shutil.rmtree(cwd, ignore_errors=True)
-    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail,
-                    "log_path": str(log_path) if work_dir else "", "stage": stage,
+    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail, "log_path": "", "stage": stage,
                     "phases": phase_times(frames)}
 
 
@@ -450,10 +579,15 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     warm-up, the profiler's start, stop and read-out, the renewal and checking of input sets
     between rounds, the checks of timed outputs, the making of timed inputs and poisoning of
     outputs before each call, the time alone on the GPU (exclusive lock held) and the timed
-    device spans themselves (both sides)."""
+    device spans themselves (both sides). Of the lock: the seconds this evaluation held it
+    shared (other evaluations' timed rounds waited meanwhile), its longest shared section, and
+    the seconds let go for host-only work (Triton compiling). Inside load: ``load_<part>_s``
+    for the parts the worker reports (reference, baseline, timer, profiler, warm, sandbox,
+    candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
            "worker_s": 0.0, "warm_s": 0.0, "profiler_s": 0.0, "refresh_s": 0.0, "timed_gpu_s": 0.0,
-           "alone_s": 0.0, "prepare_s": 0.0, "verify_s": 0.0}
+           "alone_s": 0.0, "prepare_s": 0.0, "verify_s": 0.0, "shared_s": 0.0, "longest_shared_s": 0.0,
+           "off_gpu_s": 0.0}
     timed = [f for f in frames if "_t" in f]
     if not timed:
         return out
@@ -465,6 +599,11 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             opened[(f["stage"], f.get("config", ""))] = f["_t"]
             if out["load_s"] == 0.0 and f["stage"] == "correctness":
                 out["load_s"] = f["_t"] - out["start_s"]
+        elif f.get("type") == "loaded":
+            out["lock_wait_s"] += float(f.get("lock_wait_s") or 0.0)
+            for part, secs in (f.get("parts") or {}).items():
+                if isinstance(secs, (int, float)) and re.fullmatch(r"[a-z_]{1,20}", str(part)):
+                    out[f"load_{part}_s"] = out.get(f"load_{part}_s", 0.0) + float(secs)
         elif f.get("type") == "config":
             phase = "correctness" if f.get("phase") == "correctness" else "performance"
             t0 = opened.pop((phase, f.get("config", "")), None)
@@ -472,6 +611,12 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
                 out["correctness_s" if phase == "correctness" else "timing_s"] += f["_t"] - t0
             r = f.get("result", {})
             out["lock_wait_s"] += float(r.get("lock_wait_s") or 0.0)
+            out["shared_s"] += float(r.get("shared_s") or 0.0)
+            out["off_gpu_s"] += float(r.get("off_gpu_s") or 0.0)
+            for k in ("exclusive_n", "failed_tries"):
+                if r.get(k):
+                    out[k] = out.get(k, 0.0) + float(r[k])
+            out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))
             for k in ("warm_s", "profiler_s", "refresh_s", "alone_s", "prepare_s", "verify_s"):
                 out[k] += float(r.get(k) or 0.0)
             out["timed_gpu_s"] += sum(sum(v) for v in (r.get("spans_us") or {}).values()) / 1e6

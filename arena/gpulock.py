@@ -4,11 +4,19 @@ Evaluations spend most of their wall time off the GPU's clock (starting Python a
 building, JIT-compiling, making inputs, running the reference). Several of them may share a
 GPU as long as no other evaluation's kernels run while one is being timed. This is a fair
 reader-writer lock over two lock files per physical GPU (``flock``): each piece of GPU work
-of the correctness gate (a call, a check) takes it shared, each timed round takes it
-exclusive. A writer first takes the turnstile, so readers arriving later queue behind it
-while the readers inside drain; but if they have not drained within a short window (one of
-them is JIT-compiling, say), it lets the turnstile go for a moment and tries again, so one
-long reader does not hold every other evaluation up behind a waiting writer.
+of the correctness gate (a call and its check, a warm-up) takes it shared, each timed round
+takes it exclusive. A writer first takes the turnstile, so readers arriving later queue
+behind it while the readers inside drain; if they have not drained within a short window
+(one of them is running a long first call, say), it lets the turnstile go for a while
+(longer after each failed try) and tries again, so one long reader does not hold every
+other evaluation up behind a waiting writer. After ``patience_s`` of that it keeps the
+turnstile and waits for the readers inside, so a stream of overlapping readers cannot
+starve it. Work known to be host-only inside a shared section (Triton's JIT compiler and
+torch.compile's backend, wrapped by the worker) runs with the lock let go (``off_gpu``), so
+compiling holds up no timed round.
+
+A shared section inside an exclusive one is part of it; an exclusive section is never taken
+inside a shared one (``flock`` would convert the lock, not nest it).
 
 The parent opens the files for each evaluation (every worker gets its own open file
 description: ``flock`` locks held through one description do not exclude each other) and
@@ -52,48 +60,103 @@ def open_fds(gpu_key: str) -> tuple[int, int]:
 
 
 class GpuLock:
-    """The worker's side: shared and exclusive sections over the two descriptors (never one
-    inside the other). Counts the seconds spent waiting and alone, for the record."""
+    """The worker's side: shared and exclusive sections over the two descriptors. Counts the
+    seconds spent waiting, holding it shared and alone, for the record."""
 
-    def __init__(self, turnstile_fd: int | None, rw_fd: int | None, *, window_s: float = 0.1):
+    def __init__(self, turnstile_fd: int | None, rw_fd: int | None, *, window_s: float = 0.1,
+                 backoff_max_s: float = 0.4, patience_s: float = 2.0):
         self.turnstile = turnstile_fd
         self.rw = rw_fd
         self.window_s = window_s     # how long a writer keeps new readers out while it waits
+        self.backoff_max_s = backoff_max_s   # the longest pause of a writer between tries
+        self.patience_s = patience_s  # after this long, a writer keeps the turnstile until the readers drain
+        self.mode: str | None = None  # "shared" or "exclusive" while inside a section
         self.waited_s = 0.0
         self.alone_s = 0.0       # seconds inside exclusive sections (the GPU kept from everyone else)
+        self.shared_s = 0.0      # seconds inside shared sections (writers kept waiting)
+        self.longest_shared_s = 0.0
+        self.off_gpu_s = 0.0     # seconds let go inside shared sections for host-only work
+        self.exclusive_n = 0     # exclusive sections taken, and the tries a drain did not finish in time
+        self.failed_tries = 0
+        self._since = 0.0
 
     @property
     def active(self) -> bool:
         return self.turnstile is not None and self.rw is not None
 
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        if not self.active:
-            yield
-            return
+    def _enter_shared(self) -> None:
         t0 = time.monotonic()
         fcntl.flock(self.turnstile, fcntl.LOCK_EX)   # behind any waiting writer
         fcntl.flock(self.turnstile, fcntl.LOCK_UN)
         fcntl.flock(self.rw, fcntl.LOCK_SH)
-        self.waited_s += time.monotonic() - t0
+        self._since = time.monotonic()
+        self.waited_s += self._since - t0
+
+    def _leave_shared(self) -> None:
+        fcntl.flock(self.rw, fcntl.LOCK_UN)
+        held = time.monotonic() - self._since
+        self.shared_s += held
+        self.longest_shared_s = max(self.longest_shared_s, held)
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        if not self.active or self.mode is not None:    # no lock, or already inside a section
+            yield
+            return
+        self._enter_shared()
+        self.mode = "shared"
         try:
             yield
         finally:
-            fcntl.flock(self.rw, fcntl.LOCK_UN)
+            self.mode = None
+            self._leave_shared()
+
+    @contextlib.contextmanager
+    def off_gpu(self) -> Iterator[None]:
+        """Host-only work (a compiler) inside a shared section: the lock is let go meanwhile
+        and taken again, behind any waiting writer, afterwards. Elsewhere: nothing."""
+        if not self.active or self.mode != "shared":
+            yield
+            return
+        self._leave_shared()
+        self.mode = "off"
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.off_gpu_s += time.monotonic() - t0
+            self._enter_shared()
+            self.mode = "shared"
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        if not self.active:
+        if self.mode == "exclusive" or not self.active:
             yield
             return
+        if self.mode is not None:
+            raise RuntimeError("an exclusive section cannot be taken inside a shared one")
         t0 = time.monotonic()
+        tries = 0
         while not self._try_exclusive():
-            time.sleep(random.uniform(0.01, 0.05))   # a long reader inside: the others go on meanwhile
+            tries += 1
+            if time.monotonic() - t0 > self.patience_s:
+                # readers kept overlapping (or one is long): no new one gets in from now on, so this
+                # writer cannot starve; it waits for the ones inside
+                fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+                fcntl.flock(self.rw, fcntl.LOCK_EX)
+                break
+            # a long reader inside: the others go on meanwhile, for longer after each failed try
+            pause = min(self.backoff_max_s, 0.02 * 2 ** tries)
+            time.sleep(random.uniform(0.5, 1.0) * pause)
         t1 = time.monotonic()
         self.waited_s += t1 - t0
+        self.exclusive_n += 1
+        self.failed_tries += tries
+        self.mode = "exclusive"
         try:
             yield
         finally:
+            self.mode = None
             fcntl.flock(self.rw, fcntl.LOCK_UN)
             fcntl.flock(self.turnstile, fcntl.LOCK_UN)
             self.alone_s += time.monotonic() - t1

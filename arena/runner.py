@@ -198,9 +198,12 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         on_start(sum(len(u.todo) for u in units))
     written: list[Verdict] = []
     lock = threading.Lock()
+    stop = threading.Event()
 
     def emit(v: Verdict) -> None:
         with lock:                       # one writer at a time: whole lines, fsynced
+            if stop.is_set():            # interrupted: what finishes now was cut short, not failed
+                return
             records.append(rec_path, v)
             written.append(v)
             if on_verdict:
@@ -222,8 +225,6 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     for u in units:
         q.put(u)
 
-    stop = threading.Event()
-
     def worker(dev: Device) -> None:
         while not stop.is_set():
             try:
@@ -244,7 +245,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     except KeyboardInterrupt:
         # Ctrl-C / SIGINT: claim nothing more and stop the evaluations in flight; what was recorded
         # stays, --resume redoes the rest
-        stop.set()
+        with lock:
+            stop.set()
         from arena.evaluate import kill_live_workers
 
         kill_live_workers()

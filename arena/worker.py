@@ -159,6 +159,16 @@ class Evaluation:
 
         # correctness shares the GPU with other evaluations; the timed rounds have it alone
         self.gpu_lock = GpuLock(*(job.get("gpu_lock") or (None, None)))
+        if self.gpu and self.gpu_lock.active:
+            _compile_off_gpu(self.gpu_lock)
+        self.marks: dict[str, float] = {}
+        self._mark = time.perf_counter()
+
+    def mark(self, part: str) -> None:
+        """How long a part of loading took (seconds since the last mark), for the record."""
+        now = time.perf_counter()
+        self.marks[part] = round(self.marks.get(part, 0.0) + now - self._mark, 3)
+        self._mark = now
 
     def send(self, **obj: Any) -> None:
         self._send(obj)
@@ -211,7 +221,10 @@ class Evaluation:
         from arena.guard import OpTrace, Seal, ThreadWatch
 
         self.send(type="stage", stage="load")
+        self._mark = time.perf_counter()
+        waited = self.gpu_lock.waited_s
         self.reference = self.load_reference()
+        self.mark("reference")
         # the task's own code first (trusted), then the harness's objects, then the seal, then the candidate
         self.baseline = None
         if self.job.get("timing") and self.job.get("baseline"):
@@ -219,30 +232,39 @@ class Evaluation:
                 self.baseline = Side(self.task, self.job["baseline"], self.reference, self.torch_device)
             except GateFailure as exc:
                 raise GateFailure("TASK_ERROR", f"the task's baseline failed to load: {exc.message}") from None
+        self.mark("baseline")
         # torch2hip: torch.compile of the reference as a second denominator (recorded, never the primary one)
         self.compiled = None
         if self.gpu and self.job.get("timing") and self.task.category == "torch2hip" and \
                 self.job.get("timing_params", {}).get("torch_compile"):
             import torch
 
-            # compile in this thread: inductor's pool of compile workers starts threads at times of its
-            # own, which the candidate's thread check would then see
-            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+            # inductor compiles in a pool of its own (compiling in this thread alone made one task's
+            # configs take minutes on an H200); the threads that pool leaves are started in the warm-up of
+            # the trusted sides, before the candidate's calls are checked (time_config). Its backend
+            # compiles with the GPU's lock let go: a compile takes seconds, no timed round waits for it
             self.compiled = Side(self.task, {"language": "reference"}, self.reference, self.torch_device)
-            self.compiled.fn = torch.compile(self.reference.reference)
+            self.compiled.fn = torch.compile(self.reference.reference, backend=off_gpu_backend(self.gpu_lock))
         if self.gpu and self.job.get("timing"):
             from arena.timing.timer import DeviceTimer
 
             with self.gpu_lock.shared():
                 self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
-                self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])   # profiler starts
+            self.mark("timer")
+            self.timer.sample_round([])          # the profiler starts (host work: no kernel of ours runs)
+            self.mark("profiler")
+            self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)],   # our kernels
+                                    alone=self.gpu_lock.shared)
+            self.mark("timer")
         import arena.check.compare  # noqa: F401 - every harness module is loaded before the seal
         import arena.check.inputs  # noqa: F401
 
-        with OpTrace():            # imports and first-use patches of torch happen now, before the seal
+        with self.gpu_lock.shared(), OpTrace():   # imports and first-use patches of torch happen now, before the seal
             self.torch.ones(4, device=self.torch_device).add_(1)
+            self.sync()
         warm = self.torch.ones(256, 256)    # torch's CPU thread pools start now, not inside a candidate's call
         float((warm @ warm).sum() + self.torch.ones(1 << 21).mul_(2).sum())
+        self.mark("warm")
         self.threads = ThreadWatch()
         sandbox = self.job.get("sandbox")
         if sandbox:
@@ -253,10 +275,25 @@ class Evaluation:
         self.seal = Seal()
         self.threads.before()
         self.candidate_trusted = self.job["candidate"]["language"] == "reference"
+        self.mark("sandbox")
         self.candidate = Side(self.task, self.job["candidate"], self.reference, self.torch_device)
         self.guard_check("loading the candidate")
+        self.mark("candidate")
+        self.send(type="loaded", parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3))
         for split in self.job["splits"]:
             self.run_split(split)
+
+    def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
+        """The GPU lock's counters (seconds), or their growth since an earlier reading."""
+        lk = self.gpu_lock
+        now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
+               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries}
+        if since is None:
+            lk.longest_shared_s = 0.0
+            return now
+        out = {k: round(v - since.get(k, 0.0), 3) for k, v in now.items()}
+        out["longest_shared_s"] = round(lk.longest_shared_s, 3)
+        return out
 
     def guard_check(self, when: str) -> None:
         """After candidate code ran: the harness's functions and hooks are as sealed and no
@@ -286,9 +323,9 @@ class Evaluation:
                                                                         f"at config {lost}"})
                 continue
             self.send(type="stage", stage="correctness", split=name, config=config.name)
-            waited = self.gpu_lock.waited_s
+            lock0 = self.lock_stats()
             result = self.check_config(config)
-            result["lock_wait_s"] = round(self.gpu_lock.waited_s - waited, 3)
+            result.update(self.lock_stats(lock0))
             self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
             if result["status"] == "INTEGRITY_VIOLATION":
                 raise GateFailure(result["status"], result["message"])
@@ -301,9 +338,9 @@ class Evaluation:
         for cfg in split["configs"]:
             config = Config(**cfg)
             self.send(type="stage", stage="performance", split=name, config=config.name)
-            waited = self.gpu_lock.waited_s
+            lock0 = self.lock_stats()
             result = self.time_config(config)
-            result["lock_wait_s"] = round(self.gpu_lock.waited_s - waited, 3)
+            result.update(self.lock_stats(lock0))
             self.send(type="config", split=name, phase="performance", config=config.name, result=result)
             if result.get("status") == "INTEGRITY_VIOLATION":
                 raise GateFailure(result["status"], result["message"])
@@ -401,8 +438,8 @@ class Evaluation:
         worst: dict[str, Any] = {"status": "PASSED", "seeds": seeds}
         try:
             for seed in seeds:
-                # GPU work in short shared sections (arena.gpulock): a timed round elsewhere waits
-                # for one call or one check, not for a whole config
+                # one shared section per seed (arena.gpulock): a timed round elsewhere waits for one
+                # call and its check, not for a whole config (a Triton compile lets the lock go)
                 with self.gpu_lock.shared():
                     ins = self.make_inputs(seed)
                     outs = self.allocate_outputs()
@@ -410,10 +447,9 @@ class Evaluation:
                     meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
                     self.sync()
                     self.call_candidate(list(ins.values()), outs)
-                bad = self._outputs_intact(outs, meta)
-                if bad:
-                    return {**worst, **bad}
-                with self.gpu_lock.shared():
+                    bad = self._outputs_intact(outs, meta)
+                    if bad:
+                        return {**worst, **bad}
                     # the reference runs now, on inputs made again from the seed: nothing the candidate saw
                     bad_input, fresh = self.mutated_input(list(ins.values()), seed)
                     if bad_input >= 0:
@@ -456,7 +492,9 @@ class Evaluation:
             per_set = 2 * set_bytes + 4 * out_bytes
             free, _ = torch.cuda.mem_get_info()
             budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
-            n_sets = int(max(1, min(int(tp.get("max_sets", 8)), budget // max(per_set, 1))))
+            # 16 sets: the 10 pairs the stopping rule wants at least fit in one round (one wait for the
+            # GPU alone, no renewal between rounds), memory permitting
+            n_sets = int(max(1, min(int(tp.get("max_sets", 16)), budget // max(per_set, 1))))
             sets: list[dict[str, Any]] = []
             oks: list = []
             tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
@@ -557,11 +595,11 @@ class Evaluation:
             fill(0)    # checks the warm-up's outputs; the timed rounds start from inputs no call has seen
             spent["prepare_s"] = 0.0
             alone0 = self.gpu_lock.alone_s
+            # each round alone on the GPU; the renewal of input sets between rounds shared
             samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                                   max_pairs=int(tp.get("max_pairs", 400)),
                                   target_rse=float(tp.get("target_rse", 0.01)),
-                                  cap_s=float(tp.get("cap_s", 4.0)),
-                                  refresh=fill, alone=self.gpu_lock.exclusive)
+                                  cap_s=float(tp.get("cap_s", 4.0)), refresh=fill, alone=self.gpu_lock.exclusive)
             alone_s = self.gpu_lock.alone_s - alone0
             torch.cuda.synchronize()
             self.guard_check("the candidate's timed calls")
@@ -595,6 +633,46 @@ class Evaluation:
         return result
 
 
+def _compile_off_gpu(lock) -> None:
+    """Triton's JIT compiler is host-only work: a kernel compiled on its first call inside a
+    shared section lets the GPU's lock go meanwhile (``GpuLock.off_gpu``), so no timed round of
+    another evaluation waits for it. Installed before any kernel binds the compiler."""
+    try:
+        import triton.compiler as tc
+    except ImportError:
+        return
+    real = tc.compile
+    if getattr(real, "_arena_off_gpu", False):
+        return
+
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        with lock.off_gpu():
+            return real(*args, **kwargs)
+
+    compile._arena_off_gpu = True  # type: ignore[attr-defined]
+    tc.compile = compile
+    try:
+        import triton.compiler.compiler as tcc
+
+        tcc.compile = compile
+    except ImportError:
+        pass
+
+
+def off_gpu_backend(lock, inner: Callable | None = None) -> Callable:
+    """A torch.compile backend: ``inner`` (inductor's compile_fx by default) with the GPU's lock
+    let go while it compiles (``GpuLock.off_gpu``); the compiled graph runs under the caller's
+    section as before."""
+    def backend(gm: Any, example_inputs: list) -> Any:
+        compile_fx = inner
+        if compile_fx is None:
+            from torch._inductor.compile_fx import compile_fx
+        with lock.off_gpu():
+            return compile_fx(gm, example_inputs)
+
+    return backend
+
+
 def _merge_worst(worst: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
     out = dict(worst)
     for key in ("max_abs_err", "max_rel_err", "norm_err", "mismatch_fraction"):
@@ -606,12 +684,34 @@ def _merge_worst(worst: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+def _preload(mode: str) -> None:
+    """What every job needs, done while the worker waits for one (``arena.evaluate`` starts
+    workers ahead): torch, the harness's modules and, on a GPU, Triton, the timer and the
+    device's context. Nothing here reads the job."""
+    import torch
+
+    import arena.check.compare  # noqa: F401
+    import arena.check.inputs  # noqa: F401
+    import arena.guard  # noqa: F401
+    import arena.spec.loader  # noqa: F401
+    if mode == "gpu":
+        from arena.timing.timer import preload
+
+        torch.cuda.init()
+        preload()
+
+
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
+    try:
+        _preload(argv[2] if len(argv) > 2 else "cpu")
+    except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
+        pass
     job = read_frame(in_fd)
     os.close(in_fd)
     if job is None:
         return 2
+    os.environ.update(job.pop("env", None) or {})     # this job's caches (read when first used)
     # keep the result channel away from the low descriptors candidate code might guess
     hidden = os.dup(out_fd)
     hidden = os.dup2(hidden, 900 + random.randrange(90)) if hidden < 900 else hidden

@@ -110,14 +110,23 @@ def from_records(paths: list[str]) -> None:
             phases.setdefault((v.agent, v.task_id, v.repeat, v.started_at), v.phases)
     if phases:
         keys = ("build_s", "start_s", "load_s", "correctness_s", "timing_s", "lock_wait_s", "warm_s", "profiler_s",
-                "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s")
+                "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s", "shared_s", "off_gpu_s")
+        keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("load_") and k != "load_s"}))
         total = {k: sum(p.get(k, 0.0) for p in phases.values()) for k in keys}
         whole = sum(evals[k] for k in phases)
         print(f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
-              f"is inside correctness and timing; warm, profiler, refresh and timed_gpu inside timing):")
+              f"is inside load, correctness and timing; warm, profiler, refresh and timed_gpu inside timing; shared: "
+              f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
+              f"load):")
         for k in keys:
-            print(f"  {k[:-2]:12s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
+            print(f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
                   f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")
+        n_ex = sum(p.get("exclusive_n", 0.0) for p in phases.values())
+        tries = sum(p.get("failed_tries", 0.0) for p in phases.values())
+        print(f"  exclusive sections: {n_ex:.0f} ({n_ex / len(phases):.1f} per evaluation), tries that found "
+              f"readers inside: {tries:.0f}")
+        longest = sorted(((p.get("longest_shared_s", 0.0), k[1]) for k, p in phases.items()), reverse=True)
+        print("  longest shared sections: " + ", ".join(f"{t} {s:.2f} s" for s, t in longest[:6]))
     from datetime import datetime
 
     starts = [datetime.fromisoformat(v.started_at) for v in vs if v.started_at]

@@ -139,7 +139,43 @@ def test_ctrl_c_stops_a_run_promptly_and_resume_finishes_it(tmp_path):
     assert time.monotonic() - t0 < 20, "an interrupted run must not wait for the evaluations in flight"
     first = _keys(rec)
     assert 1 <= len(first) < 8
+    # the evaluations killed in flight are not recorded (as crashes): resume runs them again
+    assert all(v.status.value == "PASSED" for v in records.read(rec))
     rc = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True)
     assert rc.returncode == 0, rc.stderr[-2000:]
     keys = _keys(rec)
     assert keys[:len(first)] == first and len(keys) == len(set(keys)) == 8
+    assert all(v.status.value == "PASSED" for v in records.read(rec))
+
+
+def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
+    """Each evaluation starts its successor's worker, which imports torch while it waits: the
+    next evaluation of that kind hands its job to it. A changed environment gets its own."""
+    import arena.evaluate as ev
+    from arena.evaluate import Candidate, evaluate
+    from arena.spec.loader import load_task
+
+    monkeypatch.setenv("ARENA_SPARE_WORKERS", "1")
+    ev._SPARES.close()
+    task = load_task(AXPY)
+    cpu = detect("cpu")
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED", v.message
+    key = ev._spare_key(cpu)
+    (spare,) = ev._SPARES.idle[key]
+    assert spare.proc.poll() is None
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED", v.message
+    assert spare.proc.wait(timeout=60) == 0, "the worker started ahead ran the second job and ended"
+    assert not spare.cwd.exists()
+    (successor,) = ev._SPARES.idle[key]
+    assert successor.proc.pid != spare.proc.pid
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")
+    assert ev._spare_key(cpu) == key           # handed over with the job
+    monkeypatch.setenv("SOME_SETTING", "changed")
+    assert ev._spare_key(cpu) != key           # not a worker started with another environment
+    assert ev.kill_live_workers() == 0
+    assert ev._SPARES.idle == {} and successor.proc.wait(timeout=30) is not None
+    monkeypatch.setenv("ARENA_SPARE_WORKERS", "0")
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED" and ev._SPARES.idle.get(ev._spare_key(cpu), []) == []

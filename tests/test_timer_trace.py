@@ -131,3 +131,129 @@ def test_side_stream_work_starting_before_a_delayed_flush_is_not_hidden():
     spans, warnings = cut_spans(acts, 1)
     # today: spans == [2.0] (the tiny kernel only) for 460 us of work, and no warning
     assert warnings or spans[0] >= 170.0                      # at least the part after the flush starts
+
+
+class _FakeTimer:
+    """Stands in for DeviceTimer: runs the steps of every round it is given and returns
+    spans drawn from each side's distribution, one profiler session per call."""
+
+    def __init__(self, noise: float):
+        self.noise = noise
+        self.sessions = 0
+        self.profiler_s = 0.0
+        self.rng = random.Random(7)
+        self.log: list[str] = []
+
+    def sample_rounds(self, rounds, alone):
+        self.sessions += 1
+        out = []
+        for steps in rounds:
+            with alone():
+                for side, prepare, call, after in steps:
+                    prepare()
+                    call()
+                    after()
+                    base = 100.0 if side == "baseline" else 50.0
+                    out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, set()))
+        return out, []
+
+
+def _sides(log):
+    return {name: {"prepare": lambda i: None, "call": lambda i, n=name: log.append(n), "after": lambda i: None}
+            for name in ("baseline", "candidate")}
+
+
+def test_quiet_sides_stop_after_the_first_batch():
+    from arena.timing.timer import time_paired
+
+    timer, calls, refreshes, alone = _FakeTimer(0.001), [], [], []
+
+    class Alone:
+        def __enter__(self):
+            alone.append(1)
+
+        def __exit__(self, *a):
+            return False
+
+    res = time_paired(timer, _sides(calls), 8, min_pairs=10, refresh=refreshes.append, alone=Alone)
+    assert timer.sessions == 1 and len(alone) == 2       # one profiler session, one exclusive section a round
+    assert res.rounds == 2 and refreshes == [1]          # 16 pairs (10 needed, 8 per round), renewed once between
+    assert len(res.spans_us["baseline"]) == len(res.spans_us["candidate"]) == 16
+
+
+def test_noisy_sides_take_batches_that_grow_up_to_max_pairs():
+    from arena.timing.timer import time_paired
+
+    timer, calls, refreshes = _FakeTimer(0.5), [], []
+    res = time_paired(timer, _sides(calls), 8, min_pairs=10, max_pairs=200, target_rse=1e-6, cap_s=60,
+                      refresh=refreshes.append)
+    # batches of 2, 4, 8, 11 rounds (the last one only what max_pairs needs): four sessions, not 25
+    assert timer.sessions == 4 and res.rounds == 25
+    assert len(res.spans_us["candidate"]) == 200 and refreshes == list(range(1, 25))
+    assert calls.count("baseline") == calls.count("candidate") == 200
+
+
+def test_the_time_cap_ends_a_batch_between_rounds():
+    import time
+
+    from arena.timing.timer import time_paired
+
+    timer = _FakeTimer(0.5)
+    res = time_paired(timer, _sides([]), 8, min_pairs=10, target_rse=1e-6, cap_s=0.2,
+                      refresh=lambda r: time.sleep(0.05))
+    assert res.wall_s < 1.0 and 2 <= res.rounds <= 8
+
+
+def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypatch):
+    """DeviceTimer.sample_rounds with the device stood in for: a flush and a marker kernel per
+    step, the renewal between rounds adds kernels outside every window."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    clock = [0]
+    acts: list[tuple[int, int, str]] = []
+
+    def kernel(name: str, ns: int) -> None:
+        acts.append((clock[0], clock[0] + ns, name))
+        clock[0] += ns + 1_000
+
+    class Event:
+        def __init__(self, **kw):
+            self.t = 0
+
+        def record(self):
+            self.t = clock[0]
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) / 1e6
+
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
+    timer.profiler_s = 0.0
+    timer.flush = lambda: kernel(FLUSH, 30_000)
+    timer.marker = lambda: kernel(MARKER, 1_000)
+
+    def rounds():
+        for r in range(3):
+            if r:
+                kernel("reference_check", 50_000)      # renewing inputs between rounds
+            yield [(side, lambda: None, lambda side=side: kernel(side, 10_000 if side == "a" else 20_000),
+                    lambda: None) for side in ("a", "b")]
+
+    entered: list[int] = []
+
+    @contextlib.contextmanager
+    def alone():                          # the GPU's exclusive lock: taken once a round
+        entered.append(clock[0])
+        yield
+
+    out, warnings = timer.sample_rounds(rounds(), alone=alone)
+    assert len(entered) == 3
+    assert [(side, round(span)) for side, span, _, _ in out] == [("a", 10), ("b", 20)] * 3
+    assert warnings == [] and all(names == {side} for side, _, _, names in out)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
 import triton
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
 _FLUSH_BLOCK = 4096
+Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
 
 @triton.jit
@@ -55,6 +56,18 @@ class SampleSet:
     refresh_s: float = 0.0       # host seconds renewing input sets between rounds (and checking the last ones)
 
 
+def preload() -> None:
+    """The seconds every timing process spends once, spent ahead (a worker waiting for its
+    job): the profiler's first start (CUPTI, ~4 s on an H200) and the compiles of our flush
+    and marker kernels, for the argument kinds DeviceTimer calls them with. No kernel runs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]):
+        pass
+    _arena_flush_kernel.warmup(torch.float32, 2**24, 1.0, BLOCK=_FLUSH_BLOCK, grid=(1,))
+    _arena_end_marker_kernel.warmup(torch.int32, grid=(1,))
+
+
 class DeviceTimer:
     """Owns the flush buffer and the markers for one device."""
 
@@ -77,26 +90,37 @@ class DeviceTimer:
 
     def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025,
                 around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> None:
-        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune).
-        Each call (and the first flush) runs inside ``around()`` (the GPU's shared lock)."""
+        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune),
+        all inside one ``around()`` section (the GPU's shared lock; a Triton compile lets it go)."""
         with around():
             self.flush()
             self.marker()
             torch.cuda.synchronize()
-        start = time.perf_counter()
-        calls = 0
-        while calls < min_calls or time.perf_counter() - start < min_s:
-            with around():
+            start = time.perf_counter()
+            calls = 0
+            while calls < min_calls or time.perf_counter() - start < min_s:
                 call()
                 torch.cuda.synchronize()
-            calls += 1
-            if calls > 10_000:
-                break
+                calls += 1
+                if calls > 10_000:
+                    break
 
-    def sample_round(self, steps: Sequence[tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]]
+    def sample_round(self, steps: Sequence[Step], *,
+                     alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
                      ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
         """Run (side, prepare, call, after) steps under one profiler session.
         Returns (side, span_us, events_us, names of the device activities) per step and warnings."""
+        return self.sample_rounds([steps], alone=alone)
+
+    def sample_rounds(self, rounds: Iterable[Sequence[Step]], *,
+                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                      ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
+        """Several rounds of steps under one profiler session (a session costs ~170 ms of host
+        time, METHODOLOGY.md). Each round's steps run inside ``alone()`` (the GPU's exclusive
+        lock); the profiler's start, stop and read-out are host work and run outside it (the
+        profiler records this process's device work only). ``rounds`` may do work of its own
+        before it yields the next round (renewing inputs): that work runs after a marker and
+        before the next flush, so it falls in no sample's window."""
         from torch.profiler import ProfilerActivity, profile
 
         events = []
@@ -105,30 +129,35 @@ class DeviceTimer:
         prof.__enter__()
         self.profiler_s += time.perf_counter() - t0
         try:
-            for side, prepare, call, after in steps:
-                prepare()
-                torch.cuda.synchronize()  # our fills and checks are done before the flush starts
-                self.flush()
-                ev0 = torch.cuda.Event(enable_timing=True)
-                ev1 = torch.cuda.Event(enable_timing=True)
-                ev0.record()
-                call()
-                torch.cuda.synchronize()
-                ev1.record()
-                self.marker()
-                after()
-                events.append((side, ev0, ev1))
-            torch.cuda.synchronize()
+            for steps in rounds:
+                with alone():
+                    self._steps(steps, events)
         finally:
             t0 = time.perf_counter()
             prof.__exit__(None, None, None)
         acts = _device_activities(prof)
         self.profiler_s += time.perf_counter() - t0
-        windows, warnings = cut_windows(acts, len(steps))
+        windows, warnings = cut_windows(acts, len(events))
         out = []
         for (side, ev0, ev1), (span, names) in zip(events, windows):
             out.append((side, span, ev0.elapsed_time(ev1) * 1000.0, names))
         return out, warnings
+
+    def _steps(self, steps: Sequence[Step], events: list) -> None:
+        for side, prepare, call, after in steps:
+            prepare()
+            torch.cuda.synchronize()  # our fills and checks are done before the flush starts
+            self.flush()
+            ev0 = torch.cuda.Event(enable_timing=True)
+            ev1 = torch.cuda.Event(enable_timing=True)
+            ev0.record()
+            call()
+            torch.cuda.synchronize()
+            ev1.record()
+            self.marker()
+            after()
+            events.append((side, ev0, ev1))
+        torch.cuda.synchronize()
 
 
 def _device_activities(prof) -> list[tuple[int, int, str]]:
@@ -188,8 +217,12 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
     ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
     A round calls each side once on each set, so no call sees inputs it has seen before
     in that round; ``refresh(round)``, if given, renews the input sets between rounds (not
-    timed). Each round's samples are taken inside ``alone()`` (the GPU's exclusive lock, so no
-    other evaluation's kernels run meanwhile); the refresh between rounds is not."""
+    timed). Rounds run in batches, one profiler session each: the first batch has the
+    rounds ``min_pairs`` needs, each later one twice as many as the one before (at most 16,
+    and no more than ``max_pairs`` needs); the stopping rule is checked after each batch,
+    the time cap also between its rounds. Each round runs inside ``alone()`` (the GPU's
+    exclusive lock, so no other evaluation's kernels run meanwhile); the renewals between
+    rounds and the profiler's work do not."""
     names = list(sides)
     result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names},
                        kernels={s: set() for s in names})
@@ -197,32 +230,44 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
     prof0 = timer.profiler_s
     round_no = 0
     pairs_per_round = n_sets
-    while True:
-        if refresh is not None and round_no > 0:
-            t0 = time.perf_counter()
-            refresh(round_no)
-            result.refresh_s += time.perf_counter() - t0
+    batch = max(1, -(-min_pairs // pairs_per_round))
+
+    def steps_of(r: int) -> list[Step]:
         steps = []
         for k in range(pairs_per_round):
             i = k % n_sets
-            order = names if (k + round_no) % 2 == 0 else list(reversed(names))
+            order = names if (k + r) % 2 == 0 else list(reversed(names))
             for s in order:
                 h = sides[s]
                 steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
                               (lambda h=h, i=i: h["after"](i))))
-        with alone():
-            samples, warnings = timer.sample_round(steps)
+        return steps
+
+    def rounds(n: int) -> Iterator[list[Step]]:
+        nonlocal round_no
+        for b in range(n):
+            if b > 0 and time.perf_counter() - start > cap_s:
+                return
+            if refresh is not None and round_no > 0:
+                t0 = time.perf_counter()
+                refresh(round_no)
+                result.refresh_s += time.perf_counter() - t0
+            yield steps_of(round_no)
+            round_no += 1
+
+    while True:
+        samples, warnings = timer.sample_rounds(rounds(batch), alone=alone)
         result.warnings.extend(w for w in warnings if w not in result.warnings)
         for side, span, ev, kernels in samples:
             result.spans_us[side].append(span)
             result.events_us[side].append(ev)
             result.kernels[side].update(kernels)
-        round_no += 1
         n = min(len(v) for v in result.spans_us.values())
         elapsed = time.perf_counter() - start
         done = n >= min_pairs and all(stats.rse_of_median(result.spans_us[s]) < target_rse for s in names)
         if done or n >= max_pairs or (elapsed > cap_s and n >= min(min_pairs, 3)):
             break
+        batch = max(1, min(2 * batch, 16, -(-(max_pairs - n) // pairs_per_round)))
     result.rounds = round_no
     result.wall_s = time.perf_counter() - start
     result.profiler_s = timer.profiler_s - prof0
