@@ -488,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     e.add_argument("--no-timing", action="store_true", help="correctness only")
     e.add_argument("--torch-compile", action="store_true",
-                   help="torch2hip: also time torch.compile of the reference (a second denominator)")
+                   help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
     e.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
     e.add_argument("--timing-memory", type=float,
                    help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")

@@ -581,7 +581,9 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     outputs before each call, the time alone on the GPU (exclusive lock held) and the timed
     device spans themselves (both sides). Of the lock: the seconds this evaluation held it
     shared (other evaluations' timed rounds waited meanwhile), its longest shared section, and
-    the seconds let go for host-only work (Triton compiling). Inside load: ``load_<part>_s``
+    the seconds let go for host-only work (Triton compiling); where it took the lock exclusive,
+    the number of sections, of tries that found readers inside and the seconds its writer
+    waited for them (``writer_wait_s``, part of the lock wait). Inside load: ``load_<part>_s``
     for the parts the worker reports (reference, baseline, timer, profiler, warm, sandbox,
     candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
@@ -613,7 +615,7 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             out["lock_wait_s"] += float(r.get("lock_wait_s") or 0.0)
             out["shared_s"] += float(r.get("shared_s") or 0.0)
             out["off_gpu_s"] += float(r.get("off_gpu_s") or 0.0)
-            for k in ("exclusive_n", "failed_tries"):
+            for k in ("exclusive_n", "failed_tries", "writer_wait_s"):
                 if r.get(k):
                     out[k] = out.get(k, 0.0) + float(r[k])
             out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))
@@ -674,6 +676,8 @@ def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, 
         cr.speedup_compiled = round(cr.compiled.median_us / cr.candidate.median_us, 4)
     for w in perf.get("warnings", []):
         cr.flags.append(w.split(":")[0].replace(" ", "_"))
+    if perf.get("warnings") and not cr.message:     # a passed config's message: what its flags stand for
+        cr.message = "; ".join(str(w)[:300] for w in perf["warnings"])[:1000]
     flops, nbytes = task.roofline_for(config)
     dtype = task.roofline.get("dtype") or _roofline_dtype(task)
     frac = roofline_fraction(task.roofline["bound"], dtype, flops, nbytes, cr.candidate.median_us * 1e-6,

@@ -72,6 +72,7 @@ class GpuLock:
         self.patience_s = patience_s  # after this long, a writer keeps the turnstile until the readers drain
         self.mode: str | None = None  # "shared" or "exclusive" while inside a section
         self.waited_s = 0.0
+        self.writer_waited_s = 0.0   # the part of waited_s spent as a writer (readers draining)
         self.alone_s = 0.0       # seconds inside exclusive sections (the GPU kept from everyone else)
         self.shared_s = 0.0      # seconds inside shared sections (writers kept waiting)
         self.longest_shared_s = 0.0
@@ -150,6 +151,7 @@ class GpuLock:
             time.sleep(random.uniform(0.5, 1.0) * pause)
         t1 = time.monotonic()
         self.waited_s += t1 - t0
+        self.writer_waited_s += t1 - t0
         self.exclusive_n += 1
         self.failed_tries += tries
         self.mode = "exclusive"

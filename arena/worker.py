@@ -19,18 +19,20 @@ the torch operators called are checked (``arena.guard``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import inspect
 import os
 import random
+import signal
 import sys
 import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from arena.channel import read_frame, signed_writer
 from arena.check.inputs import import_file, upcast
@@ -239,12 +241,18 @@ class Evaluation:
                 self.job.get("timing_params", {}).get("torch_compile"):
             import torch
 
-            # inductor compiles in a pool of its own (compiling in this thread alone made one task's
-            # configs take minutes on an H200); the threads that pool leaves are started in the warm-up of
-            # the trusted sides, before the candidate's calls are checked (time_config). Its backend
-            # compiles with the GPU's lock let go: a compile takes seconds, no timed round waits for it
+            import torch._inductor.config as inductor_config
+
+            # inductor compiles here, in this process: its pool of compile processes, started after the
+            # sandbox, failed to compile (on an H200: every config after the first, which inductor
+            # compiles in-process while the pool warms up), and the pool's threads start at times of
+            # their own, inside a candidate's call too (a false INTEGRITY_VIOLATION). The backend
+            # compiles with the GPU's lock let go: no timed round waits for it. Each config is compiled
+            # for its own shapes (time_config), as a user of torch.compile at that shape would get it
+            inductor_config.compile_threads = 1
             self.compiled = Side(self.task, {"language": "reference"}, self.reference, self.torch_device)
-            self.compiled.fn = torch.compile(self.reference.reference, backend=off_gpu_backend(self.gpu_lock))
+            self.compiled.fn = torch.compile(self.reference.reference, backend=off_gpu_backend(self.gpu_lock),
+                                             dynamic=False)
         if self.gpu and self.job.get("timing"):
             from arena.timing.timer import DeviceTimer
 
@@ -287,7 +295,7 @@ class Evaluation:
         """The GPU lock's counters (seconds), or their growth since an earlier reading."""
         lk = self.gpu_lock
         now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
-               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries}
+               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s}
         if since is None:
             lk.longest_shared_s = 0.0
             return now
@@ -325,6 +333,9 @@ class Evaluation:
             self.send(type="stage", stage="correctness", split=name, config=config.name)
             lock0 = self.lock_stats()
             result = self.check_config(config)
+            if self._out_of_memory(result):      # other evaluations on this GPU held the memory: once more
+                result = self.check_config(config)
+            self._release_memory()
             result.update(self.lock_stats(lock0))
             self.send(type="config", split=name, phase="correctness", config=config.name, result=result)
             if result["status"] == "INTEGRITY_VIOLATION":
@@ -340,6 +351,9 @@ class Evaluation:
             self.send(type="stage", stage="performance", split=name, config=config.name)
             lock0 = self.lock_stats()
             result = self.time_config(config)
+            if self._out_of_memory(result):      # once more, with a quarter of the input sets
+                result = self.time_config(config, max_sets=max(1, int(result.get("n_sets_tried", 16)) // 4))
+            self._release_memory()
             result.update(self.lock_stats(lock0))
             self.send(type="config", split=name, phase="performance", config=config.name, result=result)
             if result.get("status") == "INTEGRITY_VIOLATION":
@@ -347,6 +361,25 @@ class Evaluation:
             if result.get("status", "PASSED") != "PASSED":
                 break
         self.send(type="split_done", split=name)
+
+    def _out_of_memory(self, result: dict[str, Any]) -> bool:
+        """The config failed for want of device memory. Several evaluations share a GPU
+        (``--workers-per-gpu``); one may have held memory the moment this one needed it. The
+        memory this process caches is given back, then the config is tried once more."""
+        if not self.gpu or result.get("status") == "PASSED" or "out of memory" not in \
+                str(result.get("message", "")).lower():
+            return False
+        gc.collect()
+        self._release_memory()
+        time.sleep(0.5)
+        return True
+
+    def _release_memory(self) -> None:
+        """Give the blocks torch's allocator caches back to the device, so evaluations sharing
+        it can use them (after each config)."""
+        if self.gpu:
+            with self.gpu_lock.shared():
+                self.torch.cuda.empty_cache()
 
     def _context_alive(self) -> bool:
         try:
@@ -437,10 +470,12 @@ class Evaluation:
             [self.rng.getrandbits(32) for _ in range(int(self.job.get("n_seeds", 3)))]
         worst: dict[str, Any] = {"status": "PASSED", "seeds": seeds}
         try:
+            shared = self.gpu_lock.shared
             for seed in seeds:
-                # one shared section per seed (arena.gpulock): a timed round elsewhere waits for one
-                # call and its check, not for a whole config (a Triton compile lets the lock go)
-                with self.gpu_lock.shared():
+                # three shared sections per seed (arena.gpulock), each ending with the device idle: a
+                # timed round elsewhere waits for the piece in flight, not for a whole check (a
+                # Triton compile lets the lock go)
+                with shared():
                     ins = self.make_inputs(seed)
                     outs = self.allocate_outputs()
                     views = [o.view(o.shape) for o in outs]
@@ -450,6 +485,7 @@ class Evaluation:
                     bad = self._outputs_intact(outs, meta)
                     if bad:
                         return {**worst, **bad}
+                with shared():
                     # the reference runs now, on inputs made again from the seed: nothing the candidate saw
                     bad_input, fresh = self.mutated_input(list(ins.values()), seed)
                     if bad_input >= 0:
@@ -457,6 +493,8 @@ class Evaluation:
                                 "message": f"input {list(ins)[bad_input]!r} was written to"}
                     del ins
                     expected = self.expected(fresh, self._scalars)
+                    self.sync()
+                with shared():
                     for spec, out, ref in zip(self.task.outputs, views, expected):
                         res = compare_output(spec.name, out, ref, self.task.tolerance_for(spec.dtype))
                         stats = {k: v for k, v in asdict(res).items() if k != "status"}
@@ -470,7 +508,7 @@ class Evaluation:
         return worst
 
     # -- performance ---------------------------------------------------------------------------
-    def time_config(self, config) -> dict[str, Any]:
+    def time_config(self, config, max_sets: int | None = None) -> dict[str, Any]:
         from arena.check.compare import all_ok, check_tensors, poison_
         from arena.guard import foreign_kernels
         from arena.timing.timer import time_paired
@@ -480,6 +518,7 @@ class Evaluation:
         tp = self.job.get("timing_params", {})
         rng = self.rng
         shared = self.gpu_lock.shared
+        n_sets = int(max_sets or tp.get("max_sets", 16))
         try:
             # inputs, JIT compiles, warm-up and checks in short shared sections beside other
             # evaluations' work; each timed round alone on the GPU (arena.gpulock)
@@ -494,23 +533,31 @@ class Evaluation:
             budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
             # 16 sets: the 10 pairs the stopping rule wants at least fit in one round (one wait for the
             # GPU alone, no renewal between rounds), memory permitting
-            n_sets = int(max(1, min(int(tp.get("max_sets", 16)), budget // max(per_set, 1))))
+            n_sets = int(max(1, min(n_sets, budget // max(per_set, 1))))
             sets: list[dict[str, Any]] = []
             oks: list = []
             tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
             side_list = [("baseline", self.baseline), ("candidate", self.candidate)]
             if self.compiled is not None:
+                # compiled afresh, static, for this config's shapes: no recompile limit reached (dynamo then runs
+                # the eager function), no dynamic-shape lowering (which fails on some references)
+                torch._dynamo.reset()
                 side_list.append(("compiled", self.compiled))
 
             spent = {"verify_s": 0.0, "prepare_s": 0.0}
 
+            check_sets = int(tp.get("check_sets", 4))
+
             def verify() -> None:
                 """The candidate's outputs of the round just timed, against the reference on inputs
-                made again from each set's seed (which also shows the inputs were left alone)."""
+                made again from each set's seed (which also shows the inputs were left alone): of
+                ``check_sets`` of its sets (every set if 0), drawn now, after the round, so no call
+                could know whether its output would be checked (METHODOLOGY.md)."""
                 t0 = time.perf_counter()
-                for st in sets:
-                    if st["ins"] is None:
-                        continue
+                used = [st for st in sets if st["ins"] is not None]
+                if 0 < check_sets < len(used):
+                    used = rng.sample(used, check_sets)
+                for st in used:
                     bad_input, fresh = self.mutated_input(st["ins"], st["seed"])
                     if bad_input >= 0:
                         raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
@@ -575,18 +622,28 @@ class Evaluation:
                 sides[name] = {"prepare": prepare, "call": call, "after": after}
             warnings: list[str] = []
             t_warm = time.perf_counter()
-            # the trusted sides first: threads torch.compile leaves (its compile workers) are then in the
+            # the trusted sides first: threads their first calls leave (a compiler's) are then in the
             # snapshot the candidate's warm-up calls are checked against
+            budget_s = float(tp.get("torch_compile_budget_s", 120.0))
             for name in sorted(sides, key=lambda n: n == "candidate"):
                 try:
-                    # as in a timed sample: the harness's own work is done before the call starts
-                    self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), torch.cuda.synchronize(),
-                                                          sides[name]["call"](0), sides[name]["after"](0)),
-                                       around=shared)
+                    # as in a timed sample: the harness's own work is done before the call starts; torch.compile
+                    # compiles on its first call of a shape, within a time budget
+                    with _time_limit(budget_s if name == "compiled" else None):
+                        self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), torch.cuda.synchronize(),
+                                                              sides[name]["call"](0), sides[name]["after"](0)),
+                                           around=shared)
                 except GateFailure as exc:
                     if name != "compiled":
                         raise
-                    warnings.append(f"torch_compile_failed: {exc.message[:200]}")
+                    if _OverBudget.__name__ in exc.message:
+                        # dynamo unrolls Python loops: a long one compiles for minutes. No torch.compile
+                        # figure for this config nor the ones after it (their compiles would cost as much)
+                        warnings.append(f"torch_compile_timeout: torch.compile did not compile the reference within "
+                                        f"{budget_s:g} s; no torch.compile figure for this config or the later ones")
+                        self.compiled = None
+                    else:
+                        warnings.append(f"torch_compile_failed: {exc.message[:200]}")
                     del sides[name]
             self.guard_check("the candidate's warm-up")
             warm_s = time.perf_counter() - t_warm
@@ -613,7 +670,8 @@ class Evaluation:
         except GateFailure as exc:
             return {"status": exc.status, "message": exc.message}
         except torch.cuda.OutOfMemoryError as exc:
-            return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000]}
+            return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000],
+                    "n_sets_tried": n_sets}
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
                                   "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
                                   "profiler_s": round(samples.profiler_s, 3), "refresh_s": round(samples.refresh_s, 3),
@@ -631,6 +689,31 @@ class Evaluation:
                                 "compute kernels): " + \
                 ", ".join(library[:5])
         return result
+
+
+class _OverBudget(BaseException):
+    """Raised in the main thread when a time limit of ``_time_limit`` runs out."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise _OverBudget in the main thread if the block is still running after ``seconds``
+    (SIGALRM; nothing if None). For trusted host-side work only (torch.compile compiling the
+    reference): a candidate's time is bounded by the parent's stage timeouts."""
+    if seconds is None:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OverBudget(f"over the time limit of {seconds:g} s")
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def _compile_off_gpu(lock) -> None:

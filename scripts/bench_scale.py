@@ -123,8 +123,10 @@ def from_records(paths: list[str]) -> None:
                   f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")
         n_ex = sum(p.get("exclusive_n", 0.0) for p in phases.values())
         tries = sum(p.get("failed_tries", 0.0) for p in phases.values())
+        w_wait = sum(p.get("writer_wait_s", 0.0) for p in phases.values())
         print(f"  exclusive sections: {n_ex:.0f} ({n_ex / len(phases):.1f} per evaluation), tries that found "
-              f"readers inside: {tries:.0f}")
+              f"readers inside: {tries:.0f}; of the lock wait, {w_wait:.1f} s as a writer (readers draining), "
+              f"{total['lock_wait_s'] - w_wait:.1f} s as a reader (behind writers)")
         longest = sorted(((p.get("longest_shared_s", 0.0), k[1]) for k, p in phases.items()), reverse=True)
         print("  longest shared sections: " + ", ".join(f"{t} {s:.2f} s" for s, t in longest[:6]))
     from datetime import datetime

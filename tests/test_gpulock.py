@@ -297,6 +297,7 @@ def test_overlapping_readers_cannot_starve_a_writer():
         t.join(5)
     assert got_in < 0.5 + 0.3 + 0.5, "the writer must get in once its patience is spent"
     assert writer.failed_tries >= 1 and writer.exclusive_n == 1
+    assert writer.writer_waited_s == writer.waited_s >= got_in - 0.05    # its whole wait was as a writer
 
 
 def test_torch_compile_compiles_with_the_lock_let_go():
@@ -318,3 +319,89 @@ def test_torch_compile_compiles_with_the_lock_let_go():
         assert lock.mode == "shared"
     assert modes == ["off"] and out.tolist() == [0.0, 6.0]
     assert lock.off_gpu_s > 0
+
+
+def test_a_torch_compile_over_its_time_budget_is_stopped():
+    """dynamo unrolls a Python loop: a long one compiles for minutes. The worker's time limit
+    (a BaseException, which dynamo's handlers of Exception do not swallow) stops it, lets the
+    lock's section end normally, and leaves later eager calls working."""
+    import torch
+
+    from arena.worker import _OverBudget, _time_limit, off_gpu_backend
+
+    def scan(x):
+        for _ in range(5000):
+            x = x * 0.5 + 1.0
+        return x
+
+    lock = _lock()
+    torch._dynamo.reset()
+    fn = torch.compile(scan, backend=off_gpu_backend(lock, lambda gm, ex: gm.forward))
+    t0 = time.monotonic()
+    with pytest.raises(_OverBudget):
+        with lock.shared(), _time_limit(1.0):
+            fn(torch.ones(4))
+    assert time.monotonic() - t0 < 30
+    assert lock.mode is None
+    with _time_limit(5.0):
+        assert scan(torch.zeros(1)).item() == pytest.approx(2.0)   # no alarm left behind
+    time.sleep(0.1)
+    torch._dynamo.reset()
+
+
+def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given_back():
+    """Evaluations sharing a GPU: one may hold memory the moment another needs it (seen with 12
+    workers on an H200). The worker gives its cached blocks back after every config and retries a
+    config that failed for want of memory once; timing then uses a quarter of the input sets."""
+    import types
+
+    from arena.worker import Evaluation
+
+    emptied: list[int] = []
+    ev = Evaluation.__new__(Evaluation)
+    ev.gpu, ev.gpu_lock, ev.baseline = True, GpuLock(None, None), object()
+    ev.job = {"timing": True}
+    ev.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: emptied.append(1)))
+    frames: list[dict] = []
+    ev._send = frames.append
+    oom = "RUNTIME_ERROR: OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB"
+    checks = iter([{"status": "RUNTIME_ERROR", "message": oom}, {"status": "PASSED"},     # config a: retried
+                   {"status": "PASSED"}])                                                  # config b
+    ev.check_config = lambda config: next(checks)
+    timings: list = []
+
+    def time_config(config, max_sets=None):
+        timings.append((config.name, max_sets))
+        if len(timings) == 1:
+            return {"status": "HARNESS_ERROR", "message": "out of memory while timing: ...", "n_sets_tried": 16}
+        return {"status": "PASSED"}
+
+    ev.time_config = time_config
+    cfgs = [{"split": "seen", "index": i, "name": n, "params": {}} for i, n in enumerate("ab")]
+    ev.run_split({"split": "seen", "configs": cfgs})
+    results = [(f["phase"], f["config"], f["result"]["status"]) for f in frames if f["type"] == "config"]
+    assert results == [("correctness", "a", "PASSED"), ("correctness", "b", "PASSED"),
+                       ("performance", "a", "PASSED"), ("performance", "b", "PASSED")]
+    assert timings == [("a", None), ("a", 4), ("b", None)]
+    assert len(emptied) >= 4 + 2            # after every config, and before each retry
+
+
+def test_a_failure_other_than_memory_is_not_retried():
+    import types
+
+    from arena.worker import Evaluation
+
+    ev = Evaluation.__new__(Evaluation)
+    ev.gpu, ev.gpu_lock, ev.baseline = True, GpuLock(None, None), object()
+    ev.job = {"timing": True}
+    ev.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: None))
+    calls: list[int] = []
+    ev._send = lambda f: None
+
+    def check(config):
+        calls.append(1)
+        return {"status": "INCORRECT_NUMERICAL", "message": "y: 3 of 10 elements outside atol"}
+
+    ev.check_config = check
+    ev.run_split({"split": "seen", "configs": [{"split": "seen", "index": 0, "name": "a", "params": {}}]})
+    assert calls == [1]

@@ -147,8 +147,8 @@ class _FakeTimer:
     def sample_rounds(self, rounds, alone):
         self.sessions += 1
         out = []
-        for steps in rounds:
-            with alone():
+        with alone():
+            for steps in rounds:
                 for side, prepare, call, after in steps:
                     prepare()
                     call()
@@ -176,7 +176,7 @@ def test_quiet_sides_stop_after_the_first_batch():
             return False
 
     res = time_paired(timer, _sides(calls), 8, min_pairs=10, refresh=refreshes.append, alone=Alone)
-    assert timer.sessions == 1 and len(alone) == 2       # one profiler session, one exclusive section a round
+    assert timer.sessions == 1 and len(alone) == 1       # one profiler session, one exclusive section a batch
     assert res.rounds == 2 and refreshes == [1]          # 16 pairs (10 needed, 8 per round), renewed once between
     assert len(res.spans_us["baseline"]) == len(res.spans_us["candidate"]) == 16
 
@@ -249,11 +249,11 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
     entered: list[int] = []
 
     @contextlib.contextmanager
-    def alone():                          # the GPU's exclusive lock: taken once a round
+    def alone():                          # the GPU's exclusive lock: taken once for the batch
         entered.append(clock[0])
         yield
 
     out, warnings = timer.sample_rounds(rounds(), alone=alone)
-    assert len(entered) == 3
+    assert len(entered) == 1
     assert [(side, round(span)) for side, span, _, _ in out] == [("a", 10), ("b", 20)] * 3
     assert warnings == [] and all(names == {side} for side, _, _, names in out)

@@ -90,20 +90,24 @@ class DeviceTimer:
 
     def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025,
                 around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> None:
-        """Call until both at least min_calls calls and min_s seconds have passed (JIT, autotune),
-        all inside one ``around()`` section (the GPU's shared lock; a Triton compile lets it go)."""
+        """Call until at least min_calls calls have been made and they took min_s seconds in all
+        (JIT, autotune), each inside an ``around()`` section of its own (the GPU's shared lock,
+        so a timed round elsewhere waits for one call at most; a Triton compile lets it go)."""
         with around():
             self.flush()
             self.marker()
             torch.cuda.synchronize()
-            start = time.perf_counter()
-            calls = 0
-            while calls < min_calls or time.perf_counter() - start < min_s:
+        busy = 0.0
+        calls = 0
+        while calls < min_calls or busy < min_s:
+            with around():
+                start = time.perf_counter()
                 call()
                 torch.cuda.synchronize()
-                calls += 1
-                if calls > 10_000:
-                    break
+                busy += time.perf_counter() - start
+            calls += 1
+            if calls > 10_000:
+                break
 
     def sample_round(self, steps: Sequence[Step], *,
                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
@@ -116,11 +120,13 @@ class DeviceTimer:
                       alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
                       ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
         """Several rounds of steps under one profiler session (a session costs ~170 ms of host
-        time, METHODOLOGY.md). Each round's steps run inside ``alone()`` (the GPU's exclusive
-        lock); the profiler's start, stop and read-out are host work and run outside it (the
-        profiler records this process's device work only). ``rounds`` may do work of its own
-        before it yields the next round (renewing inputs): that work runs after a marker and
-        before the next flush, so it falls in no sample's window."""
+        time, METHODOLOGY.md). The rounds run inside one ``alone()`` section (the GPU's
+        exclusive lock: taking it waits for every other evaluation's GPU work to drain, so a
+        batch takes it once, not once a round); the profiler's start, stop and read-out are
+        host work and run outside it (the profiler records this process's device work only).
+        ``rounds`` may do work of its own before it yields the next round (renewing inputs):
+        that work runs after a marker and before the next flush, so it falls in no sample's
+        window."""
         from torch.profiler import ProfilerActivity, profile
 
         events = []
@@ -129,8 +135,8 @@ class DeviceTimer:
         prof.__enter__()
         self.profiler_s += time.perf_counter() - t0
         try:
-            for steps in rounds:
-                with alone():
+            with alone():
+                for steps in rounds:
                     self._steps(steps, events)
         finally:
             t0 = time.perf_counter()
@@ -220,9 +226,9 @@ def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], N
     timed). Rounds run in batches, one profiler session each: the first batch has the
     rounds ``min_pairs`` needs, each later one twice as many as the one before (at most 16,
     and no more than ``max_pairs`` needs); the stopping rule is checked after each batch,
-    the time cap also between its rounds. Each round runs inside ``alone()`` (the GPU's
-    exclusive lock, so no other evaluation's kernels run meanwhile); the renewals between
-    rounds and the profiler's work do not."""
+    the time cap also between its rounds. A batch runs inside one ``alone()`` section (the
+    GPU's exclusive lock, so no other evaluation's kernels run meanwhile), the renewals
+    between its rounds too; the profiler's work does not."""
     names = list(sides)
     result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names},
                        kernels={s: set() for s in names})
