@@ -6,16 +6,12 @@ configs have a torch.compile figure, and why the others have none.
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from arena import records  # noqa: E402
-
-
-def _geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+from arena.timing.stats import geomean  # noqa: E402
 
 
 def main(path: str) -> None:
@@ -26,10 +22,9 @@ def main(path: str) -> None:
     print("|---|---|---|---|---|---|---|")
     for v in sorted(vs, key=lambda v: (v.task_id, v.split)):
         comp = [c.speedup_compiled for c in v.configs if c.speedup_compiled]
-        why = sorted({c.message.split(":")[0] + ": " + c.message.split(":", 1)[1][:120].strip()
-                      for c in v.configs if c.speedup_compiled is None and ":" in c.message})
+        why = sorted({c.message[:160] for c in v.configs if c.speedup_compiled is None and c.message})
         eager = f"{v.speedup:.2f}x" if v.speedup else "-"
-        g = _geomean(comp)
+        g = geomean(comp)
         print(f"| {v.task_id} | {v.split} | {v.status.value} | {eager} | {f'{g:.2f}x' if g else '-'} | "
               f"{len(comp)}/{len(v.configs)} | {'; '.join(why)[:300] or (v.message or '')[:200]} |")
 
