@@ -574,18 +574,18 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
 def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Where the worker's wall time went, from the arrival times of its frames (seconds):
     start (spawn to its first frame: Python, torch, the task), load (the sides, the timer,
-    the sandbox), correctness and timing (each config's stage frame to its result), and the
-    part of those spent waiting for the GPU's lock (``arena.gpulock``); inside timing: the
-    warm-up, the profiler's start, stop and read-out, the renewal and checking of input sets
-    between rounds, the checks of timed outputs, the making of timed inputs and poisoning of
-    outputs before each call, the time alone on the GPU (exclusive lock held) and the timed
-    device spans themselves (both sides). Of the lock: the seconds this evaluation held it
-    shared (other evaluations' timed rounds waited meanwhile), its longest shared section, and
-    the seconds let go for host-only work (Triton compiling); where it took the lock exclusive,
-    the number of sections, of tries that found readers inside and the seconds its writer
-    waited for them (``writer_wait_s``, part of the lock wait). Inside load: ``load_<part>_s``
-    for the parts the worker reports (reference, baseline, timer, profiler, warm, sandbox,
-    candidate)."""
+    the sandbox), correctness and timing (per split, from the phase's first stage frame to its
+    last result), and the part of those spent waiting for the GPU's lock (``arena.gpulock``);
+    inside timing: the warm-up, the profiler's start, stop and read-out, the renewal of input
+    sets between rounds, the checks of timed outputs, the making of timed inputs and poisoning
+    of outputs before each call, the time alone on the GPU (exclusive lock held) and the timed
+    device spans themselves (every side). Of the lock (from each correctness result and each
+    split's ``lock`` frame of its timing): the seconds this evaluation held it shared (other
+    evaluations' timed rounds waited meanwhile), its longest shared section, and the seconds
+    let go for host-only work (Triton compiling); where it took the lock exclusive, the number
+    of sections, of tries that found readers inside and the seconds its writer waited for them
+    (``writer_wait_s``, part of the lock wait). Inside load: ``load_<part>_s`` for the parts the
+    worker reports (reference, baseline, timer, profiler, warm, sandbox, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
            "worker_s": 0.0, "warm_s": 0.0, "profiler_s": 0.0, "refresh_s": 0.0, "timed_gpu_s": 0.0,
            "alone_s": 0.0, "prepare_s": 0.0, "verify_s": 0.0, "shared_s": 0.0, "longest_shared_s": 0.0,
@@ -595,10 +595,19 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         return out
     out["start_s"] = timed[0]["_t"]
     out["worker_s"] = timed[-1]["_t"]
-    opened: dict[tuple[str, str], float] = {}
+    spans: dict[tuple[str, str], list[float]] = {}     # (phase, split) -> [first stage frame, last result]
+
+    def lock_counters(r: Mapping[str, Any]) -> None:
+        for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
+            out[k] += float(r.get(k) or 0.0)
+        for k in ("exclusive_n", "failed_tries", "writer_wait_s"):
+            if r.get(k):
+                out[k] = out.get(k, 0.0) + float(r[k])
+        out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))
+
     for f in timed:
         if f.get("type") == "stage" and f.get("stage") in ("correctness", "performance"):
-            opened[(f["stage"], f.get("config", ""))] = f["_t"]
+            spans.setdefault((f["stage"], str(f.get("split", ""))), [f["_t"], f["_t"]])
             if out["load_s"] == 0.0 and f["stage"] == "correctness":
                 out["load_s"] = f["_t"] - out["start_s"]
         elif f.get("type") == "loaded":
@@ -606,22 +615,20 @@ def phase_times(frames: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             for part, secs in (f.get("parts") or {}).items():
                 if isinstance(secs, (int, float)) and re.fullmatch(r"[a-z_]{1,20}", str(part)):
                     out[f"load_{part}_s"] = out.get(f"load_{part}_s", 0.0) + float(secs)
+        elif f.get("type") == "lock":
+            lock_counters(f.get("stats") or {})
         elif f.get("type") == "config":
             phase = "correctness" if f.get("phase") == "correctness" else "performance"
-            t0 = opened.pop((phase, f.get("config", "")), None)
-            if t0 is not None:
-                out["correctness_s" if phase == "correctness" else "timing_s"] += f["_t"] - t0
+            span = spans.get((phase, str(f.get("split", ""))))
+            if span is not None:
+                span[1] = max(span[1], f["_t"])
             r = f.get("result", {})
-            out["lock_wait_s"] += float(r.get("lock_wait_s") or 0.0)
-            out["shared_s"] += float(r.get("shared_s") or 0.0)
-            out["off_gpu_s"] += float(r.get("off_gpu_s") or 0.0)
-            for k in ("exclusive_n", "failed_tries", "writer_wait_s"):
-                if r.get(k):
-                    out[k] = out.get(k, 0.0) + float(r[k])
-            out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))
-            for k in ("warm_s", "profiler_s", "refresh_s", "alone_s", "prepare_s", "verify_s"):
+            lock_counters(r)
+            for k in ("warm_s", "profiler_s", "refresh_s", "prepare_s", "verify_s"):
                 out[k] += float(r.get(k) or 0.0)
             out["timed_gpu_s"] += sum(sum(v) for v in (r.get("spans_us") or {}).values()) / 1e6
+    for (phase, _), (t0, t1) in spans.items():
+        out["correctness_s" if phase == "correctness" else "timing_s"] += t1 - t0
     return {k: round(v, 3) for k, v in out.items()}
 
 

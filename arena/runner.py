@@ -17,6 +17,8 @@ the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 import queue
@@ -183,6 +185,9 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                    "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
                    "gpus": list(gpus) if gpus else None, "workers_per_gpu": workers_per_gpu,
                    "executor": executor})
+    if workers_per_gpu > 1:       # evaluations sharing a GPU share its memory too (the timing's input sets)
+        plan = dataclasses.replace(plan, timing_params=tuple(
+            (k, v) for k, v in plan.timing_params if k != "gpu_share") + (("gpu_share", workers_per_gpu),))
     run_id = out.name
     previous = list(records.read(rec_path))
     done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}

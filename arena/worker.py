@@ -40,6 +40,9 @@ from arena.check.inputs import import_file, upcast
 # ------------------------------------------------------------------------------------------
 
 
+OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
+
+
 class GateFailure(Exception):
     """A failure with a status, raised inside the worker and sent to the parent."""
 
@@ -156,6 +159,7 @@ class Evaluation:
         self.torch_device = "cuda" if self.device["kind"] in ("cuda", "rocm") else "cpu"
         self.gpu = self.torch_device == "cuda"
         self.seal = None
+        self._current: _ConfigTiming | None = None    # the config whose timing work runs now
         self.rng = random.SystemRandom()     # seeds no one can predict from the job
         from arena.gpulock import GpuLock
 
@@ -248,7 +252,7 @@ class Evaluation:
             # compiles in-process while the pool warms up), and the pool's threads start at times of
             # their own, inside a candidate's call too (a false INTEGRITY_VIOLATION). The backend
             # compiles with the GPU's lock let go: no timed round waits for it. Each config is compiled
-            # for its own shapes (time_config), as a user of torch.compile at that shape would get it
+            # for its own shapes (time_configs), as a user of torch.compile at that shape would get it
             inductor_config.compile_threads = 1
             self.compiled = Side(self.task, {"language": "reference"}, self.reference, self.torch_device)
             self.compiled.fn = torch.compile(self.reference.reference, backend=off_gpu_backend(self.gpu_lock),
@@ -295,7 +299,8 @@ class Evaluation:
         """The GPU lock's counters (seconds), or their growth since an earlier reading."""
         lk = self.gpu_lock
         now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
-               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s}
+               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s,
+               "alone_s": lk.alone_s}
         if since is None:
             lk.longest_shared_s = 0.0
             return now
@@ -333,7 +338,9 @@ class Evaluation:
             self.send(type="stage", stage="correctness", split=name, config=config.name)
             lock0 = self.lock_stats()
             result = self.check_config(config)
-            if self._out_of_memory(result):      # other evaluations on this GPU held the memory: once more
+            for retry in range(OOM_RETRIES):     # other evaluations on this GPU held the memory: again
+                if not self._out_of_memory(result, retry):
+                    break
                 result = self.check_config(config)
             self._release_memory()
             result.update(self.lock_stats(lock0))
@@ -346,40 +353,31 @@ class Evaluation:
         if not (all_passed and self.job.get("timing") and self.gpu and self.baseline is not None):
             self.send(type="split_done", split=name)
             return
-        for cfg in split["configs"]:
-            config = Config(**cfg)
-            self.send(type="stage", stage="performance", split=name, config=config.name)
-            lock0 = self.lock_stats()
-            result = self.time_config(config)
-            if self._out_of_memory(result):      # once more, with a quarter of the input sets
-                result = self.time_config(config, max_sets=max(1, int(result.get("n_sets_tried", 16)) // 4))
-            self._release_memory()
-            result.update(self.lock_stats(lock0))
-            self.send(type="config", split=name, phase="performance", config=config.name, result=result)
-            if result.get("status") == "INTEGRITY_VIOLATION":
-                raise GateFailure(result["status"], result["message"])
-            if result.get("status", "PASSED") != "PASSED":
-                break
+        self.time_split(name, [Config(**cfg) for cfg in split["configs"]])
         self.send(type="split_done", split=name)
 
-    def _out_of_memory(self, result: dict[str, Any]) -> bool:
+    def _out_of_memory(self, result: dict[str, Any], retry: int = 0) -> bool:
         """The config failed for want of device memory. Several evaluations share a GPU
         (``--workers-per-gpu``); one may have held memory the moment this one needed it. The
-        memory this process caches is given back, then the config is tried once more."""
+        memory this process caches is given back and, after a pause (longer for a later retry:
+        the others give theirs back after each config), the config is tried again."""
         if not self.gpu or result.get("status") == "PASSED" or "out of memory" not in \
                 str(result.get("message", "")).lower():
             return False
         gc.collect()
         self._release_memory()
-        time.sleep(0.5)
+        time.sleep(0.5 * 6 ** retry)
         return True
 
     def _release_memory(self) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing
         it can use them (after each config)."""
         if self.gpu:
-            with self.gpu_lock.shared():
-                self.torch.cuda.empty_cache()
+            try:
+                with self.gpu_lock.shared():
+                    self.torch.cuda.empty_cache()
+            except Exception:  # noqa: BLE001 - a context the candidate broke (a sticky device error) has nothing to
+                pass           # give back; the config's own result says what happened
 
     def _context_alive(self) -> bool:
         try:
@@ -505,189 +503,364 @@ class Evaluation:
                     self.sync()
         except GateFailure as exc:
             return {**worst, "status": exc.status, "message": exc.message}
+        except self.torch.cuda.OutOfMemoryError as exc:     # the harness's own allocations: tried again
+            return {**worst, "status": "HARNESS_ERROR", "message": f"out of memory while checking: {exc}"[:1000]}
         return worst
 
     # -- performance ---------------------------------------------------------------------------
-    def time_config(self, config, max_sets: int | None = None) -> dict[str, Any]:
-        from arena.check.compare import all_ok, check_tensors, poison_
-        from arena.guard import foreign_kernels
-        from arena.timing.timer import time_paired
+    def time_split(self, split: str, configs: list) -> None:
+        """Time every config of a split (each passed the correctness gate) and send the results
+        in config order, up to the first config that failed, then the GPU lock's counters of
+        the split's timing."""
+        lock0 = self.lock_stats()
+        results = self.time_configs(split, configs)
+        self._release_memory()
+        self.send(type="lock", split=split, phase="performance", stats=self.lock_stats(lock0))
+        for config, result in results:
+            self.send(type="config", split=split, phase="performance", config=config.name, result=result)
+            if result.get("status") == "INTEGRITY_VIOLATION":
+                raise GateFailure(result["status"], result["message"])
+
+    def time_configs(self, split: str, configs: list) -> list[tuple[Any, dict[str, Any]]]:
+        """Each config's inputs, JIT compiles, warm-up and checks run in short shared sections
+        beside other evaluations' work (arena.gpulock); then the timed rounds of all of them run
+        in as few exclusive sections as their stopping rules and memory allow
+        (``arena.timing.timer.time_many``): every exclusive section waits for the GPU work of the
+        other evaluations to drain, so a split takes a few, not a few per config. A config that
+        failed for want of memory is tried again (``OOM_RETRIES`` times at most) with a quarter of
+        its input sets."""
+        from arena.timing.timer import time_many
 
         torch = self.torch
-        self._set_config(config)
         tp = self.job.get("timing_params", {})
-        rng = self.rng
-        shared = self.gpu_lock.shared
-        n_sets = int(max_sets or tp.get("max_sets", 16))
-        try:
-            # inputs, JIT compiles, warm-up and checks in short shared sections beside other
-            # evaluations' work; each timed round alone on the GPU (arena.gpulock)
-            with shared():
-                probe = self.make_inputs(rng.getrandbits(62))
-                set_bytes = sum(t.numel() * t.element_size() for t in probe.values())
-                out_bytes = sum(o.numel() * o.element_size() for o in self.allocate_outputs())
-                del probe
-                torch.cuda.synchronize()
-            per_set = 2 * set_bytes + 4 * out_bytes
-            free, _ = torch.cuda.mem_get_info()
-            budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free)
-            # 16 sets: the 10 pairs the stopping rule wants at least fit in one round (one wait for the
-            # GPU alone, no renewal between rounds), memory permitting
-            n_sets = int(max(1, min(n_sets, budget // max(per_set, 1))))
-            sets: list[dict[str, Any]] = []
-            oks: list = []
-            tolerances = [self.task.tolerance_for(s.dtype) for s in self.task.outputs]
-            side_list = [("baseline", self.baseline), ("candidate", self.candidate)]
-            if self.compiled is not None:
-                # compiled afresh, static, for this config's shapes: no recompile limit reached (dynamo then runs
-                # the eager function), no dynamic-shape lowering (which fails on some references)
-                torch._dynamo.reset()
-                side_list.append(("compiled", self.compiled))
-
-            spent = {"verify_s": 0.0, "prepare_s": 0.0}
-
-            check_sets = int(tp.get("check_sets", 4))
-
-            def verify() -> None:
-                """The candidate's outputs of the round just timed, against the reference on inputs
-                made again from each set's seed (which also shows the inputs were left alone): of
-                ``check_sets`` of its sets (every set if 0), drawn now, after the round, so no call
-                could know whether its output would be checked (METHODOLOGY.md)."""
-                t0 = time.perf_counter()
-                used = [st for st in sets if st["ins"] is not None]
-                if 0 < check_sets < len(used):
-                    used = rng.sample(used, check_sets)
-                for st in used:
-                    bad_input, fresh = self.mutated_input(st["ins"], st["seed"])
-                    if bad_input >= 0:
-                        raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
-                    if self.candidate_trusted:
-                        continue    # the reference itself (torch2hip's starting point): timed without copy-out
-                    exp = self.expected(fresh, self._scalars)
-                    for o, e, tol in zip(st["outs"]["candidate"], exp, tolerances):
-                        oks.append(all_ok(check_tensors(o, e, tol)))
-                    del exp, fresh
-                spent["verify_s"] += time.perf_counter() - t0
-
-            def fill(round_no: int) -> None:
-                """New input sets for the next round. A set's seed is drawn and its inputs made
-                only right before its first call: when the candidate runs, no later input exists
-                anywhere (nothing to batch ahead or precompute)."""
-                with shared():
-                    if sets:
-                        verify()
-                    sets.clear()
-                    for _ in range(n_sets):
-                        sets.append({"seed": None, "ins": None,
-                                     "outs": {name: self.allocate_outputs() for name, _ in side_list}})
-                    torch.cuda.synchronize()
-
-            def materialise(i: int) -> None:
-                st = sets[i]
-                if st["ins"] is None:
-                    st["seed"] = rng.getrandbits(62)
-                    st["ins"] = list(self.make_inputs(st["seed"]).values())
-
-            fill(0)
-            copy_out = {name: side.language != "reference" for name, side in side_list}
-            host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
-            sides: dict[str, dict[str, Callable[[int], None]]] = {}
-            for name, side in side_list:
-                def prepare(i: int, name=name) -> None:
-                    t0 = time.perf_counter()
-                    materialise(i)
-                    for o in sets[i]["outs"][name]:
-                        poison_(o)
-                    if name == "candidate":
-                        self.threads.before()
-                    spent["prepare_s"] += time.perf_counter() - t0
-
-                def call(i: int, side=side, name=name) -> None:
-                    t0 = time.perf_counter()
-                    self.call_side(side, sets[i]["ins"], sets[i]["outs"][name], copy_out=copy_out[name])
-                    host_us[name].append((time.perf_counter() - t0) * 1e6)
-
-                def after(i: int, name=name) -> None:
-                    if name == "candidate":
-                        # its outputs stay for verify(); a trusted candidate (the reference) starts no threads
-                        if not self.candidate_trusted:
-                            threads = self.threads.after()
-                            if threads:
-                                raise GateFailure("INTEGRITY_VIOLATION",
-                                                  f"a timed call left threads running: {', '.join(threads[:8])}")
-                    else:  # no correct answer of another side stays in memory while the candidate runs
-                        for o in sets[i]["outs"][name]:
-                            poison_(o)
-
-                sides[name] = {"prepare": prepare, "call": call, "after": after}
-            warnings: list[str] = []
-            t_warm = time.perf_counter()
-            # the trusted sides first: threads their first calls leave (a compiler's) are then in the
-            # snapshot the candidate's warm-up calls are checked against
-            budget_s = float(tp.get("torch_compile_budget_s", 120.0))
-            for name in sorted(sides, key=lambda n: n == "candidate"):
+        free, total = torch.cuda.mem_get_info()
+        # the input sets of a round (and half as much for the sets kept for the checks): 8 GiB at most, a quarter
+        # of what is free now, and a share of the device when several evaluations use it (--workers-per-gpu)
+        budget = min(float(tp.get("max_set_bytes", 8 * 2**30)), 0.25 * free,
+                     0.75 * total / max(1, int(tp.get("gpu_share", 1))))
+        if self.compiled is not None:
+            # each config compiled afresh and static, for its own shapes (dynamic-shape lowering fails on some
+            # references), as a user of torch.compile at that shape gets it; all of them are kept until the
+            # split's timed rounds are done, so the recompile limit (dynamo then runs the eager function) is raised
+            torch._dynamo.reset()
+            for knob in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), len(configs) + 8))
+        out: list[tuple[Any, dict[str, Any]]] = []
+        timings: list[_ConfigTiming] = []
+        self._current = None
+        for config in configs:
+            self.send(type="stage", stage="performance", split=split, config=config.name)
+            max_sets = None
+            for attempt in range(OOM_RETRIES + 1):
                 try:
-                    # as in a timed sample: the harness's own work is done before the call starts; torch.compile
-                    # compiles on its first call of a shape, within a time budget
-                    with _time_limit(budget_s if name == "compiled" else None):
-                        self.timer.warm_up(lambda name=name: (sides[name]["prepare"](0), torch.cuda.synchronize(),
-                                                              sides[name]["call"](0), sides[name]["after"](0)),
-                                           around=shared)
-                except GateFailure as exc:
-                    if name != "compiled":
-                        raise
-                    if _OverBudget.__name__ in exc.message:
-                        # dynamo unrolls Python loops: a long one compiles for minutes. No torch.compile
-                        # figure for this config nor the ones after it (their compiles would cost as much)
-                        warnings.append(f"torch_compile_timeout: torch.compile did not compile the reference within "
-                                        f"{budget_s:g} s; no torch.compile figure for this config or the later ones")
-                        self.compiled = None
-                    else:
-                        warnings.append(f"torch_compile_failed: {exc.message[:200]}")
-                    del sides[name]
-            self.guard_check("the candidate's warm-up")
-            warm_s = time.perf_counter() - t_warm
-            for v in host_us.values():
-                v.clear()
-            fill(0)    # checks the warm-up's outputs; the timed rounds start from inputs no call has seen
-            spent["prepare_s"] = 0.0
-            alone0 = self.gpu_lock.alone_s
-            # each round alone on the GPU; the renewal of input sets between rounds shared
-            samples = time_paired(self.timer, sides, n_sets, min_pairs=int(tp.get("min_pairs", 10)),
-                                  max_pairs=int(tp.get("max_pairs", 400)),
-                                  target_rse=float(tp.get("target_rse", 0.01)),
-                                  cap_s=float(tp.get("cap_s", 4.0)), refresh=fill, alone=self.gpu_lock.exclusive)
-            alone_s = self.gpu_lock.alone_s - alone0
+                    timings.append(self._ready(config, budget, tp, max_sets))
+                    break
+                except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
+                    result = self._failure(exc)
+                    if attempt < OOM_RETRIES and self._out_of_memory(result, attempt):   # again, a quarter of the sets
+                        max_sets = max(1, self._n_sets(config, budget, tp) // 4)
+                        continue
+                    return out + [(config, result)]
+
+        def room(ct: _ConfigTiming) -> None:
+            """Before a round inside an exclusive section: the sets kept for the checks may take half
+            as much memory as a round's sets; if this round's would pass that, the kept ones are
+            checked now, inside the section (ending it instead would cost a drain of the other
+            evaluations' work, far more than the checks)."""
+            if sum(c.kept_bytes() for c in timings) + ct.kept_per_round() > budget / 2:
+                for c in timings:
+                    c.verify_kept()
+
+        for ct in timings:
+            ct.room = room
+        def between() -> None:        # after each exclusive section: the candidate's timed calls checked
             torch.cuda.synchronize()
             self.guard_check("the candidate's timed calls")
-            with shared():
-                verify()
-                torch.cuda.synchronize()
-            n_bad = int(sum(0 if bool(ok) else 1 for ok in oks))
-            # the eager reference (a trusted candidate) is torch's kernels by definition
-            library = [] if self.candidate_trusted else \
-                foreign_kernels(samples.kernels.get("candidate", ()), self.candidate.own_kernels)
-        except GateFailure as exc:
+            for ct in timings:
+                ct.verify_kept()
+
+        retries: dict[int, int] = {}
+        while True:
+            try:
+                time_many(self.timer, [ct.timed for ct in timings], alone=self.gpu_lock.exclusive, between=between)
+                break
+            except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
+                ct = self._current
+                if not any(ct is c for c in timings):    # before any config's own work: the first one not done
+                    ct = next((c for c in timings if not c.timed.done), timings[0])
+                result = self._failure(exc)
+                for other in timings:
+                    other.drop()
+                retry = retries.get(id(ct), 0)
+                if retry < OOM_RETRIES and self._out_of_memory(result, retry):
+                    retries[id(ct)] = retry + 1
+                    if retry == 0:
+                        ct.shrink()
+                    continue
+                done = [(c.config, c.result()) for c in timings if c.timed.done and c is not ct]
+                return out + done + [(ct.config, result)]
+        results = [(ct.config, ct.result()) for ct in timings]
+        for config, result in results:
+            out.append((config, result))
+            if result["status"] != "PASSED":
+                break
+        return out
+
+    def _failure(self, exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, GateFailure):
             return {"status": exc.status, "message": exc.message}
-        except torch.cuda.OutOfMemoryError as exc:
-            return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000],
-                    "n_sets_tried": n_sets}
+        return {"status": "HARNESS_ERROR", "message": f"out of memory while timing: {exc}"[:1000]}
+
+    def _per_set_bytes(self, config) -> int:
+        """Device memory an input set takes while timed, from the signature's shapes: its
+        inputs twice (made again for the check) and its outputs four times (every side's)."""
+        from arena.check.inputs import DTYPES
+
+        env = self.task.env(config)
+
+        def nbytes(specs) -> int:
+            total = 0
+            for spec in specs:
+                n = 1
+                for d in self.task.shape(spec, env):
+                    n *= int(d)
+                total += n * DTYPES[spec.dtype].itemsize
+            return total
+
+        return 2 * nbytes(self.task.inputs) + 4 * nbytes(self.task.outputs)
+
+    def _n_sets(self, config, budget: float, tp: dict[str, Any]) -> int:
+        """Input sets a round: 16 (the 10 pairs the stopping rule wants at least fit in one
+        round), fewer if they would not fit in the memory budget."""
+        return int(max(1, min(int(tp.get("max_sets", 16)), budget // max(self._per_set_bytes(config), 1))))
+
+    def _ready(self, config, budget: float, tp: dict[str, Any], max_sets: int | None) -> "_ConfigTiming":
+        """One config made ready for its timed rounds: its sides warmed up (JIT, autotune,
+        torch.compile's compile) in shared sections, the warm-up's outputs checked."""
+        torch = self.torch
+        self._set_config(config)
+        n_sets = max_sets or self._n_sets(config, budget, tp)
+        side_list = [("baseline", self.baseline), ("candidate", self.candidate)]
+        if self.compiled is not None:
+            side_list.append(("compiled", self.compiled))
+        ct = _ConfigTiming(self, config, n_sets, side_list, int(tp.get("check_sets", 4)))
+        ct.per_set = self._per_set_bytes(config)
+        shared = self.gpu_lock.shared
+        t_warm = time.perf_counter()
+        with shared():
+            ct.allocate(1)
+        # the trusted sides first: threads their first calls leave (a compiler's) are then in the
+        # snapshot the candidate's warm-up calls are checked against
+        budget_s = float(tp.get("torch_compile_budget_s", 120.0))
+        for name in sorted(ct.sides, key=lambda n: n == "candidate"):
+            side = ct.sides[name]
+            try:
+                # as in a timed sample: the harness's own work is done before the call starts; torch.compile
+                # compiles on its first call of a shape, within a time budget
+                with _time_limit(budget_s if name == "compiled" else None):
+                    self.timer.warm_up(lambda side=side: (side["prepare"](0), torch.cuda.synchronize(),
+                                                          side["call"](0), side["after"](0)), around=shared)
+            except GateFailure as exc:
+                if name != "compiled":
+                    raise
+                if _OverBudget.__name__ in exc.message:
+                    # dynamo unrolls Python loops: a long one compiles for minutes. No torch.compile
+                    # figure for this config nor the ones after it (their compiles would cost as much)
+                    ct.warnings.append(f"torch_compile_timeout: torch.compile did not compile the reference "
+                                       f"within {budget_s:g} s; no torch.compile figure for this config or the "
+                                       f"later ones")
+                    self.compiled = None
+                else:
+                    ct.warnings.append(f"torch_compile_failed: {exc.message[:200]}")
+                del ct.sides[name]
+        self.guard_check("the candidate's warm-up")
+        ct.retire(-1)
+        ct.verify_kept()            # the warm-up's outputs, checked like a timed round's
+        ct.warm_s = time.perf_counter() - t_warm
+        for v in ct.host_us.values():
+            v.clear()
+        ct.spent["prepare_s"] = ct.spent["verify_s"] = 0.0
+        ct.make_timed(tp)
+        return ct
+
+
+class _ConfigTiming:
+    """One config's part of a split's timing: its sides, its input sets, the sets kept for the
+    checks of the timed outputs and the outcome of those checks.
+
+    A set's seed is drawn and its inputs made only right before its first call: when the
+    candidate runs, no later input exists anywhere (nothing to batch ahead or precompute).
+    After each round a share of its sets (``check_sets`` of 16) is drawn and kept, the rest let
+    go; after the exclusive section the kept ones are checked against the reference on inputs
+    made again from each set's seed (which also shows the inputs were left alone), in shared
+    sections: no call could know whether its output would be checked (METHODOLOGY.md). Only
+    when the kept sets would take more memory than allowed are they checked inside the
+    section."""
+
+    def __init__(self, ev: Evaluation, config, n_sets: int, side_list: list, check_sets: int):
+        from arena.check.compare import poison_
+
+        self.ev, self.config, self.n_sets, self.check_sets = ev, config, n_sets, check_sets
+        self.sets: list[dict[str, Any]] = []
+        self.kept: list[dict[str, Any]] = []
+        self.oks: list = []
+        self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
+        self.spent = {"verify_s": 0.0, "prepare_s": 0.0}
+        self.warnings: list[str] = []
+        self.warm_s = 0.0
+        self.timed = None
+        self.per_set = 0
+        self.room: Callable[[_ConfigTiming], None] | None = None   # makes room for a round's kept sets
+        self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.outputs]
+        copy_out = {name: side.language != "reference" for name, side in side_list}
+        self.sides: dict[str, dict[str, Callable[[int], None]]] = {}
+        for name, side in side_list:
+            def prepare(i: int, name=name) -> None:
+                t0 = time.perf_counter()
+                st = self.sets[i]
+                if st["ins"] is None:
+                    st["seed"] = ev.rng.getrandbits(62)
+                    st["ins"] = list(ev.make_inputs(st["seed"]).values())
+                for o in st["outs"][name]:
+                    poison_(o)
+                if name == "candidate":
+                    ev.threads.before()
+                self.spent["prepare_s"] += time.perf_counter() - t0
+
+            def call(i: int, side=side, name=name) -> None:
+                t0 = time.perf_counter()
+                ev.call_side(side, self.sets[i]["ins"], self.sets[i]["outs"][name], copy_out=copy_out[name])
+                self.host_us[name].append((time.perf_counter() - t0) * 1e6)
+
+            def after(i: int, name=name) -> None:
+                if name == "candidate":
+                    # its outputs stay for the checks; a trusted candidate (the reference) starts no threads
+                    if not ev.candidate_trusted:
+                        threads = ev.threads.after()
+                        if threads:
+                            raise GateFailure("INTEGRITY_VIOLATION",
+                                              f"a timed call left threads running: {', '.join(threads[:8])}")
+                else:  # no correct answer of another side stays in memory while the candidate runs
+                    for o in self.sets[i]["outs"][name]:
+                        poison_(o)
+
+            self.sides[name] = {"prepare": prepare, "call": call, "after": after}
+
+    def make_timed(self, tp: dict[str, Any]) -> None:
+        from arena.timing.timer import Timed
+
+        self.timed = Timed(self.sides, self.n_sets, min_pairs=int(tp.get("min_pairs", 10)),
+                           max_pairs=int(tp.get("max_pairs", 400)), target_rse=float(tp.get("target_rse", 0.01)),
+                           cap_s=float(tp.get("cap_s", 4.0)), fill=self.fill, retire=self.retire)
+        self.timed.owner = self     # type: ignore[attr-defined]
+
+    def use(self) -> None:
+        """This config's shapes and scalars for the calls that follow; failures are its own."""
+        self.ev._set_config(self.config)
+        self.ev._current = self
+
+    def allocate(self, n: int) -> None:
+        self.use()
+        self.sets = [{"seed": None, "ins": None, "outs": {name: self.ev.allocate_outputs() for name in self.sides}}
+                     for _ in range(n)]
+
+    def fill(self, round_no: int) -> None:
+        """New sets for a round (inside the exclusive section, before its first flush)."""
+        if self.room is not None:
+            self.room(self)
+        self.allocate(self.n_sets)
+        self.ev.torch.cuda.synchronize()
+
+    def checked_per_round(self) -> int:
+        """``check_sets`` of 16 sets a round (every set if 0); of fewer sets, as large a share,
+        one at least."""
+        if self.check_sets <= 0:
+            return self.n_sets
+        return min(self.n_sets, max(1, -(-self.check_sets * self.n_sets // 16)))
+
+    def retire(self, round_no: int) -> None:
+        """After a round: keep ``checked_per_round()`` of the sets it used, drawn now; let the
+        rest go."""
+        used = [st for st in self.sets if st["ins"] is not None]
+        if self.checked_per_round() < len(used):
+            used = self.ev.rng.sample(used, self.checked_per_round())
+        self.kept += [{"seed": st["seed"], "ins": st["ins"], "outs": st["outs"]["candidate"]} for st in used]
+        self.sets = []
+
+    def verify_kept(self, slice_s: float = 0.1) -> None:
+        """The kept sets checked, then let go: in shared sections of about ``slice_s`` each (a
+        waiting timed round gets in between them; one section a set would wait behind every
+        writer once a set)."""
+        from arena.check.compare import all_ok, check_tensors
+
+        ev = self.ev
+        t0 = time.perf_counter()
+        kept, self.kept = self.kept, []
+        if kept:
+            self.use()
+        i = 0
+        while i < len(kept):
+            with ev.gpu_lock.shared():
+                t_section = time.perf_counter()
+                while i < len(kept) and (time.perf_counter() - t_section < slice_s):
+                    st = kept[i]
+                    i += 1
+                    bad_input, fresh = ev.mutated_input(st["ins"], st["seed"])
+                    if bad_input >= 0:
+                        raise GateFailure("INPUT_MUTATED", "an input was written to during the timed calls")
+                    if not ev.candidate_trusted:   # the reference itself (torch2hip's starting point): no copy-out
+                        exp = ev.expected(fresh, ev._scalars)
+                        for o, e, tol in zip(st["outs"], exp, self.tolerances):
+                            self.oks.append(bool(all_ok(check_tensors(o, e, tol))))   # waits for the device
+                        del exp
+                    del fresh
+                ev.torch.cuda.synchronize()
+        self.spent["verify_s"] += time.perf_counter() - t0
+
+    def drop(self) -> None:
+        """Let the sets go (after a section that failed: its samples are not used)."""
+        self.sets, self.kept = [], []
+
+    def shrink(self) -> None:
+        """A quarter of the input sets a round (after running out of memory)."""
+        self.n_sets = self.timed.n_sets = max(1, self.n_sets // 4)
+
+    def _set_bytes(self, st: dict[str, Any]) -> int:
+        return sum(t.numel() * t.element_size() for t in st["ins"] if hasattr(t, "numel")) + \
+            sum(o.numel() * o.element_size() for o in st["outs"])
+
+    def kept_bytes(self) -> int:
+        return sum(self._set_bytes(st) for st in self.kept)
+
+    def kept_per_round(self) -> int:
+        """Device memory the sets kept from one round take (their inputs and the candidate's
+        outputs: at most half of ``per_set``)."""
+        return self.checked_per_round() * self.per_set // 2
+
+    def result(self) -> dict[str, Any]:
+        from arena.guard import foreign_kernels
+
+        ev, samples = self.ev, self.timed.result
+        n_bad = sum(0 if ok else 1 for ok in self.oks)
+        # the eager reference (a trusted candidate) is torch's kernels by definition
+        library = [] if ev.candidate_trusted else \
+            foreign_kernels(samples.kernels.get("candidate", ()), ev.candidate.own_kernels)
         result: dict[str, Any] = {"status": "PASSED", "spans_us": samples.spans_us, "events_us": samples.events_us,
-                                  "rounds": samples.rounds, "n_sets": n_sets, "wall_s": samples.wall_s,
+                                  "rounds": samples.rounds, "n_sets": self.n_sets, "wall_s": round(samples.wall_s, 3),
                                   "profiler_s": round(samples.profiler_s, 3), "refresh_s": round(samples.refresh_s, 3),
-                                  "warm_s": round(warm_s, 3), "alone_s": round(alone_s, 3),
-                                  "verify_s": round(spent["verify_s"], 3), "prepare_s": round(spent["prepare_s"], 3),
-                                  "warnings": samples.warnings + warnings, "timed_checks": len(oks),
-                                  "timed_bad": n_bad, "host_us": host_us,
+                                  "warm_s": round(self.warm_s, 3), "verify_s": round(self.spent["verify_s"], 3),
+                                  "prepare_s": round(self.spent["prepare_s"], 3),
+                                  "warnings": samples.warnings + self.warnings, "timed_checks": len(self.oks),
+                                  "timed_bad": n_bad, "host_us": self.host_us,
                                   "kernels": sorted(samples.kernels.get("candidate", ()))[:50]}
         if n_bad:
             result["status"] = "INCORRECT_NUMERICAL"
-            result["message"] = f"{n_bad} of {len(oks)} outputs of timed calls were wrong"
+            result["message"] = f"{n_bad} of {len(self.oks)} outputs of timed calls were wrong"
         elif library:
             result["status"] = "FORBIDDEN_CALL"
             result["message"] = "the candidate's timed calls ran kernels it does not define (library or torch " \
-                                "compute kernels): " + \
-                ", ".join(library[:5])
+                                "compute kernels): " + ", ".join(library[:5])
         return result
 
 

@@ -165,17 +165,21 @@ def test_phase_times_from_frame_arrivals():
         {"type": "config", "phase": "correctness", "config": "a", "_t": 4.5,
          "result": {"lock_wait_s": 0.5, "shared_s": 0.5, "longest_shared_s": 0.25, "off_gpu_s": 0.125}},
         {"type": "stage", "stage": "performance", "config": "a", "_t": 4.5},
-        {"type": "config", "phase": "performance", "config": "a", "_t": 7.5,
-         "result": {"lock_wait_s": 1.0, "shared_s": 0.25, "longest_shared_s": 0.125}},
+        {"type": "stage", "stage": "performance", "config": "b", "_t": 5.0},   # a split's configs timed together
+        {"type": "lock", "split": "seen", "phase": "performance", "_t": 7.5,
+         "stats": {"lock_wait_s": 1.0, "shared_s": 0.25, "longest_shared_s": 0.125, "alone_s": 0.5,
+                   "exclusive_n": 1}},
+        {"type": "config", "phase": "performance", "config": "a", "_t": 7.5, "result": {}},
+        {"type": "config", "phase": "performance", "config": "b", "_t": 7.75, "result": {}},
         {"type": "done", "_t": 8.0},
     ]
-    frames[5]["result"].update(warm_s=0.5, profiler_s=0.25, refresh_s=0.75,
+    frames[7]["result"].update(warm_s=0.5, profiler_s=0.25, refresh_s=0.75,
                                spans_us={"baseline": [1e5, 2e5], "candidate": [3e5]})
-    assert phase_times(frames) == {"start_s": 2.0, "load_s": 1.0, "correctness_s": 1.5, "timing_s": 3.0,
+    assert phase_times(frames) == {"start_s": 2.0, "load_s": 1.0, "correctness_s": 1.5, "timing_s": 3.25,
                                    "lock_wait_s": 1.625, "worker_s": 8.0, "warm_s": 0.5, "profiler_s": 0.25,
-                                   "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.0, "prepare_s": 0.0,
+                                   "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
                                    "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
-                                   "load_reference_s": 0.25, "load_timer_s": 0.5}
+                                   "exclusive_n": 1.0, "load_reference_s": 0.25, "load_timer_s": 0.5}
 
 
 def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
@@ -352,7 +356,8 @@ def test_a_torch_compile_over_its_time_budget_is_stopped():
 def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given_back():
     """Evaluations sharing a GPU: one may hold memory the moment another needs it (seen with 12
     workers on an H200). The worker gives its cached blocks back after every config and retries a
-    config that failed for want of memory once; timing then uses a quarter of the input sets."""
+    config that failed for want of memory once (timing does the same with a quarter of the input
+    sets: tests/test_split_timing.py)."""
     import types
 
     from arena.worker import Evaluation
@@ -368,22 +373,14 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     checks = iter([{"status": "RUNTIME_ERROR", "message": oom}, {"status": "PASSED"},     # config a: retried
                    {"status": "PASSED"}])                                                  # config b
     ev.check_config = lambda config: next(checks)
-    timings: list = []
-
-    def time_config(config, max_sets=None):
-        timings.append((config.name, max_sets))
-        if len(timings) == 1:
-            return {"status": "HARNESS_ERROR", "message": "out of memory while timing: ...", "n_sets_tried": 16}
-        return {"status": "PASSED"}
-
-    ev.time_config = time_config
+    timed: list = []
+    ev.time_split = lambda split, configs: timed.append((split, [c.name for c in configs]))
     cfgs = [{"split": "seen", "index": i, "name": n, "params": {}} for i, n in enumerate("ab")]
     ev.run_split({"split": "seen", "configs": cfgs})
     results = [(f["phase"], f["config"], f["result"]["status"]) for f in frames if f["type"] == "config"]
-    assert results == [("correctness", "a", "PASSED"), ("correctness", "b", "PASSED"),
-                       ("performance", "a", "PASSED"), ("performance", "b", "PASSED")]
-    assert timings == [("a", None), ("a", 4), ("b", None)]
-    assert len(emptied) >= 4 + 2            # after every config, and before each retry
+    assert results == [("correctness", "a", "PASSED"), ("correctness", "b", "PASSED")]
+    assert timed == [("seen", ["a", "b"])]
+    assert len(emptied) >= 2 + 1            # after every config, and before the retry
 
 
 def test_a_failure_other_than_memory_is_not_retried():
@@ -405,3 +402,33 @@ def test_a_failure_other_than_memory_is_not_retried():
     ev.check_config = check
     ev.run_split({"split": "seen", "configs": [{"split": "seen", "index": 0, "name": "a", "params": {}}]})
     assert calls == [1]
+
+
+def test_a_config_that_broke_the_device_keeps_its_own_status():
+    """A sticky device error (an illegal address, a reset through ctypes) makes every later CUDA
+    call fail, giving cached memory back too: the config's RUNTIME_ERROR stands, not a harness
+    error from the clean-up after it."""
+    import types
+
+    from arena.worker import Evaluation
+
+    ev = Evaluation.__new__(Evaluation)
+    ev.gpu, ev.gpu_lock, ev.baseline = True, GpuLock(None, None), object()
+    ev.job = {"timing": True}
+
+    def empty_cache():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def synchronize():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    ev.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=empty_cache, synchronize=synchronize))
+    frames: list[dict] = []
+    ev._send = frames.append
+    ev.check_config = lambda config: {"status": "RUNTIME_ERROR", "message": "cudaErrorIllegalAddress"}
+    cfgs = [{"split": "seen", "index": i, "name": n, "params": {}} for i, n in enumerate("ab")]
+    ev.run_split({"split": "seen", "configs": cfgs})
+    results = [(f["config"], f["result"]["status"]) for f in frames if f["type"] == "config"]
+    assert results == [("a", "RUNTIME_ERROR"), ("b", "RUNTIME_ERROR")]
+    assert "device context was lost" in [f for f in frames if f["type"] == "config"][1]["result"]["message"]
+    assert frames[-1]["type"] == "split_done"

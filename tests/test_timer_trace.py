@@ -134,15 +134,21 @@ def test_side_stream_work_starting_before_a_delayed_flush_is_not_hidden():
 
 
 class _FakeTimer:
-    """Stands in for DeviceTimer: runs the steps of every round it is given and returns
-    spans drawn from each side's distribution, one profiler session per call."""
+    """Stands in for DeviceTimer: runs the steps of every round it is given (inside ``alone()``)
+    and returns spans drawn from each side's distribution, one profiler session per call; a
+    warm-up is ``min_calls`` calls, each in its own ``around()`` section."""
 
-    def __init__(self, noise: float):
+    def __init__(self, noise: float = 0.001):
         self.noise = noise
         self.sessions = 0
         self.profiler_s = 0.0
         self.rng = random.Random(7)
         self.log: list[str] = []
+
+    def warm_up(self, call, *, min_calls=3, min_s=0.0, around=None):
+        for _ in range(min_calls):
+            with around():
+                call()
 
     def sample_rounds(self, rounds, alone):
         self.sessions += 1

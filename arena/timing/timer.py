@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
+OVERLAP_WARNING = "device work overlapped the end marker"
 _FLUSH_BLOCK = 4096
 Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
@@ -111,18 +112,19 @@ class DeviceTimer:
 
     def sample_round(self, steps: Sequence[Step], *,
                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-                     ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
+                     ) -> tuple[list[tuple[str, float, float, set[str]]], list[tuple[int, str]]]:
         """Run (side, prepare, call, after) steps under one profiler session.
-        Returns (side, span_us, events_us, names of the device activities) per step and warnings."""
+        Returns (side, span_us, events_us, names of the device activities) per step, and
+        (step index, warning) for the steps that drew one."""
         return self.sample_rounds([steps], alone=alone)
 
     def sample_rounds(self, rounds: Iterable[Sequence[Step]], *,
                       alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-                      ) -> tuple[list[tuple[str, float, float, set[str]]], list[str]]:
+                      ) -> tuple[list[tuple[str, float, float, set[str]]], list[tuple[int, str]]]:
         """Several rounds of steps under one profiler session (a session costs ~170 ms of host
         time, METHODOLOGY.md). The rounds run inside one ``alone()`` section (the GPU's
         exclusive lock: taking it waits for every other evaluation's GPU work to drain, so a
-        batch takes it once, not once a round); the profiler's start, stop and read-out are
+        section takes it once, not once a round); the profiler's start, stop and read-out are
         host work and run outside it (the profiler records this process's device work only).
         ``rounds`` may do work of its own before it yields the next round (renewing inputs):
         that work runs after a marker and before the next flush, so it falls in no sample's
@@ -143,10 +145,12 @@ class DeviceTimer:
             prof.__exit__(None, None, None)
         acts = _device_activities(prof)
         self.profiler_s += time.perf_counter() - t0
-        windows, warnings = cut_windows(acts, len(events))
-        out = []
-        for (side, ev0, ev1), (span, names) in zip(events, windows):
+        windows = _cut(acts, len(events))
+        out, warnings = [], []
+        for j, ((side, ev0, ev1), (span, names, overlapped)) in enumerate(zip(events, windows)):
             out.append((side, span, ev0.elapsed_time(ev1) * 1000.0, names))
+            if overlapped:
+                warnings.append((j, OVERLAP_WARNING))
         return out, warnings
 
     def _steps(self, steps: Sequence[Step], events: list) -> None:
@@ -191,90 +195,172 @@ def cut_windows(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[tu
     marker starts, and the names of those activities. Work the call put on another stream
     may begin while the flush still runs (it does not wait for our stream): it is counted
     from its own start."""
+    windows = _cut(acts, n_steps)
+    return [(span, names) for span, names, _ in windows], [OVERLAP_WARNING for *_, over in windows if over]
+
+
+def _cut(acts: list[tuple[int, int, str]], n_steps: int) -> list[tuple[float, set[str], bool]]:
+    """``cut_windows``, with whether device work overlapped each window's end marker."""
     acts = sorted(acts)
     flushes = [a for a in acts if FLUSH_KERNEL in a[2]]
     markers = [a for a in acts if MARKER_KERNEL in a[2]]
-    warnings = []
     if len(flushes) != n_steps or len(markers) != n_steps:
         raise RuntimeError(f"timing trace has {len(flushes)} flush and {len(markers)} marker kernels "
                            f"for {n_steps} samples: the trace cannot be cut into samples")
-    spans = []
+    out = []
     for (f0, _f1, _), (m0, _m1, _) in zip(flushes, markers):
         # everything that starts inside the window, and anything of the call's already running when the flush
         # starts (our own kernels run on one stream before the flush, so they end before it starts)
         inside = [a for a in acts if (f0 <= a[0] < m0 or a[0] < f0 < a[1])
                   and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
-        straddling = [a for a in acts if a[0] < m0 < a[1] and MARKER_KERNEL not in a[2]]
-        if straddling:
-            warnings.append("device work overlapped the end marker")
+        overlapped = any(a[0] < m0 < a[1] and MARKER_KERNEL not in a[2] for a in acts)
         if not inside:
-            spans.append((0.0, set()))
+            out.append((0.0, set(), overlapped))
             continue
-        spans.append(((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0, {a[2] for a in inside}))
-    return spans, warnings
+        out.append(((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0, {a[2] for a in inside},
+                    overlapped))
+    return out
+
+
+@dataclass
+class Timed:
+    """One thing ``time_many`` times: the sides of one config, its input sets and its stopping
+    rule, and (filled in as it goes) its samples.
+
+    ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
+    ``fill(r)``, if given, runs before each round r (new input sets, the config's shapes);
+    ``retire(r)`` after it (which of its sets to keep for the checks). Both run inside the
+    exclusive section, in no sample's window."""
+
+    sides: dict[str, dict[str, Callable[[int], None]]]
+    n_sets: int
+    min_pairs: int = 10
+    max_pairs: int = 400
+    target_rse: float = 0.01
+    cap_s: float = 4.0                # the longest this item's own rounds may take (its stopping rule)
+    fill: Callable[[int], None] | None = None
+    retire: Callable[[int], None] | None = None
+    result: SampleSet = field(default_factory=SampleSet)
+    done: bool = False
+    batch: int = 0                    # rounds of its current batch
+    todo: int = 0                     # of those, not yet run
+    own_s: float = 0.0                # seconds of its own rounds (fills and retirements included)
+
+    def __post_init__(self) -> None:
+        for s in self.sides:
+            self.result.spans_us.setdefault(s, [])
+            self.result.events_us.setdefault(s, [])
+            self.result.kernels.setdefault(s, set())
+
+    def n(self) -> int:
+        return min(len(v) for v in self.result.spans_us.values())
+
+    def steps(self, r: int) -> list[Step]:
+        """Round r: each side once on each set, the order of the sides alternating by set and
+        round, so neither always runs right after the flush."""
+        names = list(self.sides)
+        steps = []
+        for i in range(self.n_sets):
+            order = names if (i + r) % 2 == 0 else list(reversed(names))
+            for s in order:
+                h = self.sides[s]
+                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
+                              (lambda h=h, i=i: h["after"](i))))
+        return steps
+
+    def finished(self) -> bool:
+        """After a batch: is the median of each side known to target_rse (with min_pairs at
+        least), or is max_pairs or the time cap reached?"""
+        n = self.n()
+        quiet = n >= self.min_pairs and all(stats.rse_of_median(v) < self.target_rse
+                                            for v in self.result.spans_us.values())
+        return quiet or n >= self.max_pairs or (self.own_s > self.cap_s and n >= min(self.min_pairs, 3))
+
+
+def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
+              alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+              between: Callable[[], None] | None = None) -> None:
+    """Interleaved samples of the sides of every item (a split's configs) until each item's
+    stopping rule holds, in as few exclusive sections as the rule and memory allow.
+
+    An item's rounds run in batches: the first has the rounds ``min_pairs`` needs, each later
+    one twice as many as the one before (at most 16, and no more than ``max_pairs`` needs); the
+    stopping rule is checked after each batch, the time cap (the item's own seconds) also
+    between its rounds. A section runs the next batch of every unfinished item, one item after
+    the other, under one profiler session and one ``alone()`` section (the GPU's exclusive
+    lock: taking it waits for every other evaluation's GPU work to drain, so it is taken once
+    for all of them). ``between()`` runs after each section, outside it (the checks of the
+    timed outputs). An exception leaves every item as it was before the section's samples, so
+    the call can be made again."""
+    while True:
+        for it in items:
+            if it.done or it.todo > 0:
+                continue
+            if it.batch == 0:
+                it.batch = it.todo = max(1, -(-it.min_pairs // it.n_sets))
+            elif it.finished():
+                it.done = True
+            else:
+                it.batch = it.todo = max(1, min(2 * it.batch, 16, -(-(it.max_pairs - it.n()) // it.n_sets)))
+        plan = [it for it in items if not it.done]
+        if not plan:
+            return
+        log: list[tuple[Timed, int]] = []      # the item and the number of steps of each round run
+
+        def rounds() -> Iterator[list[Step]]:
+            for it in plan:
+                while it.todo > 0:
+                    if it.todo < it.batch and it.own_s > it.cap_s:
+                        it.todo = 0                  # the time cap ends a batch between its rounds
+                        break
+                    r = it.result.rounds
+                    t0 = time.perf_counter()
+                    if it.fill is not None:
+                        it.fill(r)
+                    it.result.refresh_s += time.perf_counter() - t0
+                    steps = it.steps(r)
+                    log.append((it, len(steps)))
+                    yield steps
+                    t1 = time.perf_counter()
+                    if it.retire is not None:
+                        it.retire(r)
+                    it.result.refresh_s += time.perf_counter() - t1
+                    it.result.rounds += 1
+                    it.todo -= 1
+                    it.own_s += time.perf_counter() - t0
+
+        prof0 = timer.profiler_s
+        samples, warnings = timer.sample_rounds(rounds(), alone=alone)
+        if between is not None:
+            between()            # before the samples count: if it raises, they do not
+        share = (timer.profiler_s - prof0) / max(1, len({id(it) for it, _ in log}))
+        k = 0
+        flagged = dict(warnings)
+        for it, n_steps in log:
+            res = it.result
+            for j in range(k, k + n_steps):
+                side, span, ev, kernels = samples[j]
+                res.spans_us[side].append(span)
+                res.events_us[side].append(ev)
+                res.kernels[side].update(kernels)
+                w = flagged.get(j)
+                if w and w not in res.warnings:
+                    res.warnings.append(w)
+            k += n_steps
+        for it in {id(it): it for it, _ in log}.values():
+            it.result.profiler_s += share
+        for it in plan:
+            it.result.wall_s = it.own_s
 
 
 def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], None]]], n_sets: int, *,
                 min_pairs: int = 10, max_pairs: int = 400, target_rse: float = 0.01, cap_s: float = 4.0,
                 refresh: Callable[[int], None] | None = None,
                 alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> SampleSet:
-    """Interleaved samples of two sides until the median of each is known to target_rse.
-
-    ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
-    A round calls each side once on each set, so no call sees inputs it has seen before
-    in that round; ``refresh(round)``, if given, renews the input sets between rounds (not
-    timed). Rounds run in batches, one profiler session each: the first batch has the
-    rounds ``min_pairs`` needs, each later one twice as many as the one before (at most 16,
-    and no more than ``max_pairs`` needs); the stopping rule is checked after each batch,
-    the time cap also between its rounds. A batch runs inside one ``alone()`` section (the
-    GPU's exclusive lock, so no other evaluation's kernels run meanwhile), the renewals
-    between its rounds too; the profiler's work does not."""
-    names = list(sides)
-    result = SampleSet(spans_us={s: [] for s in names}, events_us={s: [] for s in names},
-                       kernels={s: set() for s in names})
-    start = time.perf_counter()
-    prof0 = timer.profiler_s
-    round_no = 0
-    pairs_per_round = n_sets
-    batch = max(1, -(-min_pairs // pairs_per_round))
-
-    def steps_of(r: int) -> list[Step]:
-        steps = []
-        for k in range(pairs_per_round):
-            i = k % n_sets
-            order = names if (k + r) % 2 == 0 else list(reversed(names))
-            for s in order:
-                h = sides[s]
-                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
-                              (lambda h=h, i=i: h["after"](i))))
-        return steps
-
-    def rounds(n: int) -> Iterator[list[Step]]:
-        nonlocal round_no
-        for b in range(n):
-            if b > 0 and time.perf_counter() - start > cap_s:
-                return
-            if refresh is not None and round_no > 0:
-                t0 = time.perf_counter()
-                refresh(round_no)
-                result.refresh_s += time.perf_counter() - t0
-            yield steps_of(round_no)
-            round_no += 1
-
-    while True:
-        samples, warnings = timer.sample_rounds(rounds(batch), alone=alone)
-        result.warnings.extend(w for w in warnings if w not in result.warnings)
-        for side, span, ev, kernels in samples:
-            result.spans_us[side].append(span)
-            result.events_us[side].append(ev)
-            result.kernels[side].update(kernels)
-        n = min(len(v) for v in result.spans_us.values())
-        elapsed = time.perf_counter() - start
-        done = n >= min_pairs and all(stats.rse_of_median(result.spans_us[s]) < target_rse for s in names)
-        if done or n >= max_pairs or (elapsed > cap_s and n >= min(min_pairs, 3)):
-            break
-        batch = max(1, min(2 * batch, 16, -(-(max_pairs - n) // pairs_per_round)))
-    result.rounds = round_no
-    result.wall_s = time.perf_counter() - start
-    result.profiler_s = timer.profiler_s - prof0
-    return result
+    """``time_many`` of one item: interleaved samples of two (or more) sides until the median of
+    each is known to target_rse. ``refresh(round)``, if given, renews the input sets between
+    rounds (not before the first)."""
+    item = Timed(sides, n_sets, min_pairs=min_pairs, max_pairs=max_pairs, target_rse=target_rse, cap_s=cap_s,
+                 fill=None if refresh is None else (lambda r: refresh(r) if r > 0 else None))
+    time_many(timer, [item], alone=alone)
+    return item.result

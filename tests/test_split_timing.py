@@ -1,0 +1,206 @@
+"""A split's timing (arena/worker.py ``time_configs`` over arena/timing/timer.py ``time_many``),
+on the CPU with the device stood in for: the configs of a split share their exclusive
+sections, the outputs of timed calls are checked after a section and never while it holds the
+GPU, the memory kept for those checks ends a section early, and a config that ran out of
+memory is timed again with a quarter of its input sets."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from arena.gpulock import GpuLock, open_fds
+from arena.spec.loader import Config, load_task
+from test_timer_trace import _FakeTimer as FakeTimer      # tests/ is on the path of its own modules
+
+AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
+
+GOOD = "def axpy(x, y, out, n, alpha):\n    out.copy_(alpha * x + y)\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_device(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (64 * 2**30, 80 * 2**30))
+
+
+def _evaluation(tmp_path, candidate: str, timer: FakeTimer, **timing_params):
+    import torch
+
+    from arena.guard import ThreadWatch
+    from arena.worker import Evaluation, Side
+
+    ev = Evaluation.__new__(Evaluation)
+    ev.job = {"timing": True, "timing_params": timing_params}
+    ev.task = load_task(AXPY)
+    ev.torch, ev.torch_device, ev.gpu, ev.device = torch, "cpu", True, {}
+    ev.gpu_lock = GpuLock(*open_fds("cuda-GPU-split-test"))
+    ev.rng = random.Random(11)
+    ev._current, ev.seal, ev.compiled, ev.candidate_trusted = None, None, None, False
+    ev.reference = ev.load_reference()
+    path = tmp_path / "candidate.py"
+    path.write_text(candidate)
+    ev.candidate = Side(ev.task, {"language": "python", "path": str(path)}, ev.reference, "cpu")
+    ev.baseline = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
+    ev.threads = ThreadWatch()
+    ev.threads.before()
+    ev.timer = timer
+    frames: list[dict] = []
+    ev._send = frames.append
+    # the reference as the checks call it (the baseline side holds the function itself): note
+    # whether the GPU was held alone each time it ran
+    modes: list = []
+    real = ev.reference.reference
+
+    def reference(*args):
+        modes.append(ev.gpu_lock.mode)
+        return real(*args)
+
+    ev.reference.reference = reference
+    return ev, frames, modes
+
+
+def _configs(*ns):
+    return [Config(split="seen", index=i, name=f"n{n}" if ns.count(n) == 1 else f"n{n}-{i}", params={"n": n}) for i, n in enumerate(ns)]
+
+
+def _performance(frames):
+    return {f["config"]: f["result"] for f in frames if f["type"] == "config" and f["phase"] == "performance"}
+
+
+def test_the_configs_of_a_split_share_one_exclusive_section(tmp_path):
+    timer = FakeTimer()
+    ev, frames, modes = _evaluation(tmp_path, GOOD, timer)
+    ev.time_split("seen", _configs(1000, 3001, 77))
+    res = _performance(frames)
+    assert [r["status"] for r in res.values()] == ["PASSED"] * 3
+    # quiet sides: one round of 16 sets each (10 pairs wanted), all three in one section
+    assert timer.sessions == 1 and ev.gpu_lock.exclusive_n == 1
+    assert all(r["rounds"] == 1 and len(r["spans_us"]["candidate"]) == 16 for r in res.values())
+    # the warm-up's output and 4 of each round's 16, checked, never while the GPU was held alone
+    assert all(r["timed_checks"] == 5 and r["timed_bad"] == 0 for r in res.values())
+    assert modes and "exclusive" not in modes
+    (lock,) = [f for f in frames if f["type"] == "lock"]
+    assert lock["split"] == "seen" and lock["stats"]["exclusive_n"] == 1
+
+
+def test_noisy_configs_take_later_sections_together(tmp_path):
+    timer = FakeTimer(noise=0.5)
+    ev, frames, _ = _evaluation(tmp_path, GOOD, timer, max_pairs=64, target_rse=1e-6)
+    ev.time_split("seen", _configs(1000, 2000))
+    res = _performance(frames)
+    # batches of 1, 2 and 1 rounds (16 + 32 + 16 = max_pairs) for each config: three sections, not six
+    assert timer.sessions == 3 and ev.gpu_lock.exclusive_n == 3
+    assert all(len(r["spans_us"]["baseline"]) == 64 and r["rounds"] == 4 for r in res.values())
+    assert all(r["timed_checks"] == 1 + 4 * 4 for r in res.values())
+
+
+def test_kept_sets_past_their_memory_are_checked_inside_the_section(tmp_path):
+    timer = FakeTimer()
+    # an axpy set of n=1000 takes 2 x 8000 + 4 x 4000 bytes by the budget's rule: a budget of 4 sets gives
+    # rounds of 4 sets (3 rounds for the 10 pairs wanted), 1 of them kept a round (12000 bytes, 16000 by the
+    # rule); the kept sets may take half the budget: the sixth round's would pass it, so the five kept before
+    # are checked then, inside the section, which goes on (ending it would cost a drain of the other
+    # evaluations' work)
+    ev, frames, modes = _evaluation(tmp_path, GOOD, timer, max_set_bytes=4 * 32_000)
+    ev.time_split("seen", _configs(1000, 1000, 1000))
+    res = _performance(frames)
+    assert [r["status"] for r in res.values()] == ["PASSED"] * 3
+    assert all(r["n_sets"] == 4 and r["rounds"] == 3 for r in res.values())
+    assert ev.gpu_lock.exclusive_n == 1
+    assert all(r["timed_checks"] == 1 + 3 for r in res.values())
+    assert modes.count("exclusive") == 5                  # the checks of the first five rounds' kept sets
+
+
+def test_a_candidate_wrong_only_while_timed_fails_its_config(tmp_path):
+    wrong_later = ("calls = [0]\n"
+                   "def axpy(x, y, out, n, alpha):\n"
+                   "    calls[0] += 1\n"
+                   "    out.copy_(alpha * x + y + (1.0 if calls[0] > 3 else 0.0))\n")   # right while warming up
+    ev, frames, _ = _evaluation(tmp_path, wrong_later, FakeTimer())
+    ev.time_split("seen", _configs(1000, 2000))
+    res = _performance(frames)
+    assert list(res) == ["n1000"]                  # the first config fails; the split's results stop there
+    assert res["n1000"]["status"] == "INCORRECT_NUMERICAL"
+    assert "4 of 5 outputs of timed calls were wrong" in res["n1000"]["message"]
+
+
+def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_sets(tmp_path):
+    oom_once = ("import torch\n"
+                "calls = [0]\n"
+                "def axpy(x, y, out, n, alpha):\n"
+                "    calls[0] += 1\n"
+                "    if calls[0] == 8:\n"
+                "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+                "    out.copy_(alpha * x + y)\n")
+    timer = FakeTimer()
+    ev, frames, _ = _evaluation(tmp_path, oom_once, timer)
+    ev.time_split("seen", _configs(1000, 2000))
+    res = _performance(frames)
+    assert [r["status"] for r in res.values()] == ["PASSED", "PASSED"]
+    # the first section failed in config 1's round (the warm-ups took calls 1-6): config 1 again with 4 sets a
+    # round; the section's samples dropped and taken again
+    assert res["n1000"]["n_sets"] == 4 and res["n2000"]["n_sets"] == 16
+    assert len(res["n1000"]["spans_us"]["candidate"]) >= 10
+    assert len(res["n2000"]["spans_us"]["candidate"]) == 16
+    assert timer.sessions == 3
+
+
+def test_a_second_failure_for_want_of_memory_is_the_configs_result(tmp_path):
+    oom_always = ("import torch\n"
+                  "calls = [0]\n"
+                  "def axpy(x, y, out, n, alpha):\n"
+                  "    calls[0] += 1\n"
+                  "    if calls[0] > 6:\n"
+                  "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+                  "    out.copy_(alpha * x + y)\n")
+    ev, frames, _ = _evaluation(tmp_path, oom_always, FakeTimer())
+    ev.time_split("seen", _configs(1000, 2000))
+    res = _performance(frames)
+    assert list(res) == ["n1000"] and res["n1000"]["status"] == "RUNTIME_ERROR"
+    assert "out of memory" in res["n1000"]["message"]
+
+
+def test_running_out_of_memory_while_checking_is_tried_again(tmp_path):
+    """The correctness gate's own allocations may find the memory held by the evaluations sharing
+    the GPU: the config is tried again, not the whole evaluation lost to a harness error."""
+    import torch
+
+    from arena.worker import Side
+
+    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer())
+    # a candidate that computes with torch operators (a Python candidate of a Triton task may not)
+    ev.candidate = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
+    real = ev.allocate_outputs
+    calls = [0]
+
+    def allocate_outputs():
+        calls[0] += 1
+        if calls[0] == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB")
+        return real()
+
+    ev.allocate_outputs = allocate_outputs
+    ev.job.update(seeds=[1, 2, 3], timing=False)
+    ev.run_split({"split": "seen", "configs": [{"split": "seen", "index": 0, "name": "n1000", "params": {"n": 1000}}]})
+    results = [(f["phase"], f["result"]["status"]) for f in frames if f["type"] == "config"]
+    assert results == [("correctness", "PASSED")] and calls[0] > 1
+
+
+def test_evaluations_sharing_a_gpu_share_its_memory_for_input_sets(tmp_path):
+    """--workers-per-gpu N (``gpu_share``): each evaluation's input sets get at most 0.75 / N of
+    the device (here 0.75 x 80 GiB / 4000: 16 MB), so N evaluations' sets and kept sets fit beside
+    each other."""
+    n = 100_000                     # 2 x 800 kB + 4 x 400 kB = 3.2 MB a set by the budget's rule
+    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer(), gpu_share=4000)
+    ev.time_split("seen", _configs(n))
+    assert _performance(frames)[f"n{n}"]["n_sets"] == int(0.75 * 80 * 2**30 / 4000 // 3_200_000) == 5
+    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer())
+    ev.time_split("seen", _configs(n))
+    assert _performance(frames)[f"n{n}"]["n_sets"] == 16
