@@ -615,20 +615,10 @@ class Evaluation:
     def _per_set_bytes(self, config) -> int:
         """Device memory an input set takes while timed, from the signature's shapes: its
         inputs twice (made again for the check) and its outputs four times (every side's)."""
-        from arena.check.inputs import DTYPES
+        from arena.spec.shapes import tensor_bytes
 
         env = self.task.env(config)
-
-        def nbytes(specs) -> int:
-            total = 0
-            for spec in specs:
-                n = 1
-                for d in self.task.shape(spec, env):
-                    n *= int(d)
-                total += n * DTYPES[spec.dtype].itemsize
-            return total
-
-        return 2 * nbytes(self.task.inputs) + 4 * nbytes(self.task.outputs)
+        return 2 * tensor_bytes(self.task, env, self.task.inputs) + 4 * tensor_bytes(self.task, env, self.task.outputs)
 
     def _n_sets(self, config, budget: float, tp: dict[str, Any]) -> int:
         """Input sets a round: 16 (the 10 pairs the stopping rule wants at least fit in one
@@ -753,7 +743,6 @@ class _ConfigTiming:
         self.timed = Timed(self.sides, self.n_sets, min_pairs=int(tp.get("min_pairs", 10)),
                            max_pairs=int(tp.get("max_pairs", 400)), target_rse=float(tp.get("target_rse", 0.01)),
                            cap_s=float(tp.get("cap_s", 4.0)), fill=self.fill, retire=self.retire)
-        self.timed.owner = self     # type: ignore[attr-defined]
 
     def use(self) -> None:
         """This config's shapes and scalars for the calls that follow; failures are its own."""

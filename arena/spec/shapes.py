@@ -13,7 +13,7 @@ import math
 import os
 import random
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from arena.errors import ArenaError
 from arena.spec import formula
@@ -64,8 +64,10 @@ def _draw_value(rng: random.Random, spec: Mapping[str, Any]) -> int | float:
     return max(lo_k, min(k, hi_k)) * step
 
 
-def tensor_bytes(task: Task, env: Mapping[str, Any]) -> int:
-    return sum(math.prod(task.shape(s, env)) * DTYPE_BYTES[s.dtype] for s in (*task.inputs, *task.outputs))
+def tensor_bytes(task: Task, env: Mapping[str, Any], specs: Iterable[Any] | None = None) -> int:
+    """Bytes of the signature's tensors (``specs``: only these; default every input and output)."""
+    specs = (*task.inputs, *task.outputs) if specs is None else specs
+    return sum(math.prod(task.shape(s, env)) * DTYPE_BYTES[s.dtype] for s in specs)
 
 
 def draw_configs(task: Task, n: int, seed: int, limits: DrawLimits = DrawLimits()) -> list[Config]:
