@@ -649,22 +649,28 @@ def _kill_group(proc: subprocess.Popen) -> None:
 # Turning frames into Verdicts (the decision)
 
 
-def _side_timing(spans: list[float], events: list[float]) -> SideTiming:
+def _side_timing(perf: dict[str, Any], side: str) -> SideTiming:
+    spans, events = perf["spans_us"][side], perf["events_us"].get(side, [])
+    timer = str((perf.get("timers") or {}).get(side, "span"))
+    other = (perf.get("other_timer_median_us") or {}).get(side)
     return SideTiming(median_us=round(stats.median(spans), 3), iqr_us=round(stats.iqr(spans), 3), n=len(spans),
                       events_median_us=round(stats.median(events), 3) if events else None,
-                      min_us=round(min(spans), 3))
+                      min_us=round(min(spans), 3), timer=timer if timer in ("span", "events") else "span",
+                      other_timer_median_us=float(other) if isinstance(other, (int, float)) else None)
 
 
 def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, Any], device: Device) -> None:
-    spans, events = perf["spans_us"], perf["events_us"]
+    spans = perf["spans_us"]
     b, c = spans["baseline"], spans["candidate"]
-    cr.baseline = _side_timing(b, events.get("baseline", []))
-    cr.candidate = _side_timing(c, events.get("candidate", []))
+    cr.baseline = _side_timing(perf, "baseline")
+    cr.candidate = _side_timing(perf, "candidate")
     if cr.candidate.median_us <= 0:
         cr.flags.append("no_device_work")
         return
     cr.speedup = round(cr.baseline.median_us / cr.candidate.median_us, 4)
-    lo, hi = stats.bootstrap_ratio_ci(b, c)
+    # samples taken apart (one side without the profiler, after the probe) are not pairs
+    paired = cr.baseline.timer == cr.candidate.timer and len(b) == len(c)
+    lo, hi = stats.bootstrap_ratio_ci(b, c, paired=paired)
     cr.speedup_ci = (round(lo, 4), round(hi, 4))
     for side in (cr.baseline, cr.candidate):
         ev = side.events_median_us
@@ -679,7 +685,7 @@ def _apply_timing(task: Task, cr: ConfigResult, config: Config, perf: dict[str, 
         if host_med > HOST_WORK_FLOOR_US and host_med > HOST_WORK_RATIO * cr.candidate.median_us:
             cr.flags.append("host_work_in_call")
     if spans.get("compiled"):
-        cr.compiled = _side_timing(spans["compiled"], events.get("compiled", []))
+        cr.compiled = _side_timing(perf, "compiled")
         cr.speedup_compiled = round(cr.compiled.median_us / cr.candidate.median_us, 4)
     for w in perf.get("warnings", []):
         cr.flags.append(w.split(":")[0].replace(" ", "_"))

@@ -94,6 +94,10 @@ class SideTiming:
     n: int
     events_median_us: float | None = None   # cross-check: events around call + device synchronize
     min_us: float | None = None
+    # "span": device span under the profiler (every side by default); "events": a trusted, host-bound
+    # side timed without the profiler, events around its call on its stream (arena.timing.timer)
+    timer: str = "span"
+    other_timer_median_us: float | None = None   # its median by the other timer, where it had both
 
 
 @dataclass

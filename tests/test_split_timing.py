@@ -204,3 +204,78 @@ def test_evaluations_sharing_a_gpu_share_its_memory_for_input_sets(tmp_path):
     ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer())
     ev.time_split("seen", _configs(n))
     assert _performance(frames)[f"n{n}"]["n_sets"] == 16
+
+
+def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(tmp_path):
+    """The profiler slows every launch: a trusted side whose host time is at least half its span
+    (an eager reference) goes on without it after the first batch, in a section of its own,
+    and keeps the lower median of the two timers; the candidate stays profiled."""
+    timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 0.6})
+    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
+    ev.time_split("seen", _configs(1000))
+    r = _performance(frames)["n1000"]
+    assert r["status"] == "PASSED"
+    assert r["timers"] == {"baseline": "events", "candidate": "span"}
+    assert timer.plain_sides == {"baseline"} and timer.sessions == 1 and timer.plain_sessions == 1
+    assert len(r["spans_us"]["baseline"]) == 16 and max(r["spans_us"]["baseline"]) < 0.61
+    assert 0.99 < r["other_timer_median_us"]["baseline"] < 1.01     # its median under the profiler, kept
+    assert len(r["spans_us"]["candidate"]) == 16
+    assert r["timed_checks"] == 1 + 4             # the candidate's calls checked; the baseline's alone need none
+    assert ev.gpu_lock.exclusive_n == 2
+
+
+def test_a_trusted_side_keeps_the_profilers_figure_where_that_is_lower(tmp_path):
+    timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 2.0})
+    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
+    ev.time_split("seen", _configs(1000))
+    r = _performance(frames)["n1000"]
+    assert r["timers"]["baseline"] == "span" and max(r["spans_us"]["baseline"]) < 1.01
+    assert 1.99 < r["other_timer_median_us"]["baseline"] < 2.01
+    assert timer.plain_sessions == 1           # slower unprofiled after its first batch: nothing more to learn
+
+
+def test_the_candidate_is_always_timed_under_the_profiler(tmp_path):
+    """However host-bound its calls: unprofiled, its other streams and its kernels would go unseen."""
+    timer = FakeTimer(bases={"baseline": 100_000.0, "candidate": 1.0}, plain={"candidate": 0.1})
+    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
+    ev.time_split("seen", _configs(1000, 2000))
+    res = _performance(frames)
+    assert timer.plain_sessions == 0 and not timer.plain_sides
+    assert all(r["timers"] == {"baseline": "span", "candidate": "span"} for r in res.values())
+
+
+def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_in_pairs(tmp_path):
+    from arena.worker import Side
+
+    timer = FakeTimer(noise=0.5, bases={"baseline": 1.0, "candidate": 1.0}, plain={"baseline": 0.5, "candidate": 0.5})
+    ev, frames, _ = _evaluation(tmp_path, GOOD, timer, target_rse=1e-6)
+    ev.candidate = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
+    ev.candidate_trusted = True
+    ev.time_split("seen", _configs(1000))
+    r = _performance(frames)["n1000"]
+    assert r["timers"] == {"baseline": "events", "candidate": "events"}
+    assert timer.plain_sides == {"baseline", "candidate"} and timer.sessions == 1
+    # the unprofiled item has its own stopping rule: rounds of 16 sets in batches of 1, 2 and 4 rounds, up to
+    # UNPROFILED_MAX_PAIRS (100) in whole rounds
+    assert len(r["spans_us"]["baseline"]) == len(r["spans_us"]["candidate"]) == 112
+    assert timer.plain_sessions == 3
+
+
+def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
+    from arena.devices import Device
+    from arena.evaluate import _apply_timing
+    from arena.records import ConfigResult, Status
+
+    task = load_task(AXPY)
+    cfg = _configs(1000)[0]
+    cr = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
+    rng = random.Random(3)
+    base = [200.0 + rng.uniform(-5, 5) for _ in range(40)]
+    cand = [100.0 + rng.uniform(-5, 5) for _ in range(16)]
+    perf = {"spans_us": {"baseline": base, "candidate": cand}, "events_us": {"baseline": base, "candidate": cand},
+            "timers": {"baseline": "events", "candidate": "span"}, "other_timer_median_us": {"baseline": 330.0}}
+    _apply_timing(task, cr, cfg, perf, Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90"))
+    assert cr.baseline.timer == "events" and cr.baseline.other_timer_median_us == 330.0 and cr.baseline.n == 40
+    assert cr.candidate.timer == "span" and cr.candidate.other_timer_median_us is None
+    lo, hi = cr.speedup_ci
+    assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2      # all 40 baseline samples used, not the first 16

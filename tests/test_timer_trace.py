@@ -138,9 +138,15 @@ class _FakeTimer:
     and returns spans drawn from each side's distribution, one profiler session per call; a
     warm-up is ``min_calls`` calls, each in its own ``around()`` section."""
 
-    def __init__(self, noise: float = 0.001):
+    def __init__(self, noise: float = 0.001, plain: dict[str, float] | None = None,
+                 bases: dict[str, float] | None = None):
         self.noise = noise
+        # a side's span (us): long beside the host time of a call on the CPU, so no side looks host-bound
+        self.bases = bases or {"baseline": 100_000.0, "candidate": 50_000.0}
+        self.plain = plain or {}      # a side's time when timed without the profiler (else as with it)
         self.sessions = 0
+        self.plain_sessions = 0
+        self.plain_sides: set[str] = set()
         self.profiler_s = 0.0
         self.rng = random.Random(7)
         self.log: list[str] = []
@@ -150,8 +156,11 @@ class _FakeTimer:
             with around():
                 call()
 
-    def sample_rounds(self, rounds, alone):
-        self.sessions += 1
+    def sample_rounds(self, rounds, alone, profiled=True):
+        if profiled:
+            self.sessions += 1
+        else:
+            self.plain_sessions += 1
         out = []
         with alone():
             for steps in rounds:
@@ -159,7 +168,10 @@ class _FakeTimer:
                     prepare()
                     call()
                     after()
-                    base = 100.0 if side == "baseline" else 50.0
+                    base = self.bases.get(side, 50_000.0)
+                    if not profiled:
+                        self.plain_sides.add(side)
+                        base = self.plain.get(side, base)
                     out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, set()))
         return out, []
 

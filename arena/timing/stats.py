@@ -38,15 +38,22 @@ def geomean(xs: Sequence[float]) -> float | None:
 
 
 def bootstrap_ratio_ci(baseline: Sequence[float], candidate: Sequence[float], *, n_boot: int = 2000,
-                       seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """CI of median(baseline) / median(candidate), resampling the pairs together."""
+                       seed: int = 0, level: float = 0.95, paired: bool = True) -> tuple[float, float]:
+    """CI of median(baseline) / median(candidate), resampling the pairs together; or, for
+    samples not taken in pairs (``paired=False``: the sides were timed apart), each side on
+    its own."""
     a = np.asarray(baseline, dtype=float)
     b = np.asarray(candidate, dtype=float)
-    n = min(len(a), len(b))
-    a, b = a[:n], b[:n]
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    ratios = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    if paired:
+        n = min(len(a), len(b))
+        a, b = a[:n], b[:n]
+        idx = rng.integers(0, n, size=(n_boot, n))
+        ratios = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    else:
+        ia = rng.integers(0, len(a), size=(n_boot, len(a)))
+        ib = rng.integers(0, len(b), size=(n_boot, len(b)))
+        ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
     lo, hi = np.percentile(ratios, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
     return float(lo), float(hi)
 

@@ -7,6 +7,17 @@ profiler (CUPTI on CUDA, roctracer on ROCm); the events around the call plus a d
 synchronize are a cross-check. The flush and the marker are kernels of ours with names of
 ours, so the trace can be cut into samples. Samples alternate A B / B A so neither side
 always runs right after the flush.
+
+A profiler session slows every kernel launch (CUPTI's per-launch work, about 5 us on an
+H200, more inside a timed round): a side whose call is many launches from Python (an eager
+PyTorch reference) then reads up to twice its own time (``llama_mlp_decode_block``'s reference:
+360 us under the profiler, 219 us without, 113 us of kernels; scripts/gpu_timer_overhead.py).
+So a trusted side (the harness's own baseline or reference, which launches on the current
+stream) whose host time is at least half its span is timed again without the profiler: the
+events around its call on its stream, the end event recorded right after the call (no
+synchronize, whose wake-up would add to it). Its figure is the lower median of the two.
+A candidate is always timed under the profiler: its spans count every stream, and its
+kernels are seen.
 """
 
 from __future__ import annotations
@@ -119,7 +130,8 @@ class DeviceTimer:
         return self.sample_rounds([steps], alone=alone)
 
     def sample_rounds(self, rounds: Iterable[Sequence[Step]], *,
-                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                      profiled: bool = True
                       ) -> tuple[list[tuple[str, float, float, set[str]]], list[tuple[int, str]]]:
         """Several rounds of steps under one profiler session (a session costs ~170 ms of host
         time, METHODOLOGY.md). The rounds run inside one ``alone()`` section (the GPU's
@@ -128,10 +140,22 @@ class DeviceTimer:
         host work and run outside it (the profiler records this process's device work only).
         ``rounds`` may do work of its own before it yields the next round (renewing inputs):
         that work runs after a marker and before the next flush, so it falls in no sample's
-        window."""
+        window.
+
+        ``profiled=False`` (trusted sides only): no profiler session; a sample is the events
+        around the call on its stream, as both its span and its events."""
         from torch.profiler import ProfilerActivity, profile
 
         events = []
+        if not profiled:
+            with alone():
+                for steps in rounds:
+                    self._steps(steps, events, stream_end=True)
+            out = []
+            for side, ev0, ev1 in events:
+                us = ev0.elapsed_time(ev1) * 1000.0
+                out.append((side, us, us, set()))
+            return out, []
         t0 = time.perf_counter()
         prof = profile(activities=[ProfilerActivity.CUDA])
         prof.__enter__()
@@ -153,7 +177,7 @@ class DeviceTimer:
                 warnings.append((j, OVERLAP_WARNING))
         return out, warnings
 
-    def _steps(self, steps: Sequence[Step], events: list) -> None:
+    def _steps(self, steps: Sequence[Step], events: list, stream_end: bool = False) -> None:
         for side, prepare, call, after in steps:
             prepare()
             torch.cuda.synchronize()  # our fills and checks are done before the flush starts
@@ -162,8 +186,12 @@ class DeviceTimer:
             ev1 = torch.cuda.Event(enable_timing=True)
             ev0.record()
             call()
-            torch.cuda.synchronize()
-            ev1.record()
+            if stream_end:            # a trusted call: its work is on this stream
+                ev1.record()
+                torch.cuda.synchronize()
+            else:
+                torch.cuda.synchronize()
+                ev1.record()
             self.marker()
             after()
             events.append((side, ev0, ev1))
@@ -230,7 +258,11 @@ class Timed:
     ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
     ``fill(r)``, if given, runs before each round r (new input sets, the config's shapes);
     ``retire(r)`` after it (which of its sets to keep for the checks). Both run inside the
-    exclusive section, in no sample's window."""
+    exclusive section, in no sample's window. ``profiled=False``: timed without the
+    profiler (``DeviceTimer.sample_rounds``). ``split(item)``, if given, runs once after the
+    first batch: it may take sides out of ``sides`` (their samples stay in ``result``) and
+    return a new item that times them from then on. ``settled(item)``, if given, may end it
+    after any batch."""
 
     sides: dict[str, dict[str, Callable[[int], None]]]
     n_sets: int
@@ -240,6 +272,9 @@ class Timed:
     cap_s: float = 4.0                # the longest this item's own rounds may take (its stopping rule)
     fill: Callable[[int], None] | None = None
     retire: Callable[[int], None] | None = None
+    profiled: bool = True
+    split: Callable[["Timed"], "Timed | None"] | None = None
+    settled: Callable[["Timed"], bool] | None = None     # after a batch: nothing more to learn from it
     result: SampleSet = field(default_factory=SampleSet)
     done: bool = False
     batch: int = 0                    # rounds of its current batch
@@ -253,7 +288,8 @@ class Timed:
             self.result.kernels.setdefault(s, set())
 
     def n(self) -> int:
-        return min(len(v) for v in self.result.spans_us.values())
+        """Pairs taken of the sides it still times."""
+        return min((len(self.result.spans_us[s]) for s in self.sides), default=0)
 
     def steps(self, r: int) -> list[Step]:
         """Round r: each side once on each set, the order of the sides alternating by set and
@@ -271,9 +307,11 @@ class Timed:
     def finished(self) -> bool:
         """After a batch: is the median of each side known to target_rse (with min_pairs at
         least), or is max_pairs or the time cap reached?"""
+        if not self.sides or (self.settled is not None and self.settled(self)):
+            return True
         n = self.n()
-        quiet = n >= self.min_pairs and all(stats.rse_of_median(v) < self.target_rse
-                                            for v in self.result.spans_us.values())
+        quiet = n >= self.min_pairs and all(stats.rse_of_median(self.result.spans_us[s]) < self.target_rse
+                                            for s in self.sides)
         return quiet or n >= self.max_pairs or (self.own_s > self.cap_s and n >= min(self.min_pairs, 3))
 
 
@@ -289,68 +327,84 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
     between its rounds. A section runs the next batch of every unfinished item, one item after
     the other, under one profiler session and one ``alone()`` section (the GPU's exclusive
     lock: taking it waits for every other evaluation's GPU work to drain, so it is taken once
-    for all of them). ``between()`` runs after each section, outside it (the checks of the
-    timed outputs). An exception leaves every item as it was before the section's samples, so
-    the call can be made again."""
+    for all of them); the items timed without the profiler get a section of their own.
+    ``between()`` runs after each section, outside it (the checks of the timed outputs). An
+    exception leaves every item as it was before the section's samples, so the call can be
+    made again."""
+    items = list(items)
     while True:
-        for it in items:
+        for it in items:                 # an item split off below is planned in this pass too
             if it.done or it.todo > 0:
                 continue
             if it.batch == 0:
                 it.batch = it.todo = max(1, -(-it.min_pairs // it.n_sets))
-            elif it.finished():
+                continue
+            if it.split is not None:
+                split, it.split = it.split, None
+                extra = split(it)
+                if extra is not None:
+                    items.append(extra)
+            if it.finished():
                 it.done = True
             else:
                 it.batch = it.todo = max(1, min(2 * it.batch, 16, -(-(it.max_pairs - it.n()) // it.n_sets)))
-        plan = [it for it in items if not it.done]
-        if not plan:
+        plans = [[it for it in items if not it.done and it.profiled == profiled] for profiled in (True, False)]
+        if not any(plans):
             return
-        log: list[tuple[Timed, int]] = []      # the item and the number of steps of each round run
+        for plan, profiled in zip(plans, (True, False)):
+            if plan:
+                _section(timer, plan, profiled, alone, between)
 
-        def rounds() -> Iterator[list[Step]]:
-            for it in plan:
-                while it.todo > 0:
-                    if it.todo < it.batch and it.own_s > it.cap_s:
-                        it.todo = 0                  # the time cap ends a batch between its rounds
-                        break
-                    r = it.result.rounds
-                    t0 = time.perf_counter()
-                    if it.fill is not None:
-                        it.fill(r)
-                    it.result.refresh_s += time.perf_counter() - t0
-                    steps = it.steps(r)
-                    log.append((it, len(steps)))
-                    yield steps
-                    t1 = time.perf_counter()
-                    if it.retire is not None:
-                        it.retire(r)
-                    it.result.refresh_s += time.perf_counter() - t1
-                    it.result.rounds += 1
-                    it.todo -= 1
-                    it.own_s += time.perf_counter() - t0
 
-        prof0 = timer.profiler_s
-        samples, warnings = timer.sample_rounds(rounds(), alone=alone)
-        if between is not None:
-            between()            # before the samples count: if it raises, they do not
-        share = (timer.profiler_s - prof0) / max(1, len({id(it) for it, _ in log}))
-        k = 0
-        flagged = dict(warnings)
-        for it, n_steps in log:
-            res = it.result
-            for j in range(k, k + n_steps):
-                side, span, ev, kernels = samples[j]
-                res.spans_us[side].append(span)
-                res.events_us[side].append(ev)
-                res.kernels[side].update(kernels)
-                w = flagged.get(j)
-                if w and w not in res.warnings:
-                    res.warnings.append(w)
-            k += n_steps
-        for it in {id(it): it for it, _ in log}.values():
-            it.result.profiler_s += share
+def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
+             alone: Callable[[], contextlib.AbstractContextManager], between: Callable[[], None] | None) -> None:
+    """One exclusive section: the next batch of rounds of every item of the plan."""
+    log: list[tuple[Timed, int]] = []      # the item and the number of steps of each round run
+
+    def rounds() -> Iterator[list[Step]]:
         for it in plan:
-            it.result.wall_s = it.own_s
+            while it.todo > 0:
+                if it.todo < it.batch and it.own_s > it.cap_s:
+                    it.todo = 0                  # the time cap ends a batch between its rounds
+                    break
+                r = it.result.rounds
+                t0 = time.perf_counter()
+                if it.fill is not None:
+                    it.fill(r)
+                it.result.refresh_s += time.perf_counter() - t0
+                steps = it.steps(r)
+                log.append((it, len(steps)))
+                yield steps
+                t1 = time.perf_counter()
+                if it.retire is not None:
+                    it.retire(r)
+                it.result.refresh_s += time.perf_counter() - t1
+                it.result.rounds += 1
+                it.todo -= 1
+                it.own_s += time.perf_counter() - t0
+
+    prof0 = timer.profiler_s
+    samples, warnings = timer.sample_rounds(rounds(), alone=alone, profiled=profiled)
+    if between is not None:
+        between()            # before the samples count: if it raises, they do not
+    share = (timer.profiler_s - prof0) / max(1, len({id(it) for it, _ in log}))
+    k = 0
+    flagged = dict(warnings)
+    for it, n_steps in log:
+        res = it.result
+        for j in range(k, k + n_steps):
+            side, span, ev, kernels = samples[j]
+            res.spans_us[side].append(span)
+            res.events_us[side].append(ev)
+            res.kernels[side].update(kernels)
+            w = flagged.get(j)
+            if w and w not in res.warnings:
+                res.warnings.append(w)
+        k += n_steps
+    for it in {id(it): it for it, _ in log}.values():
+        it.result.profiler_s += share
+    for it in plan:
+        it.result.wall_s = it.own_s
 
 
 def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], None]]], n_sets: int, *,
