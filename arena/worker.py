@@ -784,13 +784,20 @@ class _ConfigTiming:
                            retire=retire, profiled=False, settled=self.span_is_lower)
         return self.plain
 
+    def medians(self, name: str) -> tuple[float, float] | None:
+        """A side's median under the profiler and without it, where it has both."""
+        from arena.timing import stats
+
+        by_span = self.timed.result.spans_us.get(name)
+        by_events = self.plain.result.spans_us.get(name) if self.plain is not None else None
+        if not by_span or not by_events:
+            return None
+        return stats.median(by_span), stats.median(by_events)
+
     def span_is_lower(self, plain) -> bool:
         """The unprofiled item has nothing more to give once every side of it reads slower than
         under the profiler (their figure is then the profiled one)."""
-        from arena.timing import stats
-
-        return all(stats.median(plain.result.spans_us[n]) >= stats.median(self.timed.result.spans_us[n])
-                   for n in plain.sides)
+        return all(m is not None and m[1] >= m[0] for m in map(self.medians, plain.sides))
 
     def let_go(self, round_no: int) -> None:
         """After a round of trusted sides alone: nothing to check."""
@@ -883,7 +890,6 @@ class _ConfigTiming:
 
     def result(self) -> dict[str, Any]:
         from arena.guard import foreign_kernels
-        from arena.timing import stats
 
         ev, samples = self.ev, self.timed.result
         spans, events = dict(samples.spans_us), dict(samples.events_us)
@@ -892,9 +898,10 @@ class _ConfigTiming:
         plain = self.plain.result if self.plain is not None else None
         if plain is not None:
             for n in self.plain.sides:
-                if not plain.spans_us.get(n) or not spans.get(n):
+                m = self.medians(n)
+                if m is None:
                     continue
-                by_span, by_events = stats.median(spans[n]), stats.median(plain.spans_us[n])
+                by_span, by_events = m
                 if by_events < by_span:       # the lower of two complete measures of trusted code
                     spans[n], events[n], timers[n] = plain.spans_us[n], plain.events_us[n], "events"
                 other[n] = round(by_span if timers[n] == "events" else by_events, 3)
