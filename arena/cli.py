@@ -521,8 +521,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="ray: each (agent, task, repeat) is a Ray task with one GPU (pip install 'kernel-arena[ray]')")
     r.add_argument("--ray-address", help="an existing Ray cluster (default: $RAY_ADDRESS, else a local one)")
-    r.add_argument("--no-prebuild", action="store_true", help="do not build the tasks' HIP files ahead")
-    r.add_argument("--build-jobs", type=int, help="parallel HIP builds ahead of GPU work (default: every core)")
+    r.add_argument("--no-prebuild", action="store_true", help="do not compile the tasks' HIP and Triton files ahead")
+    r.add_argument("--build-jobs", type=int, help="parallel HIP builds and Triton warm-ups ahead of GPU work (default: every core)")
     r.add_argument("--agent-option", action="append", metavar="NAME=VALUE",
                    help="an option of a YAML agent, e.g. model=... (repeatable)")
     r.add_argument("--budget", type=float, help="wall seconds per task for an agent (default: its YAML's)")

@@ -175,6 +175,22 @@ def _baseline_side(task: Task) -> tuple[str, Path | None]:
     return _language_of(path), path
 
 
+def configs_of_splits(task: Task, splits: Sequence[str], device: Device, split_seed: int | None,
+                      random_configs: int = 4) -> dict[str, list[Config]]:
+    """The configs an evaluation of these splits runs: the task's config files, and for the
+    random split ``random_configs`` drawn from the shape space with ``split_seed`` within the
+    device's limits (left out when there is no seed yet)."""
+    out: dict[str, list[Config]] = {}
+    for s in splits:
+        if s != "random":
+            out[s] = task.configs(s)
+        elif split_seed is not None:
+            from arena.spec.shapes import draw_configs, limits_for
+
+            out[s] = draw_configs(task, random_configs, split_seed, limits_for(device.kind, device.memory_bytes))
+    return out
+
+
 def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[str, Sequence[Config]],
              device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
              timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
@@ -200,16 +216,11 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     if isinstance(splits, Mapping):
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
-        split_configs = {}
-        for s in splits:
-            if s == "random":
-                from arena.spec.shapes import draw_configs, limits_for, new_secret
+        if "random" in splits and split_seed is None:
+            from arena.spec.shapes import new_secret
 
-                split_seed = new_secret() if split_seed is None else split_seed
-                split_configs[s] = draw_configs(task, random_configs, split_seed,
-                                                limits_for(device.kind, device.memory_bytes))
-            else:
-                split_configs[s] = task.configs(s)
+            split_seed = new_secret()
+        split_configs = configs_of_splits(task, splits, device, split_seed, random_configs)
     timing = device.runs_kernels if timing is None else (timing and device.runs_kernels)
     seeds = list(seeds) if seeds is not None else []
     base = dict(task_id=task.id, category=task.category, candidate=candidate.describe(),
@@ -463,6 +474,29 @@ def kill_live_workers() -> int:
     return len(live)
 
 
+def _seed_triton_cache(triton_dir: Path, job: dict[str, Any], device: Device, task: Task) -> None:
+    """The kernels of the job's Triton files compiled ahead by the run's prebuild
+    (``arena.build.triton_aot``), copied into the evaluation's own Triton cache; only when
+    the candidate is one of the task's own files. An agent's candidate could rewrite the
+    copies of the baseline's kernels before the baseline loads them (the cache is writable
+    to the worker), so its evaluation compiles them itself, as without a prebuild."""
+    from arena.build.prebuild import warm_root
+    from arena.build.triton_aot import device_target, seed_cache
+
+    sides = [s for s in (job.get("candidate"), job.get("baseline")) if s]
+    paths = [Path(s["path"]) for s in sides if s.get("language") == "triton"]
+    target = device_target(device)
+    if target is None or not paths:
+        return
+    own = {f.read_bytes() for f in (task.kernel_file(r) for r in ("baseline", "solution", "specialised"))
+           if f is not None and f.is_file()}
+    try:
+        if all(s.get("language") == "reference" or Path(s["path"]).read_bytes() in own for s in sides):
+            seed_cache(triton_dir, paths, target, warm_root())
+    except OSError:
+        pass
+
+
 def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
                 task: Task, private_dirs: Sequence[Path] = (), end_by: float | None = None
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -471,6 +505,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     pair = hashlib.sha256(json_key(job.get("candidate"), job.get("baseline")).encode()).hexdigest()[:20]
     triton_dir = _cache_root() / "triton" / pair
     triton_dir.mkdir(parents=True, exist_ok=True)
+    _seed_triton_cache(triton_dir, job, device, task)
     kind, worker = _SPARES.take(device)
     cwd = worker.cwd
     key = secrets.token_bytes(32)

@@ -24,6 +24,7 @@ import logging
 import queue
 import shutil
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,7 +35,7 @@ from arena import records
 from arena.agents import AgentContext, Proposal, get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.evaluate import Candidate, evaluate
+from arena.evaluate import Candidate, configs_of_splits, evaluate
 from arena.records import Status, Verdict
 from arena.spec.loader import load_task
 
@@ -170,8 +171,12 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     side, but their timed rounds take the GPU's lock exclusively (``arena.gpulock``): no GPU
     ever times two evaluations at once, nor runs another's kernels while it times one.
     ``executor="ray"``: every unit is a Ray task (num_gpus=1/workers_per_gpu on a GPU
-    backend) on the cluster at ``ray_address``; records are written here by the driver only. ``prebuild``: the HIP files the plan knows ahead (the tasks' own
-    kernels) are built on every CPU core first, into the shared content-addressed cache."""
+    backend) on the cluster at ``ray_address``; records are written here by the driver only.
+    ``prebuild``: the kernel files the plan knows ahead (the tasks' own) are compiled on every
+    CPU core first (``arena.build.prebuild``): HIP into the shared content-addressed cache,
+    Triton's launches on the run's configs into warm folders that seed each evaluation's
+    Triton cache; what was done is appended to ``prebuild.jsonl``. On Ray the prebuild runs
+    on the driver's machine, so it helps the workers there only."""
     out = Path(out)
     rec_path = out / "records.jsonl"
     if rec_path.exists() and any(True for _ in records.read(rec_path)) and not resume:
@@ -217,7 +222,10 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     if prebuild and units:
         from arena.build.prebuild import prebuild_units
 
-        prebuild_units(units, device, jobs=build_jobs)
+        built = prebuild_units(units, device, jobs=build_jobs, configs_of=lambda task, splits: configs_of_splits(
+            task, splits, device, split_seed, plan.random_configs))
+        with open(out / "prebuild.jsonl", "a") as f:     # what was built ahead, one line per call
+            f.write(json.dumps({"at": time.time(), **built}) + "\n")
     if executor == "ray":
         from arena.ray_executor import run_on_ray
 

@@ -3,6 +3,7 @@ spent in timed GPU work.
 
     python3 scripts/bench_scale.py builds [SELECTOR] [--jobs N]     # cold then cached HIP builds
     python3 scripts/bench_scale.py records RECORDS.jsonl [...]       # evaluation figures of a run
+    python3 scripts/bench_scale.py triton [SELECTOR] [--jobs N] [--parallel P]   # Triton warm-up, on a GPU
 
 ``builds`` compiles every .hip file of the selected tasks into an empty cache (cold; one at a
 time, so each time is the compiler's own, then all files again in parallel on every core),
@@ -12,7 +13,12 @@ HIP->CUDA route where nvcc exists, gfx90a where hipcc exists). ``records`` reads
 the timed GPU time (samples x median, both sides) over the evaluation wall time, where each
 evaluation's time went (build, worker start, load, correctness, timing and inside it the
 warm-up, the profiler, the input renewal and the timed spans; the wait for the GPU's lock),
-and the run's span from the first start to the last end.
+and the run's span from the first start to the last end. ``triton`` compiles the selected
+tasks' Triton files (baseline, solution) ahead for this machine's GPU, as a run's prebuild
+does, on seen + held-out (cold, then again from the warm folders); then each file's entry is
+called once per config on the GPU in a fresh process, with an empty Triton cache and with
+one seeded from the warm folder: the kernels the JIT still had to compile (new cache
+entries) and the seconds the calls took, per file.
 """
 
 from __future__ import annotations
@@ -64,6 +70,107 @@ def builds(selector: str, jobs: int | None) -> None:
               f"cached median {statistics.median(cached) * 1000:.1f} ms")
         for s, f, _ in sorted(cold, reverse=True)[:5]:
             print(f"  slowest: {s:.2f} s {f.relative_to(ROOT)}")
+
+
+def _cache_entries(d: Path) -> set[str]:
+    return {e.name for e in d.iterdir() if e.is_dir()}
+
+
+def _groups(d: Path) -> dict[str, int]:
+    """Triton's group files (one a compiled kernel) and when each was last written."""
+    return {str(g): g.stat().st_mtime_ns for g in d.glob("*/__grp__*.json")}
+
+
+def first_calls(task_dir: str, path: str) -> None:
+    """In a fresh process on the GPU, with $TRITON_CACHE_DIR as given: every seen and
+    held-out config's call of the file's entry once; prints how many kernels the JIT compiled
+    (group files it wrote into the cache)."""
+    import torch
+
+    from arena.check.inputs import DTYPES, import_file, make_inputs
+    from arena.spec.loader import load_task
+
+    task = load_task(task_dir)
+    cache = Path(os.environ["TRITON_CACHE_DIR"])
+    before = _groups(cache)
+    entry = getattr(import_file(path, "arena_candidate_bench"), task.entry)
+    ref = import_file(task.reference_path, "arena_reference_bench")
+    calls, errors = 0.0, {}
+    for config in task.configs("seen") + task.configs("heldout"):
+        env = task.env(config)
+        try:
+            args = [*make_inputs(task, env, 1, "cuda", ref).values(),
+                    *(torch.empty(task.shape(s, env), dtype=DTYPES[s.dtype], device="cuda") for s in task.outputs),
+                    *(task.scalar_value(s, env) for s in task.scalars)]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            entry(*args)
+            torch.cuda.synchronize()
+            calls += time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001 - reported
+            errors[config.name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        args = None
+        torch.cuda.empty_cache()
+    after = _groups(cache)
+    print(json.dumps({"compiled": sum(1 for g, t in after.items() if before.get(g) != t), "calls_s": round(calls, 3), "errors": errors}))
+
+
+def triton(selector: str, jobs: int | None, parallel: int) -> None:
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arena.build.prebuild import known_triton_jobs, warm_root, warm_triton
+    from arena.build.triton_aot import device_target, seed_cache, warm_dir
+    from arena.devices import detect
+    from arena.evaluate import configs_of_splits
+    from arena.runner import Unit
+    from arena.spec.loader import load_task, select_tasks
+
+    dev = detect()
+    target = device_target(dev)
+    folders = [f for f in select_tasks(selector) if load_task(f).language == "triton"]
+    units = [Unit(agent, f, 0, ("seen", "heldout")) for f in folders for agent in ("baseline", "solution")]
+    tjobs = known_triton_jobs(units, lambda task, splits: configs_of_splits(task, splits, dev, None))
+    print(f"{len(tjobs)} Triton files of {len(folders)} tasks, target {target}, {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as root:
+        os.environ["ARENA_CACHE_DIR"] = root
+        t0 = time.perf_counter()
+        cold = warm_triton(tjobs, dev, processes=jobs)
+        cold_s = time.perf_counter() - t0
+        again = warm_triton(tjobs, dev, processes=jobs)
+        print(f"warm-up ahead, cold: {cold_s:.1f} s on {jobs or os.cpu_count()} processes, {cold['warmed']} files, "
+              f"{cold['kernels']} kernels, {cold['failed']} failed, {cold['config_errors']} configs not warmed; "
+              f"again (warm folders): {again['seconds']:.2f} s, {again['cached']} files cached")
+
+        def check(job, seeded: bool) -> dict:
+            with tempfile.TemporaryDirectory() as cache:
+                if seeded:
+                    seed_cache(Path(cache), [job.path], target, warm_root())
+                out = subprocess.run([sys.executable, __file__, "_first_calls", str(job.task.path), str(job.path)],
+                                     capture_output=True, text=True, timeout=600,
+                                     env={**os.environ, "TRITON_CACHE_DIR": cache})
+                try:
+                    return json.loads(out.stdout.strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    return {"compiled": None, "calls_s": None, "errors": {"process": out.stderr[-300:]}}
+
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            colds = list(pool.map(lambda j: check(j, False), tjobs))
+            warms = list(pool.map(lambda j: check(j, True), tjobs))
+        kernels = {j.path: len(_cache_entries(warm_dir(j.path, target, warm_root()))) for j in tjobs}
+    print("\n| file | kernels warmed | compiled, empty cache | compiled, seeded cache | calls, empty cache (s) "
+          "| calls, seeded (s) | errors |")
+    print("|---|---|---|---|---|---|---|")
+    for j, c, w in zip(tjobs, colds, warms):
+        errs = {**c["errors"], **w["errors"]}
+        print(f"| {j.task.id}/{j.path.name} | {kernels[j.path]} | {c['compiled']} | {w['compiled']} | {c['calls_s']} "
+              f"| {w['calls_s']} | {'; '.join(f'{k}: {v}' for k, v in errs.items())[:200]} |")
+    ok = [(c, w) for c, w in zip(colds, warms) if c["compiled"] is not None and w["compiled"] is not None]
+    print(f"\n{len(ok)} files: kernels compiled in the first calls, empty cache {sum(c['compiled'] for c, _ in ok)}, "
+          f"seeded {sum(w['compiled'] for _, w in ok)} ({sum(1 for _, w in ok if w['compiled'] == 0)} files with "
+          f"none); calls' seconds, empty cache {sum(c['calls_s'] for c, _ in ok):.1f}, seeded "
+          f"{sum(w['calls_s'] for _, w in ok):.1f}; median per file {statistics.median(c['calls_s'] for c, _ in ok):.2f}"
+          f" s against {statistics.median(w['calls_s'] for _, w in ok):.2f} s")
 
 
 def from_records(paths: list[str]) -> None:
@@ -148,9 +255,20 @@ def main() -> int:
     b.add_argument("--jobs", type=int)
     r = sub.add_parser("records")
     r.add_argument("paths", nargs="+")
+    t = sub.add_parser("triton")
+    t.add_argument("selector", nargs="?", default="triton2triton")
+    t.add_argument("--jobs", type=int)
+    t.add_argument("--parallel", type=int, default=8)
+    f = sub.add_parser("_first_calls")
+    f.add_argument("task_dir")
+    f.add_argument("path")
     a = p.parse_args()
     if a.cmd == "builds":
         builds(a.selector, a.jobs)
+    elif a.cmd == "triton":
+        triton(a.selector, a.jobs, a.parallel)
+    elif a.cmd == "_first_calls":
+        first_calls(a.task_dir, a.path)
     else:
         from_records(a.paths)
     return 0

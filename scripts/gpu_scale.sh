@@ -3,8 +3,8 @@
 #   bash scripts/gpu_scale.sh OUTDIR [WORKERS_PER_GPU] [SECONDS] [SELECTOR]
 # The baseline agent over the selected tasks (default: all) on seen + held-out, on one GPU with
 # WORKERS_PER_GPU evaluations side by side (default 6; their timed rounds take the GPU one at a
-# time), stopped after SECONDS (default 540) and resumable; then where the time went
-# (scripts/bench_scale.py records) and the cold / cached HIP build times of a few tasks.
+# time), stopped after SECONDS (default 540) and resumable; then what was built ahead (the run's
+# prebuild.jsonl: HIP builds, Triton warm-ups) and where the time went (scripts/bench_scale.py records).
 set -uo pipefail
 OUT=${1:?usage: gpu_scale.sh OUTDIR [WORKERS_PER_GPU] [SECONDS] [SELECTOR]}
 W=${2:-6}
@@ -29,6 +29,7 @@ printf '%s\n%s\n' "$CPU0" "$(head -1 /proc/stat)" | awk '{t=0; for (i=2; i<=NF; 
 awk '{n++; s+=$1; if ($1 >= 90) hi++} END {if (n) printf "GPU utilisation: mean %.0f%% over %d samples; %.0f%% of samples at 90%% or more\n", s/n, n, 100*hi/n}' \
   "$OUT/util.txt" | tee "$OUT/util-summary.txt"
 cp "$RUN/records.jsonl" "$OUT/records.jsonl"
+cp "$RUN/prebuild.jsonl" "$OUT/prebuild.jsonl" 2>/dev/null && tail -1 "$OUT/prebuild.jsonl" | tee -a "$OUT/bench.txt"
 python3 scripts/bench_scale.py records "$OUT/records.jsonl" 2>&1 | tee "$OUT/bench.txt"
 python3 - "$OUT/records.jsonl" <<'PY' | tee -a "$OUT/bench.txt"
 import sys, collections
