@@ -281,9 +281,9 @@ _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY
 
 
 def _cache_root() -> Path:
-    from arena.build.hip import default_cache_dir
+    from arena.build.hip import cache_root
 
-    return default_cache_dir().parent
+    return cache_root()
 
 
 def _worker_env(device: Device, scratch: Path, triton_dir: Path) -> dict[str, str]:

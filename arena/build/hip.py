@@ -52,12 +52,16 @@ class BuildResult:
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def default_cache_dir() -> Path:
-    """``$ARENA_CACHE_DIR/build``, else ``~/.cache/kernel-arena/build``."""
+def cache_root() -> Path:
+    """Where the harness keeps its caches (HIP builds, Triton caches and warm folders, spare
+    workers' folders): ``$ARENA_CACHE_DIR``, else ``~/.cache/kernel-arena``."""
     root = os.environ.get("ARENA_CACHE_DIR")
-    if root:
-        return Path(root) / "build"
-    return Path.home() / ".cache" / "kernel-arena" / "build"
+    return Path(root) if root else Path.home() / ".cache" / "kernel-arena"
+
+
+def default_cache_dir() -> Path:
+    """The HIP build cache: ``cache_root()/build``."""
+    return cache_root() / "build"
 
 
 def _check_target(target: str) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from arena.build.hip import build_hip, default_cache_dir, toolchain_available
+from arena.build.hip import build_hip, cache_root, toolchain_available
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.spec.loader import Config, Task, load_task
@@ -39,7 +39,7 @@ TRITON_JOB_S = 300.0
 
 def warm_root() -> Path:
     """Where Triton files' kernels compiled ahead are kept: beside the HIP build cache."""
-    return default_cache_dir().parent / "triton-warm"
+    return cache_root() / "triton-warm"
 
 
 def _known_files(units: Iterable[Any], suffix: str) -> list[tuple[Task, Path, tuple[str, ...]]]:
