@@ -286,11 +286,16 @@ def _cache_root() -> Path:
     return cache_root()
 
 
+def harness_pythonpath(env: Mapping[str, str]) -> str:
+    """$PYTHONPATH for a child process of the harness: the package first, then ``env``'s own."""
+    return str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+
 def _worker_env(device: Device, scratch: Path, triton_dir: Path) -> dict[str, str]:
     """The parent's environment without secrets (agent API keys, run secrets), with the
     worker's caches and temporary files in places of its own."""
     env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
-    env["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = harness_pythonpath(env)
     env["PYTHONUNBUFFERED"] = "1"
     env["TMPDIR"] = str(scratch)
     env["TRITON_CACHE_DIR"] = str(triton_dir)

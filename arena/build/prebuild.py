@@ -112,11 +112,11 @@ def _warm_all(work: list[tuple], processes: int, job_s: float) -> list[dict[str,
     """``warm_file(*args)`` for each args of ``work`` in up to ``processes`` warm-up processes
     that take jobs from one queue; a job over ``job_s`` has its process killed and is
     reported as an error, as is a job whose process died."""
-    from arena.evaluate import PACKAGE_ROOT
+    from arena.evaluate import harness_pythonpath
 
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1"}
     env.pop("TRITON_INTERPRET", None)
-    env["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = harness_pythonpath(env)
     todo: queue.Queue = queue.Queue()
     for i, args in enumerate(work):
         todo.put((i, args))

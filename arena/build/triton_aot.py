@@ -7,9 +7,9 @@ constexprs). ``compile_launches`` calls the file's entry on a task config and le
 Triton's own JIT compile every launch for a given target, through a driver that names the
 target and launches nothing (``_CompileOnlyDriver``): the kernels it writes into
 ``$TRITON_CACHE_DIR`` carry the keys the JIT computes on the GPU, so an evaluation finds
-them there. The entry gets CPU tensors: custom inputs from the reference's make_inputs,
-the others allocated but not filled (a wrapper that reads inputs between launches sees
-garbage; the launches it makes do not depend on values in any task of ours).
+them there. The entry gets tensors on torch's meta device (shapes without storage, so no
+input is made); a wrapper that raises on them is called again with CPU tensors, custom
+inputs made by the reference and the others allocated, not filled.
 
 Runs: ``warm_dir`` is a file's folder of compiled kernels (by its content, Triton's
 version and the target), filled by ``warm_file`` in the run's prebuild
