@@ -1,6 +1,6 @@
 """kernel-arena: measure GPU kernels written by agents, on seen and unseen shapes.
 
-The package is organised along one flow: a task (``arena.spec``) and a candidate file
+The package is organised along one flow: a task (``arena.taskdef``) and a candidate file
 go through the gates (``arena.evaluate`` in the parent, ``arena.worker`` in a
 subprocess) and come out as Verdicts (``arena.records``), the only thing later stages read.
 """

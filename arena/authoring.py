@@ -17,7 +17,7 @@ from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status, Verdict
-from arena.spec.loader import Task, load_task, validate_task_dir
+from arena.taskdef.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean
 
 WINDOW_US = (20.0, 50_000.0)

@@ -46,7 +46,7 @@ def _status_style(status: Status) -> str:
 
 
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    from arena.spec.loader import load_task, select_tasks
+    from arena.taskdef.loader import load_task, select_tasks
 
     table = Table(title="tasks")
     for col in ("id", "difficulty", "tags", "files", "seen", "heldout", "smoke"):
@@ -64,7 +64,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_show(args: argparse.Namespace) -> int:
-    from arena.spec.loader import load_task, select_tasks
+    from arena.taskdef.loader import load_task, select_tasks
 
     folders = select_tasks(args.id, _tasks_root(args))
     for folder in folders:
@@ -86,7 +86,7 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from arena.spec.loader import discover_tasks, validate_task_dir
+    from arena.taskdef.loader import discover_tasks, validate_task_dir
 
     folders: list[Path] = []
     for p in args.paths or [str(_tasks_root(args) or "")]:
@@ -114,8 +114,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_new(args: argparse.Namespace) -> int:
-    from arena.spec.loader import DEFAULT_TASKS_DIR
-    from arena.spec.skeleton import write_new_task
+    from arena.taskdef.loader import DEFAULT_TASKS_DIR
+    from arena.taskdef.skeleton import write_new_task
 
     folder = write_new_task(_tasks_root(args) or DEFAULT_TASKS_DIR, args.id)
     console.print(f"wrote {folder}; edit task.yaml, reference.py and the configs, then "
@@ -126,7 +126,7 @@ def cmd_tasks_new(args: argparse.Namespace) -> int:
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     from arena.authoring import check_tasks
     from arena.devices import detect
-    from arena.spec.loader import select_tasks
+    from arena.taskdef.loader import select_tasks
 
     device = detect(args.device)
     folders = select_tasks(args.selector or "all", _tasks_root(args))
@@ -244,7 +244,7 @@ def _timing_params(args) -> dict:
 def cmd_eval(args: argparse.Namespace) -> int:
     from arena.devices import detect
     from arena.evaluate import Candidate, evaluate
-    from arena.spec.loader import load_task, select_tasks
+    from arena.taskdef.loader import load_task, select_tasks
 
     device = detect(args.device)
     folders = select_tasks(args.task, _tasks_root(args))
@@ -281,11 +281,12 @@ def print_run_summary(verdicts: list[Verdict], title: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from arena import records
     from arena.devices import detect
-    from arena.runner import RunPlan, run
-    from arena.spec.loader import select_tasks
+    from arena.runner import run
+    from arena.units import RunPlan
+    from arena.taskdef.loader import select_tasks
 
     if args.config:
-        from arena.spec.loader import load_suite
+        from arena.taskdef.loader import load_suite
 
         suite = load_suite(args.config)
         args.agent = args.agent or suite["agents"]

@@ -31,7 +31,7 @@ from arena.devices import Device
 from arena.devices.ceilings import datasheet, roofline_fraction
 from arena.errors import ArenaError
 from arena.records import ConfigResult, SideTiming, Status, Verdict
-from arena.spec.loader import Config, Task
+from arena.taskdef.loader import Config, Task
 from arena.timing import stats
 from arena.channel import ForgedFrame, signed_reader, write_frame
 
@@ -129,8 +129,8 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
         except SyntaxError as exc:
             return _Built(status=Status.COMPILE_ERROR, message=f"{path.name}:{exc.lineno}: {exc.msg}")
         return _Built(job={"language": "triton", "path": str(path)})
-    from arena.build.abi import hip_signature_problem
-    from arena.build.hip import build_hip, toolchain_available
+    from arena.toolchain.abi import hip_signature_problem
+    from arena.toolchain.hip import build_hip, toolchain_available
 
     source = path.read_text(errors="replace")
     problem = hip_signature_problem(source, task)
@@ -185,7 +185,7 @@ def configs_of_splits(task: Task, splits: Sequence[str], device: Device, split_s
         if s != "random":
             out[s] = task.configs(s)
         elif split_seed is not None:
-            from arena.spec.shapes import draw_configs, limits_for
+            from arena.taskdef.shapes import draw_configs, limits_for
 
             out[s] = draw_configs(task, random_configs, split_seed, limits_for(device.kind, device.memory_bytes))
     return out
@@ -217,7 +217,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
         if "random" in splits and split_seed is None:
-            from arena.spec.shapes import new_secret
+            from arena.taskdef.shapes import new_secret
 
             split_seed = new_secret()
         split_configs = configs_of_splits(task, splits, device, split_seed, random_configs)
@@ -281,7 +281,7 @@ _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY
 
 
 def _cache_root() -> Path:
-    from arena.build.hip import cache_root
+    from arena.toolchain.hip import cache_root
 
     return cache_root()
 
@@ -481,12 +481,12 @@ def kill_live_workers() -> int:
 
 def _seed_triton_cache(triton_dir: Path, job: dict[str, Any], device: Device, task: Task) -> None:
     """The kernels of the job's Triton files compiled ahead by the run's prebuild
-    (``arena.build.triton_aot``), copied into the evaluation's own Triton cache; only when
+    (``arena.toolchain.triton_aot``), copied into the evaluation's own Triton cache; only when
     the candidate is one of the task's own files. An agent's candidate could rewrite the
     copies of the baseline's kernels before the baseline loads them (the cache is writable
     to the worker), so its evaluation compiles them itself, as without a prebuild."""
-    from arena.build.prebuild import warm_root
-    from arena.build.triton_aot import device_target, seed_cache
+    from arena.toolchain.prebuild import warm_root
+    from arena.toolchain.triton_aot import device_target, seed_cache
 
     sides = [s for s in (job.get("candidate"), job.get("baseline")) if s]
     paths = [Path(s["path"]) for s in sides if s.get("language") == "triton"]

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from arena.devices import Device
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status, Verdict
-from arena.spec.loader import Task
+from arena.taskdef.loader import Task
 
 MESSAGE_CHARS = 3000
 

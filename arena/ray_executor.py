@@ -28,7 +28,7 @@ from arena.records import Status, Verdict
 def _unit_task(unit: Any, plan: Any, kind: str, run_id: str, split_seed: int | None,
                timing: bool | None) -> tuple[list[dict[str, Any]], bytes]:
     from arena.devices import detect
-    from arena.runner import run_unit
+    from arena.units import run_unit
 
     device = detect(kind)            # Ray has set CUDA_VISIBLE_DEVICES to the GPU it granted
     scratch = Path(tempfile.mkdtemp(prefix="arena-ray-"))
@@ -51,7 +51,7 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
     except ImportError as exc:
         raise ArenaError("the ray executor needs Ray: pip install 'kernel-arena[ray]'", key="--executor") from exc
     from arena.evaluate import PACKAGE_ROOT
-    from arena.runner import _task_id_of, failure_verdict
+    from arena.units import _task_id_of, failure_verdict
 
     started_here = not ray.is_initialized()
     if started_here:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from arena import records
 from arena.errors import ArenaError
-from arena.spec.loader import load_task, select_tasks
+from arena.taskdef.loader import load_task, select_tasks
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1b1b1b}
@@ -207,7 +207,7 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
             if base is not None:
                 start = base.read_text()
             else:
-                from arena.spec.skeleton import hip_skeleton
+                from arena.taskdef.skeleton import hip_skeleton
 
                 start = hip_skeleton(task)
         except ArenaError:

@@ -79,7 +79,7 @@ class Side:
             raise GateFailure("HARNESS_ERROR", f"unknown language {self.language!r}")
 
     def _load_hip(self, library: str) -> None:
-        from arena.build.abi import ctypes_argtypes, hip_kernel_names
+        from arena.toolchain.abi import ctypes_argtypes, hip_kernel_names
 
         try:
             lib = ctypes.CDLL(library)
@@ -130,7 +130,7 @@ class Side:
         import torch
 
         if self.language == "hip":
-            from arena.build.abi import ctypes_scalar
+            from arena.toolchain.abi import ctypes_scalar
 
             stream = torch.cuda.current_stream().cuda_stream
             args = [ctypes.c_void_p(t.data_ptr()) for t in (*ins, *outs)]
@@ -153,7 +153,7 @@ class Evaluation:
     def __init__(self, job: dict[str, Any], send: Callable[[dict[str, Any]], None]):
         import torch
 
-        from arena.spec.loader import load_task
+        from arena.taskdef.loader import load_task
 
         self.job = job
         self._send = send
@@ -327,7 +327,7 @@ class Evaluation:
             raise GateFailure("INTEGRITY_VIOLATION", f"{when} left threads running: {', '.join(threads[:8])}")
 
     def run_split(self, split: dict[str, Any]) -> None:
-        from arena.spec.loader import Config
+        from arena.taskdef.loader import Config
 
         name = split["split"]
         all_passed = True
@@ -620,7 +620,7 @@ class Evaluation:
     def _per_set_bytes(self, config) -> int:
         """Device memory an input set takes while timed, from the signature's shapes: its
         inputs twice (made again for the check) and its outputs four times (every side's)."""
-        from arena.spec.shapes import tensor_bytes
+        from arena.taskdef.shapes import tensor_bytes
 
         env = self.task.env(config)
         return 2 * tensor_bytes(self.task, env, self.task.inputs) + 4 * tensor_bytes(self.task, env, self.task.outputs)
@@ -1015,7 +1015,7 @@ def _preload(mode: str) -> None:
     import arena.check.compare  # noqa: F401
     import arena.check.inputs  # noqa: F401
     import arena.guard  # noqa: F401
-    import arena.spec.loader  # noqa: F401
+    import arena.taskdef.loader  # noqa: F401
     if mode == "gpu":
         from arena.timing.timer import preload
 

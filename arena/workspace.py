@@ -17,8 +17,8 @@ from typing import Iterator
 import yaml
 
 from arena.errors import ArenaError
-from arena.spec.loader import Task
-from arena.spec.skeleton import hip_parameters, hip_skeleton
+from arena.taskdef.loader import Task
+from arena.taskdef.skeleton import hip_parameters, hip_skeleton
 
 EDITABLE = {"hip2hip": "kernel.hip", "torch2hip": "kernel.hip", "triton2triton": "kernel.py"}
 

@@ -45,8 +45,8 @@ def _q(xs, q):
 def builds(selector: str, jobs: int | None) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from arena.build.hip import build_hip, toolchain_available
-    from arena.spec.loader import select_tasks
+    from arena.toolchain.hip import build_hip, toolchain_available
+    from arena.taskdef.loader import select_tasks
 
     files = sorted({p for f in select_tasks(selector) for p in f.glob("*.hip")})
     targets = [(t, a) for t, a in (("cuda", "sm_90"), ("rocm", "gfx90a")) if toolchain_available(t) is None]
@@ -88,7 +88,7 @@ def first_calls(task_dir: str, path: str) -> None:
     import torch
 
     from arena.check.inputs import DTYPES, import_file, make_inputs
-    from arena.spec.loader import load_task
+    from arena.taskdef.loader import load_task
 
     task = load_task(task_dir)
     cache = Path(os.environ["TRITON_CACHE_DIR"])
@@ -119,12 +119,12 @@ def triton(selector: str, jobs: int | None, parallel: int) -> None:
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    from arena.build.prebuild import known_triton_jobs, warm_root, warm_triton
-    from arena.build.triton_aot import device_target, seed_cache, warm_dir
+    from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
+    from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
     from arena.devices import detect
     from arena.evaluate import configs_of_splits
-    from arena.runner import Unit
-    from arena.spec.loader import load_task, select_tasks
+    from arena.units import Unit
+    from arena.taskdef.loader import load_task, select_tasks
 
     dev = detect()
     target = device_target(dev)

@@ -17,10 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arena.build.hip import build_hip  # noqa: E402
+from arena.toolchain.hip import build_hip  # noqa: E402
 from arena.devices import detect  # noqa: E402
 from arena.evaluate import Candidate, evaluate  # noqa: E402
-from arena.spec.loader import discover_tasks, load_task  # noqa: E402
+from arena.taskdef.loader import discover_tasks, load_task  # noqa: E402
 from arena.timing.stats import median  # noqa: E402
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from arena.devices import detect  # noqa: E402
 from arena.evaluate import Candidate, evaluate  # noqa: E402
-from arena.spec.loader import load_task  # noqa: E402
+from arena.taskdef.loader import load_task  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures"
 EXPECTED = {

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arena.spec.loader import select_tasks  # noqa: E402
+from arena.taskdef.loader import select_tasks  # noqa: E402
 
 
 def gpu_count() -> int:

@@ -1,4 +1,4 @@
-"""The HIP kernel ABI check (arena/build/abi.py), against tasks/hip2hip/softmax:
+"""The HIP kernel ABI check (arena/toolchain/abi.py), against tasks/hip2hip/softmax:
 softmax(const float* x, float* y, int64_t rows, int64_t cols, hipStream_t stream)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.build.abi import ctypes_argtypes, ctypes_scalar, find_entry_params, hip_signature_problem
-from arena.spec.loader import ScalarSpec, load_task
+from arena.toolchain.abi import ctypes_argtypes, ctypes_scalar, find_entry_params, hip_signature_problem
+from arena.taskdef.loader import ScalarSpec, load_task
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -158,7 +158,7 @@ def test_ctypes_scalar():
 
 
 def test_hip_kernel_names_see_through_templates_and_attributes():
-    from arena.build.abi import hip_kernel_names
+    from arena.toolchain.abi import hip_kernel_names
 
     src = ('// __global__ void commented(int)\n'
            'template <int B, bool C>\n__global__ void __launch_bounds__(kBlock, 2)\nfoo_kernel(const float* x) {}\n'
@@ -170,7 +170,7 @@ def test_hip_kernel_names_see_through_templates_and_attributes():
 def test_every_task_kernel_names_its_kernels():
     from pathlib import Path
 
-    from arena.build.abi import hip_kernel_names
+    from arena.toolchain.abi import hip_kernel_names
 
     for f in sorted((Path(__file__).resolve().parents[1] / "tasks").glob("*/*/*.hip")):
         names = hip_kernel_names(f.read_text())

@@ -23,8 +23,9 @@ from arena.agents.tuner import apply, hip_params, triton_params
 from arena.agents.usage import parse_usage
 from arena.devices import detect
 from arena.errors import ArenaError
-from arena.runner import RunPlan, run
-from arena.spec.loader import REPO_ROOT
+from arena.runner import run
+from arena.units import RunPlan
+from arena.taskdef.loader import REPO_ROOT
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 AXPY = FIX / "triton2triton" / "axpy"

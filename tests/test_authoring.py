@@ -7,7 +7,8 @@ from pathlib import Path
 
 from arena.authoring import Evaluations, check_task, check_tasks
 from arena.devices import detect
-from arena.runner import RunPlan, run
+from arena.runner import run
+from arena.units import RunPlan
 
 FIX = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
 
@@ -52,7 +53,7 @@ def test_recorded_verdicts_of_the_same_files_are_reused(tmp_path):
     rows = check_tasks([folder], cpu, recorded=recorded)
     assert rows[0].ok
     ev = Evaluations(cpu, recorded)
-    from arena.spec.loader import load_task
+    from arena.taskdef.loader import load_task
 
     task = load_task(folder)
     assert ev.get(task, "baseline", ["smoke"], timing=False) == recorded and ev.reused == 1
@@ -69,7 +70,7 @@ def test_recorded_verdicts_of_other_configs_are_not_reused(tmp_path):
     out = tmp_path / "run"
     run(RunPlan(agents=("baseline",), tasks=(folder,), splits=("smoke",)), cpu, out)
     from arena import records
-    from arena.spec.loader import load_task
+    from arena.taskdef.loader import load_task
 
     recorded = list(records.read(out / "records.jsonl"))
     smoke = folder / "configs" / "smoke.yaml"

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from arena.build import hip2cuda
-from arena.build.hip import (build_hip, default_cache_dir, parse_amdgpu_remarks,
+from arena.toolchain import hip2cuda
+from arena.toolchain.hip import (build_hip, default_cache_dir, parse_amdgpu_remarks,
                              parse_ptxas, toolchain_available)
 
 REQUIRE_TOOLCHAINS = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"
@@ -496,7 +496,7 @@ def test_missing_toolchain_is_a_failed_build(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("PATH", str(tmp_path))
     for var in ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr("arena.build.hip._COMPILER_ROOTS",
+    monkeypatch.setattr("arena.toolchain.hip._COMPILER_ROOTS",
                         {"cuda": ((), ()), "rocm": ((), ())})
     source = tmp_path / "k.hip"
     source.write_text(SOURCES["abi"])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from arena.cli import main
-from arena.spec.loader import validate_task_dir
+from arena.taskdef.loader import validate_task_dir
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 

@@ -10,11 +10,11 @@ import shutil
 
 import pytest
 
-from arena.build.hip import build_hip
+from arena.toolchain.hip import build_hip
 from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
-from arena.spec.loader import discover_tasks, load_task
+from arena.taskdef.loader import discover_tasks, load_task
 
 FOLDERS = discover_tasks()
 REQUIRE = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"
@@ -73,8 +73,8 @@ TRITON_FILES = sorted(p for f in _of("triton2triton") for p in f.glob("*.py")
 @pytest.mark.parametrize("path", TRITON_FILES, ids=[f"{p.parent.name}/{p.name}" for p in TRITON_FILES])
 def test_every_triton_kernel_compiles_ahead_for_sm90_and_gfx942(path):
     """Every launch a smoke config makes, compiled by Triton's JIT for both vendors' GPUs
-    (through the compile-only driver of arena.build.triton_aot, with no GPU here)."""
-    from arena.build.triton_aot import TARGETS, compile_launches
+    (through the compile-only driver of arena.toolchain.triton_aot, with no GPU here)."""
+    from arena.toolchain.triton_aot import TARGETS, compile_launches
 
     task = load_task(path.parent)
     for target in TARGETS:

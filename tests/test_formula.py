@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from arena.spec.formula import FUNCTIONS, FormulaError, evaluate, names_in
+from arena.taskdef.formula import FUNCTIONS, FormulaError, evaluate, names_in
 
 
 # -- arithmetic and precedence --------------------------------------------------------------

@@ -15,7 +15,7 @@ from arena.devices import Device, detect
 from arena.evaluate import Candidate, evaluate, phase_times
 from arena.gpulock import GpuLock, open_fds
 from arena.records import Status
-from arena.spec.loader import load_task
+from arena.taskdef.loader import load_task
 
 AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
 

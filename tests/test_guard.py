@@ -139,7 +139,7 @@ def test_plain_json_frames_are_forgeries():
 
 def test_protocol_violations_are_named():
     from arena.evaluate import _protocol_violation
-    from arena.spec.loader import Config
+    from arena.taskdef.loader import Config
 
     cfgs = {"seen": [Config("seen", 0, "a", {"n": 1}), Config("seen", 1, "b", {"n": 2})]}
 

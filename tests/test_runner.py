@@ -12,7 +12,8 @@ from arena import records
 from arena.devices import detect
 from arena.errors import ArenaError
 from arena.records import Status
-from arena.runner import RunPlan, run
+from arena.runner import run
+from arena.units import RunPlan
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -67,7 +68,7 @@ def test_resume_finishes_without_duplicates(tasks_dir, tmp_path):
 
 
 def test_a_harness_failure_is_recorded_and_the_run_goes_on(tasks_dir, tmp_path, monkeypatch):
-    import arena.runner as runner
+    import arena.units as runner
 
     calls = []
     real = runner.evaluate

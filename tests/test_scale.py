@@ -1,4 +1,4 @@
-"""Scale (arena/runner.py, arena/ray_executor.py, arena/build/prebuild.py): a run killed with
+"""Scale (arena/runner.py, arena/ray_executor.py, arena/toolchain/prebuild.py): a run killed with
 SIGKILL mid-way and resumed loses and duplicates nothing; several GPU workers claim units
 from one queue; the Ray executor on a local Ray instance; HIP files built ahead in parallel
 into the shared cache; a worker sees only its own GPU."""
@@ -17,7 +17,8 @@ import pytest
 
 from arena import records
 from arena.devices import Device, detect
-from arena.runner import RunPlan, run
+from arena.runner import run
+from arena.units import RunPlan
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 AXPY = FIX / "triton2triton" / "axpy"
@@ -107,9 +108,9 @@ def test_ray_executor_on_a_local_instance(tmp_path):
 
 
 def test_hip_files_are_built_ahead_into_the_shared_cache(tmp_path, monkeypatch):
-    from arena.build.hip import toolchain_available
-    from arena.build.prebuild import known_hip_files, prebuild
-    from arena.runner import Unit
+    from arena.toolchain.hip import toolchain_available
+    from arena.toolchain.prebuild import known_hip_files, prebuild
+    from arena.units import Unit
 
     if toolchain_available("cuda") and toolchain_available("rocm"):
         pytest.skip("no HIP compiler here")
@@ -153,7 +154,7 @@ def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     next evaluation of that kind hands its job to it. A changed environment gets its own."""
     import arena.evaluate as ev
     from arena.evaluate import Candidate, evaluate
-    from arena.spec.loader import load_task
+    from arena.taskdef.loader import load_task
 
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "1")
     ev._SPARES.close()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from arena.errors import ArenaError
-from arena.spec import formula
-from arena.spec.loader import discover_tasks, load_task
-from arena.spec.shapes import DrawLimits, draw_configs, limits_for, tensor_bytes
+from arena.taskdef import formula
+from arena.taskdef.loader import discover_tasks, load_task
+from arena.taskdef.shapes import DrawLimits, draw_configs, limits_for, tensor_bytes
 
 AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
 FOLDERS = discover_tasks() + [AXPY]

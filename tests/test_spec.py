@@ -1,4 +1,4 @@
-"""Loading and validating task folders (arena/spec/loader.py)."""
+"""Loading and validating task folders (arena/taskdef/loader.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arena.errors import ArenaError
-from arena.spec.loader import (DEFAULT_TASKS_DIR, DEFAULT_TOLERANCE, Config, ScalarSpec, discover_tasks,
+from arena.taskdef.loader import (DEFAULT_TASKS_DIR, DEFAULT_TOLERANCE, Config, ScalarSpec, discover_tasks,
                                load_configs, load_task, select_tasks, validate_task_dir)
 
 REPO = Path(__file__).resolve().parents[1]

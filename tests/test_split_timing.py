@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.gpulock import GpuLock, open_fds
-from arena.spec.loader import Config, load_task
+from arena.taskdef.loader import Config, load_task
 from test_timer_trace import _FakeTimer as FakeTimer      # tests/ is on the path of its own modules
 
 AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"

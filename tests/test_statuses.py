@@ -14,7 +14,7 @@ import pytest
 from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
-from arena.spec.loader import load_task
+from arena.taskdef.loader import load_task
 
 FIX = Path(__file__).parent / "fixtures"
 CANDS = FIX / "candidates"
@@ -132,7 +132,7 @@ def test_broken_task_reference_is_a_task_error_not_the_candidates(axpy, cpu, tmp
 
 
 def test_missing_compiler_on_cpu_skips_that_vendor_not_the_candidate(scale, cpu, monkeypatch):
-    import arena.build.hip as hip
+    import arena.toolchain.hip as hip
 
     real = hip._find_compiler
     monkeypatch.setattr(hip, "_find_compiler", lambda target: None if target == "rocm" else real(target))

@@ -1,5 +1,5 @@
-"""Triton files compiled ahead of a run's GPU work (arena/build/triton_aot.py,
-arena/build/prebuild.py): every launch of a file's entry on the run's configs is compiled
+"""Triton files compiled ahead of a run's GPU work (arena/toolchain/triton_aot.py,
+arena/toolchain/prebuild.py): every launch of a file's entry on the run's configs is compiled
 for the GPU's target in warm-up processes, on the CPU (no GPU is needed for that); an
 evaluation's own Triton cache is seeded with copies; Triton's JIT then finds every kernel
 there (no new compile); a warm-up that hangs is killed and the others finish."""
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from arena.build.prebuild import known_triton_jobs, warm_root, warm_triton
-from arena.build.triton_aot import device_target, seed_cache, warm_dir
+from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
+from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
 from arena.devices import Device
 from arena.evaluate import configs_of_splits
-from arena.runner import Unit
-from arena.spec.loader import load_task
+from arena.units import Unit
+from arena.taskdef.loader import load_task
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 AXPY = FIX / "triton2triton" / "axpy"
@@ -92,7 +92,7 @@ def test_warmed_kernels_seed_an_evaluation_cache_where_the_jit_compiles_nothing_
     # the same configs: every launch is found in the cache, no file is written
     shutil.rmtree(warm_root())
     before = _files(evaluation)
-    code = ("import sys; from arena.spec.loader import load_task; from arena.build.triton_aot import "
+    code = ("import sys; from arena.taskdef.loader import load_task; from arena.toolchain.triton_aot import "
             "compile_launches; t = load_task(sys.argv[1]); "
             "r = compile_launches(t, t.kernel_file('baseline'), t.configs('seen') + t.configs('heldout'), "
             "('cuda', 90, 32)); assert not r.errors, r.errors; print(len(r.kernels))")

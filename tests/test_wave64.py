@@ -13,7 +13,7 @@ import pytest
 from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
-from arena.spec.loader import load_task
+from arena.taskdef.loader import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "tests" / "fixtures" / "wave64" / "reduce_wave64.hip"

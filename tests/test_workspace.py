@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from arena.spec.loader import discover_tasks, load_task
+from arena.taskdef.loader import discover_tasks, load_task
 from arena.workspace import editable_name, harvest, make_workspace
 
 FOLDERS = discover_tasks()

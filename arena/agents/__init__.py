@@ -15,7 +15,7 @@ from typing import Any, Protocol, Sequence
 
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.spec.loader import REPO_ROOT, Task
+from arena.taskdef.loader import REPO_ROOT, Task
 
 AGENTS_DIR = REPO_ROOT / "configs" / "agents"
 

@@ -1,5 +1,5 @@
 """A coding agent driven through its command line, described by one YAML file
-(configs/agents/<name>.yaml, schema arena/spec/schema/agent.schema.json).
+(configs/agents/<name>.yaml, schema arena/taskdef/schema/agent.schema.json).
 
 For each (task, repeat): a fresh workspace (``arena.workspace``) with the feedback tool, a
 private HOME holding only the auth files named, the command run in its own session under
@@ -26,7 +26,7 @@ from arena.agents.feedback_server import SOCKET_DIR, TOOL_NAME, FeedbackServer
 from arena.agents.isolation import bubblewrap_missing, bwrap_argv, run_budgeted
 from arena.agents.usage import parse_usage
 from arena.errors import ArenaError
-from arena.spec.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, _schema_errors, read_yaml
+from arena.taskdef.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, _schema_errors, read_yaml
 from arena.workspace import editable_name, make_workspace, scratch_root
 
 log = logging.getLogger(__name__)

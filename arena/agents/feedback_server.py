@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.errors import ArenaError
-from arena.spec.loader import Task
+from arena.taskdef.loader import Task
 from arena.workspace import editable_name
 
 SOCKET_DIR = ".arena"

@@ -25,7 +25,7 @@ from typing import Any
 
 from arena.agents import AgentContext, Proposal
 from arena.agents.feedback_server import TOOL_NAME, FeedbackServer
-from arena.spec.loader import Task
+from arena.taskdef.loader import Task
 from arena.workspace import editable_name, make_workspace, scratch_root
 
 DEFAULT_BUDGET_S = 900.0

@@ -12,7 +12,7 @@ from types import ModuleType
 import torch
 
 from arena.check.inputs import generator, import_file, input_seed, make_inputs, make_one, upcast
-from arena.spec.loader import Config, Task
+from arena.taskdef.loader import Config, Task
 
 MIN_STD = 1e-2
 

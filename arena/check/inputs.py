@@ -12,8 +12,8 @@ from typing import Any, Mapping
 import torch
 
 from arena.errors import ArenaError
-from arena.spec import formula
-from arena.spec.loader import InputSpec, Task
+from arena.taskdef import formula
+from arena.taskdef.loader import InputSpec, Task
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

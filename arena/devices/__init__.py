@@ -1,6 +1,6 @@
 """What we run on: detect the backend (cuda / rocm / cpu) and describe the device.
 
-Vendor differences live here and in ``arena.build``; the gates never branch on vendor.
+Vendor differences live here and in ``arena.toolchain``; the gates never branch on vendor.
 ``Device.build_targets`` says which HIP builds a device needs: one runnable library on
 a GPU, compile-only checks for both vendors on the CPU.
 """

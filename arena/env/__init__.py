@@ -33,8 +33,8 @@ from arena.evaluate import Candidate, evaluate
 from arena.feedback import assess, feedback_split, final_splits, summarize
 from arena.records import Verdict
 from arena.runner import open_run
-from arena.spec.loader import load_task, select_tasks
-from arena.spec.skeleton import hip_skeleton
+from arena.taskdef.loader import load_task, select_tasks
+from arena.taskdef.skeleton import hip_skeleton
 from arena.workspace import editable_name, render_readme
 
 DEFAULT_TIME_LIMIT_S = 300.0
@@ -167,7 +167,7 @@ class KernelEnv:
             except ArenaError:
                 raise
             except Exception as exc:  # noqa: BLE001 - recorded, not raised
-                from arena.runner import failure_verdict
+                from arena.units import failure_verdict
                 from arena.records import Status
 
                 verdicts += [failure_verdict(self.task.id, self.task.category, s, Status.HARNESS_ERROR,

@@ -17,7 +17,7 @@ from arena.devices import Device, detect
 from arena.env import DEFAULT_TIME_LIMIT_S, KernelEnv
 from arena.env.splits import SPLITS, task_ids
 from arena.errors import ArenaError
-from arena.spec.loader import load_task, select_tasks
+from arena.taskdef.loader import load_task, select_tasks
 
 INSTRUCTIONS = (
     "kernel-arena: optimise GPU kernels. list_tasks(split) lists task ids; get_task(task_id) starts an "

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from arena.errors import ArenaError
-from arena.spec.loader import CATEGORIES, DEFAULT_TASKS_DIR, load_suite, load_task, select_tasks
+from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, load_suite, load_task, select_tasks
 
 LEVELS = {"level1": 1, "level2": 2, "level3": 3}
 SPLITS = ("all", "dev", *CATEGORIES, *LEVELS, "verified")

@@ -2,10 +2,10 @@
 baselines, and the solutions or specialised kernels when those are the agents) are
 compiled on every CPU core.
 
-- HIP files: built into the shared content-addressed cache (``arena.build.hip``).
+- HIP files: built into the shared content-addressed cache (``arena.toolchain.hip``).
 - Triton files: every launch their entry makes on the run's configs compiled for the
   device's GPU, in worker processes, into the file's warm folder
-  (``arena.build.triton_aot.warm_dir``); each evaluation's Triton cache is seeded from it.
+  (``arena.toolchain.triton_aot.warm_dir``); each evaluation's Triton cache is seeded from it.
   A file's configs already warmed (its manifest) are not compiled again.
 
 Failures are not reported here: the evaluation that needs the file builds or compiles it
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from arena.build.hip import build_hip, cache_root, toolchain_available
+from arena.toolchain.hip import build_hip, cache_root, toolchain_available
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.spec.loader import Config, Task, load_task
+from arena.taskdef.loader import Config, Task, load_task
 
 log = logging.getLogger(__name__)
 ROLES = ("baseline", "solution", "specialised")
@@ -91,13 +91,13 @@ def known_triton_jobs(units: Iterable[Any], configs_of: Callable[[Task, Sequence
 
 
 def _serve() -> None:
-    """A warm-up process (``python -m arena.build.prebuild``): one job a line on stdin (the
+    """A warm-up process (``python -m arena.toolchain.prebuild``): one job a line on stdin (the
     arguments of ``warm_file`` as JSON), one result a line on the descriptor stdout was; the
     jobs' own output goes to stderr. No GPU is touched here: Triton compiles through a driver
     that only names the target, and none is visible."""
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    from arena.build.triton_aot import warm_file
+    from arena.toolchain.triton_aot import warm_file
 
     for line in sys.stdin:
         try:
@@ -123,7 +123,7 @@ def _warm_all(work: list[tuple], processes: int, job_s: float) -> list[dict[str,
     out: dict[int, dict[str, Any]] = {}
 
     def serve() -> None:
-        proc = subprocess.Popen([sys.executable, "-m", "arena.build.prebuild"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", "arena.toolchain.prebuild"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         try:
             while True:
@@ -171,7 +171,7 @@ def _warm_all(work: list[tuple], processes: int, job_s: float) -> list[dict[str,
 
 def warm_triton(jobs: list[TritonJob], device: Device, processes: int | None = None,
                 job_s: float = TRITON_JOB_S) -> dict[str, Any]:
-    from arena.build.triton_aot import config_key, device_target, warm_dir, warmed_configs
+    from arena.toolchain.triton_aot import config_key, device_target, warm_dir, warmed_configs
 
     stats = {"files": len(jobs), "cached": 0, "warmed": 0, "failed": 0, "kernels": 0, "config_errors": 0,
              "seconds": 0.0}

@@ -13,7 +13,7 @@ inputs made by the reference and the others allocated, not filled.
 
 Runs: ``warm_dir`` is a file's folder of compiled kernels (by its content, Triton's
 version and the target), filled by ``warm_file`` in the run's prebuild
-(``arena.build.prebuild``); ``seed_cache`` copies them into an evaluation's own Triton
+(``arena.toolchain.prebuild``); ``seed_cache`` copies them into an evaluation's own Triton
 cache before its worker starts. Copies, not links: a candidate may write to its cache.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from arena.spec.loader import Config, Task
+from arena.taskdef.loader import Config, Task
 
 # the authors' check: the datacenter GPUs of both vendors (backend, arch, warp size)
 TARGETS = {"sm_90": ("cuda", 90, 32), "gfx942": ("hip", "gfx942", 64)}
@@ -214,9 +214,9 @@ def warmed_configs(directory: Path) -> set[str]:
 def warm_file(task_dir: str, path: str, configs: list[dict[str, Any]], target: tuple, directory: str
               ) -> dict[str, Any]:
     """One file's launches on the given configs compiled into ``directory``, whose manifest
-    then lists the configs done. Runs in a process of its own (``arena.build.prebuild``):
+    then lists the configs done. Runs in a process of its own (``arena.toolchain.prebuild``):
     Triton's cache folder is read from the environment."""
-    from arena.spec.loader import load_task
+    from arena.taskdef.loader import load_task
 
     t0 = time.perf_counter()
     os.environ["TRITON_CACHE_DIR"] = directory

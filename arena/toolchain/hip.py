@@ -22,7 +22,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from arena.build import hip2cuda
+from arena.toolchain import hip2cuda
 
 TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"

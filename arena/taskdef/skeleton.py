@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arena.errors import ArenaError
-from arena.spec.loader import CATEGORIES, Task
+from arena.taskdef.loader import CATEGORIES, Task
 
 HIP_TYPES = {
     "float32": "float", "float16": "__half", "bfloat16": "__hip_bfloat16", "int8": "int8_t", "uint8": "uint8_t",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from arena.errors import ArenaError
-from arena.spec import formula
-from arena.spec.loader import Config, Task
+from arena.taskdef import formula
+from arena.taskdef.loader import Config, Task
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1,
                "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "bool": 1}

@@ -1,5 +1,5 @@
 // kernel-arena: HIP constructs that have no entry in the HIP->CUDA rename table.
-// arena/build/hip2cuda.py inlines this text after the translated file's last #include:
+// arena/toolchain/hip2cuda.py inlines this text after the translated file's last #include:
 // the macros below (__shfl_down, ...) must not be seen by the CUDA headers themselves.
 #ifndef KERNEL_ARENA_HIP_COMPAT_CUDA_H
 #define KERNEL_ARENA_HIP_COMPAT_CUDA_H

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from arena.errors import ArenaError
-from arena.spec import formula
+from arena.taskdef import formula
 
 CATEGORIES = ("hip2hip", "triton2triton", "torch2hip")
 SPLITS = ("seen", "heldout", "smoke")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import re
 
-from arena.spec.loader import Task
+from arena.taskdef.loader import Task
 
 _SCALAR_CTYPES = {"int64": ctypes.c_int64, "int32": ctypes.c_int32, "float32": ctypes.c_float}
 _SCALAR_CTYPE_NAMES = {

@@ -1,6 +1,6 @@
 """Task model: JSON Schema, loader into typed dataclasses, formulas, configs and splits."""
 
-from arena.spec.loader import (  # noqa: F401
+from arena.taskdef.loader import (  # noqa: F401
     Config,
     InputSpec,
     OutputSpec,
