@@ -492,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
     e.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
     e.add_argument("--timing-memory", type=float,
-                   help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
+                   help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half of free memory)")
     e.add_argument("--json", action="store_true", help="print the records as JSON lines")
     e.set_defaults(fn=cmd_eval)
 
@@ -513,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
     r.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
     r.add_argument("--timing-memory", type=float,
-                   help="GiB of input sets the timing may hold at most (default 8, and a quarter of free memory)")
+                   help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half of free memory)")
     r.add_argument("--quiet", action="store_true")
     r.add_argument("--gpus", help="GPU indices (e.g. 0,1,2,3); default: one GPU")
     r.add_argument("--workers-per-gpu", type=int, default=1,

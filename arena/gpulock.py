@@ -80,6 +80,7 @@ class GpuLock:
         self.exclusive_n = 0     # exclusive sections taken, and the tries a drain did not finish in time
         self.failed_tries = 0
         self._since = 0.0
+        self._off_since = 0.0
 
     @property
     def active(self) -> bool:
@@ -109,25 +110,40 @@ class GpuLock:
         try:
             yield
         finally:
-            self.mode = None
-            self._leave_shared()
+            was, self.mode = self.mode, None
+            if was == "off":         # let go inside (a compile the candidate process never ended)
+                self.off_gpu_s += time.monotonic() - self._off_since
+            else:
+                self._leave_shared()
 
     @contextlib.contextmanager
     def off_gpu(self) -> Iterator[None]:
         """Host-only work (a compiler) inside a shared section: the lock is let go meanwhile
         and taken again, behind any waiting writer, afterwards. Elsewhere: nothing."""
-        if not self.active or self.mode != "shared":
-            yield
-            return
-        self._leave_shared()
-        self.mode = "off"
-        t0 = time.monotonic()
+        let_go = self.let_go()
         try:
             yield
         finally:
-            self.off_gpu_s += time.monotonic() - t0
-            self._enter_shared()
-            self.mode = "shared"
+            if let_go:
+                self.take_back()
+
+    def let_go(self) -> bool:
+        """Inside a shared section: let the lock go for host-only work (``take_back`` ends
+        that); returns whether it did (not outside a shared section)."""
+        if not self.active or self.mode != "shared":
+            return False
+        self._leave_shared()
+        self.mode = "off"
+        self._off_since = time.monotonic()
+        return True
+
+    def take_back(self) -> None:
+        """The shared lock again, after ``let_go`` (nothing if it was not let go)."""
+        if self.mode != "off":
+            return
+        self.off_gpu_s += time.monotonic() - self._off_since
+        self._enter_shared()
+        self.mode = "shared"
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -10,8 +10,9 @@ into it and before it trusts anything it computes next:
   background after the clock stopped);
 - ``OpTrace``: the aten operators a Python candidate called through torch, so a Triton
   candidate cannot hand the work to torch, and the task's ``forbidden`` torch functions;
-- ``foreign_kernels``: device kernels in the candidate's timed calls that it did not define
-  (cuBLAS, cuDNN, rocBLAS, torch's compute kernels), besides copies and fills.
+- ``foreign_kernels``: device kernels in the candidate's timed calls that this evaluation did
+  not build from its file (cuBLAS, cuDNN, rocBLAS, torch's compute kernels), besides copies
+  and fills (``incidental``).
 
 None of this can stop native code that deliberately rewrites the worker's memory; the
 README says so. What it does is turn every known Python-level trick into a failure.
@@ -53,10 +54,23 @@ def _sealed_objects() -> list[tuple[str, Any]]:
         mod = sys.modules.get(name)
         if mod is not None:
             objs.append((name, mod))
+    for name in ("triton.compiler.compiler", "triton.runtime.driver", "triton.knobs", "torch.autograd.profiler_util",
+                 "torch.cuda.streams"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            objs.append((name, mod))
     for name, mod in sorted(sys.modules.items()):
         if (name == "arena" or name.startswith("arena.")) and isinstance(mod, ModuleType):
             objs.append((name, mod))
-    return objs
+    # the classes those modules define: their methods are what the harness calls (a method patched
+    # on a runtime class is as much a patch as a function replaced in a module)
+    classes = []
+    for owner, obj in objs:
+        if isinstance(obj, ModuleType):
+            for attr, value in list(vars(obj).items()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == obj.__name__:
+                    classes.append((f"{owner}.{attr}", value))
+    return objs + classes
 
 
 def _is_sealable(value: Any) -> bool:
@@ -68,11 +82,11 @@ def _hooks() -> dict[str, Any]:
 
     hooks: dict[str, Any] = {
         "sys.gettrace": sys.gettrace(), "sys.getprofile": sys.getprofile(),
-        "gc.callbacks": tuple(id(c) for c in gc.callbacks),
-        "sys.meta_path": tuple(id(m) for m in sys.meta_path), "sys.path_hooks": tuple(id(h) for h in sys.path_hooks),
+        "gc.callbacks": tuple(gc.callbacks),
+        "sys.meta_path": tuple(sys.meta_path), "sys.path_hooks": tuple(sys.path_hooks),
         "threading.trace": getattr(threading, "_trace_hook", None),
         "threading.profile": getattr(threading, "_profile_hook", None),
-        "sys.excepthook": id(sys.excepthook), "sys.unraisablehook": id(sys.unraisablehook),
+        "sys.excepthook": sys.excepthook, "sys.unraisablehook": sys.unraisablehook,
     }
     try:
         hooks["torch.function_modes"] = torch._C._len_torch_function_stack()
@@ -82,40 +96,55 @@ def _hooks() -> dict[str, Any]:
     return hooks
 
 
+def _same(a: Any, b: Any) -> bool:
+    """The same object (the same objects, for tuples; the same number, for counts)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return a is b
+
+
+def _snapshot() -> dict[str, tuple[Any, dict[str, Any]]]:
+    """What the harness relies on, by name: each sealed object and its callable attributes,
+    the objects themselves (compared by identity: no ``id()`` calls, each of which is an audit
+    event once the candidate's hook is armed)."""
+    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for owner, obj in _sealed_objects():
+        try:
+            items = vars(obj).items()
+        except TypeError:
+            snap[owner] = (obj, {})
+            continue
+        snap[owner] = (obj, {attr: value for attr, value in items if _is_sealable(value)})
+    return snap
+
+
 class Seal:
     """A snapshot of what the harness calls; ``broken()`` lists what changed since."""
 
     def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-        for owner, obj in _sealed_objects():
-            self._ids[f"{owner}"] = id(obj)
-            try:
-                items = list(vars(obj).items())
-            except TypeError:
-                continue
-            for attr, value in items:
-                if _is_sealable(value):
-                    self._ids[f"{owner}.{attr}"] = id(value)
-        self._modules = {name: id(mod) for name, mod in sys.modules.items()
+        self._objs = _snapshot()
+        self._modules = {name: mod for name, mod in sys.modules.items()
                          if name.split(".")[0] in ("torch", "triton", "arena", "numpy")}
-        self._hooks = {k: (id(v) if v is not None and not isinstance(v, (int, tuple)) else v)
-                       for k, v in _hooks().items()}
+        self._hooks = _hooks()
 
     def broken(self) -> list[str]:
-        now: dict[str, int] = {}
-        for owner, obj in _sealed_objects():
-            now[owner] = id(obj)
+        now = dict(_sealed_objects())
+        missing = object()
+        changed = []
+        for owner, (obj, attrs) in self._objs.items():
+            if now.get(owner, missing) is not obj:
+                changed.append(owner)
+                continue
             try:
-                items = list(vars(obj).items())
+                current = vars(obj)
             except TypeError:
                 continue
-            for attr, value in items:
-                if _is_sealable(value):
-                    now[f"{owner}.{attr}"] = id(value)
-        changed = [k for k, v in self._ids.items() if now.get(k) != v]
-        changed += [f"sys.modules[{n!r}]" for n, i in self._modules.items() if id(sys.modules.get(n)) != i]
-        hooks = {k: (id(v) if v is not None and not isinstance(v, (int, tuple)) else v) for k, v in _hooks().items()}
-        changed += [k for k, v in self._hooks.items() if hooks.get(k) != v]
+            changed += [f"{owner}.{attr}" for attr, value in attrs.items() if current.get(attr, missing) is not value]
+        changed += [f"sys.modules[{n!r}]" for n, m in self._modules.items() if sys.modules.get(n) is not m]
+        hooks = _hooks()
+        changed += [k for k, v in self._hooks.items() if not _same(hooks.get(k, missing), v)]
         return changed
 
 
@@ -249,23 +278,33 @@ _ALLOWED_ACTIVITY = re.compile(r"^Memcpy|^Memset|^memcpy|^memset|FillFunctor|cop
                                r"fill_kernel|zero_kernel|^Copy(Device|Host)|^Fill(Buffer|Device)", re.IGNORECASE)
 
 
-def kernel_base_name(name: str) -> str:
-    """``void ns::softmax_kernel<256>(float const*, int)`` -> ``softmax_kernel``."""
-    n = name.strip().replace("(anonymous namespace)", "anonymous")
-    if n.startswith("void "):
-        n = n[5:]
-    depth, cut = 0, len(n)
-    for i, ch in enumerate(n):          # the qualified name ends at the first '<' or '(' at depth 0
-        if ch in "<(" and depth == 0:
-            cut = i
-            break
-    return n[:cut].rsplit("::", 1)[-1].strip()
+def incidental(name: str) -> bool:
+    """A copy or a fill (runtime memcpy / memset, torch's copy and fill kernels): activity a
+    candidate may cause, a little of it, besides its own kernels."""
+    return bool(_ALLOWED_ACTIVITY.search(name))
 
 
 def foreign_kernels(names: Iterable[str], own: Iterable[str]) -> list[str]:
-    """Device activities of a candidate's timed calls that are neither kernels it defines
-    itself (by exact name) nor copies and fills: vendor-library kernels (cuBLAS, cuDNN,
-    rocBLAS: also their level-1 kernels, whose names say nothing), torch's compute kernels,
-    kernels of another library the candidate loaded."""
-    own = set(own)
-    return sorted({n for n in names if kernel_base_name(n) not in own and not _ALLOWED_ACTIVITY.search(n)})
+    """Device activities of a candidate's timed calls that are neither kernels this evaluation
+    built from its file (by exact name: the name the device reports, as the build or Triton's
+    JIT produced it) nor copies and fills: vendor-library kernels (cuBLAS, cuDNN, rocBLAS: also
+    their level-1 kernels, whose names say nothing), torch's compute kernels, kernels of another
+    library. A function named after a library kernel is not that kernel: the exact names differ
+    (namespaces, template arguments, parameters), or, where a library kernel has a bare name,
+    the candidate cannot call the library (arena.audit, arena.toolchain.objcheck)."""
+    own = {" ".join(n.split()) for n in own}
+    return sorted({n for n in names if " ".join(n.split()) not in own and not incidental(n)})
+
+
+def defined_functions(source: str) -> set[str]:
+    """The names of the functions a Python file defines (at any depth). A Triton kernel's
+    compiled name is the name of the function it was compiled from: what the candidate's process
+    says it compiled from the candidate's file must be one of these (a name with a namespace,
+    template or parameter list, like torch's kernels, never is)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

@@ -50,7 +50,7 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
         import ray
     except ImportError as exc:
         raise ArenaError("the ray executor needs Ray: pip install 'kernel-arena[ray]'", key="--executor") from exc
-    from arena.evaluate import PACKAGE_ROOT
+    from arena.processes import PACKAGE_ROOT
     from arena.units import _task_id_of, failure_verdict
 
     started_here = not ray.is_initialized()

@@ -120,6 +120,9 @@ class ConfigResult:
     flags: list[str] = field(default_factory=list)
     compiled: SideTiming | None = None          # torch2hip: torch.compile of the reference, where measured
     speedup_compiled: float | None = None       # median(compiled) / median(candidate)
+    # copies and fills: their share of the candidate's device time in its timed calls, and of the baseline's
+    incidental_share: float | None = None
+    baseline_incidental_share: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ConfigResult":

@@ -167,7 +167,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         # stays, --resume redoes the rest
         with lock:
             stop.set()
-        from arena.evaluate import kill_live_workers
+        from arena.processes import kill_live_workers
 
         kill_live_workers()
         raise

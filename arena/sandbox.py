@@ -1,13 +1,16 @@
 """What the worker process may read and write on disk, enforced by the kernel (Landlock).
 
-Before any candidate code is loaded, the worker restricts itself: the task folders, the
+Before any candidate code is loaded, the candidate process restricts itself: the task folders, the
 build and Triton caches, the run directory and the rest of the repository are hidden
 (neither readable nor writable), except the few files this evaluation needs (task.yaml,
 reference.py, the baseline and candidate files, the built libraries). Writes are allowed
-only in the worker's own scratch directories and /dev. So a candidate cannot read held-out
+only in the process's own scratch directories and /dev. So a candidate cannot read held-out
 configs, solutions or other candidates' builds, and cannot rewrite harness files for a
-later evaluation. Landlock also keeps the worker from ptrace-ing processes outside its
-domain (the parent holding the secrets).
+later evaluation. Landlock also keeps the process from ptrace-ing processes outside its
+domain (the trusted process and the parent); where the kernel has Landlock ABI 4 it can
+neither bind nor connect TCP sockets, and from ABI 6 it can send no signal to a process
+outside its domain (it cannot kill the trusted process to turn its own failure into a
+harness error).
 
 Landlock needs Linux >= 5.13 with the LSM enabled; where it is missing, ``restrict``
 returns a reason and the evaluation records that the filesystem was not sandboxed.
@@ -35,7 +38,14 @@ _READ = EXECUTE | READ_FILE | READ_DIR
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+# Landlock ABI 4: TCP bind and connect (handled with no rule: refused); ABI 6: signals to and abstract
+# Unix sockets of processes outside the sandbox (the trusted process that started this one)
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -119,9 +129,11 @@ def restrict(hide: Iterable[Path], read: Iterable[Path], write: Iterable[Path]) 
     if abi >= 3:
         handled |= TRUNCATE
     libc = _libc()
-    attr = _RulesetAttr(handled)
-    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
-                           ctypes.c_uint32(0))
+    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8       # the struct as this kernel's ABI knows it
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         return f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
     try:

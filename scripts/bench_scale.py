@@ -87,7 +87,8 @@ def first_calls(task_dir: str, path: str) -> None:
     (group files it wrote into the cache)."""
     import torch
 
-    from arena.check.inputs import DTYPES, import_file, make_inputs
+    from arena.check.inputs import DTYPES, make_inputs
+    from arena.sides import import_file
     from arena.taskdef.loader import load_task
 
     task = load_task(task_dir)

@@ -6,7 +6,7 @@ where they fail. Builds share one cache and run two at a time to keep the file f
 
 from __future__ import annotations
 
-import os
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,16 +18,7 @@ from arena.toolchain import hip2cuda
 from arena.toolchain.hip import (build_hip, default_cache_dir, parse_amdgpu_remarks,
                              parse_ptxas, toolchain_available)
 
-REQUIRE_TOOLCHAINS = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"
-ARCHS = {"cuda": "sm_90", "rocm": "gfx90a"}
-
-
-def _need(reason: str | None) -> None:
-    if reason is None:
-        return
-    if REQUIRE_TOOLCHAINS:
-        pytest.fail(f"{reason} (ARENA_REQUIRE_TOOLCHAINS=1)")
-    pytest.skip(reason)
+from toolchains import ARCHS, REQUIRE_TOOLCHAINS, need as _need  # noqa: E402,F401 - tests/ is on the path
 
 
 def _need_toolchain(target: str) -> None:
@@ -434,6 +425,28 @@ def test_resources_name_kernels(builds: Builds) -> None:
     assert info["mangled"].startswith("_Z")
 
 
+@pytest.mark.parametrize("target", ["cuda", "rocm"])
+def test_two_steps_and_the_record(target: str, builds: Builds) -> None:
+    """The file is compiled to an object, checked, then linked; the record keeps the kernels
+    (as the profiler names them) and the object's imports; the object is not kept."""
+    _need_toolchain(target)
+    result = builds[("reduce", target)].result()
+    assert result.ok and result.refused is None, result.log
+    compile_line, link_line = [line for line in result.log.splitlines() if line.startswith("$ ")]
+    assert " -c " in compile_line and "-o kernel.o" in compile_line and "-shared" not in compile_line
+    assert link_line.endswith("-shared -o lib.so kernel.o") or "-o lib.so kernel.o" in link_line
+    assert "-shared" in result.toolchain["link_flags"]
+    assert result.kernels == ("row_sum(float const*, float*, int)",)
+    assert result.kernels_mangled == ("_Z7row_sumPKfPfi",)
+    runtime = "cudaGetLastError" if target == "cuda" else "hipGetLastError"
+    assert runtime in result.undefined
+    assert result.library is not None
+    record = json.loads((result.library.parent / "build.json").read_text())
+    assert record["kernels"] == list(result.kernels) and record["undefined"] == list(result.undefined)
+    kept = sorted(p.name for p in result.library.parent.iterdir())
+    assert kept == sorted(["build.json", "lib.so", "kernel.cu" if target == "cuda" else "kernel.hip"])
+
+
 def test_cached_build_is_fast(builds: Builds,
                               source_dir: Path, cache_dir: Path) -> None:
     _need_toolchain("cuda")
@@ -444,6 +457,7 @@ def test_cached_build_is_fast(builds: Builds,
     assert again.cached and again.ok and again.seconds < 0.1
     assert again.library == first.library
     assert again.resources == first.resources
+    assert again.kernels == first.kernels and again.undefined == first.undefined
     # the cache is keyed on content: a copy elsewhere hits too
     copy = cache_dir.parent / "elementwise-copy.hip"
     copy.write_text(SOURCES["elementwise"])

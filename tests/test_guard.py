@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arena.channel import ForgedFrame, signed_reader, signed_writer
-from arena.guard import OpTrace, Seal, ThreadWatch, foreign_kernels, kernel_base_name
+from arena.guard import OpTrace, Seal, ThreadWatch, foreign_kernels, incidental
 
 
 def test_seal_sees_a_patched_function_and_a_restored_one_is_fine():
@@ -77,24 +77,32 @@ def test_op_trace_allows_allocation_and_rejects_compute():
     assert tr.forbidden_calls(["torch.nn.functional.softmax", "torch.matmul"]) == ["torch.nn.functional.softmax"]
 
 
-@pytest.mark.parametrize("name, base", [
-    ("void softmax_kernel<256>(float const*, float*, int)", "softmax_kernel"),
-    ("_rms_norm_row", "_rms_norm_row"),
-    ("(anonymous namespace)::k(float*)", "k"),
-    ("void ns::inner::gemm<float, 4>(float*)", "gemm"),
-])
-def test_kernel_base_name(name, base):
-    assert kernel_base_name(name) == base
+SOFTMAX = ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10, true, false>"
+           "(float*, float const*, int, int, int, bool const*, int, bool)")
 
 
-def test_foreign_kernels():
+def test_foreign_kernels_are_told_apart_by_exact_name():
     names = ["_axpy_kernel", "Memcpy DtoD (Device -> Device)",
              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
              "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
              "void scal_kernel_val<float, float>(cublasScalParamsVal<float, float>)",
              "void at::native::reduce_kernel<512, 1>(int)", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize"]
     assert foreign_kernels(names, {"_axpy_kernel"}) == sorted(names[3:])
-    assert foreign_kernels(["void scale_kernel(float const*, float*, long, float)"], {"scale_kernel"}) == []
+    # a HIP build's kernels are its exact demangled names
+    hip = "void scale_kernel<256>(float const*, float*, long, float)"
+    assert foreign_kernels([hip], {hip}) == []
+    assert foreign_kernels(["void scale_kernel<128>(float const*, float*, long, float)"], {hip}) != []
+    # a Triton function named after torch's kernel is not that kernel: the names differ
+    assert foreign_kernels([SOFTMAX, "softmax_warp_forward"], {"softmax_warp_forward"}) == [SOFTMAX]
+    # a function defined but never compiled is no kernel of the candidate's: only what was built counts
+    assert foreign_kernels(["cunn_SoftMaxForward"], set()) == ["cunn_SoftMaxForward"]
+
+
+def test_copies_and_fills_are_incidental_and_compute_is_not():
+    assert incidental("Memcpy DtoD (Device -> Device)") and incidental("Memset (Device)")
+    assert incidental("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                      "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+    assert not incidental(SOFTMAX) and not incidental("_axpy_kernel")
 
 
 def test_signed_channel_rejects_forged_and_replayed_frames():
@@ -138,17 +146,29 @@ def test_plain_json_frames_are_forgeries():
 
 
 def test_protocol_violations_are_named():
-    from arena.evaluate import _protocol_violation
+    from arena.decision import protocol_violation
+    from arena.protocol import CorrectnessFrame, CorrectnessResult, PerformanceFrame, PerformanceResult
+    from arena.records import Status
     from arena.taskdef.loader import Config
 
     cfgs = {"seen": [Config("seen", 0, "a", {"n": 1}), Config("seen", 1, "b", {"n": 2})]}
 
-    def f(config, phase="correctness", status="PASSED", split="seen"):
-        return {"type": "config", "split": split, "config": config, "phase": phase, "result": {"status": status}}
+    def f(config, phase="correctness", split="seen"):
+        if phase == "correctness":
+            return CorrectnessFrame(split=split, config=config, result=CorrectnessResult(status=Status.PASSED))
+        return PerformanceFrame(split=split, config=config, result=PerformanceResult(status=Status.PASSED))
 
-    assert _protocol_violation(cfgs, [f("a"), f("b"), f("a", "performance")]) is None
-    assert "twice" in _protocol_violation(cfgs, [f("a"), f("a")])
-    assert "not asked for" in _protocol_violation(cfgs, [f("zz")])
-    assert "not asked for" in _protocol_violation(cfgs, [f("a", split="heldout")])
-    assert "before its correctness" in _protocol_violation(cfgs, [f("b", "performance")])
-    assert "unknown status" in _protocol_violation(cfgs, [f("a", status="GREAT")])
+    assert protocol_violation(cfgs, [f("a"), f("b"), f("a", "performance")]) is None
+    assert "twice" in protocol_violation(cfgs, [f("a"), f("a")])
+    assert "not asked for" in protocol_violation(cfgs, [f("zz")])
+    assert "not asked for" in protocol_violation(cfgs, [f("a", split="heldout")])
+    assert "before its correctness" in protocol_violation(cfgs, [f("b", "performance")])
+
+
+def test_defined_functions_are_a_files_function_names():
+    from arena.guard import defined_functions
+
+    src = ("import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef _k(x):\n    pass\n"
+           "def entry(x):\n    def helper():\n        pass\n    return helper\n")
+    assert defined_functions(src) == {"_k", "entry", "helper"}
+    assert defined_functions("def broken(:\n") == set()

@@ -79,10 +79,10 @@ def test_gpu_workers_claim_units_from_one_queue(tmp_path, monkeypatch):
 
 
 def test_a_worker_sees_only_its_gpu(tmp_path):
-    from arena.evaluate import _worker_env
+    from arena.processes import _worker_env
 
     gpu = Device(kind="cuda", name="test", vendor="nvidia", arch="sm_90", index=3)
-    env = _worker_env(gpu, tmp_path, tmp_path / "t")
+    env = _worker_env(gpu, tmp_path)
     assert env["CUDA_VISIBLE_DEVICES"] == "3" and env["HIP_VISIBLE_DEVICES"] == "3"
     assert Device(kind="cuda", name="x", vendor="nvidia", arch="sm_90").visible_devices == {}
 
@@ -152,31 +152,31 @@ def test_ctrl_c_stops_a_run_promptly_and_resume_finishes_it(tmp_path):
 def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     """Each evaluation starts its successor's worker, which imports torch while it waits: the
     next evaluation of that kind hands its job to it. A changed environment gets its own."""
-    import arena.evaluate as ev
+    import arena.processes as ev
     from arena.evaluate import Candidate, evaluate
     from arena.taskdef.loader import load_task
 
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "1")
-    ev._SPARES.close()
+    ev.SPARES.close()
     task = load_task(AXPY)
     cpu = detect("cpu")
     (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
     assert v.status.value == "PASSED", v.message
     key = ev._spare_key(cpu)
-    (spare,) = ev._SPARES.idle[key]
+    (spare,) = ev.SPARES.idle[key]
     assert spare.proc.poll() is None
     (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
     assert v.status.value == "PASSED", v.message
     assert spare.proc.wait(timeout=60) == 0, "the worker started ahead ran the second job and ended"
     assert not spare.cwd.exists()
-    (successor,) = ev._SPARES.idle[key]
+    (successor,) = ev.SPARES.idle[key]
     assert successor.proc.pid != spare.proc.pid
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")
     assert ev._spare_key(cpu) == key           # handed over with the job
     monkeypatch.setenv("SOME_SETTING", "changed")
     assert ev._spare_key(cpu) != key           # not a worker started with another environment
     assert ev.kill_live_workers() == 0
-    assert ev._SPARES.idle == {} and successor.proc.wait(timeout=30) is not None
+    assert ev.SPARES.idle == {} and successor.proc.wait(timeout=30) is not None
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "0")
     (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
-    assert v.status.value == "PASSED" and ev._SPARES.idle.get(ev._spare_key(cpu), []) == []
+    assert v.status.value == "PASSED" and ev.SPARES.idle.get(ev._spare_key(cpu), []) == []

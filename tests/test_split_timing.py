@@ -1,8 +1,9 @@
-"""A split's timing (arena/worker.py ``time_configs`` over arena/timing/timer.py ``time_many``),
-on the CPU with the device stood in for: the configs of a split share their exclusive
-sections, the outputs of timed calls are checked after a section and never while it holds the
-GPU, the memory kept for those checks ends a section early, and a config that ran out of
-memory is timed again with a quarter of its input sets."""
+"""A split's timing (arena/performance.py over arena/timing/timer.py ``time_many``), with a real
+candidate process and the device stood in for (the trusted process here, in the test, with a
+timer whose spans are drawn from set distributions): the configs of a split share their
+exclusive sections, the outputs of timed calls are checked after a section and never while
+it holds the GPU, the memory kept for those checks ends a section early, and a config that
+ran out of memory is timed again with a quarter of its input sets."""
 
 from __future__ import annotations
 
@@ -27,43 +28,64 @@ def _no_device(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: None)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (64 * 2**30, 80 * 2**30))
 
 
-def _evaluation(tmp_path, candidate: str, timer: FakeTimer, **timing_params):
-    import torch
+@pytest.fixture
+def make(tmp_path):
+    """Evaluations whose trusted side runs here and whose candidate runs in a process of its
+    own (closed after the test)."""
+    peers = []
 
-    from arena.guard import ThreadWatch
-    from arena.worker import Evaluation, Side
+    def evaluation(candidate: str | None, timer: FakeTimer, **timing_params):
+        from arena.processes import CandidatePeer, child_env
+        from arena.trusted import Evaluation
 
-    ev = Evaluation.__new__(Evaluation)
-    ev.job = {"timing": True, "timing_params": timing_params}
-    ev.task = load_task(AXPY)
-    ev.torch, ev.torch_device, ev.gpu, ev.device = torch, "cpu", True, {}
-    ev.gpu_lock = GpuLock(*open_fds("cuda-GPU-split-test"))
-    ev.rng = random.Random(11)
-    ev._current, ev.seal, ev.compiled, ev.candidate_trusted = None, None, None, False
-    ev.reference = ev.load_reference()
-    path = tmp_path / "candidate.py"
-    path.write_text(candidate)
-    ev.candidate = Side(ev.task, {"language": "python", "path": str(path)}, ev.reference, "cpu")
-    ev.baseline = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
-    ev.threads = ThreadWatch()
-    ev.threads.before()
-    ev.timer = timer
-    frames: list[dict] = []
-    ev._send = frames.append
-    # the reference as the checks call it (the baseline side holds the function itself): note
-    # whether the GPU was held alone each time it ran
-    modes: list = []
-    real = ev.reference.reference
+        k = len(peers) // 2
+        scratch = tmp_path / f"c{k}"
+        if candidate is None:          # the task's reference as the candidate (torch2hip's starting point)
+            cand = {"language": "reference", "path": str(AXPY / "reference.py"), "trusted": True}
+        else:
+            path = tmp_path / f"candidate{k}.py"
+            path.write_text(candidate)
+            cand = {"language": "triton", "path": str(path), "trusted": False}
+        job = {"task_dir": str(AXPY), "device": {"kind": "cpu"}, "candidate": cand,
+               "baseline": {"language": "reference"}, "timing": True, "timing_params": timing_params, "splits": [],
+               "timeouts": {"load_s": 120.0, "correctness_s": 120.0, "performance_s": 120.0},
+               "candidate_dir": str(scratch), "baseline_dir": str(tmp_path / f"b{k}")}
+        peer = CandidatePeer("cpu", scratch, child_env(scratch, scratch / "triton", interpret=True))
+        base = tmp_path / f"b{k}"
+        base_peer = CandidatePeer("cpu", base, child_env(base, base / "triton", interpret=True))
+        peers.extend([peer, base_peer])
+        frames: list[dict] = []
+        ev = Evaluation(job, frames.append, peer, base_peer)
+        ev.gpu_lock = GpuLock(*open_fds("cuda-GPU-split-test"))
+        ev.load()
+        ev.gpu = True                  # memory retries and budgets as on a GPU
+        ev.rng = random.Random(11)
+        ev.timer = timer
+        # the reference as the checks call it (the baseline side holds the function itself): note
+        # whether the GPU was held alone each time it ran
+        modes: list = []
+        real = ev.reference.reference
 
-    def reference(*args):
-        modes.append(ev.gpu_lock.mode)
-        return real(*args)
+        def reference(*args):
+            modes.append(ev.gpu_lock.mode)
+            return real(*args)
 
-    ev.reference.reference = reference
-    return ev, frames, modes
+        ev.reference.reference = reference
+        return ev, frames, modes
+
+    yield evaluation
+    for peer in peers:
+        peer.close()
+
+
+def _time(ev, configs):
+    from arena.performance import time_split
+
+    time_split(ev, "seen", configs)
 
 
 def _configs(*ns):
@@ -71,13 +93,13 @@ def _configs(*ns):
 
 
 def _performance(frames):
-    return {f["config"]: f["result"] for f in frames if f["type"] == "config" and f["phase"] == "performance"}
+    return {f["config"]: f["result"] for f in frames if f["type"] == "performance"}
 
 
-def test_the_configs_of_a_split_share_one_exclusive_section(tmp_path):
+def test_the_configs_of_a_split_share_one_exclusive_section(make):
     timer = FakeTimer()
-    ev, frames, modes = _evaluation(tmp_path, GOOD, timer)
-    ev.time_split("seen", _configs(1000, 3001, 77))
+    ev, frames, modes = make(GOOD, timer)
+    _time(ev, _configs(1000, 3001, 77))
     res = _performance(frames)
     assert [r["status"] for r in res.values()] == ["PASSED"] * 3
     # quiet sides: one round of 16 sets each (10 pairs wanted), all three in one section
@@ -90,10 +112,10 @@ def test_the_configs_of_a_split_share_one_exclusive_section(tmp_path):
     assert lock["split"] == "seen" and lock["stats"]["exclusive_n"] == 1
 
 
-def test_noisy_configs_take_later_sections_together(tmp_path):
+def test_noisy_configs_take_later_sections_together(make):
     timer = FakeTimer(noise=0.5)
-    ev, frames, _ = _evaluation(tmp_path, GOOD, timer, max_pairs=64, target_rse=1e-6)
-    ev.time_split("seen", _configs(1000, 2000))
+    ev, frames, _ = make(GOOD, timer, max_pairs=64, target_rse=1e-6)
+    _time(ev, _configs(1000, 2000))
     res = _performance(frames)
     # batches of 1, 2 and 1 rounds (16 + 32 + 16 = max_pairs) for each config: three sections, not six
     assert timer.sessions == 3 and ev.gpu_lock.exclusive_n == 3
@@ -101,37 +123,51 @@ def test_noisy_configs_take_later_sections_together(tmp_path):
     assert all(r["timed_checks"] == 1 + 4 * 4 for r in res.values())
 
 
-def test_kept_sets_past_their_memory_are_checked_inside_the_section(tmp_path):
+def test_kept_sets_past_their_memory_are_checked_inside_the_section(make):
     timer = FakeTimer()
-    # an axpy set of n=1000 takes 2 x 8000 + 4 x 4000 bytes by the budget's rule: a budget of 4 sets gives
-    # rounds of 4 sets (3 rounds for the 10 pairs wanted), 1 of them kept a round (12000 bytes, 16000 by the
-    # rule); the kept sets may take half the budget: the sixth round's would pass it, so the five kept before
-    # are checked then, inside the section, which goes on (ending it would cost a drain of the other
-    # evaluations' work)
-    ev, frames, modes = _evaluation(tmp_path, GOOD, timer, max_set_bytes=4 * 32_000)
-    ev.time_split("seen", _configs(1000, 1000, 1000))
+    # an axpy set of n=1000 takes 3 x 8000 + 4 x 4000 bytes by the budget's rule; a config's sets may take
+    # 160000: rounds of 4 sets each (3 rounds for the 10 pairs wanted), the split's 480000; every set kept
+    # (check_sets=0: 4 x 12000 bytes a round, 80000 by the rule). The kept sets may take half the budget: the
+    # fifth round's would pass it, so the four rounds' kept before it are checked then, inside the section,
+    # which goes on (ending it would cost a drain of the other evaluations' work); the ninth's likewise
+    ev, frames, modes = make(GOOD, timer, max_set_bytes=4 * 40_000, check_sets=0)
+    _time(ev, _configs(1000, 1000, 1000))
     res = _performance(frames)
     assert [r["status"] for r in res.values()] == ["PASSED"] * 3
     assert all(r["n_sets"] == 4 and r["rounds"] == 3 for r in res.values())
     assert ev.gpu_lock.exclusive_n == 1
-    assert all(r["timed_checks"] == 1 + 3 for r in res.values())
-    assert modes.count("exclusive") == 5                  # the checks of the first five rounds' kept sets
+    assert modes.count("exclusive") == 2 * 4 * 4          # the checks of rounds 1-4 and 5-8, 4 sets each
 
 
-def test_a_candidate_wrong_only_while_timed_fails_its_config(tmp_path):
+def test_a_candidate_wrong_only_while_timed_fails_its_config(make):
     wrong_later = ("calls = [0]\n"
                    "def axpy(x, y, out, n, alpha):\n"
                    "    calls[0] += 1\n"
                    "    out.copy_(alpha * x + y + (1.0 if calls[0] > 3 else 0.0))\n")   # right while warming up
-    ev, frames, _ = _evaluation(tmp_path, wrong_later, FakeTimer())
-    ev.time_split("seen", _configs(1000, 2000))
+    ev, frames, _ = make(wrong_later, FakeTimer())
+    _time(ev, _configs(1000, 2000))
     res = _performance(frames)
     assert list(res) == ["n1000"]                  # the first config fails; the split's results stop there
     assert res["n1000"]["status"] == "INCORRECT_NUMERICAL"
     assert "4 of 5 outputs of timed calls were wrong" in res["n1000"]["message"]
 
 
-def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_sets(tmp_path):
+def test_a_candidate_writing_past_its_output_only_while_timed_fails_its_config(make):
+    past_the_end = ("import torch\n"
+                    "calls = [0]\n"
+                    "def axpy(x, y, out, n, alpha):\n"
+                    "    calls[0] += 1\n"
+                    "    out.copy_(alpha * x + y)\n"
+                    "    if calls[0] > 3:\n"
+                    "        torch.as_strided(out, (n + 4,), (1,))[n:].fill_(0.0)\n")   # right while checked
+    ev, frames, _ = make(past_the_end, FakeTimer())
+    _time(ev, _configs(1000, 2000))
+    (failed,) = _performance(frames).values()       # the config whose warm-up made the fourth call
+    assert failed["status"] == "RUNTIME_ERROR"
+    assert "past the end of 'out'" in failed["message"]
+
+
+def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_sets(make):
     oom_once = ("import torch\n"
                 "calls = [0]\n"
                 "def axpy(x, y, out, n, alpha):\n"
@@ -140,8 +176,8 @@ def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_s
                 "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
                 "    out.copy_(alpha * x + y)\n")
     timer = FakeTimer()
-    ev, frames, _ = _evaluation(tmp_path, oom_once, timer)
-    ev.time_split("seen", _configs(1000, 2000))
+    ev, frames, _ = make(oom_once, timer)
+    _time(ev, _configs(1000, 2000))
     res = _performance(frames)
     assert [r["status"] for r in res.values()] == ["PASSED", "PASSED"]
     # the first section failed in config 1's round (the warm-ups took calls 1-6): config 1 again with 4 sets a
@@ -152,7 +188,7 @@ def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_s
     assert timer.sessions == 3
 
 
-def test_a_second_failure_for_want_of_memory_is_the_configs_result(tmp_path):
+def test_a_second_failure_for_want_of_memory_is_the_configs_result(make):
     oom_always = ("import torch\n"
                   "calls = [0]\n"
                   "def axpy(x, y, out, n, alpha):\n"
@@ -160,59 +196,59 @@ def test_a_second_failure_for_want_of_memory_is_the_configs_result(tmp_path):
                   "    if calls[0] > 6:\n"
                   "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
                   "    out.copy_(alpha * x + y)\n")
-    ev, frames, _ = _evaluation(tmp_path, oom_always, FakeTimer())
-    ev.time_split("seen", _configs(1000, 2000))
+    ev, frames, _ = make(oom_always, FakeTimer())
+    _time(ev, _configs(1000, 2000))
     res = _performance(frames)
     assert list(res) == ["n1000"] and res["n1000"]["status"] == "RUNTIME_ERROR"
     assert "out of memory" in res["n1000"]["message"]
 
 
-def test_running_out_of_memory_while_checking_is_tried_again(tmp_path):
+def test_running_out_of_memory_while_checking_is_tried_again(make):
     """The correctness gate's own allocations may find the memory held by the evaluations sharing
     the GPU: the config is tried again, not the whole evaluation lost to a harness error."""
     import torch
 
-    from arena.worker import Side
+    from arena.correctness import check_config
 
-    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer())
-    # a candidate that computes with torch operators (a Python candidate of a Triton task may not)
-    ev.candidate = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
-    real = ev.allocate_outputs
+    ev, frames, _ = make(None, FakeTimer())
+    real = ev.make_inputs
     calls = [0]
 
-    def allocate_outputs():
+    def make_inputs(seed):
         calls[0] += 1
         if calls[0] == 1:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB")
-        return real()
+        return real(seed)
 
-    ev.allocate_outputs = allocate_outputs
-    ev.job.update(seeds=[1, 2, 3], timing=False)
-    ev.run_split({"split": "seen", "configs": [{"split": "seen", "index": 0, "name": "n1000", "params": {"n": 1000}}]})
-    results = [(f["phase"], f["result"]["status"]) for f in frames if f["type"] == "config"]
-    assert results == [("correctness", "PASSED")] and calls[0] > 1
+    ev.make_inputs = make_inputs
+    ev.job.update(seeds=[1, 2, 3])
+    result = check_config(ev, _configs(1000)[0])
+    assert result.status.value == "PASSED" and calls[0] > 1
 
 
-def test_evaluations_sharing_a_gpu_share_its_memory_for_input_sets(tmp_path):
-    """--workers-per-gpu N (``gpu_share``): each evaluation's input sets get at most 0.75 / N of
-    the device (here 0.75 x 80 GiB / 4000: 16 MB), so N evaluations' sets and kept sets fit beside
-    each other."""
-    n = 100_000                     # 2 x 800 kB + 4 x 400 kB = 3.2 MB a set by the budget's rule
-    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer(), gpu_share=4000)
-    ev.time_split("seen", _configs(n))
-    assert _performance(frames)[f"n{n}"]["n_sets"] == int(0.75 * 80 * 2**30 / 4000 // 3_200_000) == 5
-    ev, frames, _ = _evaluation(tmp_path, GOOD, FakeTimer())
-    ev.time_split("seen", _configs(n))
+def test_evaluations_sharing_a_gpu_share_its_memory_for_input_sets(make):
+    """--workers-per-gpu N (``gpu_share``): each evaluation's input sets get at most 0.4 / N of
+    the device (here 0.4 x 80 GiB / 2000: 17 MB), so N evaluations' sets and kept sets fit beside
+    each other; the configs of a split share it (all are held until its timed rounds end)."""
+    n = 100_000                     # 3 x 800 kB + 4 x 400 kB = 4.0 MB a set by the budget's rule
+    ev, frames, _ = make(GOOD, FakeTimer(), gpu_share=2000)
+    _time(ev, _configs(n))
+    assert _performance(frames)[f"n{n}"]["n_sets"] == int(0.4 * 80 * 2**30 / 2000 // 4_000_000) == 4
+    ev, frames, _ = make(GOOD, FakeTimer(), gpu_share=2000)
+    _time(ev, _configs(n, n))
+    assert [r["n_sets"] for r in _performance(frames).values()] == [2, 2]
+    ev, frames, _ = make(GOOD, FakeTimer())
+    _time(ev, _configs(n))
     assert _performance(frames)[f"n{n}"]["n_sets"] == 16
 
 
-def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(tmp_path):
+def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(make):
     """The profiler slows every launch: a trusted side whose host time is at least half its span
     (an eager reference) goes on without it after the first batch, in a section of its own,
     and keeps the lower median of the two timers; the candidate stays profiled."""
     timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 0.6})
-    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
-    ev.time_split("seen", _configs(1000))
+    ev, frames, _ = make(GOOD, timer)
+    _time(ev, _configs(1000))
     r = _performance(frames)["n1000"]
     assert r["status"] == "PASSED"
     assert r["timers"] == {"baseline": "events", "candidate": "span"}
@@ -224,34 +260,31 @@ def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(tmp_p
     assert ev.gpu_lock.exclusive_n == 2
 
 
-def test_a_trusted_side_keeps_the_profilers_figure_where_that_is_lower(tmp_path):
+def test_a_trusted_side_keeps_the_profilers_figure_where_that_is_lower(make):
     timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 2.0})
-    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
-    ev.time_split("seen", _configs(1000))
+    ev, frames, _ = make(GOOD, timer)
+    _time(ev, _configs(1000))
     r = _performance(frames)["n1000"]
     assert r["timers"]["baseline"] == "span" and max(r["spans_us"]["baseline"]) < 1.01
     assert 1.99 < r["other_timer_median_us"]["baseline"] < 2.01
     assert timer.plain_sessions == 1           # slower unprofiled after its first batch: nothing more to learn
 
 
-def test_the_candidate_is_always_timed_under_the_profiler(tmp_path):
+def test_the_candidate_is_always_timed_under_the_profiler(make):
     """However host-bound its calls: unprofiled, its other streams and its kernels would go unseen."""
     timer = FakeTimer(bases={"baseline": 100_000.0, "candidate": 1.0}, plain={"candidate": 0.1})
-    ev, frames, _ = _evaluation(tmp_path, GOOD, timer)
-    ev.time_split("seen", _configs(1000, 2000))
+    ev, frames, _ = make(GOOD, timer)
+    _time(ev, _configs(1000, 2000))
     res = _performance(frames)
     assert timer.plain_sessions == 0 and not timer.plain_sides
     assert all(r["timers"] == {"baseline": "span", "candidate": "span"} for r in res.values())
 
 
-def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_in_pairs(tmp_path):
-    from arena.worker import Side
-
+def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_in_pairs(make):
     timer = FakeTimer(noise=0.5, bases={"baseline": 1.0, "candidate": 1.0}, plain={"baseline": 0.5, "candidate": 0.5})
-    ev, frames, _ = _evaluation(tmp_path, GOOD, timer, target_rse=1e-6)
-    ev.candidate = Side(ev.task, {"language": "reference"}, ev.reference, "cpu")
-    ev.candidate_trusted = True
-    ev.time_split("seen", _configs(1000))
+    ev, frames, _ = make(None, timer, target_rse=1e-6)
+    assert ev.candidate_trusted
+    _time(ev, _configs(1000))
     r = _performance(frames)["n1000"]
     assert r["timers"] == {"baseline": "events", "candidate": "events"}
     assert timer.plain_sides == {"baseline", "candidate"} and timer.sessions == 1
@@ -263,7 +296,8 @@ def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_i
 
 def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     from arena.devices import Device
-    from arena.evaluate import _apply_timing
+    from arena.decision import apply_timing as _apply_timing
+    from arena.protocol import PerformanceResult
     from arena.records import ConfigResult, Status
 
     task = load_task(AXPY)
@@ -272,8 +306,10 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     rng = random.Random(3)
     base = [200.0 + rng.uniform(-5, 5) for _ in range(40)]
     cand = [100.0 + rng.uniform(-5, 5) for _ in range(16)]
-    perf = {"spans_us": {"baseline": base, "candidate": cand}, "events_us": {"baseline": base, "candidate": cand},
-            "timers": {"baseline": "events", "candidate": "span"}, "other_timer_median_us": {"baseline": 330.0}}
+    perf = PerformanceResult(status=Status.PASSED, spans_us={"baseline": base, "candidate": cand},
+                             events_us={"baseline": base, "candidate": cand},
+                             timers={"baseline": "events", "candidate": "span"},
+                             other_timer_median_us={"baseline": 330.0})
     _apply_timing(task, cr, cfg, perf, Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90"))
     assert cr.baseline.timer == "events" and cr.baseline.other_timer_median_us == 330.0 and cr.baseline.n == 40
     assert cr.candidate.timer == "span" and cr.candidate.other_timer_median_us is None

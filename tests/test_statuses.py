@@ -49,6 +49,7 @@ def _one(task, path, device, split="smoke"):
     ("wrong.py", Status.INCORRECT_NUMERICAL),
     ("reshape.py", Status.INCORRECT_SHAPE),
     ("raises.py", Status.RUNTIME_ERROR),
+    ("overrun.py", Status.RUNTIME_ERROR),
     ("segfault.py", Status.CRASHED),
     ("missing_entry.py", Status.SIGNATURE_MISMATCH),
     ("wrong_arity.py", Status.SIGNATURE_MISMATCH),
@@ -62,6 +63,8 @@ def test_broken_triton_candidate_gets_its_status(axpy, cpu, name, status):
     assert v.message
     failing = [c for c in v.configs if c.status is not Status.PASSED]
     assert failing, "a failed verdict names the failing config"
+    if name == "overrun.py":
+        assert "past the end of 'out'" in v.message
 
 
 def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):

@@ -134,9 +134,10 @@ def test_side_stream_work_starting_before_a_delayed_flush_is_not_hidden():
 
 
 class _FakeTimer:
-    """Stands in for DeviceTimer: runs the steps of every round it is given (inside ``alone()``)
-    and returns spans drawn from each side's distribution, one profiler session per call; a
-    warm-up is ``min_calls`` calls, each in its own ``around()`` section."""
+    """Stands in for DeviceTimer: runs the steps of every round it is given (inside ``alone()``;
+    a remote step by the remote, in a session of the remote's) and returns spans drawn from
+    each side's distribution, one profiler session per call; a warm-up is ``min_calls``
+    calls, each in its own ``around()`` section."""
 
     def __init__(self, noise: float = 0.001, plain: dict[str, float] | None = None,
                  bases: dict[str, float] | None = None):
@@ -151,28 +152,42 @@ class _FakeTimer:
         self.rng = random.Random(7)
         self.log: list[str] = []
 
+    def synchronize(self):
+        pass
+
     def warm_up(self, call, *, min_calls=3, min_s=0.0, around=None):
         for _ in range(min_calls):
             with around():
                 call()
 
-    def sample_rounds(self, rounds, alone, profiled=True):
+    def sample_rounds(self, rounds, alone, profiled=True, remotes=(), local=True):
+        from arena.timing.timer import RemoteCall
+
         if profiled:
             self.sessions += 1
         else:
             self.plain_sessions += 1
         out = []
-        with alone():
-            for steps in rounds:
-                for side, prepare, call, after in steps:
-                    prepare()
-                    call()
-                    after()
-                    base = self.bases.get(side, 50_000.0)
-                    if not profiled:
-                        self.plain_sides.add(side)
-                        base = self.plain.get(side, base)
-                    out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, set()))
+        for r in remotes:
+            r.begin(profiled)
+        try:
+            with alone():
+                for steps in rounds:
+                    for side, prepare, call, after in steps:
+                        prepare()
+                        if isinstance(call, RemoteCall):     # another process makes the call
+                            call.remote.sample(call)
+                        else:
+                            call()
+                        after()
+                        base = self.bases.get(side, 50_000.0)
+                        if not profiled:
+                            self.plain_sides.add(side)
+                            base = self.plain.get(side, base)
+                        out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, {}))
+        finally:
+            for r in remotes:
+                r.end()
         return out, []
 
 
@@ -274,4 +289,76 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
     out, warnings = timer.sample_rounds(rounds(), alone=alone)
     assert len(entered) == 1
     assert [(side, round(span)) for side, span, _, _ in out] == [("a", 10), ("b", 20)] * 3
-    assert warnings == [] and all(names == {side} for side, _, _, names in out)
+    assert warnings == [] and all(set(activity) == {side} for side, _, _, activity in out)
+    assert all(activity[side] == (10.0 if side == "a" else 20.0) for side, _, _, activity in out)
+
+
+def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatch):
+    """A step whose call is a RemoteCall goes to its process's session (a profiler sees only
+    its own process's work); the sessions' samples come back in step order, and one that
+    answers with too few samples for its steps is an error."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    clock = [0]
+    acts: list[tuple[int, int, str]] = []
+
+    def kernel(name: str, ns: int) -> None:
+        acts.append((clock[0], clock[0] + ns, name))
+        clock[0] += ns + 1_000
+
+    class Event:
+        def record(self, *a):
+            pass
+
+        def elapsed_time(self, other):
+            return 0.0
+
+    class Remote:
+        def __init__(self):
+            self.log: list = []
+
+        def begin(self, profiled):
+            self.log.append(("begin", profiled))
+
+        def sample(self, call):
+            self.log.append(("sample", call.slot))
+
+        def end(self):
+            self.log.append(("end",))
+            n = sum(1 for e in self.log if e[0] == "sample")
+            return [(100.0 + k, 101.0 + k, {"cand": 100.0 + k}) for k in range(n)], [(1, "overlap")], 0.25
+
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: Event())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
+    timer.profiler_s = 0.0
+    timer.flush = lambda: kernel(FLUSH, 30_000)
+    timer.marker = lambda: kernel(MARKER, 1_000)
+    remote = Remote()
+    steps = [("base", lambda: None, lambda: kernel("base", 5_000), lambda: None),
+             ("cand", lambda: None, tm.RemoteCall(remote, 7), lambda: None),
+             ("cand", lambda: None, tm.RemoteCall(remote, 8), lambda: None),
+             ("base", lambda: None, lambda: kernel("base", 6_000), lambda: None)]
+    out, warnings = timer.sample_rounds([steps], remotes=[remote])
+    assert remote.log == [("begin", True), ("sample", 7), ("sample", 8), ("end",)]
+    assert [(side, round(span)) for side, span, _, _ in out] == [("base", 5), ("cand", 100), ("cand", 101),
+                                                                ("base", 6)]
+    assert warnings == [(2, "overlap")]         # the remote's second sample is the round's third step
+    assert 0.25 <= timer.profiler_s < 0.3     # the remote's seconds, and this process's own
+
+    class Short(Remote):
+        def end(self):
+            return [], [], 0.0
+
+    acts.clear()
+    short = Short()
+    steps[1:3] = [("cand", lambda: None, tm.RemoteCall(short, 7), lambda: None),
+                  ("cand", lambda: None, tm.RemoteCall(short, 8), lambda: None)]
+    with pytest.raises(RuntimeError, match="samples for 2 steps"):
+        timer.sample_rounds([steps], remotes=[short])

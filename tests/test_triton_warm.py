@@ -105,9 +105,10 @@ def test_warmed_kernels_seed_an_evaluation_cache_where_the_jit_compiles_nothing_
 
 
 def test_only_an_evaluation_of_the_tasks_own_files_is_seeded(tmp_path, monkeypatch):
-    """An agent's candidate could rewrite the copies of the baseline's kernels in its cache
-    before the baseline loads them: its evaluation gets none."""
-    from arena.evaluate import _seed_triton_cache
+    """The trusted process's cache (the baseline's kernels) is always seeded: the candidate's
+    process cannot reach it. The candidate's own cache is seeded only for one of the task's
+    own files: it is shared by every evaluation of the same file."""
+    from arena.evaluate import _caches
 
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
     task = load_task(AXPY)
@@ -120,11 +121,11 @@ def test_only_an_evaluation_of_the_tasks_own_files_is_seeded(tmp_path, monkeypat
     agents.write_text(own.read_text().replace("BLOCK = 1024", "BLOCK = 2048"))
     base = {"language": "triton", "path": str(AXPY / "baseline.py")}
     for path, expected in ((own, 1), (agents, 0)):
-        cache = tmp_path / path.stem
-        cache.mkdir()
-        _seed_triton_cache(cache, {"candidate": {"language": "triton", "path": str(path)}, "baseline": base},
-                           H200, task)
-        assert len(_entries(cache)) == expected, path
+        trusted, candidate = _caches({"candidate": {"language": "triton", "path": str(path)}, "baseline": base},
+                                     H200, task)
+        assert len(_entries(trusted)) == 1, path
+        assert len(_entries(candidate)) == expected, path
+    assert trusted != candidate
 
 
 def test_a_hung_warm_up_is_killed_and_the_other_files_are_warmed(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ re-check every timed output; ``compare_output`` turns it into a verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -98,9 +98,19 @@ class OutputCheck:
     where: dict[str, Any] | None = None
 
 
+def unravel(flat: int, shape: Sequence[int]) -> list[int]:
+    """The index of element ``flat`` of a contiguous tensor of ``shape`` (torch.unravel_index
+    imports sympy on its first call: a second a process)."""
+    idx = []
+    for d in reversed([int(d) for d in shape]):
+        flat, i = divmod(flat, d) if d else (flat, 0)
+        idx.append(i)
+    return idx[::-1]
+
+
 def _first_index(mask: torch.Tensor) -> list[int]:
     flat = int(torch.nonzero(mask.reshape(-1))[0].item())
-    return [int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)] if mask.dim() else []
+    return unravel(flat, mask.shape) if mask.dim() else []
 
 
 def _value(t: torch.Tensor, idx: list[int]) -> float | int | str:
@@ -144,8 +154,7 @@ def compare_output(name: str, out: torch.Tensor, ref: torch.Tensor,
     max_rel = float(rel.max()) if rel.numel() else 0.0
     norm_err = float(p["diff_norm"] / torch.clamp(p["ref_norm"], min=torch.finfo(torch.float32).tiny))
     bad = int(p["mismatch"])
-    worst = [int(i) for i in torch.unravel_index(torch.argmax(diff.reshape(-1)).cpu(), diff.shape)] \
-        if diff.dim() and diff.numel() else []
+    worst = unravel(int(torch.argmax(diff.reshape(-1))), diff.shape) if diff.dim() and diff.numel() else []
     where = {"output": name, "index": worst, "candidate": _value(out, worst), "reference": _value(r, worst)} \
         if diff.numel() else None
     stats = dict(max_abs_err=max_abs, max_rel_err=max_rel, norm_err=norm_err, mismatch_fraction=bad / n, where=where)

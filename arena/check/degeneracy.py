@@ -11,7 +11,8 @@ from types import ModuleType
 
 import torch
 
-from arena.check.inputs import generator, import_file, input_seed, make_inputs, make_one, upcast
+from arena.check.inputs import generator, input_seed, make_inputs, make_one, upcast
+from arena.sides import import_file
 from arena.taskdef.loader import Config, Task
 
 MIN_STD = 1e-2

@@ -40,20 +40,6 @@ def upcast(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def import_file(path, name: str) -> ModuleType:
-    """Import a Python file (a reference or a candidate) as a module of its own."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def input_seed(seed: int, position: int) -> int:
     return (seed * 1_000_003 + (position + 1) * _SEED_MIX) % (2**63 - 1)
 

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import torch
 import triton
@@ -63,9 +63,39 @@ class SampleSet:
     rounds: int = 0
     wall_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
-    kernels: dict[str, set[str]] = field(default_factory=dict)   # names of the device activities per side
+    # per side: the device activities (kernels, copies, fills) inside its windows, by name, and their device time
+    activity_us: dict[str, dict[str, float]] = field(default_factory=dict)
     profiler_s: float = 0.0      # host seconds starting, stopping and reading the profiler
     refresh_s: float = 0.0       # host seconds renewing input sets between rounds (and checking the last ones)
+
+
+# One timed call: its span and its events + synchronize (us), and its activities' device time by name
+Sample = tuple[float, float, dict[str, float]]
+
+
+class RemoteCall:
+    """A step's call made by another process: ``remote`` is that process's half of the session
+    (``Remote``), ``slot`` the call's buffers there. ``DeviceTimer.sample_rounds`` hands it to
+    its remote."""
+
+    def __init__(self, remote: "Remote", slot: int, copy_out: bool = True):
+        self.remote = remote
+        self.slot = slot
+        self.copy_out = copy_out
+
+    def __call__(self) -> None:
+        raise RuntimeError("a remote call is made by its remote, not called")
+
+
+class Remote(Protocol):
+    """Another process's half of a session (arena.trusted's handle on a process that makes
+    calls: the candidate's, or the one that runs the baseline)."""
+
+    def begin(self, profiled: bool) -> None: ...
+
+    def sample(self, call: RemoteCall) -> None: ...
+
+    def end(self) -> tuple[list[Sample], list[tuple[int, str]], float]: ...
 
 
 def preload() -> None:
@@ -80,25 +110,93 @@ def preload() -> None:
     _arena_end_marker_kernel.warmup(torch.int32, grid=(1,))
 
 
+class Session:
+    """This process's part of a timing session: each ``step`` is [flush] -> start event ->
+    call -> synchronize -> end event -> [marker]; ``close`` cuts the profiler's trace into one
+    sample per step. ``profiled=False`` (trusted sides only): no profiler; a sample is the
+    events around the call on its stream, the end event recorded right after the call."""
+
+    def __init__(self, timer: "DeviceTimer", profiled: bool = True):
+        self.timer = timer
+        self.profiled = profiled
+        self.events: list[tuple[Any, Any]] = []
+        self.prof = None
+
+    def open(self) -> None:
+        if not self.profiled:
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        t0 = time.perf_counter()
+        self.prof = profile(activities=[ProfilerActivity.CUDA])
+        self.prof.__enter__()
+        self.timer.profiler_s += time.perf_counter() - t0
+
+    def step(self, call: Callable[[], None]) -> None:
+        self.timer.flush()
+        ev0 = torch.cuda.Event(enable_timing=True)
+        ev1 = torch.cuda.Event(enable_timing=True)
+        ev0.record()
+        call()
+        if not self.profiled:       # a trusted call: its work is on this stream
+            ev1.record()
+            torch.cuda.synchronize()
+        else:
+            torch.cuda.synchronize()
+            ev1.record()
+        self.timer.marker()
+        self.events.append((ev0, ev1))
+
+    def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
+        torch.cuda.synchronize()
+        if not self.profiled:
+            return [(ev0.elapsed_time(ev1) * 1000.0, ev0.elapsed_time(ev1) * 1000.0, {})
+                    for ev0, ev1 in self.events], []
+        t0 = time.perf_counter()
+        prof, self.prof = self.prof, None
+        if prof is None:
+            return [], []
+        prof.__exit__(None, None, None)
+        acts = _device_activities(prof)
+        self.timer.profiler_s += time.perf_counter() - t0
+        windows = _cut(acts, len(self.events))
+        out, warnings = [], []
+        for j, ((ev0, ev1), (span, activity, overlapped)) in enumerate(zip(self.events, windows)):
+            out.append((span, ev0.elapsed_time(ev1) * 1000.0, activity))
+            if overlapped:
+                warnings.append((j, OVERLAP_WARNING))
+        return out, warnings
+
+
 class DeviceTimer:
     """Owns the flush buffer and the markers for one device."""
 
     def __init__(self, llc_bytes: int, device: str = "cuda"):
         self.device = device
-        n = max(2 * int(llc_bytes), 64 * 2**20) // 4
-        self.flush_buf = torch.empty(n, dtype=torch.float32, device=device)
-        self.marker_buf = torch.zeros(1, dtype=torch.int32, device=device)
-        self._flush_grid = (triton.cdiv(n, _FLUSH_BLOCK),)
+        self._n = max(2 * int(llc_bytes), 64 * 2**20) // 4
+        self.flush_buf = None              # allocated on the first flush: a process that times nothing has none
+        self.marker_buf = None
+        self._flush_grid = (triton.cdiv(self._n, _FLUSH_BLOCK),)
         self._tick = 0
         self.profiler_s = 0.0
 
     def flush(self) -> None:
+        if self.flush_buf is None:
+            self.flush_buf = torch.empty(self._n, dtype=torch.float32, device=self.device)
         self._tick += 1
         _arena_flush_kernel[self._flush_grid](self.flush_buf, self.flush_buf.numel(), float(self._tick % 7),
                                                BLOCK=_FLUSH_BLOCK)
 
     def marker(self) -> None:
+        if self.marker_buf is None:
+            self.marker_buf = torch.zeros(1, dtype=torch.int32, device=self.device)
         _arena_end_marker_kernel[(1,)](self.marker_buf)
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+    def session(self, profiled: bool = True) -> Session:
+        return Session(self, profiled)
 
     def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025,
                 around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> None:
@@ -108,14 +206,14 @@ class DeviceTimer:
         with around():
             self.flush()
             self.marker()
-            torch.cuda.synchronize()
+            self.synchronize()
         busy = 0.0
         calls = 0
         while calls < min_calls or busy < min_s:
             with around():
                 start = time.perf_counter()
                 call()
-                torch.cuda.synchronize()
+                self.synchronize()
                 busy += time.perf_counter() - start
             calls += 1
             if calls > 10_000:
@@ -123,79 +221,125 @@ class DeviceTimer:
 
     def sample_round(self, steps: Sequence[Step], *,
                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-                     ) -> tuple[list[tuple[str, float, float, set[str]]], list[tuple[int, str]]]:
+                     ) -> tuple[list[tuple[str, float, float, dict[str, float]]], list[tuple[int, str]]]:
         """Run (side, prepare, call, after) steps under one profiler session.
-        Returns (side, span_us, events_us, names of the device activities) per step, and
+        Returns (side, span_us, events_us, device time by activity name) per step, and
         (step index, warning) for the steps that drew one."""
         return self.sample_rounds([steps], alone=alone)
 
     def sample_rounds(self, rounds: Iterable[Sequence[Step]], *,
                       alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-                      profiled: bool = True
-                      ) -> tuple[list[tuple[str, float, float, set[str]]], list[tuple[int, str]]]:
+                      profiled: bool = True, remotes: Sequence[Remote] = (), local: bool = True
+                      ) -> tuple[list[tuple[str, float, float, dict[str, float]]], list[tuple[int, str]]]:
         """Several rounds of steps under one profiler session (a session costs ~170 ms of host
         time, METHODOLOGY.md). The rounds run inside one ``alone()`` section (the GPU's
         exclusive lock: taking it waits for every other evaluation's GPU work to drain, so a
         section takes it once, not once a round); the profiler's start, stop and read-out are
-        host work and run outside it (the profiler records this process's device work only).
-        ``rounds`` may do work of its own before it yields the next round (renewing inputs):
-        that work runs after a marker and before the next flush, so it falls in no sample's
-        window.
+        host work and run outside it. ``rounds`` may do work of its own before it yields the
+        next round (renewing inputs): that work runs after a marker and before the next flush,
+        so it falls in no sample's window.
+
+        A step whose call is a ``RemoteCall`` is made by its remote, another process, which
+        keeps a session of its own over its steps (a profiler records only the device work of
+        the process it runs in): every one of ``remotes`` has a session open over the rounds.
+        ``local=False``: no step is made here, and this process opens no session. The samples
+        come back in step order.
 
         ``profiled=False`` (trusted sides only): no profiler session; a sample is the events
         around the call on its stream, as both its span and its events."""
-        from torch.profiler import ProfilerActivity, profile
-
-        events = []
-        if not profiled:
-            with alone():
-                for steps in rounds:
-                    self._steps(steps, events, stream_end=True)
-            out = []
-            for side, ev0, ev1 in events:
-                us = ev0.elapsed_time(ev1) * 1000.0
-                out.append((side, us, us, set()))
-            return out, []
-        t0 = time.perf_counter()
-        prof = profile(activities=[ProfilerActivity.CUDA])
-        prof.__enter__()
-        self.profiler_s += time.perf_counter() - t0
+        where: list[tuple[str, int]] = []         # (side, whose session: 0 here, else id(remote)) per step
+        out_of: dict[int, list[Sample]] = {}
+        warn_of: dict[int, dict[int, str]] = {}
+        begun: list[Remote] = []
+        local_session = self.session(profiled) if local else None
         try:
-            with alone():
-                for steps in rounds:
-                    self._steps(steps, events)
+            for r in remotes:
+                r.begin(profiled)
+                begun.append(r)
+            if local_session is not None:
+                local_session.open()
+            try:
+                with alone():
+                    for steps in rounds:
+                        for side, prepare, call, after in steps:
+                            prepare()
+                            self.synchronize()   # our fills and checks are done before the flush starts
+                            if isinstance(call, RemoteCall):
+                                if not any(call.remote is r for r in begun):
+                                    raise RuntimeError("a remote step whose remote has no session open")
+                                call.remote.sample(call)
+                                where.append((side, id(call.remote)))
+                            else:
+                                if local_session is None:
+                                    raise RuntimeError("a local step in a session with none here")
+                                local_session.step(call)
+                                where.append((side, 0))
+                            after()
+                    self.synchronize()
+            finally:
+                if local_session is not None:
+                    out, warn = local_session.close()
+                    out_of[0], warn_of[0] = out, dict(warn)
         finally:
-            t0 = time.perf_counter()
-            prof.__exit__(None, None, None)
-        acts = _device_activities(prof)
-        self.profiler_s += time.perf_counter() - t0
-        windows = _cut(acts, len(events))
-        out, warnings = [], []
-        for j, ((side, ev0, ev1), (span, names, overlapped)) in enumerate(zip(events, windows)):
-            out.append((side, span, ev0.elapsed_time(ev1) * 1000.0, names))
-            if overlapped:
-                warnings.append((j, OVERLAP_WARNING))
-        return out, warnings
+            for r in begun:
+                out, warn, secs = r.end()
+                out_of[id(r)], warn_of[id(r)] = out, dict(warn)
+                self.profiler_s += secs
+        counts: dict[int, int] = {}
+        for _, who in where:
+            counts[who] = counts.get(who, 0) + 1
+        for who, n in counts.items():
+            if len(out_of.get(who, ())) != n:
+                raise RuntimeError(f"a timing session gave {len(out_of.get(who, ()))} samples for {n} steps "
+                                   f"({'here' if who == 0 else 'remote'})")
+        samples: list[tuple[str, float, float, dict[str, float]]] = []
+        warnings: list[tuple[int, str]] = []
+        k: dict[int, int] = {}
+        for j, (side, who) in enumerate(where):
+            i = k.get(who, 0)
+            span, ev, activity = out_of[who][i]
+            w = warn_of[who].get(i)
+            if w:
+                warnings.append((j, w))
+            k[who] = i + 1
+            samples.append((side, span, ev, activity))
+        return samples, warnings
 
-    def _steps(self, steps: Sequence[Step], events: list, stream_end: bool = False) -> None:
-        for side, prepare, call, after in steps:
-            prepare()
-            torch.cuda.synchronize()  # our fills and checks are done before the flush starts
-            self.flush()
-            ev0 = torch.cuda.Event(enable_timing=True)
-            ev1 = torch.cuda.Event(enable_timing=True)
-            ev0.record()
-            call()
-            if stream_end:            # a trusted call: its work is on this stream
-                ev1.record()
-                torch.cuda.synchronize()
-            else:
-                torch.cuda.synchronize()
-                ev1.record()
-            self.marker()
-            after()
-            events.append((side, ev0, ev1))
-        torch.cuda.synchronize()
+
+class HostTimer(DeviceTimer):
+    """The host's clock in place of the device's, for the cpu backend, where kernels run on
+    the host (Triton's interpreter, the reference on the CPU): a sample is the wall time of
+    the call; there is no cache flush and no device trace. It exercises the same protocol as
+    a GPU run (pairing, interleaving, sessions in two processes, re-checked outputs); its
+    figures are host timings of interpreted code, not kernel timings."""
+
+    def __init__(self) -> None:
+        self.profiler_s = 0.0
+
+    def flush(self) -> None:
+        pass
+
+    def marker(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def session(self, profiled: bool = True) -> Session:
+        return _HostSession(self, profiled)
+
+
+class _HostSession(Session):
+    def open(self) -> None:
+        pass
+
+    def step(self, call: Callable[[], None]) -> None:
+        t0 = time.perf_counter()
+        call()
+        self.events.append((t0, time.perf_counter()))
+
+    def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
+        return [((t1 - t0) * 1e6, (t1 - t0) * 1e6, {}) for t0, t1 in self.events], []
 
 
 def _device_activities(prof) -> list[tuple[int, int, str]]:
@@ -217,17 +361,18 @@ def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[floa
     return [span for span, _ in windows], warnings
 
 
-def cut_windows(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[tuple[float, set[str]]], list[str]]:
+def cut_windows(acts: list[tuple[int, int, str]], n_steps: int
+                ) -> tuple[list[tuple[float, dict[str, float]]], list[str]]:
     """Cut a device timeline of (start_ns, end_ns, name) at our flush / marker kernels: the
     span of everything (any stream) that starts after a flush starts and before the next
-    marker starts, and the names of those activities. Work the call put on another stream
-    may begin while the flush still runs (it does not wait for our stream): it is counted
-    from its own start."""
+    marker starts, and the device time of those activities by name (microseconds). Work the
+    call put on another stream may begin while the flush still runs (it does not wait for
+    our stream): it is counted from its own start."""
     windows = _cut(acts, n_steps)
-    return [(span, names) for span, names, _ in windows], [OVERLAP_WARNING for *_, over in windows if over]
+    return [(span, activity) for span, activity, _ in windows], [OVERLAP_WARNING for *_, over in windows if over]
 
 
-def _cut(acts: list[tuple[int, int, str]], n_steps: int) -> list[tuple[float, set[str], bool]]:
+def _cut(acts: list[tuple[int, int, str]], n_steps: int) -> list[tuple[float, dict[str, float], bool]]:
     """``cut_windows``, with whether device work overlapped each window's end marker."""
     acts = sorted(acts)
     flushes = [a for a in acts if FLUSH_KERNEL in a[2]]
@@ -243,10 +388,12 @@ def _cut(acts: list[tuple[int, int, str]], n_steps: int) -> list[tuple[float, se
                   and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
         overlapped = any(a[0] < m0 < a[1] and MARKER_KERNEL not in a[2] for a in acts)
         if not inside:
-            out.append((0.0, set(), overlapped))
+            out.append((0.0, {}, overlapped))
             continue
-        out.append(((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0, {a[2] for a in inside},
-                    overlapped))
+        activity: dict[str, float] = {}
+        for a0, a1, name in inside:
+            activity[name] = activity.get(name, 0.0) + (a1 - a0) / 1000.0
+        out.append(((max(a[1] for a in inside) - min(a[0] for a in inside)) / 1000.0, activity, overlapped))
     return out
 
 
@@ -255,7 +402,9 @@ class Timed:
     """One thing ``time_many`` times: the sides of one config, its input sets and its stopping
     rule, and (filled in as it goes) its samples.
 
-    ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i.
+    ``sides[name]`` holds ``prepare(i)``, ``call(i)`` and ``after(i)`` for input set i, and for a
+    side whose calls another process makes, ``remote(i)`` (the ``RemoteCall`` of set i) and
+    ``remote_of`` (that process's ``Remote``).
     ``fill(r)``, if given, runs before each round r (new input sets, the config's shapes);
     ``retire(r)`` after it (which of its sets to keep for the checks). Both run inside the
     exclusive section, in no sample's window. ``profiled=False``: timed without the
@@ -285,7 +434,7 @@ class Timed:
         for s in self.sides:
             self.result.spans_us.setdefault(s, [])
             self.result.events_us.setdefault(s, [])
-            self.result.kernels.setdefault(s, set())
+            self.result.activity_us.setdefault(s, {})
 
     def n(self) -> int:
         """Pairs taken of the sides it still times."""
@@ -300,8 +449,8 @@ class Timed:
             order = names if (i + r) % 2 == 0 else list(reversed(names))
             for s in order:
                 h = self.sides[s]
-                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), (lambda h=h, i=i: h["call"](i)),
-                              (lambda h=h, i=i: h["after"](i))))
+                call = h["remote"](i) if "remote" in h else (lambda h=h, i=i: h["call"](i))
+                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), call, (lambda h=h, i=i: h["after"](i))))
         return steps
 
     def finished(self) -> bool:
@@ -317,7 +466,7 @@ class Timed:
 
 def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
               alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-              between: Callable[[], None] | None = None) -> None:
+              between: Callable[[], None] | None = None, remotes: Sequence[Remote] = ()) -> None:
     """Interleaved samples of the sides of every item (a split's configs) until each item's
     stopping rule holds, in as few exclusive sections as the rule and memory allow.
 
@@ -330,7 +479,7 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
     for all of them); the items timed without the profiler get a section of their own.
     ``between()`` runs after each section, outside it (the checks of the timed outputs). An
     exception leaves every item as it was before the section's samples, so the call can be
-    made again."""
+    made again. ``remotes``: the processes that make the steps whose call is a ``RemoteCall``."""
     items = list(items)
     while True:
         for it in items:                 # an item split off below is planned in this pass too
@@ -353,11 +502,12 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
             return
         for plan, profiled in zip(plans, (True, False)):
             if plan:
-                _section(timer, plan, profiled, alone, between)
+                _section(timer, plan, profiled, alone, between, remotes)
 
 
 def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
-             alone: Callable[[], contextlib.AbstractContextManager], between: Callable[[], None] | None) -> None:
+             alone: Callable[[], contextlib.AbstractContextManager], between: Callable[[], None] | None,
+             remotes: Sequence[Remote] = ()) -> None:
     """One exclusive section: the next batch of rounds of every item of the plan."""
     log: list[tuple[Timed, int]] = []      # the item and the number of steps of each round run
 
@@ -384,7 +534,9 @@ def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
                 it.own_s += time.perf_counter() - t0
 
     prof0 = timer.profiler_s
-    samples, warnings = timer.sample_rounds(rounds(), alone=alone, profiled=profiled)
+    local = any("remote" not in h for it in plan for h in it.sides.values())
+    used = [r for r in remotes if any(h.get("remote_of") is r for it in plan for h in it.sides.values())]
+    samples, warnings = timer.sample_rounds(rounds(), alone=alone, profiled=profiled, remotes=used, local=local)
     if between is not None:
         between()            # before the samples count: if it raises, they do not
     share = (timer.profiler_s - prof0) / max(1, len({id(it) for it, _ in log}))
@@ -393,10 +545,12 @@ def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
     for it, n_steps in log:
         res = it.result
         for j in range(k, k + n_steps):
-            side, span, ev, kernels = samples[j]
+            side, span, ev, activity = samples[j]
             res.spans_us[side].append(span)
             res.events_us[side].append(ev)
-            res.kernels[side].update(kernels)
+            acc = res.activity_us[side]
+            for name, us in activity.items():
+                acc[name] = acc.get(name, 0.0) + us
             w = flagged.get(j)
             if w and w not in res.warnings:
                 res.warnings.append(w)

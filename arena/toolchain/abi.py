@@ -106,26 +106,14 @@ def hip_signature_problem(source: str, task: Task) -> str | None:
     return None
 
 
+def argtypes_for(n_tensors: int, scalar_types: list[str]) -> list[type]:
+    """ctypes argument types of an entry: the tensors' pointers, the scalars, the stream."""
+    return [ctypes.c_void_p] * n_tensors + [_SCALAR_CTYPES[t] for t in scalar_types] + [ctypes.c_void_p]
+
+
 def ctypes_argtypes(task: Task) -> list[type]:
-    tensors = len(task.inputs) + len(task.outputs)
-    return [ctypes.c_void_p] * tensors + [_SCALAR_CTYPES[s.type] for s in task.scalars] + [ctypes.c_void_p]
+    return argtypes_for(len(task.inputs) + len(task.outputs), [s.type for s in task.scalars])
 
 
 def ctypes_scalar(spec_type: str, value: int | float):
     return _SCALAR_CTYPES[spec_type](value)
-
-
-_ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^()]*\)|__attribute__\s*\(\(.*?\)\)|__device__|__host__|"
-                         r"__forceinline__|static|inline|extern\s+\"C\"", re.DOTALL)
-
-
-def hip_kernel_names(source: str) -> set[str]:
-    """Names of the ``__global__`` functions a HIP source defines (templates, attributes
-    and launch bounds allowed): the kernels a candidate's timed calls may launch."""
-    names = set()
-    for chunk in _strip_comments(source).split("__global__")[1:]:
-        head = _ATTRIBUTES.sub(" ", chunk.split("{", 1)[0].split(";", 1)[0])
-        m = re.search(r"\b([A-Za-z_]\w*)\s*\(", head)
-        if m:
-            names.add(m.group(1))
-    return names

@@ -1,8 +1,11 @@
 """Build a HIP candidate into a shared library: CUDA (translated, nvcc) or ROCm (hipcc).
 
+Two steps: the candidate's file is compiled to an object, which ``objcheck`` inspects (what
+it imports, what it runs at load) before it is linked into ``lib.so``; an object that breaks
+the rule is refused. The result names the kernels the build defines, as the profiler does.
 Builds are content-addressed under ``default_cache_dir()``; only successful builds are
-cached (a failure is rebuilt on the next call). Compile errors, timeouts and a missing
-toolchain come back as ``BuildResult(ok=False)``; only programmer errors raise.
+cached (a failure is rebuilt on the next call). Compile errors, refusals, timeouts and a
+missing toolchain come back as ``BuildResult(ok=False)``; only programmer errors raise.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from arena.toolchain import hip2cuda
+from arena.toolchain import hip2cuda, objcheck
 
 TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"
+OBJECT_NAME = "kernel.o"
 RECORD_NAME = "build.json"
 SOURCE_NAMES = {"cuda": "kernel.cu", "rocm": "kernel.hip"}
 _COMPILERS = {"cuda": "nvcc", "rocm": "hipcc"}
@@ -33,7 +37,7 @@ _COMPILER_ROOTS = {
     "cuda": (("CUDA_HOME", "CUDA_PATH"), ("/usr/local/cuda",)),
     "rocm": (("ROCM_PATH", "HIP_PATH"), ("/opt/rocm",)),
 }
-_CACHE_FORMAT = "kernel-arena-hip-build-1"  # bump when the layout or the parsing changes
+_CACHE_FORMAT = "kernel-arena-hip-build-2"  # bump when the layout or the parsing changes
 _VERSION_TIMEOUT_S = 60.0
 _REMARK_FLAG = "-Rpass-analysis=kernel-resource-usage"
 
@@ -50,6 +54,12 @@ class BuildResult:
     timed_out: bool
     toolchain: dict[str, Any] = field(default_factory=dict)
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the kernels this build defines, as a device profiler names them (demangled), and mangled
+    kernels: tuple[str, ...] = ()
+    kernels_mangled: tuple[str, ...] = ()
+    # the symbols the candidate's object imports, and why the build was refused (if it was)
+    undefined: tuple[str, ...] = ()
+    refused: str | None = None
 
 
 def cache_root() -> Path:
@@ -152,19 +162,26 @@ def _clang_major(version_text: str) -> int:
 
 
 def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> list[str]:
+    """Flags of the compile step (the candidate's file to a position-independent object)."""
     if target == "cuda":
         number = arch[len("sm_"):]
-        flags = ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-x", "cu",
-                 f"-gencode=arch=compute_{number},code=sm_{number}", "-Xptxas", "-v"]
+        flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-x", "cu",
+                 f"-gencode=arch=compute_{number},code=sm_{number}", "-Xptxas", "-v", "-c"]
     else:
-        flags = ["-O3", "-std=c++17", "-shared", "-fPIC", f"--offload-arch={arch}"]
+        flags = ["-O3", "-std=c++17", "-fPIC", f"--offload-arch={arch}", "-c"]
         if _clang_major(version_text) >= 15:  # the resource-usage remark exists there
             flags.append(_REMARK_FLAG)
     return flags + [str(flag) for flag in extra]
 
 
+def _link_flags(target: str, arch: str) -> list[str]:
+    """Flags of the link step (the object to ``lib.so``): nvcc links cudart statically,
+    hipcc links libamdhip64 (told the arch, it does not look for a GPU)."""
+    return ["-shared"] if target == "cuda" else ["-shared", "-fPIC", f"--offload-arch={arch}"]
+
+
 def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
-               flags: list[str]) -> str:
+               flags: list[str], link_flags: list[str]) -> str:
     digest = hashlib.sha256()
 
     def part(name: str, data: bytes) -> None:
@@ -177,6 +194,7 @@ def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_tex
     part("compiler", compiler.encode())
     part("version", version_text.encode())
     part("flags", json.dumps(flags).encode())
+    part("link_flags", json.dumps(link_flags).encode())
     if target == "cuda":
         part("compat", hip2cuda.COMPAT_HEADER_PATH.read_bytes())
         part("table", hip2cuda.table_fingerprint().encode())
@@ -213,24 +231,8 @@ def _run(command: list[str], cwd: Path, env: dict[str, str],
         raise
 
 
-def _demangle(names: list[str]) -> dict[str, str]:
-    tool = shutil.which("c++filt") or shutil.which("cu++filt")
-    mangled = [name for name in names if name.startswith("_Z")]
-    if not tool or not mangled:
-        return {}
-    try:
-        done = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True,
-                              text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    plain = done.stdout.splitlines()
-    if done.returncode != 0 or len(plain) != len(mangled):
-        return {}
-    return dict(zip(mangled, plain, strict=True))
-
-
 def _keyed(per_function: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
-    names = _demangle(list(per_function))
+    names = objcheck.demangle(per_function)
     out: dict[str, dict[str, Any]] = {}
     for mangled, info in per_function.items():
         entry: dict[str, Any] = dict(info)
@@ -242,6 +244,11 @@ def _keyed(per_function: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _PTXAS_PROPS = re.compile(r"Function properties for (\S+)")
 _PTXAS_USED = re.compile(r"ptxas info\s*:\s*Used (\d+) registers(.*)")
+
+
+def ptxas_entries(output: str) -> tuple[str, ...]:
+    """Mangled names of the entry functions (kernels) that ptxas compiled, once each."""
+    return tuple(dict.fromkeys(_PTXAS_ENTRY.findall(output)))
 
 
 def parse_ptxas(output: str) -> dict[str, dict[str, Any]]:
@@ -318,9 +325,20 @@ def _load_record(directory: Path) -> dict[str, Any] | None:
     return record
 
 
+def _named_kernels(mangled: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(demangled names, mangled names) of kernels, in one order (by demangled name)."""
+    names = objcheck.demangle(mangled)
+    pairs = sorted((names[name], name) for name in dict.fromkeys(mangled))
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
 def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
               cache_dir: Path | None = None, extra_flags: Sequence[str] = ()) -> BuildResult:
-    """Build a HIP file into ``lib.so`` for ``target`` ("cuda" via nvcc, "rocm" via hipcc)."""
+    """Build a HIP file into ``lib.so`` for ``target`` ("cuda" via nvcc, "rocm" via hipcc).
+
+    The file is compiled to an object (``extra_flags`` go to this step), the object is checked
+    (``objcheck.check_object``: a refusal fails the build), then linked; ``timeout`` covers
+    both steps."""
     start = time.perf_counter()
     _check_target(target)
     arch = _normalize_arch(target, arch)
@@ -330,10 +348,10 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     toolchain: dict[str, Any] = {"target": target, "compiler": compiler_name, "version": None,
                                  "arch": arch, "flags": []}
 
-    def failed(log: str, timed_out: bool = False) -> BuildResult:
+    def failed(log: str, timed_out: bool = False, **found: Any) -> BuildResult:
         return BuildResult(ok=False, library=None, log=log,
                            seconds=time.perf_counter() - start, cached=False,
-                           timed_out=timed_out, toolchain=toolchain, resources={})
+                           timed_out=timed_out, toolchain=toolchain, resources={}, **found)
 
     compiler = _find_compiler(target)
     if compiler is None:
@@ -343,17 +361,21 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
         return failed(f"toolchain unavailable: {version}")
     short_version, version_text = version
     flags = _flags(target, arch, version_text, extra_flags)
-    toolchain.update(version=short_version, path=compiler, flags=flags)
+    link_flags = _link_flags(target, arch)
+    toolchain.update(version=short_version, path=compiler, flags=flags, link_flags=link_flags)
 
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags)
+    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags)
     final_dir = cache_root / key[:2] / key
     record = _load_record(final_dir)
     if record is not None:
         return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=record.get("log", ""),
                            seconds=time.perf_counter() - start, cached=True, timed_out=False,
                            toolchain=record.get("toolchain", toolchain),
-                           resources=record.get("resources", {}))
+                           resources=record.get("resources", {}),
+                           kernels=tuple(record.get("kernels", ())),
+                           kernels_mangled=tuple(record.get("kernels_mangled", ())),
+                           undefined=tuple(record.get("undefined", ())))
 
     log_parts: list[str] = []
     if target == "cuda":
@@ -370,30 +392,64 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     staging_root = cache_root / ".tmp"
     staging_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key[:16]}-", dir=staging_root))
+    env = _compiler_env(target)
     try:
         source_name = SOURCE_NAMES[target]
         (work / source_name).write_bytes(text)
-        command = [compiler, *flags, "-o", LIBRARY_NAME, source_name]
-        log_parts.append("$ " + shlex.join(command))
+        deadline = time.perf_counter() + timeout
+
+        def step(command: list[str], product: str) -> tuple[str, BuildResult | None]:
+            """Run one step; (its output, None) or (output, the failed result)."""
+            log_parts.append("$ " + shlex.join(command))
+            try:
+                code, output, timed_out = _run(command, work, env,
+                                               deadline - time.perf_counter())
+            except OSError as exc:
+                return "", failed("\n".join(log_parts + [f"could not run {compiler}: {exc}"]))
+            if output:
+                log_parts.append(output.rstrip("\n"))
+            if timed_out:
+                log_parts.append(f"build timed out after {timeout:g} s: {compiler_name} killed")
+                return output, failed("\n".join(log_parts), timed_out=True)
+            if code != 0 or not (work / product).is_file():
+                log_parts.append(f"build failed: {compiler_name} exited with status {code}")
+                return output, failed("\n".join(log_parts))
+            return output, None
+
         compile_start = time.perf_counter()
-        try:
-            code, output, timed_out = _run(command, work, _compiler_env(target), timeout)
-        except OSError as exc:
-            return failed("\n".join(log_parts + [f"could not run {compiler}: {exc}"]))
+        output, failure = step([compiler, *flags, "-o", OBJECT_NAME, source_name], OBJECT_NAME)
+        if failure is not None:
+            return failure
         compile_seconds = time.perf_counter() - compile_start
-        if output:
-            log_parts.append(output.rstrip("\n"))
-        if timed_out:
-            log_parts.append(f"build timed out after {timeout:g} s: compiler killed")
-            return failed("\n".join(log_parts), timed_out=True)
-        if code != 0 or not (work / LIBRARY_NAME).is_file():
-            log_parts.append(f"build failed: {compiler_name} exited with status {code}")
-            return failed("\n".join(log_parts))
         resources = parse_ptxas(output) if target == "cuda" else parse_amdgpu_remarks(output)
+        try:
+            obj = objcheck.read_elf(work / OBJECT_NAME)
+            mangled = ptxas_entries(output) if target == "cuda" else objcheck.offload_kernels(obj)
+            report = objcheck.check_object(obj, target, mangled)
+        except (OSError, objcheck.ElfError) as exc:
+            log_parts.append(f"build failed: could not read {OBJECT_NAME}: {exc}")
+            return failed("\n".join(log_parts))
+        kernels, kernels_mangled = _named_kernels(mangled)
+        found = {"kernels": kernels, "kernels_mangled": kernels_mangled,
+                 "undefined": report.undefined}
+        if report.refused is not None:
+            log_parts.append(report.refused)
+            return failed("\n".join(log_parts), refused=report.refused, **found)
+
+        link_start = time.perf_counter()
+        _, failure = step([compiler, *link_flags, "-o", LIBRARY_NAME, OBJECT_NAME], LIBRARY_NAME)
+        if failure is not None:
+            return failure
+        link_seconds = time.perf_counter() - link_start
+        (work / OBJECT_NAME).unlink()
         log = "\n".join(log_parts)
         record = {"format": _CACHE_FORMAT, "key": key, "source": str(source), "log": log,
                   "toolchain": toolchain, "resources": resources,
-                  "build_seconds": round(compile_seconds, 3)}
+                  "kernels": list(kernels), "kernels_mangled": list(kernels_mangled),
+                  "undefined": list(report.undefined),
+                  "build_seconds": round(compile_seconds + link_seconds, 3),
+                  "compile_seconds": round(compile_seconds, 3),
+                  "link_seconds": round(link_seconds, 3)}
         (work / RECORD_NAME).write_text(json.dumps(record, indent=1, sort_keys=True))
         final_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -407,6 +463,6 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
                     pass  # another builder placed it meanwhile
         return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=log,
                            seconds=time.perf_counter() - start, cached=False, timed_out=False,
-                           toolchain=toolchain, resources=resources)
+                           toolchain=toolchain, resources=resources, **found)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,222 @@
+"""The buffers of one call, shared between the trusted process and the candidate process.
+
+The trusted process owns every tensor: it makes the inputs, poisons the outputs and, after
+the call, reads them back from its own memory. The candidate process maps only the buffers
+of the calls it is asked to make (a "slot": one call's inputs and outputs), never the
+reference's results, the baseline's outputs or the inputs of a call it has not reached.
+
+- On a GPU the buffers are device memory shared through the runtime's IPC handles (CUDA IPC
+  on NVIDIA, HIP IPC on ROCm), by torch's own sharing of device tensors between processes.
+  Such a handle maps the whole allocation block a tensor lives in, so the trusted process
+  allocates candidate-visible buffers from a memory pool of their own
+  (``torch.cuda.MemPool``): no block of that pool ever holds anything but slots.
+- On the cpu backend they are files in the candidate's scratch folder, mapped by both sides.
+
+Every tensor of a slot is followed by a guard band (and the first one is preceded by one) of
+a random byte the candidate is not told: a kernel that writes past the end of a buffer it was given
+(a hard-coded size, a missing mask) changes a band, and ``Slot.overrun`` names the buffer it
+ran past. Without the bands such a write lands in the next buffer or in nothing the harness
+reads, and a kernel that corrupts memory could pass.
+
+A handle is a string (``Slot.handle``) that travels in a ``MapRequest``; ``open_slot``
+turns it back into tensors in the candidate process. Both kinds of slot are one byte buffer
+with a layout (offset, dtype, shape of each tensor): the same views are made on both sides.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mmap
+import os
+import pickle
+import secrets
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+_ALIGN = 256
+GUARD_MIN = 4096          # bytes of the smallest guard band
+GUARD_MAX = 1 << 20       # and of the largest: a sixteenth of the buffer in between
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def _nbytes(dtype: torch.dtype, shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * torch.empty((), dtype=dtype).element_size()
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def guard_bytes(nbytes: int) -> int:
+    """The guard band after a buffer of ``nbytes`` (beyond the padding up to the alignment)."""
+    return _aligned(min(GUARD_MAX, max(GUARD_MIN, nbytes // 16)))
+
+
+def plan(specs: Sequence[tuple[torch.dtype, Sequence[int]]]) -> tuple[list, list[tuple[int, int]], int]:
+    """Where each tensor and each guard band of a slot lie: (layout, guards, total bytes).
+    ``layout`` holds (offset, dtype name, shape) per tensor; ``guards`` (offset, size), the
+    band before the first tensor first, then the band after each tensor."""
+    layout, guards = [], [(0, GUARD_MIN)]
+    offset = GUARD_MIN
+    for dtype, shape in specs:
+        n = _nbytes(dtype, shape)
+        layout.append((offset, _dtype_name(dtype), [int(d) for d in shape]))
+        end, offset = offset + n, offset + _aligned(max(n, 1)) + guard_bytes(n)
+        guards.append((end, offset - end))      # from the buffer's last byte on: its padding too
+    return layout, guards, offset
+
+
+def _views(base: torch.Tensor, layout: Sequence[tuple[int, str, Sequence[int]]]) -> list[torch.Tensor]:
+    """The tensors of a slot as views of its byte buffer ``base`` (a uint8 tensor)."""
+    out = []
+    for offset, dtype_name, shape in layout:
+        dtype = getattr(torch, dtype_name)
+        n = _nbytes(dtype, shape)
+        if n == 0:
+            out.append(torch.empty(tuple(shape), dtype=dtype, device=base.device))
+            continue
+        out.append(base[int(offset):int(offset) + n].view(dtype).view(tuple(int(d) for d in shape)))
+    return out
+
+
+class Slot:
+    """One call's tensors in the trusted process, the handle the candidate maps them by, and
+    the guard bands around them."""
+
+    def __init__(self, base: torch.Tensor, layout: list, guards: list[tuple[int, int]], handle: str,
+                 names: Sequence[str] = (), path: Path | None = None, mapped: Any = None):
+        self._on_close: Any = None          # the maker's count of open slots
+        self.tensors = _views(base, layout)
+        self.handle = handle
+        self._base = base
+        self._guards = [base[o:o + n] for o, n in guards]
+        self._names = list(names) or [f"buffer {k}" for k in range(len(layout))]
+        self._byte = 0x11 + secrets.randbelow(0xDD)     # a byte neither zero, nor all ones, nor NaN's
+        for g in self._guards:
+            g.fill_(self._byte)
+        self._path = path
+        self._mapped = mapped
+
+    def overrun_flag(self) -> torch.Tensor:
+        """A one-element bool tensor (on the slot's device, no wait): some guard band changed."""
+        flags = torch.stack([(g != self._byte).any() for g in self._guards])
+        return flags.any()
+
+    def overrun(self) -> str | None:
+        """None while every guard band is as filled; else which buffer was written past
+        (waits for the device)."""
+        if not self._guards or not bool(self.overrun_flag()):
+            return None
+        for k, g in enumerate(self._guards):
+            if bool((g != self._byte).any()):
+                if k == 0:
+                    return f"before the start of {self._names[0]!r}"
+                return f"past the end of {self._names[k - 1]!r}"
+        return None
+
+    def close(self) -> None:
+        self.tensors = []
+        self._guards = []
+        self._base = None
+        if self._on_close is not None:
+            self._on_close, done = None, self._on_close
+            done()
+        if self._path is not None:
+            try:
+                self._path.unlink()
+            except OSError:
+                pass
+            self._path = None
+
+
+class SlotMaker:
+    """Allocates slots for one evaluation: ``device`` is "cuda" (a GPU of either vendor) or
+    "cpu"; ``folder`` is where the cpu backend's slot files go (a folder the candidate
+    process may read and write)."""
+
+    def __init__(self, device: str, folder: Path | None = None):
+        self.device = device
+        self.folder = folder
+        self.pool = None
+        self.isolated = device == "cpu"     # no other data of the trusted process can share a slot's block
+        if device != "cpu":
+            try:
+                self.pool = torch.cuda.MemPool()
+                self.isolated = True
+            except (AttributeError, RuntimeError, TypeError):
+                self.pool = None
+
+        self.live = 0                       # slots allocated and not yet closed
+
+    def _closed(self) -> None:
+        self.live -= 1
+
+    def allocate(self, specs: Sequence[tuple[torch.dtype, Sequence[int]]], names: Sequence[str] = ()) -> Slot:
+        layout, guards, size = plan(specs)
+        if self.device == "cpu":
+            slot = self._file_slot(layout, guards, size, names)
+        else:
+            slot = self._device_slot(layout, guards, size, names)
+        self.live += 1
+        slot._on_close = self._closed
+        return slot
+
+    def renew(self) -> bool:
+        """Let the memory pool go once no slot of it is open (after a config), so that the
+        allocator's next ``empty_cache`` gives its blocks back to the device: a pool keeps the
+        blocks of freed tensors for itself while it lives. True if it was let go."""
+        if self.pool is None or self.live:
+            return False
+        self.pool = torch.cuda.MemPool()
+        return True
+
+    def _file_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
+        assert self.folder is not None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"slot-{secrets.token_hex(8)}.bin"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            mapped = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        handle = json.dumps({"kind": "file", "path": str(path), "size": size, "layout": layout})
+        base = torch.frombuffer(mapped, dtype=torch.uint8, count=size)
+        return Slot(base, layout, guards, handle, names, path, mapped)
+
+    def _device_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        if self.pool is not None:
+            with torch.cuda.use_mem_pool(self.pool):
+                base = torch.empty(size, dtype=torch.uint8, device="cuda")
+        else:
+            base = torch.empty(size, dtype=torch.uint8, device="cuda")
+        payload = base64.b64encode(pickle.dumps(reduce_tensor(base))).decode()
+        return Slot(base, layout, guards, json.dumps({"kind": "ipc", "payload": payload, "layout": layout}), names)
+
+
+def open_slot(handle: str) -> tuple[list[torch.Tensor], Any]:
+    """The candidate process's side: the tensors a handle stands for, and an object that keeps
+    their mapping alive (drop both to unmap)."""
+    h = json.loads(handle)
+    layout = [(int(o), str(d), [int(x) for x in s]) for o, d, s in h["layout"]]
+    if h["kind"] == "file":
+        fd = os.open(h["path"], os.O_RDWR)
+        try:
+            mapped = mmap.mmap(fd, int(h["size"]))
+        finally:
+            os.close(fd)
+        return _views(torch.frombuffer(mapped, dtype=torch.uint8, count=int(h["size"])), layout), mapped
+    rebuild, args = pickle.loads(base64.b64decode(h["payload"]))     # from the trusted process only
+    base = rebuild(*args)
+    return _views(base, layout), base

@@ -1,0 +1,151 @@
+"""The trusted process's handles on the processes that make calls (the candidate's, and the
+one that runs the task's baseline), and the buffers of one call.
+
+Every request runs under the current stage's deadline; a compile in that process lets the
+trusted process's shared GPU lock go meanwhile; every failure comes back as a
+``GateFailure``: the candidate's own, or for the baseline's process the task's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from arena.correctness import GateFailure
+from arena.processes import CandidateGone, CandidatePeer
+from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest, FailReply,
+                            KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
+                            ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest)
+from arena.records import Status
+
+if TYPE_CHECKING:
+    from arena.trusted import Evaluation
+
+_GONE = {"died": (Status.CRASHED, "the candidate process died"),
+         "timeout": (Status.TIMEOUT, "the candidate did not finish in time"),
+         "forbidden": (Status.FORBIDDEN_CALL, "the candidate did what candidates may not"),
+         "protocol": (Status.INTEGRITY_VIOLATION, "the candidate process broke the protocol")}
+
+
+class CandidateHandle:
+    """This process's side of a process that makes calls: the candidate's, or (``trusted``)
+    the one that runs the task's baseline. Requests run under the current stage's deadline;
+    a compile there lets this process's shared GPU lock go meanwhile; every failure comes
+    back as a ``GateFailure``: the candidate's own (``fatal`` when its process can do no
+    more), or for the baseline's process the task's (``TASK_ERROR``)."""
+
+    def __init__(self, ev: "Evaluation", peer: CandidatePeer, *, trusted: bool = False):
+        self.ev = ev
+        self.peer = peer
+        self.trusted = trusted
+        self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
+
+    def _notice(self, notice: CompilingNotice) -> None:
+        if notice.on:
+            self.ev.gpu_lock.let_go()
+        else:
+            self.ev.gpu_lock.take_back()
+
+    def request(self, frame: Any, expect: type) -> Any:
+        try:
+            try:
+                reply = self.peer.request(frame, self.ev.deadline, self._notice)
+            except CandidateGone as exc:
+                status, what = _GONE[exc.why]
+                if exc.why == "timeout":
+                    what = f"no progress within the {self.ev.stage_name} time limit of {self.ev.stage_limit:g} s; " \
+                           f"the process was killed"
+                    raise GateFailure(status, what, fatal=True) from None
+                raise GateFailure(status, exc.message or what, fatal=True) from None
+            finally:
+                self.ev.gpu_lock.take_back()        # a compile the process never said was over
+            if isinstance(reply, FailReply):
+                raise GateFailure(reply.status, reply.message,
+                                  fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION)
+            if isinstance(reply, SetupFailReply):   # only the setup may say the harness failed
+                raise GateFailure(Status.INTEGRITY_VIOLATION, "the candidate process claimed a harness failure "
+                                                              "after the candidate was loaded", fatal=True)
+            if not isinstance(reply, expect):
+                self.peer.close()
+                raise GateFailure(Status.INTEGRITY_VIOLATION, f"the candidate process answered a {frame.type!r} "
+                                                              f"request with {reply.type!r}", fatal=True)
+            return reply
+        except GateFailure as exc:
+            if self.trusted:      # the task's baseline failed: not the candidate's fault, and not fatal to it
+                raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {exc.message}"[:2000]) from None
+            raise
+
+    def start_setup(self, setup: SetupRequest) -> None:
+        """The candidate process prepares itself (sandbox, timer, seal, audit hook) while this
+        one loads the task's side; ``finish_setup`` takes its reply."""
+        self._pending = self.peer.start(setup)
+
+    def finish_setup(self) -> ReadyReply:
+        """No candidate code has run yet: a failure here is the harness's."""
+        try:
+            reply = self.peer.finish(self._pending, self.ev.deadline, self._notice)
+        except CandidateGone as exc:
+            raise GateFailure(Status.HARNESS_ERROR, f"the candidate process failed before the candidate was loaded: "
+                                                    f"{exc.message}", fatal=True) from None
+        if isinstance(reply, SetupFailReply):
+            raise GateFailure(Status.HARNESS_ERROR, f"the candidate process's setup failed: {reply.message}",
+                              fatal=True)
+        if not isinstance(reply, ReadyReply):
+            raise GateFailure(Status.HARNESS_ERROR, f"the candidate process answered its setup with {reply.type!r}",
+                              fatal=True)
+        return reply
+
+    def load(self) -> LoadedReply:
+        """The candidate's code runs from here on: its failures are its own (fatal)."""
+        try:
+            return self.request(LoadRequest(), LoadedReply)
+        except GateFailure as exc:
+            exc.fatal = True
+            raise
+
+    def map(self, slot: int, handle: str, scalars: list) -> None:
+        self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars)), AckReply)
+
+    def release(self, slots: list[int]) -> None:
+        self.request(ReleaseRequest(slots=slots), AckReply)
+
+    def call(self, slot: int, *, trace: bool = True, copy_out: bool = True) -> float:
+        """One guarded call; the host time of the round trip (microseconds)."""
+        t0 = time.perf_counter()
+        self.request(CallRequest(slot=slot, trace=trace, copy_out=copy_out), CalledReply)
+        return (time.perf_counter() - t0) * 1e6
+
+    # the timer's Remote (arena.timing.timer)
+    def begin(self, profiled: bool) -> None:
+        self.request(BeginRequest(profiled=profiled), AckReply)
+
+    def sample(self, call: Any) -> None:
+        reply = self.request(SampleRequest(slot=call.slot, copy_out=call.copy_out), SampledReply)
+        self.host_us.append(reply.host_us)
+
+    def end(self) -> tuple[list, list, float]:
+        reply = self.request(EndRequest(), SessionReply)
+        warnings = []
+        for w in reply.warnings:
+            j, _, text = w.partition(": ")
+            if j.isdigit():
+                warnings.append((int(j), text))
+        return [(s.span_us, s.events_us, dict(s.activities)) for s in reply.samples], warnings, reply.profiler_s
+
+    def kernels(self) -> list[str]:
+        return self.request(KernelsRequest(), KernelsReply).names
+
+
+@dataclass
+class SharedSet:
+    """One call's buffers: its inputs and outputs, mapped in the process of ``remote`` (the
+    candidate's, or the baseline's) under ``id``."""
+
+    id: int
+    slot: Any
+    ins: list = field(default_factory=list)
+    outs: list = field(default_factory=list)
+    remote: Any = None
+
+

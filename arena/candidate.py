@@ -1,0 +1,401 @@
+"""The candidate process: the only process that runs candidate code.
+
+The trusted process (``arena.trusted``) starts ``python -m arena.candidate REQ_FD REP_FD
+NOTICE_FD MODE`` and sends it requests (``arena.protocol``): load the candidate, map a call's
+buffers, call, time calls. This process holds the candidate's file and nothing else of the
+task: it never loads the reference, the baseline or the task's folder (its filesystem
+sandbox hides them), never sees an expected output, and gets a call's buffers only when the
+call is made. Whatever candidate code changes here (classes, the environment, torch's flags,
+the dispatcher, its own memory) stays here.
+
+What it reports is not trusted: the trusted process decodes its replies strictly and takes a
+failure from it as the candidate's. Before a Python candidate is imported, an audit hook
+(``arena.audit``) is armed that ends this process on what candidates may not do (native
+libraries, ctypes, processes); a HIP candidate's library was checked symbol by symbol when it
+was built (``arena.toolchain.objcheck``). Its own calls are timed here, because a device
+profiler sees only the work of the process it runs in: the seal and thread watch of
+``arena.guard`` keep the candidate's code away from that timer between calls.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from arena.channel import read_frame, write_frame
+from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
+                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, ReadyReply,
+                            MapRequest, QuitRequest, ReleaseRequest, REQUESTS, SampledReply, SampleRequest, SessionReply,
+                            SetupFailReply,
+                            SetupRequest,
+                            StepSample, decode, encode)
+from arena.records import Status
+from arena.sides import Side, SideError, call_status
+
+
+class _Refused(Exception):
+    def __init__(self, status: Status, message: str, context_lost: bool = False):
+        super().__init__(message)
+        self.status, self.message, self.context_lost = status, message, context_lost
+
+
+class CandidateProcess:
+    """Serves the trusted process's requests, one at a time, each with one reply."""
+
+    def __init__(self, send: Callable[[Any], None], notice_fd: int | None, mode: str):
+        import torch
+
+        self.torch = torch
+        self.send = send
+        self.notice_fd = notice_fd
+        self.gpu = mode == "gpu"
+        self.side: Side | None = None
+        self.spec: CandidateSpec | None = None
+        self.slots: dict[int, tuple[list, list, list, Any, list]] = {}   # ins, outs, scalars, keep, meta
+        self.timer = None
+        self.session = None
+        self.seal = None
+        self.threads = None
+        self.own: set[str] = set()
+        self.candidate_file = ""
+
+    # -- requests ------------------------------------------------------------------------------
+    def handle(self, req: Any) -> Any:
+        try:
+            if isinstance(req, SetupRequest):
+                try:
+                    return self.setup(req)
+                except BaseException as exc:  # noqa: BLE001 - no candidate code has run: the harness's own failure
+                    return SetupFailReply(message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}")
+            if isinstance(req, LoadRequest):
+                return self.load()
+            if isinstance(req, MapRequest):
+                return self.map(req)
+            if isinstance(req, ReleaseRequest):
+                for s in req.slots:
+                    self.slots.pop(s, None)
+                gc.collect()
+                return AckReply()
+            if isinstance(req, CallRequest):
+                return self.call(req)
+            if isinstance(req, BeginRequest):
+                self.session = self.timer.session(req.profiled)
+                self.session.open()
+                return AckReply()
+            if isinstance(req, SampleRequest):
+                return self.sample(req)
+            if isinstance(req, EndRequest):
+                return self.end()
+            if isinstance(req, KernelsRequest):
+                return KernelsReply(names=sorted(self.own))
+        except _Refused as exc:
+            return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost)
+        raise RuntimeError(f"no handler for {type(req).__name__}")
+
+    def setup(self, req: SetupRequest) -> Any:
+        """All of this process's own preparation, before any candidate code runs."""
+        from arena.guard import OpTrace, Seal, ThreadWatch
+
+        t0 = time.perf_counter()
+        os.environ.update(req.env)
+        self.spec = req.candidate
+        self.candidate_file = str(Path(req.candidate.path).resolve()) if req.candidate.path else ""
+        applied, reason = False, "no sandbox asked for"
+        if req.sandbox:
+            from arena.sandbox import restrict
+
+            why = restrict(req.sandbox["hide"], req.sandbox["read"], req.sandbox["write"])
+            applied, reason = why is None, why or ""
+        if req.timing:
+            if self.gpu:
+                from arena.timing.timer import DeviceTimer
+
+                self.timer = DeviceTimer(req.llc_bytes or 64 * 2**20)
+                # the profiler starts and our flush and marker kernels run once, before any candidate code
+                self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])
+            else:
+                from arena.timing.timer import HostTimer
+
+                self.timer = HostTimer()
+        torch = self.torch
+        with OpTrace():          # imports and first-use patches of torch happen now, before the seal
+            torch.ones(4, device="cuda" if self.gpu else "cpu").add_(1)
+            self._sync()
+        # torch's CPU thread pools, and numpy's BLAS threads (Triton's interpreter multiplies with numpy), start
+        # now, not inside a candidate's call (a forked process starts them again on first use)
+        warm = torch.ones(256, 256)
+        float((warm @ warm).sum() + torch.ones(1 << 21).mul_(2).sum())
+        try:
+            import numpy as np
+
+            for dt in (np.float32, np.float64):
+                a = np.ones((256, 256), dtype=dt)
+                float((a @ a).sum())
+        except ImportError:
+            pass
+        self._watch_compiles()
+        self.threads = ThreadWatch()
+        self.seal = Seal()
+        self.threads.before()
+        if req.probe:             # the buffers of the calls to come are shared the same way
+            from arena.buffers import open_slot
+
+            (probe,), keep = open_slot(req.probe)
+            probe[1] = probe[0] + 1
+            self._sync()
+            del probe, keep
+        if not self.spec.trusted and self.spec.language == "triton":
+            self._arm_audit()
+        # what exists now is the harness's (torch, triton, this module): set aside from the collector, so that the
+        # collection after each call (below) walks the candidate's objects only
+        gc.collect()
+        gc.freeze()
+        return ReadyReply(sandbox_applied=applied, sandbox_reason=reason, seconds=round(time.perf_counter() - t0, 3))
+
+    def load(self) -> Any:
+        """The candidate's code runs from here on."""
+        t0 = time.perf_counter()
+        try:
+            self.side = Side(self.spec, role="candidate")
+        except SideError as exc:
+            raise _Refused(exc.status, exc.message) from None
+        self.guard("loading the candidate")
+        return LoadedReply(seconds=round(time.perf_counter() - t0, 3))
+
+    def _arm_audit(self) -> None:
+        """The audit hook, armed for good before a Python candidate is imported (arena.audit)."""
+        if self.notice_fd is None:
+            return
+        from arena import audit
+
+        audit.install(audit.CandidatePolicy(candidate_file=self.candidate_file), self.notice_fd)
+        audit.arm()
+
+    def _watch_compiles(self) -> None:
+        """Triton's compiler, wrapped: the trusted process is told while a kernel compiles (host
+        work: it lets the GPU's shared lock go meanwhile), and the names of the kernels
+        compiled from the candidate's own file are kept (exact compiled names: a kernel is the
+        candidate's only if this process compiled it from that file)."""
+        try:
+            import triton.compiler as tc
+            import triton.compiler.compiler as tcc
+        except ImportError:
+            return
+        real = tc.compile
+        send = self.send
+        own = self.own
+        candidate_file = self.candidate_file
+
+        def compile(src: Any, *args: Any, **kwargs: Any) -> Any:
+            send(CompilingNotice(on=True))
+            try:
+                kernel = real(src, *args, **kwargs)
+            finally:
+                send(CompilingNotice(on=False))
+            fn = getattr(getattr(src, "fn", None), "fn", None)
+            code = getattr(fn, "__code__", None)
+            if code is not None and candidate_file and Path(code.co_filename).resolve() == Path(candidate_file):
+                name = getattr(getattr(kernel, "metadata", None), "name", None) or getattr(kernel, "name", None)
+                if isinstance(name, str):
+                    own.add(name)
+            return kernel
+
+        tc.compile = compile
+        tcc.compile = compile
+
+    def map(self, req: MapRequest) -> Any:
+        from arena.buffers import open_slot
+
+        tensors, keep = open_slot(req.handle)
+        n_in = self.spec.n_inputs
+        ins, outs = tensors[:n_in], tensors[n_in:]
+        meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
+        self.slots[req.slot] = (ins, outs, list(req.scalars), keep, meta)
+        self._sync()
+        return AckReply()
+
+    def _slot(self, slot: int) -> tuple[list, list, list, Any, list]:
+        if slot not in self.slots:
+            raise RuntimeError(f"slot {slot} is not mapped")
+        return self.slots[slot]
+
+    def _invoke(self, slot: int, copy_out: bool) -> None:
+        ins, outs, scalars, _, _ = self._slot(slot)
+        try:
+            self.side(ins, outs, scalars, copy_out=copy_out)
+        except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
+            raise _Refused(call_status(exc), f"{type(exc).__name__}: {exc}"[:2000],
+                           context_lost=self._lost()) from None
+
+    def call(self, req: CallRequest) -> Any:
+        """One guarded call (the correctness gate, a warm-up): the call, a synchronize, then the
+        checks: nothing the harness relies on changed, no thread left, outputs the same tensors,
+        and (a Python candidate) no torch operator that computes or that the task forbids."""
+        from arena.guard import OpTrace
+
+        trace = OpTrace() if req.trace and self.side.language == "triton" and not self.spec.trusted else None
+        self.threads.before()
+        t0 = time.perf_counter()
+        try:
+            if trace is not None:
+                with trace:
+                    self._invoke(req.slot, req.copy_out)
+            else:
+                self._invoke(req.slot, req.copy_out)
+            try:
+                self._sync()
+            except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
+                raise _Refused(Status.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000],
+                               context_lost=self._lost()) from None
+        finally:
+            gc.collect()   # finalizers of the candidate's garbage run now, before the checks below
+        host_us = (time.perf_counter() - t0) * 1e6
+        self.guard("the candidate's call")
+        self._outputs_intact(req.slot)
+        if trace is not None:
+            forbidden = trace.forbidden_calls(self.spec.forbidden)
+            if forbidden:
+                raise _Refused(Status.FORBIDDEN_CALL, f"the candidate called {', '.join(forbidden)}, which the "
+                                                      f"task forbids")
+            compute = trace.compute_ops()
+            if compute:
+                raise _Refused(Status.FORBIDDEN_CALL, "a Triton candidate computes in Triton kernels; it called the "
+                                                      f"torch operators {', '.join(compute[:8])}")
+        return CalledReply(host_us=round(host_us, 3))
+
+    def sample(self, req: SampleRequest) -> Any:
+        """One timed call in the open session."""
+        if self.session is None:
+            raise RuntimeError("a sample outside a session")
+        self.threads.before()
+        spent = [0.0]
+
+        def call() -> None:
+            t0 = time.perf_counter()
+            self._invoke(req.slot, req.copy_out)
+            spent[0] = time.perf_counter() - t0
+
+        self.session.step(call)
+        if not self.spec.trusted:
+            threads = self.threads.after()
+            if threads:
+                raise _Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
+                                                           f"{', '.join(threads[:8])}")
+        return SampledReply(host_us=round(spent[0] * 1e6, 3))
+
+    def end(self) -> Any:
+        session, self.session = self.session, None
+        if session is None:
+            return SessionReply()
+        prof0 = self.timer.profiler_s
+        samples, warnings = session.close()
+        self.guard("the candidate's timed calls")
+        return SessionReply(samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
+                            warnings=[f"{j}: {w}" for j, w in warnings],
+                            profiler_s=round(self.timer.profiler_s - prof0, 3))
+
+    # -- checks --------------------------------------------------------------------------------
+    def guard(self, when: str) -> None:
+        """After candidate code ran: what the harness here relies on is as sealed, and no
+        thread it started is still running. (The task's own reference, run as the torch2hip
+        starting point, is trusted code and not checked.)"""
+        if self.spec is None or self.spec.trusted:
+            return
+        broken = self.seal.broken() if self.seal is not None else []
+        if broken:
+            raise _Refused(Status.INTEGRITY_VIOLATION, f"{when} changed what the harness relies on: "
+                                                       f"{', '.join(broken[:8])}")
+        threads = self.threads.after()
+        if threads:
+            raise _Refused(Status.INTEGRITY_VIOLATION, f"{when} left threads running: {', '.join(threads[:8])}")
+
+    def _outputs_intact(self, slot: int) -> None:
+        _, outs, _, _, meta = self._slot(slot)
+        for k, (o, m) in enumerate(zip(outs, meta)):
+            if type(o) is not self.torch.Tensor:
+                raise _Refused(Status.INTEGRITY_VIOLATION,
+                               f"output {k} is no longer a plain tensor (now {type(o).__name__})")
+            if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
+                raise _Refused(Status.INCORRECT_SHAPE, f"output {k} was replaced or reshaped (now {tuple(o.shape)} "
+                                                       f"{o.dtype}, given {tuple(m[0])} {m[1]})")
+
+    def _sync(self) -> None:
+        if self.gpu:
+            self.torch.cuda.synchronize()
+
+    def _lost(self) -> bool:
+        """Is the device context gone (a sticky error: nothing more can run in this process)?"""
+        if not self.gpu:
+            return False
+        try:
+            self.torch.cuda.synchronize()
+            return False
+        except Exception:  # noqa: BLE001
+            return True
+
+
+def preload(mode: str) -> None:
+    """What every candidate process needs, done while it waits for its job: torch, the
+    harness's modules and, on a GPU, Triton, the device's context and the profiler."""
+    import torch
+
+    import arena.guard  # noqa: F401
+    import arena.buffers  # noqa: F401
+    if mode == "gpu":
+        from arena.timing.timer import preload as timer_preload
+
+        torch.cuda.init()
+        timer_preload()
+
+
+def main(argv: list[str]) -> int:
+    req_fd, rep_fd = int(argv[0]), int(argv[1])
+    notice_fd = int(argv[2]) if argv[2] != "-" else None
+    mode = argv[3] if len(argv) > 3 else "cpu"
+    try:
+        preload(mode)
+    except BaseException:  # noqa: BLE001 - what fails here fails again where it is needed, with its message
+        pass
+    # the channel's descriptors away from the low numbers candidate code might guess
+    fds = []
+    for fd in (req_fd, rep_fd):
+        moved = os.dup2(fd, 900 + len(fds) * 5 + int.from_bytes(os.urandom(1), "little") % 5)
+        os.close(fd)
+        fds.append(moved)
+    req_fd, rep_fd = fds
+
+    current = {"nonce": 0}
+
+    def send(frame: Any) -> None:             # every frame answers the request in progress
+        write_frame(rep_fd, {"nonce": current["nonce"], "frame": encode(frame)})
+
+    proc = CandidateProcess(send, notice_fd, mode)
+    while True:
+        raw = read_frame(req_fd)
+        if raw is None:
+            break
+        current["nonce"] = raw["nonce"]
+        req = decode(raw["frame"], REQUESTS)
+        if isinstance(req, QuitRequest):
+            break
+        try:
+            reply = proc.handle(req)
+        except BaseException as exc:  # noqa: BLE001 - what broke here is told, then the process ends
+            send(FailReply(status=Status.RUNTIME_ERROR, message=f"{type(exc).__name__}: {exc}\n"
+                                                                f"{traceback.format_exc()[-2000:]}"))
+            break
+        send(reply)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)   # skip interpreter teardown: candidate atexit hooks and threads do not get a say
+
+
+if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
+    from arena import candidate as _self
+
+    sys.exit(_self.main(sys.argv[1:]))

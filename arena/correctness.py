@@ -1,0 +1,123 @@
+"""The correctness gate, in the trusted process: every config of a split x fresh seeds.
+
+For each seed: the inputs are made from the seed into the call's buffers (``arena.buffers``),
+the outputs poisoned, and the candidate process makes the call. Then, here: the inputs are
+made again from the seed (nothing the candidate saw) and compared with what it was given;
+the reference runs on the fresh ones, in higher precision, on the same device; each output
+is compared elementwise and normwise (``arena.check.compare``). No expected output exists
+before the call returns, and none ever exists in the candidate's process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from arena.protocol import CorrectnessResult
+from arena.records import Status
+
+if TYPE_CHECKING:
+    from arena.trusted import Evaluation
+
+OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
+
+
+class GateFailure(Exception):
+    """A failure with a status. ``fatal``: nothing more can run with this candidate (its
+    process is gone, or it broke what the harness relies on)."""
+
+    def __init__(self, status: Status, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.fatal = fatal
+
+
+def out_of_memory(message: str) -> bool:
+    return "out of memory" in message.lower()
+
+
+def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
+    """The gate on one config, tried again (``OOM_RETRIES``) after a pause when it failed for
+    want of device memory: several evaluations share a GPU, and one may have held memory the
+    moment this one needed it."""
+    result = _check_once(ev, config)
+    for retry in range(OOM_RETRIES):
+        if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:
+            break
+        ev.release_memory()
+        time.sleep(0.5 * 6 ** retry)
+        result = _check_once(ev, config)
+    ev.release_memory()
+    return result
+
+
+def _merge_worst(worst: CorrectnessResult, stats: dict[str, Any]) -> None:
+    for key in ("max_abs_err", "max_rel_err", "norm_err", "mismatch_fraction"):
+        v = stats.get(key)
+        if v is not None and (getattr(worst, key) is None or v > getattr(worst, key)):
+            setattr(worst, key, v)
+            if key == "max_abs_err":
+                worst.where = stats.get("where")
+
+
+def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
+    import torch
+
+    from arena.check.compare import compare_output, poison_
+
+    ev.set_config(config)
+    seeds = list(ev.job["seeds"]) if ev.job.get("seeds") else \
+        [ev.rng.getrandbits(32) for _ in range(int(ev.job.get("n_seeds", 3)))]
+    worst = CorrectnessResult(status=Status.PASSED, seeds=seeds)
+    shared = ev.gpu_lock.shared
+    slot = None
+    try:
+        with shared():
+            slot = ev.new_slot()
+        for seed in seeds:
+            # three shared sections per seed (arena.gpulock), each ending with the device idle: a timed round
+            # elsewhere waits for the piece in flight, not for a whole check (a compile lets the lock go)
+            with shared():
+                ev.fill_inputs(seed, slot.ins)
+                for o in slot.outs:
+                    poison_(o)
+                ev.sync()
+                ev.remote.call(slot.id, trace=True)
+            with shared():
+                where = slot.slot.overrun()
+                if where is not None:
+                    worst.status, worst.seed = Status.RUNTIME_ERROR, seed
+                    worst.message = f"the call wrote {where} (memory it was not given: a size or mask wrong)"
+                    return worst
+                # the reference runs now, on inputs made again from the seed: nothing the candidate saw
+                bad_input, fresh = ev.mutated_input(slot.ins, seed)
+                if bad_input >= 0:
+                    worst.status, worst.seed = Status.INPUT_MUTATED, seed
+                    worst.message = f"input {ev.task.inputs[bad_input].name!r} was written to"
+                    return worst
+                expected = ev.expected(fresh)
+                ev.sync()
+            with shared():
+                for spec, out, ref in zip(ev.task.outputs, slot.outs, expected):
+                    res = compare_output(spec.name, out, ref, ev.task.tolerance_for(spec.dtype))
+                    stats = {k: v for k, v in asdict(res).items() if k != "status"}
+                    if res.status is not Status.PASSED:
+                        for k, v in stats.items():
+                            setattr(worst, k, v)
+                        worst.status, worst.seed = res.status, seed
+                        return worst
+                    _merge_worst(worst, stats)
+                del expected, fresh
+                ev.sync()
+    except GateFailure as exc:
+        worst.status, worst.message = exc.status, exc.message
+        if exc.fatal:
+            ev.fatal = exc
+    except torch.cuda.OutOfMemoryError as exc:     # the harness's own allocations: tried again
+        worst.status, worst.message = Status.HARNESS_ERROR, f"out of memory while checking: {exc}"[:1000]
+    finally:
+        if slot is not None:
+            ev.drop_slots([slot])
+    return worst

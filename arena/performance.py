@@ -1,0 +1,646 @@
+"""The timing of a split, in the trusted process: paired, interleaved, re-checked.
+
+The baseline (and torch.compile's side) run here; the candidate's calls are made by the
+candidate process, step by step, inside the same rounds: a round is A B / B A over its input
+sets, each step preceded by a cache flush, each process keeping a profiler session over its
+own steps (a device profiler sees only the work of its own process) under this process's
+exclusive GPU lock (``arena.timing.timer``). A set's seed is drawn and its inputs made only
+right before its first call. After each round a share of its sets is drawn and kept (their
+inputs and the candidate's outputs copied here); after the exclusive section they are
+checked against the reference on inputs made again from each set's seed.
+
+The decision on the candidate's device activity is made here too: a kernel is the
+candidate's own only if this evaluation built it from the candidate's file (the HIP build's
+kernels, or the kernels Triton's JIT compiled from the candidate's file in its process),
+matched by exact name; any other compute kernel in its timed calls is FORBIDDEN_CALL, and so
+are copies and fills that take more of its device time than the baseline's copies and fills
+take of the baseline's, by more than ``INCIDENTAL_MAX``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from arena.correctness import OOM_RETRIES, GateFailure, out_of_memory
+from arena.protocol import PerformanceResult
+from arena.records import Status
+
+if TYPE_CHECKING:
+    from arena.calls import SharedSet
+    from arena.trusted import Evaluation
+
+HOST_BOUND_RATIO = 0.5   # a trusted side whose host time is this share of its span is also timed unprofiled
+# the most pairs of that unprofiled timing: a host-bound call's own jitter (Python, launches) keeps
+# its median from the 1% target; its interval says how well it is known
+UNPROFILED_MAX_PAIRS = 100
+# Copies and fills (torch's allocation-side kernels, runtime memcpy / memset) are incidental: a
+# candidate may need some (zeroing an accumulator, padding operands to an aligned buffer, a state
+# update the task's signature makes an out-of-place copy), but they are not the work. Their share of
+# the device time of a candidate's timed calls may pass the baseline's own share (measured in the same
+# rounds) by at most this much. Where the baseline does the work with kernels, a copy doing it is
+# refused (a strided copy as a transpose: 100%); where the task's own starting point copies (an
+# out-of-place state update), so may the candidate. The figure is set from an estimate, not yet a
+# measurement on the GPU: the shipped solution that pads its operands (triton2triton/matmul_fp16 on
+# its odd held-out shapes) spends about 20-30% of its device time in copies.
+INCIDENTAL_MAX = 0.5
+
+
+def time_split(ev: "Evaluation", split: str, configs: list) -> None:
+    """Time every config of a split (each passed the correctness gate) and send the results
+    in config order, up to the first config that failed, then the GPU lock's counters of
+    the split's timing."""
+    lock0 = ev.lock_stats()
+    results = time_configs(ev, split, configs)
+    ev.release_memory()
+    ev.send_lock(split, ev.lock_stats(lock0))
+    for config, result in results:
+        ev.send_performance(split, config.name, result)
+
+
+def _failure(exc: BaseException) -> PerformanceResult:
+    if isinstance(exc, GateFailure):
+        return PerformanceResult(status=exc.status, message=exc.message)
+    return PerformanceResult(status=Status.HARNESS_ERROR, message=f"out of memory while timing: {exc}"[:1000])
+
+
+def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
+    """Device memory an input set takes while timed, from the signature's shapes: its inputs
+    three times (the candidate's, this process's sides' copy, made again for the check) and its
+    outputs four times (every side's)."""
+    from arena.taskdef.shapes import tensor_bytes
+
+    env = ev.task.env(config)
+    return 3 * tensor_bytes(ev.task, env, ev.task.inputs) + 4 * tensor_bytes(ev.task, env, ev.task.outputs)
+
+
+def _n_sets(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any]) -> int:
+    """Input sets a round: 16 (the 10 pairs the stopping rule wants at least fit in one
+    round), fewer if they would not fit in the memory budget."""
+    return int(max(1, min(int(tp.get("max_sets", 16)), budget // max(_per_set_bytes(ev, config), 1))))
+
+
+def _memory(ev: "Evaluation") -> tuple[int, int]:
+    if ev.gpu:
+        return ev.torch.cuda.mem_get_info()
+    return 64 * 2**30, 64 * 2**30
+
+
+def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any, PerformanceResult]]:
+    """Each config's inputs, compiles, warm-up and checks run in short shared sections beside
+    other evaluations' work (arena.gpulock); then the timed rounds of all of them run in as
+    few exclusive sections as their stopping rules and memory allow
+    (``arena.timing.timer.time_many``): every exclusive section waits for the GPU work of the
+    other evaluations to drain, so a split takes a few, not a few per config. A config that
+    failed for want of memory is tried again (``OOM_RETRIES`` times at most) with a quarter of
+    its input sets."""
+    torch = ev.torch
+    tp = ev.job.get("timing_params", {})
+    free, total = _memory(ev)
+    # the input sets of a round of every config of the split together (all are held until the split's timed
+    # rounds end), and half as much for the sets kept for the checks: a half of what is free now, and a share of
+    # the device when several evaluations use it (--workers-per-gpu; each has three processes with a device
+    # context, the reference's working set besides); a config's sets 8 GiB at most
+    budget = min(0.5 * free, 0.4 * total / max(1, int(tp.get("gpu_share", 1))))
+    per_config = min(float(tp.get("max_set_bytes", 8 * 2**30)), budget / max(1, len(configs)))
+    if ev.compiled is not None:
+        # each config compiled afresh and static, for its own shapes (dynamic-shape lowering fails on some
+        # references), as a user of torch.compile at that shape gets it; all of them are kept until the
+        # split's timed rounds are done, so the recompile limit (dynamo then runs the eager function) is raised
+        torch._dynamo.reset()
+        for knob in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), len(configs) + 8))
+    out: list[tuple[Any, PerformanceResult]] = []
+    timings: list[ConfigTiming] = []
+    ev.current = None
+    try:
+        for config in configs:
+            ev.stage("performance", split, config.name)
+            max_sets = None
+            for attempt in range(OOM_RETRIES + 1):
+                try:
+                    timings.append(_ready(ev, config, per_config, tp, max_sets))
+                    break
+                except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
+                    result = _failure(exc)
+                    if isinstance(exc, GateFailure) and exc.fatal:
+                        ev.fatal = exc
+                    if attempt < OOM_RETRIES and _retry(ev, result, attempt):    # again, a quarter of the sets
+                        max_sets = max(1, _n_sets(ev, config, per_config, tp) // 4)
+                        continue
+                    return out + [(config, result)]
+        return out + _run_rounds(ev, timings, min(budget, per_config * len(configs)))
+    finally:
+        for ct in timings:
+            ct.close()
+
+
+def _retry(ev: "Evaluation", result: PerformanceResult, retry: int) -> bool:
+    """The config failed for want of device memory and may be tried again: the memory this
+    process caches is given back and, after a pause (longer for a later retry: the others
+    give theirs back after each config), it is."""
+    if not ev.gpu or result.status is Status.PASSED or not out_of_memory(result.message) or ev.lost:
+        return False
+    ev.release_memory()
+    time.sleep(0.5 * 6 ** retry)
+    return True
+
+
+def _run_rounds(ev: "Evaluation", timings: list["ConfigTiming"], budget: float) -> list[tuple[Any, PerformanceResult]]:
+    from arena.timing.timer import time_many
+
+    torch = ev.torch
+
+    def room(ct: ConfigTiming) -> None:
+        """Before a round inside an exclusive section: the sets kept for the checks may take half
+        as much memory as a round's sets; if this round's would pass that, the kept ones are
+        checked now, inside the section (ending it instead would cost a drain of the other
+        evaluations' work, far more than the checks)."""
+        if sum(c.kept_bytes() for c in timings) + ct.kept_per_round() > budget / 2:
+            for c in timings:
+                c.verify_kept()
+
+    for ct in timings:
+        ct.room = room
+
+    def between() -> None:        # after each exclusive section: the candidate's timed calls checked
+        ev.sync()
+        for ct in timings:
+            ct.verify_kept()
+
+    retries: dict[int, int] = {}
+    while True:
+        try:
+            time_many(ev.timer, [t for ct in timings for t in ct.items()], alone=ev.gpu_lock.exclusive,
+                      between=between, remotes=[r for r in (ev.base_remote, ev.remote) if r is not None])
+            break
+        except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
+            ct = ev.current
+            if not any(ct is c for c in timings):    # before any config's own work: the first one not done
+                ct = next((c for c in timings if not c.done()), timings[0])
+            result = _failure(exc)
+            if isinstance(exc, GateFailure) and exc.fatal:
+                ev.fatal = exc
+            for other in timings:
+                other.drop()
+            retry = retries.get(id(ct), 0)
+            if retry < OOM_RETRIES and _retry(ev, result, retry):
+                retries[id(ct)] = retry + 1
+                if retry == 0:
+                    ct.shrink()
+                continue
+            done = [(c.config, c.result()) for c in timings if c.done() and c is not ct]
+            return done + [(ct.config, result)]
+    own = _own_kernels(ev)
+    results = [(ct.config, ct.result(own)) for ct in timings]
+    out = []
+    for config, result in results:
+        out.append((config, result))
+        if result.status is not Status.PASSED:
+            break
+    return out
+
+
+def _own_kernels(ev: "Evaluation") -> set[str] | None:
+    """The kernels this evaluation built from the candidate's file (None: the candidate is
+    the task's own reference, torch's kernels by definition)."""
+    if ev.candidate_trusted:
+        return None
+    if ev.job["candidate"]["language"] == "hip":
+        return set(ev.own_hip_kernels)
+    from arena.guard import defined_functions
+
+    # what the candidate's process says Triton compiled from the candidate's file, checked against the file
+    try:
+        defined = defined_functions(Path(ev.job["candidate"]["path"]).read_text(errors="replace"))
+    except OSError:
+        defined = set()
+    return set(ev.remote.kernels()) & defined
+
+
+def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max_sets: int | None) -> "ConfigTiming":
+    """One config made ready for its timed rounds: its buffers made and mapped, its sides
+    warmed up (JIT, autotune, torch.compile's compile) in shared sections, the warm-up's
+    outputs checked."""
+    ev.set_config(config)
+    n_sets = max_sets or _n_sets(ev, config, budget, tp)
+    side_list: list[tuple[str, Any]] = [("baseline", ev.base_remote), ("candidate", ev.remote)]
+    if ev.compiled is not None:
+        side_list.append(("compiled", ev.compiled))
+    shared = ev.gpu_lock.shared
+    ct = ConfigTiming(ev, config, n_sets, side_list, int(tp.get("check_sets", 4)))
+    ct.per_set = _per_set_bytes(ev, config)
+    t_warm = time.perf_counter()
+    try:
+        with shared():
+            ct.make_sets()
+        # the trusted sides first
+        budget_s = float(tp.get("torch_compile_budget_s", 120.0))
+        for name in sorted(ct.sides, key=lambda n: n == "candidate"):
+            side = ct.sides[name]
+            try:
+                # as in a timed sample: the harness's own work is done before the call starts; torch.compile
+                # compiles on its first call of a shape, within a time budget
+                with _time_limit(budget_s if name == "compiled" else None):
+                    ev.timer.warm_up(lambda side=side: (side["prepare"](0), ev.sync(), side["call"](0),
+                                                        side["after"](0)), around=shared)
+            except GateFailure as exc:
+                if name != "compiled":
+                    raise
+                if _OverBudget.__name__ in exc.message:
+                    # dynamo unrolls Python loops: a long one compiles for minutes. No torch.compile
+                    # figure for this config nor the ones after it (their compiles would cost as much)
+                    ct.warnings.append(f"torch_compile_timeout: torch.compile did not compile the reference "
+                                       f"within {budget_s:g} s; no torch.compile figure for this config or the "
+                                       f"later ones")
+                    ev.compiled = None
+                else:
+                    ct.warnings.append(f"torch_compile_failed: {exc.message[:200]}")
+                del ct.sides[name]
+        ct.retire(-1)
+        ct.verify_kept()            # the warm-up's outputs, checked like a timed round's
+    except BaseException:
+        ct.close()
+        raise
+    ct.warm_s = time.perf_counter() - t_warm
+    for v in ct.host_us.values():
+        v.clear()
+    ct.spent["prepare_s"] = ct.spent["verify_s"] = 0.0
+    ct.make_timed(tp)
+    return ct
+
+
+class ConfigTiming:
+    """One config's part of a split's timing: its sides, its input sets (the candidate's
+    buffers, mapped in its process, and the outputs of the sides of this process), the sets
+    kept for the checks of the timed outputs and the outcome of those checks.
+
+    A set's seed is drawn and its inputs made only right before its first call: when the
+    candidate runs, no later input exists anywhere (nothing to batch ahead or precompute).
+    After each round a share of its sets (``check_sets`` of 16) is drawn and kept, the rest let
+    go; after the exclusive section the kept ones are checked against the reference on inputs
+    made again from each set's seed (which also shows the inputs were left alone), in shared
+    sections: no call could know whether its output would be checked (METHODOLOGY.md). Only
+    when the kept sets would take more memory than allowed are they checked inside the
+    section."""
+
+    def __init__(self, ev: "Evaluation", config: Any, n_sets: int, side_list: list, check_sets: int):
+        self.ev, self.config, self.n_sets, self.check_sets = ev, config, n_sets, check_sets
+        self.slots_of: dict[str, list[SharedSet]] = {}   # the candidate's and the baseline's buffers, per set
+        self.private_ins: list[list] = []           # the same inputs for this process's own sides, per set
+        self.outs: dict[str, list[list]] = {}       # this process's own sides' outputs, per set
+        self.seeds: list[int | None] = []
+        self.kept: list[dict[str, Any]] = []
+        self.oks: list[bool] = []
+        self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
+        self.spent = {"verify_s": 0.0, "prepare_s": 0.0}
+        self.warnings: list[str] = []
+        self.warm_s = 0.0
+        self.timed = None
+        self.plain = None          # the trusted host-bound sides' item, timed without the profiler
+        self.per_set = 0
+        self.room: Callable[[ConfigTiming], None] | None = None   # makes room for a round's kept sets
+        self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.outputs]
+        from arena.calls import CandidateHandle
+
+        self.side_handles = {name: side for name, side in side_list if isinstance(side, CandidateHandle)}
+        self.sides: dict[str, dict[str, Any]] = {}
+        for name, side in side_list:
+            self.sides[name] = self._side(name, side)
+
+    def _side(self, name: str, side: Any) -> dict[str, Any]:
+        """A side's steps: the baseline's and the candidate's calls are made by their processes
+        (``side`` is the handle on it, arena.trusted), torch.compile's here."""
+        from arena.check.compare import poison_
+        from arena.timing.timer import RemoteCall
+        from arena.calls import CandidateHandle
+
+        ev = self.ev
+        remote = isinstance(side, CandidateHandle)
+        if name == "candidate":
+            copy_out = not ev.candidate_trusted   # the eager reference as candidate: timed as run, not copied
+        else:                                     # the eager reference as the baseline, likewise
+            copy_out = ev.job["baseline"]["language"] != "reference" if name == "baseline" else False
+
+        def sets() -> list:
+            return self.slots_of[name] if remote else []
+
+        def outs(i: int) -> list:
+            return sets()[i].outs if remote else self.outs[name][i]
+
+        def prepare(i: int) -> None:
+            t0 = time.perf_counter()
+            if self.seeds[i] is None:
+                self.seeds[i] = ev.rng.getrandbits(62)
+                ev.fill_inputs(self.seeds[i], *[st[i].ins for st in self.slots_of.values()],
+                               *([self.private_ins[i]] if self.private_ins else []))
+            for o in outs(i):
+                poison_(o)
+            self.spent["prepare_s"] += time.perf_counter() - t0
+
+        if remote:
+            def call(i: int) -> None:          # a warm-up call: guarded, like the correctness gate's
+                self.host_us[name].append(side.call(sets()[i].id, trace=False, copy_out=copy_out))
+
+            def after(i: int) -> None:
+                if side.host_us:
+                    self.host_us[name].append(side.host_us.pop())
+                if name != "candidate":        # no correct answer of another side stays in memory
+                    for o in outs(i):
+                        poison_(o)
+
+            return {"prepare": prepare, "call": call, "after": after, "remote_of": side,
+                    "remote": lambda i: RemoteCall(side, sets()[i].id, copy_out)}
+
+        def local_call(i: int) -> None:
+            t0 = time.perf_counter()
+            try:
+                side(self.private_ins[i], outs(i), ev._scalars, copy_out=copy_out)
+            except GateFailure:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the task's own code failed
+                if isinstance(exc, ev.torch.cuda.OutOfMemoryError):
+                    raise
+                raise GateFailure(Status.TASK_ERROR, f"the task's {name} failed: {type(exc).__name__}: {exc}"[:2000]) \
+                    from None
+            self.host_us[name].append((time.perf_counter() - t0) * 1e6)
+
+        def local_after(i: int) -> None:
+            for o in outs(i):      # no correct answer of this process's sides stays in memory while others run
+                poison_(o)
+
+        return {"prepare": prepare, "call": local_call, "after": local_after}
+
+    def make_sets(self) -> None:
+        """The buffers of every set of a round: the candidate's and the baseline's mapped in their
+        processes, this process's own sides' here."""
+        self.use()
+        for name, side in self.side_handles.items():
+            have = self.slots_of.setdefault(name, [])
+            while len(have) < self.n_sets:
+                have.append(self.ev.new_slot(side))
+        local = [name for name in self.sides if name not in self.side_handles]
+        for name in local:
+            self.outs[name] = [self.ev.allocate_outputs() for _ in range(self.n_sets)]
+        self.private_ins = [self.ev.allocate_inputs() for _ in range(self.n_sets)] if local else []
+        self.seeds = [None] * self.n_sets
+
+    def close(self) -> None:
+        self.ev.drop_slots([st for have in self.slots_of.values() for st in have])
+        self.slots_of, self.outs, self.kept, self.private_ins = {}, {}, [], []
+
+    def make_timed(self, tp: dict[str, Any]) -> None:
+        from arena.timing.timer import Timed
+
+        self.rule = {"min_pairs": int(tp.get("min_pairs", 10)), "max_pairs": int(tp.get("max_pairs", 400)),
+                     "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0))}
+        self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=self.fill, retire=self.retire,
+                           split=self.split_host_bound)
+        self.plain = None
+
+    def items(self) -> list:
+        """What time_many times for this config: the profiled item, and the one split off it."""
+        return [self.timed] + ([self.plain] if self.plain is not None else [])
+
+    def done(self) -> bool:
+        return all(t.done for t in self.items())
+
+    def host_bound(self, name: str) -> bool:
+        """A side whose calls' host time (launches from Python) is at least HOST_BOUND_RATIO
+        of its span: the profiler's per-launch work stretches its span."""
+        from arena.timing import stats
+
+        host, spans = self.host_us.get(name), self.timed.result.spans_us.get(name)
+        return bool(host and spans) and stats.median(host) >= HOST_BOUND_RATIO * stats.median(spans)
+
+    def split_host_bound(self, timed: Any) -> Any:
+        """After the first batch: the trusted sides (the baseline, torch.compile's, the reference
+        as candidate) that are host-bound go on without the profiler, in an item of their own
+        (arena.timing.timer); the candidate's own code is always profiled."""
+        from arena.timing.timer import Timed
+
+        moved = [n for n in list(timed.sides) if (n != "candidate" or self.ev.candidate_trusted) and self.host_bound(n)]
+        if not moved:
+            return None
+        for n in moved:
+            del timed.sides[n]
+        retire = self.retire if "candidate" in moved else self.let_go
+        rule = {**self.rule, "max_pairs": min(self.rule["max_pairs"], UNPROFILED_MAX_PAIRS)}
+        self.plain = Timed({n: self.sides[n] for n in moved}, self.n_sets, **rule, fill=self.fill,
+                           retire=retire, profiled=False, settled=self.span_is_lower)
+        return self.plain
+
+    def medians(self, name: str) -> tuple[float, float] | None:
+        """A side's median under the profiler and without it, where it has both."""
+        from arena.timing import stats
+
+        by_span = self.timed.result.spans_us.get(name)
+        by_events = self.plain.result.spans_us.get(name) if self.plain is not None else None
+        if not by_span or not by_events:
+            return None
+        return stats.median(by_span), stats.median(by_events)
+
+    def span_is_lower(self, plain: Any) -> bool:
+        """The unprofiled item has nothing more to give once every side of it reads slower than
+        under the profiler (their figure is then the profiled one)."""
+        return all(m is not None and m[1] >= m[0] for m in map(self.medians, plain.sides))
+
+    def let_go(self, round_no: int) -> None:
+        """After a round of trusted sides alone: nothing to check."""
+        self.seeds = [None] * self.n_sets
+
+    def use(self) -> None:
+        """This config's shapes and scalars for the calls that follow; failures are its own."""
+        self.ev.set_config(self.config)
+        self.ev.current = self
+
+    def fill(self, round_no: int) -> None:
+        """New sets for a round (inside the exclusive section, before its first flush): each
+        set's inputs are made right before its first call."""
+        if self.room is not None:
+            self.room(self)
+        self.use()
+        self.seeds = [None] * self.n_sets
+        self.ev.sync()
+
+    def checked_per_round(self) -> int:
+        """``check_sets`` of 16 sets a round (every set if 0); of fewer sets, as large a share,
+        one at least."""
+        if self.check_sets <= 0:
+            return self.n_sets
+        return min(self.n_sets, max(1, -(-self.check_sets * self.n_sets // 16)))
+
+    def retire(self, round_no: int) -> None:
+        """After a round: keep ``checked_per_round()`` of the sets it used, drawn now (their
+        inputs as the candidate was given them and its outputs, copied: the buffers serve the
+        next round); let the rest go."""
+        used = [i for i, seed in enumerate(self.seeds) if seed is not None]
+        if self.checked_per_round() < len(used):
+            used = self.ev.rng.sample(used, self.checked_per_round())
+        for i in used:
+            st = self.slots_of["candidate"][i]
+            self.kept.append({"seed": self.seeds[i], "ins": [t.clone() for t in st.ins],
+                              "outs": [o.clone() for o in st.outs]})
+        self.seeds = [None] * self.n_sets
+
+    def verify_kept(self, slice_s: float = 0.1) -> None:
+        """The kept sets checked, then let go: in shared sections of about ``slice_s`` each (a
+        waiting timed round gets in between them; one section a set would wait behind every
+        writer once a set)."""
+        from arena.check.compare import all_ok, check_tensors
+
+        ev = self.ev
+        t0 = time.perf_counter()
+        self.check_guards()
+        kept, self.kept = self.kept, []
+        if kept:
+            self.use()
+        i = 0
+        while i < len(kept):
+            with ev.gpu_lock.shared():
+                t_section = time.perf_counter()
+                while i < len(kept) and (time.perf_counter() - t_section < slice_s):
+                    st = kept[i]
+                    i += 1
+                    bad_input, fresh = ev.mutated_input(st["ins"], st["seed"])
+                    if bad_input >= 0:
+                        raise GateFailure(Status.INPUT_MUTATED, "an input was written to during the timed calls")
+                    if not ev.candidate_trusted:   # the reference itself (torch2hip's starting point): no copy-out
+                        exp = ev.expected(fresh)
+                        for o, e, tol in zip(st["outs"], exp, self.tolerances):
+                            self.oks.append(bool(all_ok(check_tensors(o, e, tol))))   # waits for the device
+                        del exp
+                    del fresh
+                ev.sync()
+        self.spent["verify_s"] += time.perf_counter() - t0
+
+    def check_guards(self) -> None:
+        """The guard bands of the candidate's sets (``arena.buffers``): a timed or warm-up call
+        that wrote past a buffer it was given fails the config."""
+        sets = self.slots_of.get("candidate", [])
+        if not sets:
+            return
+        with self.ev.gpu_lock.shared():
+            hit = bool(self.ev.torch.stack([st.slot.overrun_flag() for st in sets]).any())
+        if hit:
+            where = next(w for w in (st.slot.overrun() for st in sets) if w is not None)
+            raise GateFailure(Status.RUNTIME_ERROR, f"a timed call wrote {where} "
+                                                    "(memory it was not given: a size or mask wrong)")
+
+    def drop(self) -> None:
+        """Let the sets' state go (after a section that failed: its samples are not used)."""
+        self.seeds = [None] * self.n_sets
+        self.kept = []
+
+    def shrink(self) -> None:
+        """A quarter of the input sets a round (after running out of memory)."""
+        self.n_sets = max(1, self.n_sets // 4)
+        for name, have in self.slots_of.items():
+            self.ev.drop_slots(have[self.n_sets:])
+            self.slots_of[name] = have[:self.n_sets]
+        for name in self.outs:
+            self.outs[name] = self.outs[name][:self.n_sets]
+        self.private_ins = self.private_ins[:self.n_sets]
+        self.seeds = [None] * self.n_sets
+        for t in self.items():
+            t.n_sets = self.n_sets
+
+    def kept_bytes(self) -> int:
+        return sum(sum(t.numel() * t.element_size() for t in st["ins"]) +
+                   sum(o.numel() * o.element_size() for o in st["outs"]) for st in self.kept)
+
+    def kept_per_round(self) -> int:
+        """Device memory the sets kept from one round take (their inputs and the candidate's
+        outputs: at most half of ``per_set``)."""
+        return self.checked_per_round() * self.per_set // 2
+
+    def result(self, own: set[str] | None = None) -> PerformanceResult:
+        samples = self.timed.result
+        spans, events = dict(samples.spans_us), dict(samples.events_us)
+        timers = {n: "span" for n in spans}
+        other: dict[str, float] = {}       # a side's median by the timer not used, where it had two
+        plain = self.plain.result if self.plain is not None else None
+        if plain is not None:
+            for n in self.plain.sides:
+                m = self.medians(n)
+                if m is None:
+                    continue
+                by_span, by_events = m
+                if by_events < by_span:       # the lower of two complete measures of trusted code
+                    spans[n], events[n], timers[n] = plain.spans_us[n], plain.events_us[n], "events"
+                other[n] = round(by_span if timers[n] == "events" else by_events, 3)
+        parts = [samples] + ([plain] if plain is not None else [])
+        n_bad = sum(0 if ok else 1 for ok in self.oks)
+        activity = samples.activity_us.get("candidate", {})
+        result = PerformanceResult(
+            status=Status.PASSED, spans_us=spans, events_us=events, timers=timers, other_timer_median_us=other,
+            rounds=sum(p.rounds for p in parts), n_sets=self.n_sets, wall_s=round(sum(p.wall_s for p in parts), 3),
+            profiler_s=round(samples.profiler_s, 3), refresh_s=round(sum(p.refresh_s for p in parts), 3),
+            warm_s=round(self.warm_s, 3), verify_s=round(self.spent["verify_s"], 3),
+            prepare_s=round(self.spent["prepare_s"], 3), warnings=samples.warnings + self.warnings,
+            timed_checks=len(self.oks), timed_bad=n_bad, host_us=self.host_us,
+            kernels=sorted(activity)[:50], own_kernels=sorted(own or ())[:50])
+        if n_bad:
+            result.status = Status.INCORRECT_NUMERICAL
+            result.message = f"{n_bad} of {len(self.oks)} outputs of timed calls were wrong"
+            return result
+        if own is None:            # the eager reference (a trusted candidate): torch's kernels by definition
+            return result
+        from arena.guard import foreign_kernels
+
+        foreign = foreign_kernels(activity, own)
+        if foreign:
+            result.status = Status.FORBIDDEN_CALL
+            result.message = ("the candidate's timed calls ran kernels this evaluation did not build from its file "
+                              "(library or torch compute kernels): " + ", ".join(foreign[:5]))
+            return result
+        share = _incidental_share(samples, "candidate", own)
+        base = _incidental_share(samples, "baseline", set()) or 0.0
+        result.incidental_share = share
+        result.baseline_incidental_share = round(base, 4)
+        if share is not None and share > base + INCIDENTAL_MAX:
+            result.status = Status.FORBIDDEN_CALL
+            result.message = (f"copies and fills took {100 * share:.0f}% of the device time of the candidate's timed "
+                              f"calls, the baseline's {100 * base:.0f}% (at most {100 * INCIDENTAL_MAX:.0f} points "
+                              f"more): the work must be done by its own kernels")
+        return result
+
+
+def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
+    """The share of a side's device time (its profiled samples) spent in copies and fills."""
+    from arena.guard import incidental
+
+    device_us = sum(samples.spans_us.get(side, ())) or 0.0
+    if device_us <= 0:
+        return None
+    copies = sum(us for name, us in samples.activity_us.get(side, {}).items() if incidental(name) and name not in own)
+    return round(copies / device_us, 4)
+
+
+class _OverBudget(BaseException):
+    """Raised in the main thread when a time limit of ``_time_limit`` runs out."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise _OverBudget in the main thread if the block is still running after ``seconds``
+    (SIGALRM; nothing if None). For trusted host-side work only (torch.compile compiling the
+    reference): the candidate's calls are bounded by the stage's deadline."""
+    if seconds is None:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OverBudget(f"over the time limit of {seconds:g} s")
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)

@@ -1,0 +1,509 @@
+"""The processes of an evaluation: how they are started, what they may see, how they talk.
+
+- The parent (``arena.evaluate``) starts a trusted process (``python -m arena.trusted``),
+  ahead of time where it can (``Spares``: torch imported, the GPU's context open, the
+  profiler started while it waits for a job), and reads its signed frames.
+- The trusted process starts its candidate process (``python -m arena.candidate``) the same
+  way, ahead of its own job, and talks to it through ``CandidatePeer``: one request, one
+  reply, each under a deadline; the reply is decoded as untrusted (``arena.protocol``). A
+  second process of the same kind runs the task's baseline: both sides of a comparison are
+  called, and timed, by the same code in the same kind of process.
+
+Both children get the parent's environment without secrets, the harness's package on
+their path, scratch folders of their own, and (the candidate process) a filesystem sandbox
+that hides the tasks, the caches and the checkout (``sandbox_spec``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from arena.channel import read_frame, write_frame
+from arena.protocol import CANDIDATE_REPLIES, CompilingNotice, ProtocolError, decode, encode
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
+# the parts of a worker's environment that are its own (scratch places), not its kind
+_PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+# variables that change all the time and that nothing reads before the job: handed over with it
+PER_JOB_ENV = ("PYTEST_CURRENT_TEST",)
+
+
+def cache_root() -> Path:
+    from arena.toolchain.hip import cache_root as root
+
+    return root()
+
+
+def harness_pythonpath(env: Mapping[str, str]) -> str:
+    """$PYTHONPATH for a child process of the harness: the package first, then ``env``'s own."""
+    return str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+
+def child_env(scratch: Path, triton_dir: Path, *, interpret: bool, visible: Mapping[str, str] = {}) -> dict[str, str]:
+    """The parent's environment without secrets (agent API keys, run secrets), with the
+    child's caches and temporary files in places of its own."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    env["PYTHONPATH"] = harness_pythonpath(env)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["TMPDIR"] = str(scratch)
+    env["TRITON_CACHE_DIR"] = str(triton_dir)
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(triton_dir / "inductor")
+    env["CUDA_CACHE_PATH"] = str(scratch / "nv")
+    env.update(visible)
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def sandbox_spec(hide: Sequence[Path], read: Sequence[Path], write: Sequence[Path]) -> dict[str, list[str]]:
+    """What the candidate process hides and what it may still read and write
+    (``arena.sandbox``): hidden are ``hide``, the source checkout (but the harness package),
+    the caches and ``$ARENA_SANDBOX_HIDE`` (paths separated by ':'); readable beneath them are
+    only the harness, the interpreter and its packages, and ``read`` (the candidate's file
+    and library); writable only ``write`` and /dev."""
+    import site
+
+    hide = [*hide, cache_root(), Path.home() / ".triton"]
+    if (PACKAGE_ROOT / "pyproject.toml").exists():         # a source checkout: reports, runs, tests, tasks
+        hide.append(PACKAGE_ROOT)
+    hide += [Path(p) for p in os.environ.get("ARENA_SANDBOX_HIDE", "").split(":") if p]
+    readable = [PACKAGE_ROOT / "arena", Path(sys.prefix), Path(sys.base_prefix), *read]
+    # what the process imports from: the interpreter's prefixes and site-packages, and $PYTHONPATH as given
+    # (not this process's sys.path, which test runners extend)
+    readable += [Path(p) for p in [*site.getsitepackages(), site.getusersitepackages(), sys.exec_prefix]]
+    readable += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and Path(p).resolve() != PACKAGE_ROOT]
+    return {"hide": [str(p) for p in hide], "read": [str(p) for p in readable],
+            "write": [*(str(p) for p in write), "/dev"]}
+
+
+# ------------------------------------------------------------------------------------------
+# The trusted process, started by the parent
+
+
+@dataclass
+class Worker:
+    """A started trusted process waiting for its job: the process, the parent's ends of its
+    pipes, its scratch folder (its cwd, $TMPDIR and log; the candidate process's scratch is
+    ``cwd / "c"``, the baseline's process's ``cwd / "b"``) and its GPU lock descriptors."""
+
+    proc: subprocess.Popen
+    job_w: int
+    res_r: int
+    cwd: Path
+    lock_fds: tuple[int, ...]
+    started: float
+
+    @property
+    def candidate_dir(self) -> Path:
+        return self.cwd / "c"
+
+    @property
+    def baseline_dir(self) -> Path:
+        return self.cwd / "b"
+
+    def discard(self) -> None:
+        kill_group(self.proc)
+        for fd in (self.job_w, self.res_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+
+def json_key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def _worker_env(device: Any, cwd: Path) -> dict[str, str]:
+    return child_env(cwd, cwd / "triton", interpret=not device.runs_kernels, visible=device.visible_devices)
+
+
+def _spare_key(device: Any) -> str:
+    """Workers started for one device and environment can take each other's jobs."""
+    from arena.gpulock import lock_dir
+
+    env = {k: v for k, v in _worker_env(device, Path(".")).items() if k not in _PER_WORKER_ENV + PER_JOB_ENV}
+    return json_key(sys.executable, sorted(env.items()), device.kind, device.gpu_key,
+                    str(lock_dir()) if device.gpu_key else "")
+
+
+def spawn_worker(device: Any) -> Worker:
+    """Start a trusted process: it imports torch and the harness, opens the GPU's context and
+    starts its candidate process while it waits for a job."""
+    workers = cache_root() / "workers"
+    workers.mkdir(parents=True, exist_ok=True)
+    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
+    (cwd / "c").mkdir()
+    (cwd / "b").mkdir()
+    lock_fds: tuple[int, ...] = ()
+    if device.gpu_key is not None:
+        from arena.gpulock import open_fds
+
+        lock_fds = open_fds(device.gpu_key)     # this worker's own descriptions of the GPU's lock files
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    mode = "gpu" if device.runs_kernels else "cpu"
+    with open(cwd / "worker.log", "ab") as logf:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "arena.trusted", str(job_r), str(res_w), mode],
+            pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            cwd=cwd, env=_worker_env(device, cwd), start_new_session=True)
+    for fd in (job_r, res_w, *lock_fds):
+        os.close(fd)
+    return Worker(proc, job_w, res_r, cwd, lock_fds, time.monotonic())
+
+
+class Spares:
+    """Workers started ahead, per device and environment: each job takes one (or starts one if
+    none is ready) and starts a successor, so the next job of that kind finds a worker that
+    has already imported torch. No more wait idle for a kind than jobs of it are running, and
+    no more than ``MAX_IDLE`` in all (the oldest go first): a worker is three processes, each
+    with its own device context (about half a GB on an H100), so idle ones are kept few.
+    ``ARENA_SPARE_WORKERS=0`` turns this off (every job then starts its own worker)."""
+
+    MAX_IDLE = 4
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: dict[str, list[Worker]] = {}
+        self.running: dict[str, int] = {}
+
+    def enabled(self) -> bool:
+        return os.environ.get("ARENA_SPARE_WORKERS", "1") != "0"
+
+    def take(self, device: Any) -> tuple[str, Worker]:
+        key = _spare_key(device)
+        got = None
+        with self.lock:
+            self.running[key] = self.running.get(key, 0) + 1
+            pool = self.idle.setdefault(key, [])
+            while pool and got is None:
+                p = pool.pop(0)
+                if p.proc.poll() is None:
+                    got = p
+                else:
+                    p.discard()
+            want = self.enabled() and len(pool) < self.running[key]
+        if got is None:
+            got = spawn_worker(device)
+        if want:
+            spare = spawn_worker(device)
+            with self.lock:
+                self.idle.setdefault(key, []).append(spare)
+                self._trim()
+        return key, got
+
+    def release(self, key: str) -> None:
+        with self.lock:
+            self.running[key] = max(0, self.running.get(key, 0) - 1)
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep at most MAX_IDLE idle workers; the oldest go (under lock)."""
+        cap = self.MAX_IDLE
+        old = sorted(((p.started, id(p), k, p) for k, ps in self.idle.items() for p in ps), key=lambda t: t[:2])
+        for _, _, k, p in old[:max(0, len(old) - cap)]:
+            self.idle[k].remove(p)
+            p.discard()
+
+    def close(self) -> int:
+        with self.lock:
+            idle = [p for ps in self.idle.values() for p in ps]
+            self.idle.clear()
+        for p in idle:
+            p.discard()
+        return len(idle)
+
+
+SPARES = Spares()
+atexit.register(SPARES.close)
+LIVE: set[subprocess.Popen] = set()      # trusted processes running a job now, across the runner's threads
+LIVE_LOCK = threading.Lock()
+
+
+def kill_live_workers() -> int:
+    """Kill every worker still running (an interrupted run), and the ones started ahead;
+    returns how many were running a job."""
+    with LIVE_LOCK:
+        live = list(LIVE)
+    for proc in live:
+        kill_group(proc)
+    SPARES.close()
+    return len(live)
+
+
+# ------------------------------------------------------------------------------------------
+# The candidate process, started by the trusted process
+
+
+class CandidateGone(Exception):
+    """The candidate process can answer no more: ``why`` is died | timeout | forbidden |
+    protocol; ``message`` says what happened."""
+
+    def __init__(self, why: str, message: str):
+        super().__init__(message)
+        self.why = why
+        self.message = message
+
+
+class CandidatePeer:
+    """The trusted process's handle on its candidate process.
+
+    ``request(frame, deadline)`` sends one request and returns its reply (a frame of
+    ``CANDIDATE_REPLIES``). Requests carry a fresh random nonce that the reply must echo, so
+    a frame the candidate writes into the channel itself does not pass for the harness's.
+    ``CompilingNotice``s that arrive meanwhile go to ``on_notice``. A reply that breaks the
+    protocol, a process that died or a deadline that passed end the peer (CandidateGone); a
+    process ended by the audit hook leaves a notice on a pipe of its own, which says why."""
+
+    def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False):
+        self.cwd = cwd
+        cwd.mkdir(parents=True, exist_ok=True)
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        self.notice_r, notice_w = os.pipe()
+        argv = [str(req_r), str(rep_w), str(notice_w), mode]
+        if fork and _forkable():
+            self.proc = _fork_candidate(argv, (req_r, rep_w, notice_w), cwd, env)
+        else:
+            with open(cwd / "candidate.log", "ab") as logf:
+                # in the trusted process's group: the parent's kill of that group ends this one too
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-P", "-m", "arena.candidate", *argv], pass_fds=(req_r, rep_w, notice_w),
+                    stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
+        for fd in (req_r, rep_w, notice_w):
+            os.close(fd)
+        os.set_blocking(self.notice_r, False)
+        self.q: queue.Queue = queue.Queue()
+        self.gone: CandidateGone | None = None
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                raw = read_frame(self.rep_r)
+            except Exception as exc:  # noqa: BLE001 - a garbled channel ends it
+                self.q.put(("garbled", str(exc)))
+                return
+            self.q.put(("frame", raw))
+            if raw is None:
+                return
+
+    def request(self, frame: Any, deadline: float | None = None,
+                on_notice: Callable[[CompilingNotice], None] | None = None) -> Any:
+        return self.finish(self.start(frame), deadline, on_notice)
+
+    def start(self, frame: Any) -> int:
+        """Send a request; its reply is ``finish``'s (one request in flight at a time)."""
+        if self.gone is not None:
+            raise self.gone
+        nonce = secrets.randbits(62)
+        try:
+            write_frame(self.req_w, {"nonce": nonce, "frame": encode(frame)})
+        except OSError:
+            self._end("died", "")
+        return nonce
+
+    def finish(self, nonce: int, deadline: float | None = None,
+               on_notice: Callable[[CompilingNotice], None] | None = None) -> Any:
+        if self.gone is not None:
+            raise self.gone
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self._end("timeout", "")
+            try:
+                kind, raw = self.q.get(timeout=None if left is None else max(left, 0.001))
+            except queue.Empty:
+                continue
+            if kind == "garbled":
+                self._end("protocol", f"a garbled frame on the candidate's channel: {raw}")
+            if raw is None:
+                self._end("died", "")
+            try:
+                if not isinstance(raw, dict) or raw.get("nonce") != nonce or set(raw) != {"nonce", "frame"}:
+                    raise ProtocolError("a frame on the candidate's channel does not answer the request in progress")
+                reply = decode(raw["frame"], CANDIDATE_REPLIES)
+            except ProtocolError as exc:
+                self._end("protocol", str(exc))
+            if isinstance(reply, CompilingNotice):
+                if on_notice is not None:
+                    on_notice(reply)
+                continue
+            return reply
+
+    def _end(self, why: str, message: str) -> None:
+        """Stop the process and raise why it can answer no more."""
+        if self.proc.poll() is None and why != "died":
+            self.proc.kill()
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        from arena.audit import FORBIDDEN_EXIT
+
+        notice = self._notice()
+        if notice is not None:
+            why, message = "forbidden", notice
+        elif rc == FORBIDDEN_EXIT:      # the audit hook's exit, its notice pipe closed by the candidate first
+            why, message = "forbidden", "the candidate did what candidates may not (the audit hook ended its process)"
+        elif why == "died":
+            how = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
+            message = f"the candidate process died ({how})" + self._log_tail()
+        elif why == "timeout":
+            message = "the candidate's call did not finish in time; its process was killed"
+        self.gone = CandidateGone(why, message)
+        raise self.gone
+
+    def _notice(self) -> str | None:
+        try:
+            data = os.read(self.notice_r, 65536)
+        except (BlockingIOError, OSError):
+            return None
+        if not data:
+            return None
+        from arena.audit import parse_notice
+
+        try:
+            return parse_notice(data.decode(errors="replace"))
+        except Exception:  # noqa: BLE001 - an unreadable notice is still a forbidden act
+            return f"the candidate did what candidates may not ({data[:200]!r})"
+
+    def _log_tail(self) -> str:
+        try:
+            tail = (self.cwd / "candidate.log").read_bytes()[-1500:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"\n--- candidate process output (tail) ---\n{tail}" if tail else ""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                write_frame(self.req_w, {"nonce": 0, "frame": {"type": "quit"}})
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for fd in (self.req_w, self.rep_r, self.notice_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _forkable() -> bool:
+    """This process runs no Python thread but its main one and has no device context: a fork
+    of it is sound (torch's own native threads are what its data loaders fork beside too)."""
+    if threading.active_count() != 1:
+        return False
+    torch = sys.modules.get("torch")
+    return torch is None or not torch.cuda.is_initialized()
+
+
+class _Forked:
+    """A forked child seen as ``subprocess.Popen`` is used here: pid, poll, wait, kill."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.01)
+        return self.returncode  # type: ignore[return-value]
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str]) -> _Forked:
+    """The candidate process as a fork of this one (the cpu backend: no device context here
+    yet, torch already imported, so the child starts in milliseconds instead of importing
+    everything again). The child keeps only its own descriptors (not this process's job and
+    result pipes, nor the GPU's lock), its own folder, environment and log, and runs
+    ``arena.candidate``'s main; it is forked before this process reads its job, so it holds
+    nothing of the task."""
+    log = os.open(cwd / "candidate.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    pid = os.fork()
+    if pid:
+        os.close(log)
+        return _Forked(pid)
+    code = 1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for fd in range(3, _max_fd()):
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        from arena import candidate
+
+        code = candidate.main(argv) or 0
+    except BaseException:  # noqa: BLE001 - the child never returns into the parent's code
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _max_fd() -> int:
+    try:
+        return max(int(x) for x in os.listdir("/proc/self/fd")) + 1
+    except (OSError, ValueError):
+        return 1024

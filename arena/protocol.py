@@ -1,0 +1,522 @@
+"""The typed frames that cross between the processes of an evaluation, and their codec.
+
+An evaluation has three processes: the parent (``arena.evaluate``), the trusted process
+(``arena.trusted``: inputs, reference, baseline, comparison, timing, decision) and the
+candidate process (``arena.candidate``: the candidate's code and nothing else of the task).
+Only the dataclasses below cross between them, as JSON objects with a ``type`` field;
+``decode`` rebuilds a frame and checks every field against its annotation (unknown types,
+missing or extra fields, wrong kinds of values and statuses a sender may not give are a
+``ProtocolError``). The candidate process is not trusted: the trusted process decodes what
+it says with ``decode(..., allowed=CANDIDATE_REPLIES)``, and a candidate can only report a
+failure of its own (``CANDIDATE_STATUSES``), never a pass, a harness error or a task error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from arena.records import Status
+
+# What the candidate process may say went wrong: failures of the candidate's own. A pass is
+# decided by the trusted process alone; the harness's and the task's faults are the trusted
+# process's to report.
+CANDIDATE_STATUSES = frozenset({
+    Status.COMPILE_ERROR, Status.LOAD_ERROR, Status.SIGNATURE_MISMATCH, Status.RUNTIME_ERROR,
+    Status.INCORRECT_SHAPE, Status.FORBIDDEN_CALL, Status.INTEGRITY_VIOLATION,
+})
+
+
+class ProtocolError(Exception):
+    """A frame that the protocol does not allow (wrong type, field, value or status)."""
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def frame(cls: type) -> type:
+    """Register a frame dataclass under its ``type`` name."""
+    name = cls.type
+    if name in _REGISTRY:
+        raise ValueError(f"frame type {name!r} registered twice")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """A frame as a JSON-ready dict (statuses as their values)."""
+    out = {"type": obj.type}
+    for f in dataclasses.fields(obj):
+        out[f.name] = _plain(getattr(obj, f.name))
+    return out
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(encode(obj)).encode()
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Status):
+        return v.value
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def decode(obj: Any, allowed: tuple[type, ...] | frozenset | None = None) -> Any:
+    """The frame a dict stands for, every field checked; ``allowed`` limits the frame types."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise ProtocolError("a frame is a JSON object with a string 'type'")
+    cls = _REGISTRY.get(obj["type"])
+    if cls is None:
+        raise ProtocolError(f"unknown frame type {obj['type']!r}")
+    if allowed is not None and cls not in allowed:
+        raise ProtocolError(f"a {obj['type']!r} frame is not expected here")
+    frame_obj = _build(cls, {k: v for k, v in obj.items() if k != "type"}, obj["type"])
+    statuses = getattr(cls, "statuses", None)
+    status = getattr(frame_obj, "status", None)
+    if statuses is not None and status is not None and status not in statuses:
+        raise ProtocolError(f"a {obj['type']!r} frame may not carry the status {status.value}")
+    return frame_obj
+
+
+def loads(raw: bytes | str, allowed: tuple[type, ...] | frozenset | None = None) -> Any:
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        raise ProtocolError(f"a frame is not JSON: {exc}") from None
+    return decode(obj, allowed)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{where}: expected an object")
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    extra = set(data) - set(fields)
+    if extra:
+        raise ProtocolError(f"{where}: unknown fields {sorted(extra)}")
+    kwargs = {}
+    for name, f in fields.items():
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise ProtocolError(f"{where}: missing field {name!r}")
+            continue
+        kwargs[name] = _value(data[name], hints[name], f"{where}.{name}")
+    return cls(**kwargs)
+
+
+def _value(v: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        opts = typing.get_args(hint)
+        if v is None and type(None) in opts:
+            return None
+        errors = []
+        for opt in opts:
+            if opt is type(None):
+                continue
+            try:
+                return _value(v, opt, where)
+            except ProtocolError as exc:
+                errors.append(str(exc))
+        raise ProtocolError("; ".join(errors) or f"{where}: null not allowed")
+    if hint is Any:
+        return v
+    if hint is Status:
+        try:
+            return Status(v)
+        except ValueError:
+            raise ProtocolError(f"{where}: unknown status {v!r}") from None
+    if hint is bool:
+        if not isinstance(v, bool):
+            raise ProtocolError(f"{where}: expected a boolean")
+        return v
+    if hint is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ProtocolError(f"{where}: expected an integer")
+        return v
+    if hint is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ProtocolError(f"{where}: expected a number")
+        return float(v)
+    if hint is str:
+        if not isinstance(v, str):
+            raise ProtocolError(f"{where}: expected a string")
+        return v
+    if origin in (list, tuple):
+        if not isinstance(v, list):
+            raise ProtocolError(f"{where}: expected a list")
+        args = typing.get_args(hint)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(v):
+                raise ProtocolError(f"{where}: expected {len(args)} items")
+            return tuple(_value(x, a, f"{where}[{i}]") for i, (x, a) in enumerate(zip(v, args)))
+        item = args[0] if args else Any
+        out = [_value(x, item, f"{where}[{i}]") for i, x in enumerate(v)]
+        return tuple(out) if origin is tuple else out
+    if origin is dict:
+        if not isinstance(v, dict):
+            raise ProtocolError(f"{where}: expected an object")
+        _, val = typing.get_args(hint) or (str, Any)
+        return {str(k): _value(x, val, f"{where}.{k}") for k, x in v.items()}
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, v, where)
+    raise ProtocolError(f"{where}: no rule for {hint!r}")  # pragma: no cover - a frame definition error
+
+
+# ------------------------------------------------------------------------------------------
+# The trusted process to the parent (signed: arena.channel)
+
+
+@dataclass
+class CorrectnessResult:
+    """One config's correctness gate: its status and the worst error over its seeds."""
+
+    status: Status
+    message: str = ""
+    seeds: list[int] = field(default_factory=list)
+    seed: int | None = None                       # the seed that failed, where one did
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    norm_err: float | None = None
+    mismatch_fraction: float | None = None
+    where: dict[str, Any] | None = None
+    lock: dict[str, float] = field(default_factory=dict)     # the GPU lock's counters over the config
+
+
+@dataclass
+class PerformanceResult:
+    """One config's timing: per side, its samples in microseconds and by which timer."""
+
+    status: Status
+    message: str = ""
+    spans_us: dict[str, list[float]] = field(default_factory=dict)
+    events_us: dict[str, list[float]] = field(default_factory=dict)
+    timers: dict[str, str] = field(default_factory=dict)
+    other_timer_median_us: dict[str, float] = field(default_factory=dict)
+    host_us: dict[str, list[float]] = field(default_factory=dict)
+    rounds: int = 0
+    n_sets: int = 0
+    wall_s: float = 0.0
+    profiler_s: float = 0.0
+    refresh_s: float = 0.0
+    warm_s: float = 0.0
+    verify_s: float = 0.0
+    prepare_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    timed_checks: int = 0
+    timed_bad: int = 0
+    kernels: list[str] = field(default_factory=list)          # the device activities of the candidate's calls
+    own_kernels: list[str] = field(default_factory=list)      # which of them this evaluation built from its file
+    incidental_share: float | None = None    # copies and fills: their share of the candidate's device time
+    baseline_incidental_share: float | None = None    # ... and of the baseline's
+
+
+@frame
+@dataclass
+class StageFrame:
+    type: ClassVar[str] = "stage"
+    stage: str
+    split: str = ""
+    config: str = ""
+
+
+@frame
+@dataclass
+class SandboxFrame:
+    type: ClassVar[str] = "sandbox"
+    applied: bool
+    reason: str = ""
+
+
+@frame
+@dataclass
+class LoadedFrame:
+    type: ClassVar[str] = "loaded"
+    parts: dict[str, float] = field(default_factory=dict)
+    lock_wait_s: float = 0.0
+
+
+@frame
+@dataclass
+class CorrectnessFrame:
+    type: ClassVar[str] = "correctness"
+    split: str
+    config: str
+    result: CorrectnessResult
+
+
+@frame
+@dataclass
+class PerformanceFrame:
+    type: ClassVar[str] = "performance"
+    split: str
+    config: str
+    result: PerformanceResult
+
+
+@frame
+@dataclass
+class LockFrame:
+    type: ClassVar[str] = "lock"
+    split: str
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@frame
+@dataclass
+class SplitDoneFrame:
+    type: ClassVar[str] = "split_done"
+    split: str
+
+
+@frame
+@dataclass
+class FailureFrame:
+    """The evaluation stopped: every config not reported yet gets this status."""
+
+    type: ClassVar[str] = "failure"
+    status: Status
+    message: str
+
+
+@frame
+@dataclass
+class DoneFrame:
+    type: ClassVar[str] = "done"
+
+
+REPORTS = (StageFrame, SandboxFrame, LoadedFrame, CorrectnessFrame, PerformanceFrame, LockFrame, SplitDoneFrame,
+           FailureFrame, DoneFrame)
+
+
+# ------------------------------------------------------------------------------------------
+# The trusted process to the candidate process (requests)
+
+
+@dataclass
+class CandidateSpec:
+    """What the candidate process needs to call the candidate: no task, no reference."""
+
+    language: str                 # hip | triton | reference
+    path: str
+    entry: str
+    n_inputs: int
+    n_outputs: int
+    scalar_types: list[str]       # int64 | int32 | float32, in call order
+    library: str = ""             # the built shared library (hip)
+    forbidden: list[str] = field(default_factory=list)    # torch functions the task forbids
+    trusted: bool = False         # the task's own reference, run as the candidate (torch2hip's starting point)
+
+
+@frame
+@dataclass
+class SetupRequest:
+    """Everything before the candidate's code runs: the environment, the filesystem sandbox,
+    the timer, the seal, the audit hook. Its failure is the harness's."""
+
+    type: ClassVar[str] = "setup"
+    candidate: CandidateSpec
+    env: dict[str, str] = field(default_factory=dict)
+    sandbox: dict[str, list[str]] | None = None       # hide / read / write (arena.sandbox)
+    llc_bytes: int = 0
+    timing: bool = False
+    probe: str = ""          # a small slot (arena.buffers) to map and answer through: the sharing works
+
+
+@frame
+@dataclass
+class LoadRequest:
+    """Load the candidate (import its module, or load its library): its code runs from now on."""
+
+    type: ClassVar[str] = "load"
+
+
+@frame
+@dataclass
+class MapRequest:
+    """Map one call's buffers (arena.buffers) under a slot number, with the call's scalars."""
+
+    type: ClassVar[str] = "map"
+    slot: int
+    handle: str
+    scalars: list[int | float] = field(default_factory=list)
+
+
+@frame
+@dataclass
+class ReleaseRequest:
+    type: ClassVar[str] = "release"
+    slots: list[int]
+
+
+@frame
+@dataclass
+class CallRequest:
+    type: ClassVar[str] = "call"
+    slot: int
+    trace: bool = True           # record the torch operators a Python candidate calls
+    copy_out: bool = True
+
+
+@frame
+@dataclass
+class BeginRequest:
+    """Start a timing session: the samples that follow are cut from one profiler trace."""
+
+    type: ClassVar[str] = "begin"
+    profiled: bool = True
+
+
+@frame
+@dataclass
+class SampleRequest:
+    type: ClassVar[str] = "sample"
+    slot: int
+    copy_out: bool = True
+
+
+@frame
+@dataclass
+class EndRequest:
+    type: ClassVar[str] = "end"
+
+
+@frame
+@dataclass
+class KernelsRequest:
+    type: ClassVar[str] = "kernels"
+
+
+@frame
+@dataclass
+class QuitRequest:
+    type: ClassVar[str] = "quit"
+
+
+REQUESTS = (SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
+            KernelsRequest, QuitRequest)
+
+
+# ------------------------------------------------------------------------------------------
+# The candidate process to the trusted process (replies and notices: not trusted)
+
+
+@frame
+@dataclass
+class ReadyReply:
+    type: ClassVar[str] = "ready"
+    sandbox_applied: bool = False
+    sandbox_reason: str = ""
+    seconds: float = 0.0
+
+
+@frame
+@dataclass
+class SetupFailReply:
+    """The setup failed (no candidate code had run: the harness's failure). Taken only as the
+    reply to the setup request."""
+
+    type: ClassVar[str] = "setup_fail"
+    message: str
+
+
+@frame
+@dataclass
+class LoadedReply:
+    type: ClassVar[str] = "loaded_reply"
+    seconds: float = 0.0
+
+
+@frame
+@dataclass
+class AckReply:
+    type: ClassVar[str] = "ack"
+
+
+@frame
+@dataclass
+class FailReply:
+    """The request failed through the candidate's fault (its import raised, its call raised,
+    it changed what the harness relies on, it called what it may not)."""
+
+    type: ClassVar[str] = "fail"
+    statuses: ClassVar[frozenset] = CANDIDATE_STATUSES
+    status: Status
+    message: str
+    context_lost: bool = False     # a sticky device error: nothing more can run in that process
+
+
+@frame
+@dataclass
+class CalledReply:
+    type: ClassVar[str] = "called"
+    host_us: float = 0.0
+
+
+@frame
+@dataclass
+class SampledReply:
+    """A timed call made: its host time (the call alone, microseconds), as that process saw it."""
+
+    type: ClassVar[str] = "sampled"
+    host_us: float = 0.0
+
+
+@dataclass
+class StepSample:
+    """One timed call: its device span, events + synchronize around it, and the device time
+    of each activity (kernel, copy, fill) inside its window, by name."""
+
+    span_us: float
+    events_us: float
+    activities: dict[str, float] = field(default_factory=dict)
+
+
+@frame
+@dataclass
+class SessionReply:
+    type: ClassVar[str] = "session"
+    samples: list[StepSample] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)     # "<step index>: <warning>"
+    profiler_s: float = 0.0
+
+
+@frame
+@dataclass
+class KernelsReply:
+    """The kernels Triton's JIT compiled from the candidate's own file (exact names)."""
+
+    type: ClassVar[str] = "kernels_reply"
+    names: list[str] = field(default_factory=list)
+
+
+@frame
+@dataclass
+class CompilingNotice:
+    """Sent while a request is in progress: the candidate's kernels are being compiled (host
+    work), so the trusted process may let the GPU's shared lock go meanwhile."""
+
+    type: ClassVar[str] = "compiling"
+    on: bool
+
+
+CANDIDATE_REPLIES = (ReadyReply, SetupFailReply, LoadedReply, AckReply, FailReply, CalledReply, SampledReply, SessionReply, KernelsReply, CompilingNotice)

@@ -1,0 +1,531 @@
+"""The trusted process of an evaluation: inputs, reference, baseline, comparison, timing, decision.
+
+The parent (``arena.evaluate``) starts ``python -m arena.trusted JOB_FD RESULT_FD MODE``,
+writes the job on JOB_FD and reads signed frames (``arena.protocol`` reports) from
+RESULT_FD. This process never runs candidate code: the candidate lives in a process of its
+own (``arena.candidate``), started by this one ahead of the job, which gets a call's buffers
+when the call is made and answers requests (``CandidateHandle``). Here live the task, its
+reference, its baseline (the starting kernel, the eager reference, torch.compile's), the
+GPU's lock, the correctness gate (``arena.correctness``) and the timing
+(``arena.performance``); whatever the candidate process changes in itself reaches none of
+them.
+
+A failure of the candidate process is the candidate's: a fault that loses its device
+context, a crash, a hang or a forbidden act ends it, and every config not run yet, in this
+split and the later ones, is recorded as the candidate's failure.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from arena.channel import read_frame, signed_writer
+from arena.calls import CandidateHandle, SharedSet
+from arena.correctness import GateFailure, check_config
+from arena.processes import CandidatePeer
+from arena.protocol import (CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
+                            LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest, SplitDoneFrame, StageFrame,
+                            encode)
+from arena.records import Status
+from arena.sides import Side
+
+class Evaluation:
+    def __init__(self, job: dict[str, Any], send: Callable[[Any], None], peer: CandidatePeer,
+                 base_peer: CandidatePeer | None = None):
+        import torch
+
+        from arena.gpulock import GpuLock
+        from arena.taskdef.loader import load_task
+
+        self.job = job
+        self._send = send
+        self.torch = torch
+        self.task = load_task(job["task_dir"], validate=False)
+        self.device = job["device"]
+        self.gpu = self.device["kind"] in ("cuda", "rocm")
+        self.torch_device = "cuda" if self.gpu else "cpu"
+        self.rng = random.SystemRandom()     # seeds no one can predict from the job
+        self.timeouts = dict(job.get("timeouts") or {})
+        self.deadline: float | None = None
+        self.stage_name, self.stage_limit = "load", 0.0
+        self.fatal: GateFailure | None = None
+        self.remote = CandidateHandle(self, peer)
+        # the baseline's calls are made in a process like the candidate's (running the task's own code): the two
+        # sides are called and timed the same way, and nothing the candidate's process does reaches it
+        self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
+        self.base_slots = None
+        self.candidate_trusted = bool(job["candidate"].get("trusted"))
+        self.own_hip_kernels = list(job["candidate"].get("kernels") or [])
+        # correctness shares the GPU with other evaluations; the timed rounds have it alone
+        self.gpu_lock = GpuLock(*(job.get("gpu_lock") or (None, None)))
+        if self.gpu and self.gpu_lock.active:
+            compile_off_gpu(self.gpu_lock)
+        self._slot_ids = 0
+        self._lost_at = ""
+        self.current = None      # the config whose timing work runs now (arena.performance)
+        self.slots = None
+        self.timer = None
+        self.marks: dict[str, float] = {}
+        self._mark = time.perf_counter()
+
+    @property
+    def lost(self) -> bool:
+        return self.fatal is not None
+
+    # -- frames --------------------------------------------------------------------------------
+    def send(self, frame: Any) -> None:
+        self._send(encode(frame))
+
+    def stage(self, stage: str, split: str = "", config: str = "") -> None:
+        """Tell the parent which stage runs now; requests to the candidate process get that
+        stage's time limit from now (the parent's own limit is a little longer)."""
+        limit = self.timeouts.get(f"{stage}_s", self.timeouts.get("load_s"))
+        self.deadline = time.monotonic() + float(limit) if limit else None
+        self.stage_name, self.stage_limit = stage, float(limit or 0)
+        self.send(StageFrame(stage=stage, split=split, config=config))
+
+    def mark(self, part: str) -> None:
+        """How long a part of loading took (seconds since the last mark), for the record."""
+        now = time.perf_counter()
+        self.marks[part] = round(self.marks.get(part, 0.0) + now - self._mark, 3)
+        self._mark = now
+
+    def sync(self) -> None:
+        if self.gpu:
+            self.torch.cuda.synchronize()
+
+    # -- the task's side -------------------------------------------------------------------------
+    def load_reference(self) -> ModuleType:
+        from arena.sides import import_file
+
+        try:
+            return import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
+        except BaseException as exc:  # noqa: BLE001
+            raise GateFailure(Status.TASK_ERROR, f"reference.py failed to import: {type(exc).__name__}: {exc}") \
+                from None
+
+    def set_config(self, config: Any) -> None:
+        """This config's shapes and scalars for the calls that follow."""
+        self._env = self.task.env(config)
+        self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
+
+    def make_inputs(self, seed: int) -> dict[str, Any]:
+        from arena.check.inputs import make_inputs
+
+        try:
+            return make_inputs(self.task, self._env, seed, self.torch_device, self.reference)
+        except self.torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise GateFailure(Status.TASK_ERROR, f"making inputs failed: {type(exc).__name__}: {exc}") from None
+
+    def expected(self, ins: dict[str, Any]) -> list:
+        """The reference on upcast clones of the inputs, one tensor per output."""
+        from arena.check.compare import compare_dtype
+        from arena.check.inputs import DTYPES, upcast
+
+        clones = [upcast(t.clone()) for t in ins.values()]
+        try:
+            result = self.reference.reference(*clones, *self._scalars)
+        except BaseException as exc:  # noqa: BLE001
+            raise GateFailure(Status.TASK_ERROR, f"the reference raised {type(exc).__name__}: {exc}") from None
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(results) != len(self.task.outputs):
+            raise GateFailure(Status.TASK_ERROR, f"the reference returned {len(results)} outputs, the signature "
+                                                 f"has {len(self.task.outputs)}")
+        out = []
+        for r, spec in zip(results, self.task.outputs):
+            shape = self.task.shape(spec, self._env)
+            if tuple(r.shape) != shape:
+                raise GateFailure(Status.TASK_ERROR, f"the reference's {spec.name!r} has shape {tuple(r.shape)}, "
+                                                     f"the signature says {shape}")
+            dt = DTYPES[spec.dtype]
+            out.append(r.to(compare_dtype(dt)) if dt.is_floating_point else r.to(dt))
+        return out
+
+    def mutated_input(self, ins: list, seed: int) -> tuple[int, dict[str, Any]]:
+        """Make the inputs again from the seed (nothing the candidate saw); return the index of
+        the first given input that differs from them (-1 if none) and the fresh inputs."""
+        from arena.check.compare import same_bytes
+
+        fresh = self.make_inputs(seed)
+        for k, (t, f) in enumerate(zip(ins, fresh.values())):
+            if not same_bytes(t, f):
+                return k, fresh
+        return -1, fresh
+
+    def output_specs(self) -> list[tuple[Any, tuple[int, ...]]]:
+        from arena.check.inputs import DTYPES
+
+        return [(DTYPES[s.dtype], self.task.shape(s, self._env)) for s in self.task.outputs]
+
+    def allocate_inputs(self) -> list:
+        """Buffers for a set's inputs (of this process's sides)."""
+        from arena.check.inputs import DTYPES
+
+        return [self.torch.empty(self.task.shape(s, self._env), dtype=DTYPES[s.dtype], device=self.torch_device)
+                for s in self.task.inputs]
+
+    def allocate_outputs(self) -> list:
+        """Outputs of a side of this process (the baseline, torch.compile's), poisoned."""
+        from arena.check.compare import poison_
+
+        return [poison_(self.torch.empty(shape, dtype=dt, device=self.torch_device))
+                for dt, shape in self.output_specs()]
+
+    # -- the candidate's buffers ----------------------------------------------------------------
+    def new_slot(self, remote: CandidateHandle | None = None) -> SharedSet:
+        """Buffers for one call of the current config, mapped in the process of ``remote``
+        (the candidate's by default). Each process's buffers come from a memory pool of their
+        own: the candidate's never share a block with the baseline's."""
+        from arena.check.inputs import DTYPES
+
+        remote = remote or self.remote
+        maker = self.base_slots if remote is self.base_remote else self.slots
+        specs = [(DTYPES[s.dtype], self.task.shape(s, self._env)) for s in self.task.inputs] + self.output_specs()
+        slot = maker.allocate(specs, [s.name for s in (*self.task.inputs, *self.task.outputs)])
+        n = len(self.task.inputs)
+        self._slot_ids += 1
+        shared = SharedSet(self._slot_ids, slot, slot.tensors[:n], slot.tensors[n:], remote)
+        self.sync()
+        try:
+            remote.map(shared.id, slot.handle, self._scalars)
+        except BaseException:
+            slot.close()
+            raise
+        return shared
+
+    def drop_slots(self, sets: list[SharedSet]) -> None:
+        if not sets:
+            return
+        for remote in {id(s.remote): s.remote for s in sets}.values():
+            if remote is self.remote and self.lost:
+                continue
+            try:
+                remote.release([s.id for s in sets if s.remote is remote])
+            except GateFailure as exc:
+                if exc.fatal and remote is self.remote:
+                    self.fatal = exc
+        for s in sets:
+            s.ins, s.outs = [], []
+            s.slot.close()
+
+    def fill_inputs(self, seed: int, *targets: list) -> None:
+        """The inputs of ``seed`` into the input buffers of each of ``targets`` (the candidate's
+        call, the baseline's, this process's own sides'): made once, copied to each."""
+        made = self.make_inputs(seed)
+        for ins in targets:
+            for dst, src in zip(ins, made.values()):
+                dst.copy_(src)
+        del made
+
+    def release_memory(self) -> None:
+        """Give the blocks torch's allocator caches back to the device, so evaluations sharing
+        it can use them (after each config)."""
+        if self.gpu:
+            import gc
+
+            for maker in (self.slots, self.base_slots):
+                if maker is not None:
+                    maker.renew()
+            gc.collect()
+            with self.gpu_lock.shared():
+                self.torch.cuda.empty_cache()
+                try:
+                    self.torch.cuda.ipc_collect()
+                except Exception:  # noqa: BLE001 - nothing shared to collect
+                    pass
+
+    # -- the run --------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.load()
+        for split in self.job["splits"]:
+            self.run_split(split)
+
+    def load(self) -> None:
+        """The task's side here (reference, baseline, torch.compile's, the timer) while the
+        candidate process prepares itself, then the candidate there."""
+        from arena.buffers import SlotMaker
+
+        self.stage("load")
+        waited = self.gpu_lock.waited_s
+        cand = self.job["candidate"]
+        spec = CandidateSpec(language=cand["language"], path=cand.get("path") or str(self.task.reference_path),
+                             entry="reference" if cand["language"] == "reference" else self.task.entry,
+                             n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
+                             scalar_types=[s.type for s in self.task.scalars], library=cand.get("library") or "",
+                             forbidden=list(self.task.forbidden), trusted=self.candidate_trusted)
+        timing = bool(self.job.get("timing"))
+        self.slots = SlotMaker(self.torch_device, Path(self.job["candidate_dir"]) / "slots")
+        # a probe of the buffer sharing, answered before any candidate code runs: its failure is the harness's
+        probe = self.slots.allocate([(self.torch.int64, (2,))])
+        token = self.rng.getrandbits(40)
+        probe.tensors[0].copy_(self.torch.tensor([token, 0]))
+        self.sync()
+        self.remote.start_setup(SetupRequest(candidate=spec, env=dict(self.job.get("candidate_env") or {}),
+                                             sandbox=self.job.get("sandbox"),
+                                             llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing,
+                                             probe=probe.handle))
+        self._mark = time.perf_counter()
+        self.reference = self.load_reference()
+        self.mark("reference")
+        self.baseline = None
+        base_probe = None
+        if timing and self.job.get("baseline"):
+            if self.base_remote is None:
+                raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
+            b = self.job["baseline"]
+            base_spec = CandidateSpec(
+                language=b["language"], path=b.get("path") or str(self.task.reference_path),
+                entry="reference" if b["language"] == "reference" else self.task.entry,
+                n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
+                scalar_types=[s.type for s in self.task.scalars], library=b.get("library") or "", trusted=True)
+            self.base_slots = SlotMaker(self.torch_device, Path(self.job["baseline_dir"]) / "slots")
+            base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
+            base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
+            self.sync()
+            self.base_remote.start_setup(SetupRequest(
+                candidate=base_spec, env=dict(self.job.get("env") or {}), sandbox=None,
+                llc_bytes=int(self.device.get("llc_bytes") or 0), timing=True, probe=base_probe.handle))
+            self.baseline = self.base_remote
+        self.mark("baseline")
+        self.compiled = None
+        if self.gpu and timing and self.task.category == "torch2hip" and \
+                self.job.get("timing_params", {}).get("torch_compile"):
+            self.compiled = compiled_side(self)
+        if timing:
+            if self.gpu:
+                from arena.timing.timer import DeviceTimer
+
+                self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
+                if self.compiled is not None:     # a side timed here: the profiler and our kernels, ahead
+                    self.timer.sample_round([])
+                    self.mark("profiler")
+                    self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)],
+                                            alone=self.gpu_lock.shared)
+                self.mark("timer")
+            else:
+                from arena.timing.timer import HostTimer
+
+                self.timer = HostTimer()
+        if base_probe is not None:
+            self.base_remote.finish_setup()
+            answer = int(base_probe.tensors[0][1])
+            base_probe.close()
+            if answer != token + 1:
+                raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with the baseline's process are not shared "
+                                                        f": the probe read {answer}, not {token + 1}")
+            self.base_remote.load()
+            self.mark("baseline")
+        ready = self.remote.finish_setup()
+        answer = int(probe.tensors[0][1])
+        probe.close()
+        if answer != token + 1:
+            raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with the candidate process are not shared "
+                                                    f"({self.slots.device}): the probe read {answer}, not {token + 1}")
+        self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason))
+        self.mark("setup")
+        self.remote.load()
+        self.mark("candidate")
+        self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
+
+    def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
+        """The GPU lock's counters (seconds), or their growth since an earlier reading."""
+        lk = self.gpu_lock
+        now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
+               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s,
+               "alone_s": lk.alone_s}
+        if since is None:
+            lk.longest_shared_s = 0.0
+            return now
+        out = {k: round(v - since.get(k, 0.0), 3) for k, v in now.items()}
+        out["longest_shared_s"] = round(lk.longest_shared_s, 3)
+        return out
+
+    def not_run(self, name: str, config: str, where: str) -> CorrectnessResult:
+        """A config the candidate can no longer run: its failure, with why."""
+        f = self.fatal
+        assert f is not None
+        return CorrectnessResult(status=f.status, message=f"not run: {_why_gone(f)} {where}")
+
+    def run_split(self, split: dict[str, Any]) -> None:
+        from arena.taskdef.loader import Config
+
+        name = split["split"]
+        configs = [Config(**cfg) for cfg in split["configs"]]
+        all_passed = True
+        for config in configs:
+            if self.lost:        # the candidate's process is gone: the rest is its failure too
+                self.send(CorrectnessFrame(split=name, config=config.name,
+                                           result=self.not_run(name, config.name, f"(at {self._lost_at})")))
+                all_passed = False
+                continue
+            self.stage("correctness", name, config.name)
+            lock0 = self.lock_stats()
+            result = check_config(self, config)
+            result.lock = self.lock_stats(lock0)
+            if self.lost and not self._lost_at:
+                self._lost_at = f"{name}/{config.name}"
+            self.send(CorrectnessFrame(split=name, config=config.name, result=result))
+            all_passed &= result.status is Status.PASSED
+        if all_passed and self.job.get("timing") and self.baseline is not None and not self.lost:
+            from arena.performance import time_split
+
+            time_split(self, name, configs)
+        self.send(SplitDoneFrame(split=name))
+
+    def send_lock(self, split: str, stats: dict[str, float]) -> None:
+        self.send(LockFrame(split=split, stats=stats))
+
+    def send_performance(self, split: str, config: str, result: PerformanceResult) -> None:
+        self.send(PerformanceFrame(split=split, config=config, result=result))
+
+
+def _why_gone(f: GateFailure) -> str:
+    if f.status is Status.RUNTIME_ERROR:
+        return "the device context was lost"
+    if f.status is Status.CRASHED:
+        return "the candidate process died"
+    if f.status is Status.TIMEOUT:
+        return "the candidate process was killed after a call did not finish in time"
+    return f"the candidate process was stopped ({f.status.value})"
+
+
+def compile_off_gpu(lock: Any) -> None:
+    """Triton's JIT compiler is host-only work: a kernel compiled on its first call inside a
+    shared section lets the GPU's lock go meanwhile (``GpuLock.off_gpu``), so no timed round of
+    another evaluation waits for it. Installed before any kernel binds the compiler."""
+    try:
+        import triton.compiler as tc
+    except ImportError:
+        return
+    real = tc.compile
+    if getattr(real, "_arena_off_gpu", False):
+        return
+
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        with lock.off_gpu():
+            return real(*args, **kwargs)
+
+    compile._arena_off_gpu = True  # type: ignore[attr-defined]
+    tc.compile = compile
+    try:
+        import triton.compiler.compiler as tcc
+
+        tcc.compile = compile
+    except ImportError:
+        pass
+
+
+def off_gpu_backend(lock: Any, inner: Callable | None = None) -> Callable:
+    """A torch.compile backend: ``inner`` (inductor's compile_fx by default) with the GPU's lock
+    let go while it compiles (``GpuLock.off_gpu``); the compiled graph runs under the caller's
+    section as before."""
+    def backend(gm: Any, example_inputs: list) -> Any:
+        compile_fx = inner
+        if compile_fx is None:
+            from torch._inductor.compile_fx import compile_fx
+        with lock.off_gpu():
+            return compile_fx(gm, example_inputs)
+
+    return backend
+
+
+def compiled_side(ev: Evaluation) -> Side:
+    """torch2hip: torch.compile of the reference as a second denominator (recorded, never the
+    primary one). Inductor compiles in this process: its pool of compile processes failed to
+    compile (on an H200: every config after the first, which inductor compiles in-process
+    while the pool warms up). The backend compiles with the GPU's lock let go: no timed round
+    waits for it. Each config is compiled for its own shapes (arena.performance), as a user
+    of torch.compile at that shape would get it."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    inductor_config.compile_threads = 1
+    side = Side(CandidateSpec(language="reference", path="", entry="reference", n_inputs=len(ev.task.inputs),
+                              n_outputs=len(ev.task.outputs), scalar_types=[s.type for s in ev.task.scalars]),
+                function=ev.reference.reference)
+    side.fn = torch.compile(ev.reference.reference, backend=off_gpu_backend(ev.gpu_lock), dynamic=False)
+    return side
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def preload(mode: str) -> None:
+    """What every job needs, done while the process waits for one (``arena.processes``
+    starts it ahead): torch, the harness's modules and, on a GPU, Triton, the timer and the
+    device's context. Nothing here reads the job."""
+    import torch
+
+    import arena.check.compare  # noqa: F401
+    import arena.check.inputs  # noqa: F401
+    import arena.taskdef.loader  # noqa: F401
+    if mode == "gpu":
+        from arena.timing.timer import preload as timer_preload
+
+        torch.cuda.init()
+        timer_preload()
+
+
+def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
+    """A process of the candidate process's kind, in this process's folder ``name``."""
+    scratch = Path.cwd() / name
+    env = {**os.environ, "TMPDIR": str(scratch), "TRITON_CACHE_DIR": str(scratch / "triton"),
+           "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"), "CUDA_CACHE_PATH": str(scratch / "nv")}
+    return CandidatePeer(mode, scratch, env, fork=fork)
+
+
+def main(argv: list[str]) -> int:
+    in_fd, out_fd = int(argv[0]), int(argv[1])
+    mode = argv[2] if len(argv) > 2 else "cpu"
+    peers: list[CandidatePeer] = []
+    if mode == "gpu":
+        # the candidate's process and the baseline's (every GPU evaluation is timed) start now and
+        # preload while this one does; a device context cannot be forked
+        peers = [_peer(mode, "c"), _peer(mode, "b")]
+    try:
+        preload(mode)
+    except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
+        pass
+    if mode != "gpu":
+        # the cpu backend: the candidate's process is a fork of this one, torch already imported; the
+        # baseline's is started only for the rare job that times on the host's clock
+        peers = [_peer(mode, "c", fork=True)]
+    job = read_frame(in_fd)
+    os.close(in_fd)
+    if job is None:
+        for p in peers:
+            p.close()
+        return 2
+    os.environ.update(job.get("env") or {})     # this job's caches (read when first used; the baseline's process too)
+    send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
+    if len(peers) == 1 and job.get("timing") and job.get("baseline"):
+        peers.append(_peer(mode, "b"))
+    try:
+        ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 else None)
+        ev.run()
+        send(encode(DoneFrame()))
+    except GateFailure as exc:
+        send(encode(FailureFrame(status=exc.status, message=exc.message)))
+    except BaseException as exc:  # noqa: BLE001
+        send(encode(FailureFrame(status=Status.HARNESS_ERROR,
+                                 message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")))
+    for p in peers:
+        p.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
+    from arena import trusted as _self
+
+    sys.exit(_self.main(sys.argv[1:]))
