@@ -481,6 +481,11 @@ REFUSED = {
                                                    "rocm": "hipDeviceReset"},
     "tests/exploits/candidates/background_thread.hip": {"cuda": "std::thread",
                                                         "rocm": "std::thread"},
+    "tests/exploits/candidates/constructor_python.hip": {"cuda": "from .init_array at load",
+                                                         "rocm": "from .init_array at load"},
+    "tests/exploits/candidates/spoof_vendor_name.hip": {"cuda": "dlsym", "rocm": "dlsym"},
+    "tests/exploits/candidates/l2_persist.hip": {"cuda": "cudaStreamSetAttribute",
+                                                 "rocm": "hipDeviceSetCacheConfig"},
 }
 
 
