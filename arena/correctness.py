@@ -35,7 +35,20 @@ class GateFailure(Exception):
 
 
 def out_of_memory(message: str) -> bool:
-    return "out of memory" in message.lower()
+    """The message of a failure for want of device memory (torch's, CUDA's or HIP's words)."""
+    text = message.lower()
+    return "out of memory" in text or "outofmemory" in text
+
+
+def task_failure(what: str, exc: BaseException) -> GateFailure:
+    """The failure of the task's own code (its reference, input maker or baseline) raising
+    ``exc``: TASK_ERROR, unless the device ran out of memory, which is the harness's to answer
+    for (the GPU is shared, or its budget was wrong): HARNESS_ERROR, with a message that the
+    out-of-memory retries recognise. Neither is the candidate's."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or out_of_memory(text):
+        return GateFailure(Status.HARNESS_ERROR, f"out of memory in {what}: {text}"[:2000])
+    return GateFailure(Status.TASK_ERROR, f"{what} failed: {text}"[:2000])
 
 
 def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:

@@ -30,7 +30,7 @@ from arena.decision import assemble, phase_times
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.protocol import REPORTS, ProtocolError, StageFrame, decode
-from arena.records import ConfigResult, Status, Verdict
+from arena.records import ConfigResult, Status, Verdict, file_sha256
 from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Candidate:
 
     def sha256(self) -> str:
         try:
-            return hashlib.sha256(self.source_path.read_bytes()).hexdigest()
+            return file_sha256(self.source_path)
         except OSError:
             return ""
 
@@ -155,13 +155,33 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
             library, kernels = res.library, list(res.kernels)
     info = {"builds": builds}
     if not device.runs_kernels:
-        built = [f"{b['target']} {b['arch']}" for b in builds if b["ok"]]
-        skipped = [f"{b['target']} {b['arch']} ({b['skipped']})" for b in builds if b.get("skipped")]
-        return _Built(status=Status.NOT_RUNNABLE, info=info,
-                      message=("HIP compiled for " + ", ".join(built) if built else "HIP not compiled") +
-                              (f"; skipped {', '.join(skipped)}" if skipped else "") +
-                              "; the cpu backend cannot run it (compile-only)")
+        return _Built(status=Status.NOT_RUNNABLE, info=info, message=not_runnable_reason(info))
     return _Built(job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels}, info=info)
+
+
+_COMPILER_OF = {"cuda": "nvcc", "rocm": "hipcc"}
+
+
+def not_runnable_reason(build: Mapping[str, Any]) -> str:
+    """Why a HIP candidate was not run, in one line, from its verdict's ``build``: the archs it
+    was compiled for, those it was not and why, and that nothing here runs it, e.g.
+    "compiled for sm_90 and gfx90a; not run: no GPU" or "not compiled: no nvcc or hipcc;
+    not run: no GPU"."""
+    builds = [b for b in (build.get("builds") or []) if isinstance(b, Mapping)]
+    built = [str(b.get("arch")) for b in builds if b.get("ok")]
+    skipped = [b for b in builds if b.get("skipped")]
+    parts = []
+    if built:
+        parts.append("compiled for " + " and ".join(built))
+    if skipped:
+        absent = [_COMPILER_OF.get(str(b.get("target")), str(b.get("target"))) for b in skipped
+                  if "not found" in str(b["skipped"])]
+        why = (["no " + " or ".join(absent)] if absent else []) + \
+            [str(b["skipped"]) for b in skipped if "not found" not in str(b["skipped"])]
+        where = "" if not built else " for " + " and ".join(str(b.get("arch")) for b in skipped)
+        parts.append(f"not compiled{where}: " + "; ".join(why))
+    parts.append("not run: no GPU")
+    return "; ".join(parts)
 
 
 def _baseline_side(task: Task) -> tuple[str, Path | None]:
@@ -169,6 +189,24 @@ def _baseline_side(task: Task) -> tuple[str, Path | None]:
         return "reference", None
     path = task.kernel_file("baseline")
     return _language_of(path), path
+
+
+# the splits whose shapes are sized for a GPU (the timing window of an H100/H200); on the cpu
+# backend the Triton interpreter would take minutes a config and end in a TIMEOUT that blames
+# the kernel for the machine, so there only the smoke split runs
+GPU_SPLITS = ("seen", "heldout", "random")
+
+
+def require_runnable_splits(splits: Sequence[str], device: Device) -> None:
+    """Refuse, in one line (an ArenaError), splits this device cannot run: on the cpu backend
+    seen, heldout and random need a GPU, and smoke is the split that runs."""
+    if device.runs_kernels:
+        return
+    asked = [s for s in GPU_SPLITS if s in splits]
+    if asked:
+        raise ArenaError(f"{', '.join(asked)} {'needs' if len(asked) == 1 else 'need'} a GPU (--device cuda or "
+                         f"rocm): {'its' if len(asked) == 1 else 'their'} shapes are sized for one; the cpu backend "
+                         "runs the smoke split (--split smoke)", key="--split")
 
 
 def configs_of_splits(task: Task, splits: Sequence[str], device: Device, split_seed: int | None,
@@ -195,7 +233,8 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
              deadline_s: float | None = None) -> list[Verdict]:
     """Run the gates on one candidate over the given splits; one Verdict per split.
 
-    ``splits`` names splits (seen, heldout, smoke, random) or maps names to configs. The
+    ``splits`` names splits (seen, heldout, smoke, random; on the cpu backend smoke only:
+    ``require_runnable_splits``) or maps names to configs. The
     random split is drawn here from the task's shape space with ``split_seed`` (a fresh
     secret if None), ``random_configs`` configs, within the device's limits. ``seeds``
     fixes the input seeds (to reproduce a record); by default the worker draws fresh ones
@@ -212,6 +251,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     if isinstance(splits, Mapping):
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
+        require_runnable_splits(splits, device)
         if "random" in splits and split_seed is None:
             from arena.taskdef.shapes import new_secret
 

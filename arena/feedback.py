@@ -77,7 +77,8 @@ def summarize(v: Verdict) -> dict[str, Any]:
         "passed": v.counts_as_pass,
         "configs_passed": sum(c.status is Status.PASSED for c in v.configs), "configs": configs,
         "speedup_median": round(statistics.median(speeds), 4) if speeds else None,
-        "speedup_geomean": v.speedup, "flags": list(v.flags), "reward": round(v.reward, 4),
+        "speedup_geomean": v.speedup, "flags": list(v.flags),
+        "scored": v.status.scored, "reward": round(v.reward, 4) if v.reward is not None else None,
     }
     if v.message:
         out["message"] = _trim(v.message)
@@ -94,7 +95,8 @@ def render(summary: dict[str, Any]) -> str:
     if summary.get("speedup_median") is not None:
         lines[0] += (f"; speedup median {summary['speedup_median']:.3f}x"
                      + (f", geomean {summary['speedup_geomean']:.3f}x" if summary.get("speedup_geomean") else ""))
-    lines[0] += f"; reward {summary['reward']:+.3f}"
+    lines[0] += (f"; reward {summary['reward']:+.3f}" if summary.get("reward") is not None else
+                 "; no reward: not the candidate's failure (the harness's, the task's or this machine's)")
     if summary.get("message"):
         lines += ["", summary["message"].rstrip()]
     lines.append("")

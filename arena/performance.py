@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from arena.correctness import OOM_RETRIES, GateFailure, out_of_memory
+from arena.correctness import OOM_RETRIES, GateFailure, out_of_memory, task_failure
 from arena.protocol import PerformanceResult
 from arena.records import Status
 
@@ -363,10 +363,7 @@ class ConfigTiming:
             except GateFailure:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the task's own code failed
-                if isinstance(exc, ev.torch.cuda.OutOfMemoryError):
-                    raise
-                raise GateFailure(Status.TASK_ERROR, f"the task's {name} failed: {type(exc).__name__}: {exc}"[:2000]) \
-                    from None
+                raise task_failure(f"the task's {name}", exc) from None
             self.host_us[name].append((time.perf_counter() - t0) * 1e6)
 
         def local_after(i: int) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import json
 import math
 import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 RECORD_VERSION = 1
 
@@ -43,6 +44,19 @@ class Status(str, enum.Enum):
     @property
     def passed(self) -> bool:
         return self is Status.PASSED
+
+    @property
+    def infra(self) -> bool:
+        """A failure of the task or the harness (TASK_ERROR, HARNESS_ERROR): not the candidate's."""
+        return _KIND[self] == "infra"
+
+    @property
+    def scored(self) -> bool:
+        """Whether a verdict of this status counts in an agent's rates, speedups, drops and reward.
+        Infrastructure failures do not (they are the harness's or the task's, and ``arena run
+        --resume`` redoes them), nor does NOT_RUNNABLE (the machine cannot run the candidate:
+        HIP on the cpu backend). Everything else does, failures included."""
+        return _KIND[self] not in ("infra", "not_runnable")
 
     @property
     def kind(self) -> str:
@@ -79,7 +93,10 @@ SUSPICIOUS_FLAGS = ("above_roofline", "no_device_work")
 _REWARD = {"incorrect": -2.0, "runtime": -3.0, "init": -4.0, "compile": -5.0, "timeout": -7.0}
 
 
-def reward(status: Status, speedup: float | None) -> float:
+def reward(status: Status, speedup: float | None) -> float | None:
+    """None where the status is not scored (``Status.scored``): no reward, not a low one."""
+    if not status.scored:
+        return None
     if status is Status.PASSED:
         return (speedup - 1.0) if speedup is not None else 0.0
     return _REWARD.get(status.kind, -6.0)
@@ -165,6 +182,9 @@ class Verdict:
     agent_run: dict[str, Any] = field(default_factory=dict)   # an agent's run: wall_s, exit_reason, tokens, cost
     phases: dict[str, float] = field(default_factory=dict)    # the evaluation's seconds: build, start, load,
     #                                                            correctness, timing, lock_wait (arena.evaluate)
+    # which evaluation of this (run, agent, task, repeat, split) this is: 1, then 2, 3 ... where
+    # ``arena run --resume`` redid an infrastructure failure; the latest one stands (``current``)
+    attempt: int = 1
     record_version: int = RECORD_VERSION
 
     @property
@@ -185,9 +205,17 @@ class Verdict:
         return float(statistics.median(s))
 
     @property
-    def reward(self) -> float:
-        """KernelBench environment reward (METHODOLOGY.md): a pass earns median speedup - 1."""
-        return reward(self.status, self.median_speedup) if not self.suspicious else -6.0
+    def key(self) -> tuple[str, str, str, int, str]:
+        """What one verdict is of: (run, agent, task, repeat, split)."""
+        return (self.run_id, self.agent, self.task_id, self.repeat, self.split)
+
+    @property
+    def reward(self) -> float | None:
+        """KernelBench environment reward (METHODOLOGY.md): a pass earns median speedup - 1; a
+        status that is not scored (an infrastructure failure, NOT_RUNNABLE) has none."""
+        if self.status is Status.PASSED and self.suspicious:
+            return -6.0
+        return reward(self.status, self.median_speedup)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -253,8 +281,24 @@ def append(path: Path, verdict: Verdict) -> None:
         os.fsync(f.fileno())
 
 
+def file_sha256(path: Path) -> str:
+    """The content hash a record names a file by (a candidate, a task's kernel)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def current(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts that stand: for each (run, agent, task, repeat, split) the last one written.
+    An earlier one was an infrastructure failure that ``arena run --resume`` redid; it stays in
+    records.jsonl (nothing recorded is lost) but no longer counts. Order: as first written."""
+    latest: dict[tuple, Verdict] = {}
+    for v in verdicts:
+        latest[v.key] = v        # a dict keeps the key's first place
+    return list(latest.values())
+
+
 def read(path: Path) -> Iterator[Verdict]:
-    """The complete records of a file, in order (a torn last line is skipped)."""
+    """The complete records of a file, in order (a torn last line is skipped), superseded ones included
+    (``current`` keeps those that stand)."""
     if not path.is_file():
         return
     with open(path, "rb") as f:

@@ -12,7 +12,8 @@ one device or on several GPUs (``gpus``), ``workers_per_gpu`` threads each, or a
 (``executor="ray"``). Evaluations sharing a GPU are timed one at a time
 (``arena.gpulock``). A task
 that fails to load or an evaluation that breaks the harness is recorded as a failure and
-the run goes on.
+the run goes on; ``resume`` redoes infrastructure failures (not the candidate's) up to a limit
+the run states, and the latest verdict of a split stands.
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ from arena import records
 from arena.agents import get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.evaluate import configs_of_splits
+from arena.evaluate import configs_of_splits, require_runnable_splits
 from arena.records import Verdict
 from arena.units import RunPlan, Unit, _settings, _task_id_of, run_unit
 
 log = logging.getLogger(__name__)
+
+# how many times ``arena run --resume`` redoes a split whose verdict was an infrastructure failure
+INFRA_RETRIES = 2
 
 
 def open_run(out: Path, meta: dict) -> Path:
@@ -70,7 +74,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         on_verdict: Callable[[Verdict], None] | None = None, gpus: Sequence[int] | None = None,
         executor: str = "local", ray_address: str | None = None, prebuild: bool = True,
         build_jobs: int | None = None, on_start: Callable[[int], None] | None = None,
-        workers_per_gpu: int = 1) -> list[Verdict]:
+        workers_per_gpu: int = 1, infra_retries: int | None = None) -> list[Verdict]:
     """Execute a plan into ``out``; returns the verdicts written by this call.
 
     ``gpus``: GPU indices; ``workers_per_gpu`` worker threads on each (default one), all
@@ -83,8 +87,14 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     CPU core first (``arena.toolchain.prebuild``): HIP into the shared content-addressed cache,
     Triton's launches on the run's configs into warm folders that seed each evaluation's
     Triton cache; what was done is appended to ``prebuild.jsonl``. On Ray the prebuild runs
-    on the driver's machine, so it helps the workers there only."""
+    on the driver's machine, so it helps the workers there only.
+    ``infra_retries``: how many times ``resume`` redoes a split whose verdict is an
+    infrastructure failure (TASK_ERROR, HARNESS_ERROR; not the candidate's), evaluating the
+    same candidate again; the run states it in run.json (default ``INFRA_RETRIES``) and each
+    verdict says which attempt it is. The latest verdict of a split stands
+    (``records.current``)."""
     out = Path(out)
+    require_runnable_splits(plan.splits, device)     # before anything is written: one line, no records
     rec_path = out / "records.jsonl"
     if rec_path.exists() and any(True for _ in records.read(rec_path)) and not resume:
         raise ArenaError("the run directory already holds records; pass --resume to finish it, or choose "
@@ -93,7 +103,10 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         raise ArenaError(f"unknown executor {executor!r}; choose local or ray", key="--executor")
     if workers_per_gpu < 1:
         raise ArenaError(f"--workers-per-gpu must be at least 1, not {workers_per_gpu}", key="--workers-per-gpu")
-    open_run(out, {"agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
+    if infra_retries is not None and infra_retries < 0:
+        raise ArenaError(f"--infra-retries must be 0 or more, not {infra_retries}", key="--infra-retries")
+    limit = retry_limit(out, infra_retries)
+    open_run(out, {"infra_retries": limit, "agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
                    "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
                    "gpus": list(gpus) if gpus else None, "workers_per_gpu": workers_per_gpu,
                    "executor": executor})
@@ -102,7 +115,10 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
             (k, v) for k, v in plan.timing_params if k != "gpu_share") + (("gpu_share", workers_per_gpu),))
     run_id = out.name
     previous = list(records.read(rec_path))
-    done = {(v.agent, v.task_id, v.repeat, v.split) for v in previous}
+    standing = records.current(previous)
+    # a split is done unless its verdict is an infrastructure failure with retries left
+    done = {(v.agent, v.task_id, v.repeat, v.split) for v in standing if not redoable(v, limit)}
+    attempts = {(v.agent, v.task_id, v.repeat, v.split): v.attempt for v in standing}
     # one secret per run, kept across --resume (it is in the records, never in a workspace)
     split_seed = plan.seed if plan.seed is not None else next(
         (v.split_seed for v in previous if v.split_seed is not None), None)
@@ -121,6 +137,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         with lock:                       # one writer at a time: whole lines, fsynced
             if stop.is_set():            # interrupted: what finishes now was cut short, not failed
                 return
+            v.attempt = attempts.get((v.agent, v.task_id, v.repeat, v.split), 0) + 1
             records.append(rec_path, v)
             written.append(v)
             if on_verdict:
@@ -172,6 +189,29 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         kill_live_workers()
         raise
     return written
+
+
+def redoable(v: Verdict, limit: int) -> bool:
+    """An infrastructure failure that ``resume`` may still redo: attempts 1 .. limit + 1."""
+    return v.status.infra and v.attempt <= limit
+
+
+def retry_limit(out: Path, asked: int | None) -> int:
+    """The run's limit on redoing infrastructure failures: as asked, else as its run.json states
+    (a resumed run keeps its own), else ``INFRA_RETRIES``. What is asked is written back."""
+    meta_path = Path(out) / "run.json"
+    meta = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text())
+        except ValueError:
+            raise ArenaError("run.json is not valid JSON", path=meta_path) from None
+    if asked is None:
+        stated = meta.get("infra_retries", INFRA_RETRIES)
+        return stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else INFRA_RETRIES
+    if meta and meta.get("infra_retries") != asked:
+        meta_path.write_text(json.dumps({**meta, "infra_retries": asked}, indent=2))
+    return asked
 
 
 def _on_gpu(device: Device, index: int) -> Device:

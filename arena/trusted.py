@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from arena.channel import read_frame, signed_writer
 from arena.calls import CandidateHandle, SharedSet
-from arena.correctness import GateFailure, check_config
+from arena.correctness import GateFailure, check_config, task_failure
 from arena.processes import CandidatePeer
 from arena.protocol import (CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
                             LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest, SplitDoneFrame, StageFrame,
@@ -121,10 +121,8 @@ class Evaluation:
 
         try:
             return make_inputs(self.task, self._env, seed, self.torch_device, self.reference)
-        except self.torch.cuda.OutOfMemoryError:
-            raise
         except Exception as exc:  # noqa: BLE001
-            raise GateFailure(Status.TASK_ERROR, f"making inputs failed: {type(exc).__name__}: {exc}") from None
+            raise task_failure("making inputs", exc) from None
 
     def expected(self, ins: dict[str, Any]) -> list:
         """The reference on upcast clones of the inputs, one tensor per output."""
@@ -135,7 +133,7 @@ class Evaluation:
         try:
             result = self.reference.reference(*clones, *self._scalars)
         except BaseException as exc:  # noqa: BLE001
-            raise GateFailure(Status.TASK_ERROR, f"the reference raised {type(exc).__name__}: {exc}") from None
+            raise task_failure("the reference", exc) from None
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(results) != len(self.task.outputs):
             raise GateFailure(Status.TASK_ERROR, f"the reference returned {len(results)} outputs, the signature "

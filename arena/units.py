@@ -16,7 +16,7 @@ from arena.agents import AgentContext, Proposal, get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
-from arena.records import Status, Verdict
+from arena.records import Status, Verdict, file_sha256
 from arena.taskdef.loader import load_task
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,30 @@ def _settings(plan: RunPlan) -> dict:
             "auth_files": tuple(plan.auth_files)}
 
 
+PROPOSAL = "proposal.json"
+
+
+def keep_proposal(art: Path, source: Path, info: dict) -> None:
+    """Note what the agent proposed (its file, by content, and its run's figures), so that a
+    resumed run evaluates that file again instead of asking the agent a second time: the
+    splits of one attempt are all of one candidate, and an infrastructure failure redone costs
+    the agent nothing."""
+    (art / PROPOSAL).write_text(json.dumps({"file": source.name, "sha256": file_sha256(source), "info": info},
+                                           indent=1, default=str))
+
+
+def kept_proposal(art: Path) -> tuple[Path, dict] | None:
+    """The proposal noted in ``art`` if its file is there unchanged; None otherwise."""
+    try:
+        meta = json.loads((art / PROPOSAL).read_text())
+        source = art / meta["file"]
+        if source.is_file() and file_sha256(source) == meta["sha256"]:
+            return source, dict(meta.get("info") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
 def run_unit(unit: Unit, plan: RunPlan, device: Device, out: Path, run_id: str, split_seed: int | None,
              timing: bool | None) -> list[Verdict]:
     """Propose and evaluate one unit on one device; every failure becomes records, never an
@@ -81,18 +105,25 @@ def run_unit(unit: Unit, plan: RunPlan, device: Device, out: Path, run_id: str, 
         log.info("%s has nothing for %s; not attempted", agent_name, task_id)
         return []
     art = out / "artifacts" / agent_name / task_id / str(unit.repeat)
-    if art.exists():
-        shutil.rmtree(art)
-    art.mkdir(parents=True)
+    kept = kept_proposal(art)
+    if kept is None:
+        if art.exists():
+            shutil.rmtree(art)
+        art.mkdir(parents=True)
     ctx = AgentContext(device=device, run_dir=out, private_dirs=(out,), timing_params=dict(plan.timing_params))
     try:
-        proposed = agent.propose(task, art, ctx)
-        info = {}
-        if isinstance(proposed, Proposal):
-            proposed, info = proposed.path, proposed.info
+        if kept is not None:      # the agent's work stands: only its evaluation is owed (a resume)
+            proposed, info = kept
+        else:
+            proposed = agent.propose(task, art, ctx)
+            info = {}
+            if isinstance(proposed, Proposal):
+                proposed, info = proposed.path, proposed.info
         cand = Candidate(task, proposed, origin=agent_name)
         if cand.source_path.resolve() != (art / cand.source_path.name).resolve():
             shutil.copy2(cand.source_path, art / cand.source_path.name)
+        if kept is None:
+            keep_proposal(art, art / cand.source_path.name, info)
         verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
                             agent=agent_name, repeat=unit.repeat, split_seed=split_seed,
                             random_configs=plan.random_configs,

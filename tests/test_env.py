@@ -79,6 +79,27 @@ def test_call_time_limit_is_minus_seven(tmp_path):
     assert (r["status"], r["reward"]) == ("TIMEOUT", -7.0)
 
 
+def test_a_harness_failure_earns_no_reward_and_is_never_the_best(tmp_path, monkeypatch):
+    import arena.env as env_module
+
+    env = KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "run", select="best")
+    env.reset()
+    wrong = env.run_kernel(WRONG)
+    real = env_module.assess
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the harness broke")
+
+    monkeypatch.setattr(env_module, "assess", broken)
+    r = env.run_kernel(GOOD)
+    assert (r["status"], r["reward"], r["scored"], r["passed"]) == ("HARNESS_ERROR", None, False, False)
+    assert "the harness broke" in r["message"]
+    monkeypatch.setattr(env_module, "assess", real)
+    assert wrong["scored"] is True and wrong["reward"] == -2.0
+    # best: a scored submission, even a wrong one, stands above one the harness failed on
+    assert env.finish()["submission"] == 0
+
+
 def test_best_submission_is_scored_when_asked(tmp_path):
     env = KernelEnv(TASK, device="cpu", tasks_dir=FIX, run_dir=tmp_path / "run", select="best")
     env.reset()

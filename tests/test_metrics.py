@@ -55,7 +55,7 @@ def test_zero_correct_tasks():
           V("z", "torch2hip/b", "seen", "HARNESS_ERROR"), V("z", "torch2hip/b", "heldout", "HARNESS_ERROR")]
     by, _ = summary_of(vs)
     r = by[("z", "torch2hip")]
-    assert r.attempts == 2 and r.correct_seen == 0 and r.fast_1 == 0
+    assert r.attempts == 1 and r.correct_seen == 0 and r.fast_1 == 0     # the harness's failures are not scored
     assert math.isnan(r.drop_heldout) and r.n_seen_correct_heldout == 0
     assert math.isnan(r.speedup_seen_geomean)
 
@@ -130,3 +130,70 @@ def test_torch_compile_denominator_where_measured():
     r = by[("c", "torch2hip")]
     assert r.speedup_compiled_seen_geomean == pytest.approx(4.0) and r.n_compiled_seen == 2
     assert r.speedup_seen_geomean == pytest.approx(108 ** (1 / 3))
+
+
+CLEAN = [
+    V("a", "hip2hip/t1", "seen", "PASSED", 2.0), V("a", "hip2hip/t1", "heldout", "PASSED", 4.0),
+    V("a", "hip2hip/t2", "seen", "PASSED", 8.0), V("a", "hip2hip/t2", "heldout", "INCORRECT_NUMERICAL"),
+    V("a", "hip2hip/t3", "seen", "CRASHED"), V("a", "hip2hip/t3", "heldout", "CRASHED"),
+    V("a", "triton2triton/u1", "seen", "PASSED", 1.5), V("a", "triton2triton/u1", "heldout", "PASSED", 1.5),
+    V("a", "triton2triton/u2", "seen", "TIMEOUT"), V("a", "triton2triton/u2", "heldout", "TIMEOUT"),
+]
+
+# infrastructure failures and NOT_RUNNABLE mixed in: whole attempts, and single splits of attempts
+# that have scored splits too
+UNSCORED = [
+    V("a", "hip2hip/t4", "seen", "HARNESS_ERROR"), V("a", "hip2hip/t4", "heldout", "TASK_ERROR"),
+    V("a", "hip2hip/t5", "seen", "NOT_RUNNABLE"), V("a", "hip2hip/t5", "heldout", "NOT_RUNNABLE"),
+    V("a", "triton2triton/u3", "seen", "PASSED", 3.0), V("a", "triton2triton/u3", "heldout", "HARNESS_ERROR"),
+    V("a", "triton2triton/u4", "seen", "TASK_ERROR"), V("a", "triton2triton/u4", "heldout", "INCORRECT_SHAPE"),
+]
+
+
+def _same(x, y):
+    if isinstance(x, float) and math.isnan(x):
+        return isinstance(y, float) and math.isnan(y)
+    return x == pytest.approx(y)
+
+
+def test_infrastructure_failures_and_not_runnable_leave_every_score_as_without_them():
+    # u3 and u4 each add one scored split: compare with them given as if the other split was never run
+    partial = [v for v in UNSCORED if v.status.scored]
+    _, clean = summary_of(CLEAN + partial)
+    _, mixed = summary_of(CLEAN + UNSCORED)
+    assert list(clean.columns) == list(mixed.columns) and len(clean) == len(mixed)
+    for (_, a), (_, b) in zip(clean.iterrows(), mixed.iterrows()):
+        for col in clean.columns:
+            assert _same(a[col], b[col]), (a["agent"], a["category"], col, a[col], b[col])
+    by, _ = summary_of(CLEAN + UNSCORED)
+    r = by[("a", "all")]
+    assert r.attempts == 7                              # t4 and t5 had no scored split: not attempts
+    assert r.correct_seen == pytest.approx(4 / 6)       # u4's seen was the task's failure: not in the rate
+    assert r.n_seen_correct_heldout == 3                # u3 (seen ok) has no scored held-out: not in the drop
+    assert r.drop_heldout == pytest.approx(1 / 3)
+    assert r.fast_0 == pytest.approx(4 / 6)
+
+
+def test_unscored_verdicts_have_no_reward_and_are_listed_apart():
+    vf = metrics.verdict_frame(CLEAN + UNSCORED)
+    ns = metrics.not_scored(vf)
+    assert sorted(ns["status"]) == sorted(["HARNESS_ERROR", "TASK_ERROR", "NOT_RUNNABLE", "NOT_RUNNABLE",
+                                           "HARNESS_ERROR", "TASK_ERROR"])
+    assert ns["reward"].isna().all() and not ns["correct"].any()
+    assert all(v.reward is None for v in UNSCORED if not v.status.scored)
+    assert all(v.reward is not None for v in CLEAN)
+    pt = metrics.per_task(vf)
+    assert "hip2hip/t4" not in set(pt.task_id) and "hip2hip/t5" not in set(pt.task_id)
+    u3 = pt[pt.task_id == "triton2triton/u3"].iloc[0]
+    assert u3["correct_seen"] is True and u3["correct_heldout"] is None
+
+
+def test_the_latest_verdict_of_a_split_stands():
+    from arena.records import current
+
+    first = V("a", "hip2hip/t1", "seen", "HARNESS_ERROR")
+    other = V("a", "hip2hip/t1", "heldout", "PASSED", 2.0)
+    redone = V("a", "hip2hip/t1", "seen", "PASSED", 3.0)
+    redone.attempt = 2
+    assert current([first, other, redone]) == [redone, other]    # in the place first written
+    assert current([first, other]) == [first, other]

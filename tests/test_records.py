@@ -141,9 +141,9 @@ def test_nan_and_inf_fields_can_be_recorded(tmp_path):
     (Status.RUNTIME_ERROR, -3.0), (Status.CRASHED, -3.0),
     (Status.LOAD_ERROR, -4.0), (Status.SIGNATURE_MISMATCH, -4.0),
     (Status.COMPILE_ERROR, -5.0), (Status.COMPILE_TIMEOUT, -5.0),
-    (Status.TIMEOUT, -7.0),
-    (Status.TASK_ERROR, -6.0), (Status.HARNESS_ERROR, -6.0),
-    (Status.NOT_RUNNABLE, -6.0),
+    (Status.TIMEOUT, -7.0), (Status.FORBIDDEN_CALL, -6.0), (Status.INTEGRITY_VIOLATION, -6.0),
+    (Status.TASK_ERROR, None), (Status.HARNESS_ERROR, None),    # not the candidate's: no reward at all
+    (Status.NOT_RUNNABLE, None),
 ])
 def test_reward_of_failures(status, value):
     assert reward(status, None) == value
@@ -169,8 +169,23 @@ def test_every_status_has_a_kind():
     kinds = {"compile", "init", "incorrect", "runtime", "timeout", "integrity", "not_runnable", "infra", "passed"}
     for s in Status:
         assert s.kind in kinds
-        assert isinstance(reward(s, 1.0), float)
+        assert isinstance(reward(s, 1.0), float) if s.scored else reward(s, 1.0) is None
     assert {s.kind for s in Status} == kinds
     assert [s for s in Status if s.passed] == [Status.PASSED]
     assert Status("NAN_INF") is Status.NAN_INF and Status.NAN_INF == "NAN_INF"
     assert reward(Status.INTEGRITY_VIOLATION, None) == reward(Status.FORBIDDEN_CALL, None) == -6.0
+
+
+def test_the_task_s_code_running_out_of_memory_is_the_harness_s_failure():
+    import torch
+
+    from arena.correctness import out_of_memory, task_failure
+
+    oom = task_failure("making inputs", torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert oom.status is Status.HARNESS_ERROR and out_of_memory(oom.message)     # the retries know it
+    hip = task_failure("the reference", RuntimeError("HIP error: hipErrorOutOfMemory"))
+    assert hip.status is Status.HARNESS_ERROR
+    bad = task_failure("the reference", ValueError("shapes do not match"))
+    assert bad.status is Status.TASK_ERROR and bad.message == "the reference failed: ValueError: shapes do not match"
+    assert not Status.TASK_ERROR.scored and not Status.HARNESS_ERROR.scored and not Status.NOT_RUNNABLE.scored
+    assert all(s.scored for s in Status if s.kind not in ("infra", "not_runnable"))

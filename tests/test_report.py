@@ -84,3 +84,48 @@ def test_compare_two_runs(tmp_path, capsys):
     assert held.changed == [("hip2hip/a", "INCORRECT_NUMERICAL", "PASSED")]
     assert main(["compare", str(tmp_path / "runA"), str(tmp_path / "runB")]) == 0
     assert "INCORRECT_NUMERICAL -> PASSED" in " ".join(capsys.readouterr().out.split())   # wrapped or not
+
+
+def test_infrastructure_failures_are_reported_apart_and_not_scored(tmp_path):
+    (tmp_path / "runA").mkdir()
+    (tmp_path / "runA" / "run.json").write_text(json.dumps({"run_id": "runA", "infra_retries": 1}))
+    rows = RUN_A + [("special", "torch2hip/c", "seen", "HARNESS_ERROR", None),
+                    ("special", "torch2hip/c", "heldout", "TASK_ERROR", None),
+                    ("special", "hip2hip/d", "seen", "NOT_RUNNABLE", None)]
+    _write_run(tmp_path / "runA", rows)
+    files = build_report([tmp_path / "runA"], tmp_path / "rep")
+    summary = json.loads(files["summary_json"].read_text())["summary"]
+    special_all = next(r for r in summary if r["agent"] == "special" and r["category"] == "all")
+    assert special_all["attempts"] == 2 and special_all["correct_seen"] == 1.0     # as without c and d
+    assert "torch2hip" not in {r["category"] for r in summary}
+    md = files["md"].read_text()
+    infra = md.split("## Infrastructure failures (not scored)")[1].split("## ")[0]
+    assert "2 verdicts" in infra and "special: 1 HARNESS_ERROR; special: 1 TASK_ERROR" in infra
+    assert "2 of them can still be redone" in infra and "torch2hip/c heldout TASK_ERROR (attempt 1)" in infra
+    assert "## Not run on this machine (not scored)" in md and "hip2hip/d seen NOT_RUNNABLE" in md
+    assert "torch2hip/c" not in files["per_task_csv"].read_text()
+    assert "Infrastructure failures (not scored)</h2>" in files["html"].read_text()
+    # a redone split counts once, as redone; with the retries spent the report says so
+    records.append(tmp_path / "runA" / "records.jsonl", Verdict(
+        task_id="torch2hip/c", category="torch2hip", split="seen", status=Status.HARNESS_ERROR, candidate={},
+        device={"kind": "cpu", "name": "test"}, agent="special", run_id="runA", attempt=2))
+    records.append(tmp_path / "runA" / "records.jsonl", Verdict(
+        task_id="torch2hip/c", category="torch2hip", split="heldout", status=Status.TASK_ERROR, candidate={},
+        device={"kind": "cpu", "name": "test"}, agent="special", run_id="runA", attempt=2))
+    md = build_report([tmp_path / "runA"], tmp_path / "rep2")["md"].read_text()
+    infra = md.split("## Infrastructure failures (not scored)")[1].split("## ")[0]
+    assert "2 verdicts" in infra and "None has a retry left" in infra and "(attempt 2)" in infra
+
+
+def test_compare_leaves_unscored_verdicts_out_and_counts_correct_pairs(tmp_path, capsys):
+    untimed = [(a, t, s, st, None) for a, t, s, st, _ in RUN_A]
+    _write_run(tmp_path / "runA", untimed + [("special", "torch2hip/c", "seen", "HARNESS_ERROR", None)])
+    _write_run(tmp_path / "runB", untimed + [("special", "torch2hip/c", "seen", "PASSED", None)])
+    rows = {r.split: r for r in compare_runs(tmp_path / "runA", tmp_path / "runB", agent_a="special",
+                                             agent_b="special")}
+    seen = rows["seen"]
+    assert seen.n_common == 2 and seen.n_both_correct == 2 and seen.n_both_timed == 0   # c is not common
+    assert seen.changed == [] and seen.correct_diff == 0
+    assert main(["compare", str(tmp_path / "runA"), str(tmp_path / "runB")]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out

@@ -85,3 +85,91 @@ def test_a_harness_failure_is_recorded_and_the_run_goes_on(tasks_dir, tmp_path, 
     written = run(RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",), repeats=2), detect("cpu"), out)
     assert [w.status for w in written] == [Status.HARNESS_ERROR, Status.PASSED]
     assert "the harness broke" in written[0].message and written[0].status.kind == "infra"
+
+
+def _count_proposals(monkeypatch) -> list[str]:
+    """Wrap the agents the units get so that each proposal is counted."""
+    import arena.units as units
+
+    asked: list[str] = []
+    real_get = units.get_agent
+
+    class Counting:
+        def __init__(self, agent):
+            self._agent = agent
+
+        def __getattr__(self, name):
+            return getattr(self._agent, name)
+
+        def propose(self, task, art, ctx):
+            asked.append(task.id)
+            return self._agent.propose(task, art, ctx)
+
+    def get_agent(*args, **kwargs):
+        return Counting(real_get(*args, **kwargs))
+
+    monkeypatch.setattr(units, "get_agent", get_agent)
+    return asked
+
+
+def _failing_evaluate(monkeypatch, times: int) -> None:
+    import arena.units as units
+
+    real = units.evaluate
+    calls = []
+
+    def flaky(task, *args, **kwargs):
+        calls.append(task.id)
+        if len(calls) <= times:
+            raise RuntimeError("the harness broke")
+        return real(task, *args, **kwargs)
+
+    monkeypatch.setattr(units, "evaluate", flaky)
+
+
+def test_resume_redoes_a_harness_failure_with_the_same_candidate(tasks_dir, tmp_path, monkeypatch):
+    asked = _count_proposals(monkeypatch)
+    _failing_evaluate(monkeypatch, times=1)
+    axpy = tasks_dir / "triton2triton" / "axpy"
+    out = tmp_path / "runs" / "redo"
+    plan = RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",))
+    first = run(plan, detect("cpu"), out)
+    assert [(v.status, v.attempt) for v in first] == [(Status.HARNESS_ERROR, 1)]
+    again = run(plan, detect("cpu"), out, resume=True)
+    assert [(v.status, v.attempt) for v in again] == [(Status.PASSED, 2)]
+    assert asked == ["triton2triton/axpy"]          # the agent was asked once; its file was evaluated again
+    every = list(records.read(out / "records.jsonl"))
+    assert [v.status for v in every] == [Status.HARNESS_ERROR, Status.PASSED]   # nothing recorded is lost
+    assert [v.status for v in records.current(every)] == [Status.PASSED]
+    assert run(plan, detect("cpu"), out, resume=True) == []                   # a pass is not redone
+
+
+def test_resume_stops_redoing_at_the_run_s_limit(tasks_dir, tmp_path, monkeypatch):
+    import json
+
+    _failing_evaluate(monkeypatch, times=10)
+    axpy = tasks_dir / "triton2triton" / "axpy"
+    out = tmp_path / "runs" / "limit"
+    plan = RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",))
+    run(plan, detect("cpu"), out, infra_retries=1)
+    assert json.loads((out / "run.json").read_text())["infra_retries"] == 1
+    assert [v.attempt for v in run(plan, detect("cpu"), out, resume=True)] == [2]   # the run's own limit
+    assert run(plan, detect("cpu"), out, resume=True) == []
+    # asking for more on the command line raises the limit, and the run says so
+    assert [v.attempt for v in run(plan, detect("cpu"), out, resume=True, infra_retries=2)] == [3]
+    assert json.loads((out / "run.json").read_text())["infra_retries"] == 2
+    with pytest.raises(ArenaError, match="infra-retries"):
+        run(plan, detect("cpu"), out, resume=True, infra_retries=-1)
+
+
+def test_a_candidate_failure_is_not_redone(tasks_dir, tmp_path):
+    axpy = tasks_dir / "triton2triton" / "axpy"
+    out = tmp_path / "runs" / "cand"
+    plan = RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",))
+    run(plan, detect("cpu"), out)
+    # the recorded verdict is the candidate's own failure: resume owes nothing
+    recs = list(records.read(out / "records.jsonl"))
+    recs[0].status = Status.COMPILE_ERROR
+    (out / "records.jsonl").unlink()
+    records.append(out / "records.jsonl", recs[0])
+    assert run(plan, detect("cpu"), out, resume=True) == []

@@ -11,8 +11,10 @@ Feedback is the gates on the configs the agent may see (``arena.feedback``); ``f
 scores the last or the best submission on seen, held-out and random configs and appends
 the Verdicts to the run directory's records.jsonl, so ``arena report`` works on episodes.
 Rewards: a pass earns median speedup - 1; incorrect -2; execution failure -3;
-initialization failure -4; compilation failure -5; unknown -6; an exception or the per-call
-time limit -7.
+initialization failure -4; compilation failure -5; unknown -6; the per-call time limit -7.
+A failure that is not the candidate's (the harness's or the task's: TASK_ERROR,
+HARNESS_ERROR, an exception in the harness) and NOT_RUNNABLE earn no reward: ``reward`` is
+None and ``scored`` False, so a trainer can drop the sample instead of learning from it.
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from arena.devices import Device, detect
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
 from arena.feedback import assess, feedback_split, final_splits, summarize
-from arena.records import Verdict
+from arena.records import Status, Verdict
 from arena.runner import open_run
 from arena.taskdef.loader import load_task, select_tasks
 from arena.taskdef.skeleton import hip_skeleton
 from arena.workspace import editable_name, render_readme
 
 DEFAULT_TIME_LIMIT_S = 300.0
-EXCEPTION_REWARD = -7.0
 SELECT = ("last", "best")
 
 
@@ -50,8 +51,9 @@ class Submission:
     verdict: Verdict | None = None
 
     @property
-    def reward(self) -> float:
-        return float(self.summary["reward"])
+    def reward(self) -> float | None:
+        r = self.summary["reward"]
+        return float(r) if r is not None else None
 
 
 @dataclass
@@ -127,9 +129,10 @@ class KernelEnv:
             raise
         except Exception as exc:  # noqa: BLE001 - the episode goes on; the agent is told
             v = None
-            summary = {"task_id": self.task.id, "split": feedback_split(self.device), "status": "EXCEPTION",
-                       "stage": "", "passed": False, "configs_passed": 0, "configs": [], "speedup_median": None,
-                       "speedup_geomean": None, "flags": [], "reward": EXCEPTION_REWARD,
+            summary = {"task_id": self.task.id, "split": feedback_split(self.device),
+                       "status": Status.HARNESS_ERROR.value, "stage": "", "passed": False, "scored": False,
+                       "configs_passed": 0, "configs": [], "speedup_median": None, "speedup_geomean": None,
+                       "flags": [], "reward": None,
                        "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
         if v is not None and v.status.value == "TIMEOUT" and time.monotonic() - start >= self.time_limit_s - 1:
             summary["message"] = (f"the call passed its {self.time_limit_s:.0f} s limit\n" +
@@ -168,7 +171,6 @@ class KernelEnv:
                 raise
             except Exception as exc:  # noqa: BLE001 - recorded, not raised
                 from arena.units import failure_verdict
-                from arena.records import Status
 
                 verdicts += [failure_verdict(self.task.id, self.task.category, s, Status.HARNESS_ERROR,
                                              f"{type(exc).__name__}: {exc}", self.device, self.run_dir.name,
@@ -200,7 +202,8 @@ class KernelEnv:
             return None
         if self.select == "last":
             return ep.submissions[-1]
-        return max(ep.submissions, key=lambda s: (s.reward, s.index))
+        # a submission the harness failed on has no reward: never above one that was scored
+        return max(ep.submissions, key=lambda s: (s.reward is not None, s.reward or 0.0, s.index))
 
     def _next_repeat(self) -> int:
         base = self.run_dir / "artifacts" / self.agent / self.task.id

@@ -10,12 +10,12 @@ passing too.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 from pathlib import Path
 from typing import Iterator
 
 from arena.errors import ArenaError
+from arena.records import file_sha256
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, load_suite, load_task, select_tasks
 
 LEVELS = {"level1": 1, "level2": 2, "level3": 3}
@@ -39,10 +39,6 @@ def _validation_records(folder: Path) -> Iterator[dict]:
                         continue
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str | None = None) -> list[str]:
     tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
     folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
@@ -59,7 +55,7 @@ def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str
         solution = task.kernel_file("solution")
         if solution is None:
             continue
-        sol_sha = _sha(solution)
+        sol_sha = file_sha256(solution)
         sol = {k[2]: r["status"] for k, r in latest.items() if k[0] == task.id and k[1] == "solution"
                and k[3] == sol_sha}
         base = {k[2]: r["status"] for k, r in latest.items() if k[0] == task.id and k[1] == "baseline"}

@@ -37,13 +37,15 @@ SUMMARY_COLUMNS = [
 
 
 def load_runs(runs: Sequence[Path | str]) -> list[Verdict]:
+    """The verdicts that stand in each run's records.jsonl (``records.current``: a split redone
+    by ``arena run --resume`` counts once, as redone)."""
     out: list[Verdict] = []
     for r in runs:
         p = Path(r)
         path = p / "records.jsonl" if p.is_dir() else p
         if not path.is_file():
             raise ArenaError("no records.jsonl here", path=p)
-        out.extend(records.read(path))
+        out.extend(records.current(records.read(path)))
     if not out:
         raise ArenaError("the runs hold no records", path=", ".join(str(r) for r in runs))
     return out
@@ -267,10 +269,14 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
           "arithmetic means); fast_p = share of all attempts correct on seen and > p x faster; reward = KernelBench "
           "environment reward on seen; agent s/task, $/task, checks/task = the agent's wall time, cost (where its CLI "
           "reports it) and feedback-tool calls per attempt; (speedup-1)/$ and (speedup-1)/h = the seen geometric "
-          "mean speedup gained per dollar and per agent hour.", ""]
+          "mean speedup gained per dollar and per agent hour. Verdicts that are not the candidate's to answer for "
+          "(infrastructure failures, NOT_RUNNABLE) are not scored; they are listed in sections of their own.", ""]
     if not flagged.empty:
         md += ["## Flagged (not scored)", ""] + [f"- {r.agent} {r.task_id} {r.split}: above roofline"
                                                 for r in flagged.itertuples()] + [""]
+    unscored = not_scored_sections(vf, _retry_limits(runs))
+    for head, intro, rows in unscored:
+        md += [f"## {head}", "", intro, ""] + [f"- {' '.join(r)}" for r in rows] + [""]
     md += ["## Per task", "", _md_table(pt, per_task_columns(pt))]
     files["md"].write_text("\n".join(md) + "\n")
     imgs = plots(pt, summ)
@@ -278,8 +284,12 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
             "<h2>Summary</h2>", _html_table(summ, SUMMARY_COLUMNS, table_id="summary"),
             "<p>n = attempts (task x repeat). Drop = 1 - P(held-out ok | seen ok), 95% Wilson interval. Speedups over "
             "correct attempts; fast_p over all attempts. Denominators never shrink: crashes, timeouts and flagged "
-            "results count as failures.</p>",
+            "results count as failures. Infrastructure failures and NOT_RUNNABLE verdicts are not the candidate's: "
+            "they are not scored, and are listed in sections of their own.</p>",
             "<h2>Plots</h2>"] + [f'<img alt="{k}" src="data:image/png;base64,{v}">' for k, v in imgs.items()]
+    for head, intro, rows in unscored:
+        body += [f"<h2>{html.escape(head)}</h2><p>{html.escape(intro)}</p><ul>"] + [
+            f"<li>{html.escape(' '.join(r))}</li>" for r in rows] + ["</ul>"]
     if not flagged.empty:
         body += ["<h2>Flagged (not scored)</h2><ul>"] + [
             f"<li>{html.escape(r.agent)} {html.escape(r.task_id)} {r.split}: above roofline</li>"
@@ -290,6 +300,51 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
                              f"</title><style>{_HTML_STYLE}</style></head><body>" + "\n".join(body) +
                              f"<script>{_SORT_JS}</script></body></html>\n")
     return files
+
+
+def _retry_limits(runs: Sequence[Path | str]) -> dict[str, int]:
+    """Each run's limit on redoing infrastructure failures, as its run.json states."""
+    from arena.runner import retry_limit
+
+    out = {}
+    for r in runs:
+        p = Path(r)
+        folder = p if p.is_dir() else p.parent
+        if (folder / "run.json").is_file():
+            try:
+                out[folder.name] = retry_limit(folder, None)
+            except ArenaError:
+                pass
+    return out
+
+
+def not_scored_sections(vf: pd.DataFrame, limits: dict[str, int]) -> list[tuple[str, str, list[tuple[str, ...]]]]:
+    """(heading, what it means, rows) for the verdicts kept out of the scores: infrastructure
+    failures, with counts per agent and status and how many ``arena run --resume`` would redo,
+    and NOT_RUNNABLE verdicts with the reason each gives."""
+    from arena.runner import INFRA_RETRIES
+
+    out = []
+    ns = metrics.not_scored(vf)
+    infra = ns[ns["kind"] == "infra"]
+    if not infra.empty:
+        counts = infra.groupby(["agent", "status"]).size()
+        per = "; ".join(f"{a}: {n} {st}" for (a, st), n in counts.items())
+        left = sum(int(r.attempt) <= limits.get(r.run_id, INFRA_RETRIES) for r in infra.itertuples())
+        intro = (f"{len(infra)} verdicts failed for a reason that is the harness's or the task's, not the "
+                 f"candidate's ({per}). They are not scored: no rate, speedup, drop or reward counts them. "
+                 + (f"{left} of them can still be redone: run the same `arena run` command with --resume."
+                    if left else "None has a retry left (run.json states the limit; --infra-retries raises it)."))
+        rows = [(r.agent, r.task_id, r.split, r.status, f"(attempt {r.attempt}):", r.message or "")
+                for r in infra.itertuples()]
+        out.append(("Infrastructure failures (not scored)", intro, rows))
+    nr = ns[ns["kind"] == "not_runnable"]
+    if not nr.empty:
+        intro = (f"{len(nr)} verdicts could not be run on this machine (HIP on the cpu backend). They are neither "
+                 "passes nor failures and are not scored.")
+        rows = [(r.agent, r.task_id, r.split, r.status + ":", r.message or "") for r in nr.itertuples()]
+        out.append(("Not run on this machine (not scored)", intro, rows))
+    return out
 
 
 def _md_table(df: pd.DataFrame, columns: list[tuple[str, str]]) -> str:

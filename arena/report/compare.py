@@ -1,8 +1,10 @@
 """Paired A/B comparison of two runs over the tasks both attempted.
 
-For each split: the mean difference of log-speedup (B - A) over tasks correct in both,
-the mean difference of correctness over all common tasks, each with a paired bootstrap
-95% interval (tasks resampled together), and the tasks whose status changed.
+For each split: the mean difference of log-speedup (B - A) over tasks correct and timed in
+both, the mean difference of correctness over all common tasks, each with a paired bootstrap
+95% interval (tasks resampled together), and the tasks whose status changed. Verdicts that
+are not scored (infrastructure failures, NOT_RUNNABLE: ``Status.scored``) are left out, so a
+task is common only where both runs have a scored verdict of it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from arena.report import load_runs, metrics
 class SplitComparison:
     split: str
     n_common: int
-    n_both_correct: int
+    n_both_correct: int       # tasks correct in both (a task with repeats: correct in every one)
+    n_both_timed: int         # of those, timed in both: the speedup's pairs
     log_speedup_diff: float
     log_speedup_ci: tuple[float, float]
     correct_diff: float
@@ -47,6 +50,7 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, agent_a: str | None = 
                  agent_b: str | None = None) -> list[SplitComparison]:
     fa = metrics.verdict_frame(load_runs([run_a]))
     fb = metrics.verdict_frame(load_runs([run_b]))
+    fa, fb = fa[fa.scored.astype(bool)], fb[fb.scored.astype(bool)]
     if agent_a:
         fa = fa[fa.agent == agent_a]
     if agent_b:
@@ -69,7 +73,8 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, agent_a: str | None = 
         changed = [(r.task_id if "agent" not in keys else f"{r.agent} {r.task_id}", r.status_a, r.status_b)
                    for r in g.itertuples() if r.status_a != r.status_b]
         out.append(SplitComparison(
-            split=split, n_common=len(g), n_both_correct=len(both),
+            split=split, n_common=len(g), n_both_correct=int(((g.correct_a == 1) & (g.correct_b == 1)).sum()),
+            n_both_timed=len(both),
             log_speedup_diff=float(np.mean(dlog)) if dlog else math.nan,
             log_speedup_ci=paired_bootstrap_mean(dlog), correct_diff=float(np.mean(dcor)) if dcor else math.nan,
             correct_ci=paired_bootstrap_mean(dcor), changed=changed))

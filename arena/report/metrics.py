@@ -2,7 +2,10 @@
 
 Units: one (run, agent, repeat, task) is one attempt. Denominators never shrink: an
 attempt whose candidate crashed, timed out, failed to build or was flagged counts as a
-failure wherever it is counted. Speedup means are over correct attempts; fast_p is over
+failure wherever it is counted. A verdict that is not the candidate's to answer for is not
+scored (``Status.scored``): an infrastructure failure (TASK_ERROR, HARNESS_ERROR) or
+NOT_RUNNABLE (the machine cannot run it) is left out of every rate, speedup, drop and reward,
+as if that split had not been run, and listed apart (``not_scored``). Speedup means are over correct attempts; fast_p is over
 all attempts. A verdict whose time cannot be trusted (above 100% of the roofline, no device
 work, device time far below the host-side time) is suspicious: flagged, never scored.
 """
@@ -33,13 +36,14 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
         suspicious = v.suspicious
         rows.append({
             "run_id": v.run_id, "agent": v.agent, "repeat": v.repeat, "task_id": v.task_id, "category": v.category,
-            "split": v.split, "status": v.status.value, "kind": v.status.kind,
+            "split": v.split, "status": v.status.value, "kind": v.status.kind, "scored": v.status.scored,
+            "attempt": v.attempt,
             "correct": v.status is Status.PASSED and not suspicious, "suspicious": suspicious,
             "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
             "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
             "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
             v.speedup_compiled else np.nan,
-            "reward": v.reward,
+            "reward": v.reward if v.reward is not None else np.nan,
             "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
             "message": (v.message or "").splitlines()[0][:200] if v.message else "",
             # the agent's run (YAML and tuner agents): the same on every split of one attempt
@@ -49,15 +53,23 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
                            if "input_tokens" in v.agent_run or "output_tokens" in v.agent_run else None),
             "exit_reason": v.agent_run.get("exit_reason", ""),
         })
-    cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "correct", "suspicious",
+    cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "scored", "attempt",
+            "correct", "suspicious",
             "speedup", "roofline", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
             "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason"]
     return pd.DataFrame(rows, columns=cols)
 
 
+def not_scored(vf: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts kept out of the scores: infrastructure failures and NOT_RUNNABLE."""
+    return vf[~vf["scored"].astype(bool)]
+
+
 def per_task(vf: pd.DataFrame) -> pd.DataFrame:
-    """One row per attempt (run, agent, repeat, task), splits side by side."""
+    """One row per attempt (run, agent, repeat, task), splits side by side; scored verdicts only
+    (an attempt none of whose splits was scored has no row)."""
     keys = ["run_id", "agent", "repeat", "task_id", "category"]
+    vf = vf[vf["scored"].astype(bool)] if not vf.empty else vf
     if vf.empty:
         return pd.DataFrame(columns=keys)
     wide = vf.pivot_table(index=keys, columns="split",
@@ -135,11 +147,11 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
         out[f"speedup_{s}_geomean"] = _geomean(ok)
         out[f"speedup_{s}_mean"] = _mean(ok)
         out[f"n_speedup_{s}"] = len([x for x in ok if x is not None and not math.isnan(x)])
-    for p in FAST_P:
+    for p in FAST_P:     # over the attempts whose seen split was scored
         col_c, col_s = pt.get("correct_seen", [None] * n), pt.get("speedup_seen", [math.nan] * n)
         fast = [bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
-                for c, s in zip(col_c, col_s)]
-        out[f"fast_{p:g}"] = float(np.mean(fast)) if n else math.nan
+                for c, s in zip(col_c, col_s) if _bool(c) is not None]
+        out[f"fast_{p:g}"] = float(np.mean(fast)) if fast else math.nan
     comp = list(pt["speedup_compiled_seen"]) if "speedup_compiled_seen" in pt else []
     out["speedup_compiled_seen_geomean"] = _geomean(comp)
     out["n_compiled_seen"] = len([x for x in comp if x is not None and not math.isnan(x)])
