@@ -21,6 +21,9 @@ from arena.taskdef.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean
 
 WINDOW_US = (20.0, 50_000.0)
+# a shipped solution this close to the measured roofline on a config is a sign that the task's roofline
+# formula counts more work than the kernel must do (or the ceiling is wrong): the formula is to be fixed
+MAX_MEASURED_ROOFLINE = 0.9
 MIN_SOLUTION_SPEEDUP = 1.2
 MIN_BYTES_MEMORY_BOUND = 100e6
 
@@ -89,7 +92,7 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
     row = CheckRow(task_id)
     errors = validate_task_dir(folder)
     if errors:
-        row.schema = f"{len(errors)} errors"
+        row.schema = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
         for e in errors:
             row.fail(str(e))
         return row
@@ -146,6 +149,8 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
                 row.fail(f"solution {v.split}: {v.status.value} {v.message[:300]}")
         if device.runs_kernels and sp is not None and sp < MIN_SOLUTION_SPEEDUP:
             row.fail(f"solution geomean speedup {sp:.2f}x < {MIN_SOLUTION_SPEEDUP}x")
+        for problem in near_roofline(timed):
+            row.fail(problem)
 
     special = task.kernel_file("specialised")
     if special:
@@ -164,6 +169,21 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
         elif not all(_acceptable(v, device) or v.status.kind == "incorrect" for v in sv):
             row.fail("specialised: " + "; ".join(f"{v.split} {v.status.value}" for v in sv))
     return row
+
+
+def near_roofline(verdicts: list[Verdict]) -> list[str]:
+    """The configs of a shipped solution above ``MAX_MEASURED_ROOFLINE`` of the roofline on
+    measured ceilings (datasheet ceilings sit too high to tell)."""
+    out = []
+    for v in verdicts:
+        if v.ceilings.get("source") != "measured":
+            continue
+        for c in v.configs:
+            if c.roofline_fraction is not None and c.roofline_fraction > MAX_MEASURED_ROOFLINE:
+                out.append(f"solution {v.split}/{c.name} at {c.roofline_fraction:.0%} of the measured roofline "
+                           f"(> {MAX_MEASURED_ROOFLINE:.0%}): the roofline formula likely counts more than the "
+                           "kernel must move or compute")
+    return out
 
 
 def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iterable[Verdict] = ()) -> list[CheckRow]:

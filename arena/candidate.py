@@ -139,6 +139,14 @@ class CandidateProcess:
         except ImportError:
             pass
         self._watch_compiles()
+        if not self.gpu:
+            # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
+            # common functions get implementations of its own operations)
+            from arena.toolchain import interpreter_libdevice
+            from arena.toolchain.autotune import first_config_only
+
+            first_config_only()
+            interpreter_libdevice.install()
         self.threads = ThreadWatch()
         self.seal = Seal()
         self.threads.before()

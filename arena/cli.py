@@ -1,7 +1,9 @@
 """The ``arena`` command: tasks | eval | run | device.
 
 User-caused errors (ArenaError) are printed as one line naming the file and key, without
-a traceback, and exit with status 2.
+a traceback, and exit with status 2 (every problem of a task folder, a line each). Commands
+over several tasks report a broken one in lines of its own and go on with the others. Text
+from task files, records and messages is escaped before rich prints it, so it reads as written.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from arena.errors import ArenaError
@@ -30,7 +35,38 @@ def _tasks_root(args: argparse.Namespace) -> Path | None:
 
 
 def _fmt(x: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "-" if x is None else f"{x:{spec}}{suffix}"
+    return "-" if x is None or x != x else f"{x:{spec}}{suffix}"
+
+
+def _lit(x: object) -> str:
+    """``x`` as rich markup that prints it literally: task text, file contents, messages and
+    schema patterns carry brackets rich would read as tags (``y[r, :]``, ``'^[a-z]*$'``)."""
+    return escape(str(x))
+
+
+def _problems(exc: ArenaError) -> list[ArenaError]:
+    """Every problem an error carries (``ArenaErrors``: all of a task folder's), else itself."""
+    return list(getattr(exc, "problems", None) or [exc])
+
+
+def print_error(exc: ArenaError | str) -> None:
+    """One line on stderr, printed literally and never wrapped."""
+    err_console.print(f"[red]error:[/red] {_lit(exc)}", highlight=False, soft_wrap=True)
+
+
+def why_not_scored(v: Verdict) -> str:
+    """Why a verdict that is not scored (``Status.scored``) did not count, in one line: for
+    NOT_RUNNABLE what was compiled and that nothing here runs it, for an infrastructure
+    failure the first line of its message; empty for a scored verdict."""
+    if v.status.scored:
+        return ""
+    if v.status is Status.NOT_RUNNABLE:
+        from arena.evaluate import not_runnable_reason
+
+        if v.build.get("builds"):
+            return not_runnable_reason(v.build)
+    first = (v.message or "").strip().splitlines()
+    return first[0] if first else v.status.value
 
 
 def _status_style(status: Status) -> str:
@@ -38,6 +74,8 @@ def _status_style(status: Status) -> str:
         return "green"
     if status is Status.NOT_RUNNABLE:
         return "yellow"
+    if status.infra:
+        return "magenta"
     return "red"
 
 
@@ -51,38 +89,67 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     table = Table(title="tasks")
     for col in ("id", "difficulty", "tags", "files", "seen", "heldout", "smoke"):
         table.add_column(col)
-    for folder in select_tasks(args.selector or "all", _tasks_root(args)):
+    broken: list[ArenaError] = []
+    folders = select_tasks(args.selector or "all", _tasks_root(args))
+    for folder in folders:
         try:
-            t = load_task(folder, validate=False)
+            t = load_task(folder)      # validated: a task listed without a remark is a valid one
             files = ",".join(r for r in ("baseline", "solution", "specialised") if t.kernel_file(r))
             counts = [str(len(t.configs(s))) for s in ("seen", "heldout", "smoke")]
-            table.add_row(t.id, str(t.difficulty), ",".join(t.tags), files, *counts)
         except ArenaError as exc:
-            table.add_row(f"{folder.parent.name}/{folder.name}", "-", "-", f"[red]{exc}[/red]", "-", "-", "-")
+            # one bad task hides no other: its row says so, its problems follow the table
+            problems = _problems(exc)
+            broken += problems
+            n = len(problems)
+            table.add_row(_lit(f"{folder.parent.name}/{folder.name}"), "-", "-",
+                          f"[red]broken: {n} problem{'s' if n != 1 else ''}[/red]", "-", "-", "-")
+            continue
+        table.add_row(_lit(t.id), str(t.difficulty), _lit(",".join(t.tags)), files, *counts)
     console.print(table)
+    for e in broken:
+        print_error(e)
+    if broken:
+        err_console.print(f"{len(broken)} problem{'s' if len(broken) != 1 else ''} in the task files; "
+                          "`arena tasks validate` checks them",
+                          highlight=False, markup=False)
+        return 1
     return 0
 
 
 def cmd_tasks_show(args: argparse.Namespace) -> int:
     from arena.taskdef.loader import load_task, select_tasks
 
-    folders = select_tasks(args.id, _tasks_root(args))
-    for folder in folders:
-        t = load_task(folder)
-        console.print(f"[bold]{t.id}[/bold] — {t.title}  (difficulty {t.difficulty}; {', '.join(t.tags)})")
-        console.print(t.description.rstrip())
-        console.print(f"entry: {t.entry}   language: {t.language}   folder: {t.path}")
-        for kind, specs in (("input", t.inputs), ("output", t.outputs)):
-            for s in specs:
-                extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_for(s.dtype)}"
-                console.print(f"  {kind:6s} {s.name}: {s.dtype} {list(s.shape)}{extra}")
-        for s in t.scalars:
-            console.print(f"  scalar {s.name}: {s.type} = {s.value if s.value is not None else '(config)'}")
-        console.print(f"roofline: {dict(t.roofline)}")
-        console.print(f"forbidden: {list(t.forbidden) or '-'}")
-        for split in ("seen", "heldout", "smoke"):
-            console.print(f"{split}: " + "; ".join(f"{c.name} {dict(c.params)}" for c in t.configs(split)))
-    return 0
+    n_bad = 0
+    for folder in select_tasks(args.id, _tasks_root(args)):
+        try:
+            t = load_task(folder)
+            lines = _task_lines(t)
+        except ArenaError as exc:
+            n_bad += 1
+            for e in _problems(exc):
+                print_error(e)
+            continue
+        for line in lines:
+            console.print(line, highlight=False)
+    return 1 if n_bad else 0
+
+
+def _task_lines(t) -> list[str]:
+    """``arena tasks show``: every value from the task files escaped, so it prints as written."""
+    out = [f"[bold]{_lit(t.id)}[/bold] — {_lit(t.title)}  (difficulty {t.difficulty}; {_lit(', '.join(t.tags))})",
+           _lit(t.description.rstrip()),
+           _lit(f"entry: {t.entry}   language: {t.language}   folder: {t.path}")]
+    for kind, specs in (("input", t.inputs), ("output", t.outputs)):
+        for s in specs:
+            extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_for(s.dtype)}"
+            out.append(_lit(f"  {kind:6s} {s.name}: {s.dtype} {list(s.shape)}{extra}"))
+    for s in t.scalars:
+        out.append(_lit(f"  scalar {s.name}: {s.type} = {s.value if s.value is not None else '(config)'}"))
+    out.append(_lit(f"roofline: {dict(t.roofline)}"))
+    out.append(_lit(f"forbidden: {list(t.forbidden) or '-'}"))
+    for split in ("seen", "heldout", "smoke"):
+        out.append(_lit(f"{split}: " + "; ".join(f"{c.name} {dict(c.params)}" for c in t.configs(split))))
+    return out
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
@@ -108,7 +175,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         if errors:
             n_bad += 1
             for e in errors:
-                err_console.print(f"[red]error[/red] {e}", highlight=False)
+                print_error(e)
     console.print(f"{len(folders) - n_bad} of {len(folders)} tasks valid")
     return 1 if n_bad else 0
 
@@ -119,7 +186,8 @@ def cmd_tasks_new(args: argparse.Namespace) -> int:
 
     folder = write_new_task(_tasks_root(args) or DEFAULT_TASKS_DIR, args.id)
     console.print(f"wrote {folder}; edit task.yaml, reference.py and the configs, then "
-                  f"`arena tasks validate {folder}` and `arena tasks check {args.id} --device cpu`")
+                  f"`arena tasks validate {folder}` and `arena tasks check {args.id} --device cpu`",
+                  markup=False, highlight=False)
     return 0
 
 
@@ -130,24 +198,26 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 
     device = detect(args.device)
     folders = select_tasks(args.selector or "all", _tasks_root(args))
-    console.print(f"checking {len(folders)} tasks on {device.kind} ({device.name})")
+    console.print(f"checking {len(folders)} tasks on {device.kind} ({device.name})", markup=False)
     recorded = []
     if args.from_run:
         from arena.report import load_runs
 
         recorded = load_runs(args.from_run)
     rows = check_tasks(folders, device, recorded=recorded,
-                       on_row=lambda r: console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}", highlight=False))
-    table = Table(title=f"arena tasks check — {device.kind} {device.name}")
+                       on_row=lambda r: console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}", highlight=False,
+                                                      markup=False))
+    table = Table(title=_lit(f"arena tasks check — {device.kind} {device.name}"))
     for col in ("task", "schema", "reference", "baseline", "baseline µs", "solution", "specialised", "result"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r.task_id, r.schema, r.reference, r.baseline, r.window_us, r.solution, r.specialised,
+        table.add_row(*(_lit(x) for x in (r.task_id, r.schema, r.reference, r.baseline, r.window_us, r.solution,
+                                          r.specialised)),
                       "[green]ok[/green]" if r.ok else "[red]FAIL[/red]")
     console.print(table)
     for r in rows:
         for p in r.problems:
-            console.print(f"[red]{r.task_id}[/red]: {p}", highlight=False)
+            console.print(f"[red]{_lit(r.task_id)}[/red]: {_lit(p)}", highlight=False, soft_wrap=True)
     if args.markdown:
         Path(args.markdown).write_text(check_markdown(rows, device))
     if args.json:
@@ -197,23 +267,26 @@ def _split_list(value: str | None, device) -> list[str]:
     for s in splits:
         if s not in ("seen", "heldout", "random", "smoke"):
             raise ArenaError(f"unknown split {s!r}; choose seen, heldout, random, smoke or all", key="--split")
+    from arena.evaluate import require_runnable_splits
+
+    require_runnable_splits(splits, device)      # the cpu backend runs smoke only: said here, in one line
     return splits
 
 
 def print_configs(v: Verdict) -> None:
-    table = Table(title=f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: "
+    table = Table(title=_lit(f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: ") +
                         f"[{_status_style(v.status)}]{v.status.value}[/]")
     for col in ("config", "status", "max abs err", "norm err", "baseline µs", "candidate µs", "speedup (95% CI)",
                 "roofline", "flags"):
         table.add_column(col)
     for c in v.configs:
         ci = f" ({c.speedup_ci[0]:.2f}-{c.speedup_ci[1]:.2f})" if c.speedup_ci else ""
-        table.add_row(c.name, f"[{_status_style(c.status)}]{c.status.value}[/]", _fmt(c.max_abs_err, ".2e"),
+        table.add_row(_lit(c.name), f"[{_status_style(c.status)}]{c.status.value}[/]", _fmt(c.max_abs_err, ".2e"),
                       _fmt(c.norm_err, ".2e"), _fmt(c.baseline.median_us if c.baseline else None, ".1f"),
                       _fmt(c.candidate.median_us if c.candidate else None, ".1f"),
                       (_fmt(c.speedup, ".3f", "x") + ci) if c.speedup else "-",
                       _fmt(c.roofline_fraction * 100 if c.roofline_fraction else None, ".0f", "%"),
-                      ",".join(c.flags))
+                      _lit(",".join(c.flags)))
     console.print(table)
     if v.message and v.status is not Status.PASSED:
         console.print(v.message, highlight=False, markup=False)
@@ -266,16 +339,50 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def print_run_summary(verdicts: list[Verdict], title: str) -> None:
-    table = Table(title=title)
-    for col in ("agent", "task", "split", "status", "configs ok", "speedup", "95% CI", "roofline"):
+    table = Table(title=_lit(title))
+    for col in ("agent", "task", "split", "status", "configs ok", "speedup", "95% CI", "roofline", "note"):
         table.add_column(col)
     for v in verdicts:
         n_ok = sum(c.status is Status.PASSED for c in v.configs)
         ci = f"{v.speedup_ci[0]:.2f}-{v.speedup_ci[1]:.2f}" if v.speedup_ci else "-"
-        table.add_row(v.agent, v.task_id, v.split, f"[{_status_style(v.status)}]{v.status.value}[/]",
-                      f"{n_ok}/{len(v.configs)}", _fmt(v.speedup, ".3f", "x"), ci,
-                      _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"))
+        ran = v.status is not Status.NOT_RUNNABLE    # its configs were compiled for, never run
+        table.add_row(_lit(v.agent), _lit(v.task_id), _lit(v.split), f"[{_status_style(v.status)}]{v.status.value}[/]",
+                      f"{n_ok}/{len(v.configs)}" if ran else "-", _fmt(v.speedup, ".3f", "x"), ci,
+                      _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"),
+                      _lit(why_not_scored(v)))
     console.print(table)
+    counts = tally(verdicts)
+    console.print(_tally_text(counts), highlight=False)
+
+
+def tally(verdicts) -> dict[str, int]:
+    """Verdicts by what they mean for the score: passed, not passed (every scored failure,
+    flagged passes included), not runnable here (NOT_RUNNABLE), infrastructure failures."""
+    out = {"passed": 0, "not passed": 0, "not runnable here": 0, "infrastructure failures": 0}
+    for v in verdicts:
+        out[_tally_key(v)] += 1
+    return out
+
+
+def _tally_key(v: Verdict) -> str:
+    if v.status is Status.NOT_RUNNABLE:
+        return "not runnable here"
+    if v.status.infra:
+        return "infrastructure failures"
+    return "passed" if v.counts_as_pass else "not passed"
+
+
+def _tally_text(counts: dict[str, int], *, passed: bool = True) -> str:
+    """The bar's and the summary's count: scored failures in red; verdicts that are not scored
+    (NOT_RUNNABLE, infrastructure failures) apart, only when there are some."""
+    parts = [f"[green]{counts['passed']} passed[/]"] if passed else []
+    parts.append(f"[red]{counts['not passed']} not passed[/]")
+    if counts["not runnable here"]:
+        parts.append(f"[yellow]{counts['not runnable here']} not runnable here (not scored)[/]")
+    if counts["infrastructure failures"]:
+        n = counts["infrastructure failures"]
+        parts.append(f"[magenta]{n} infrastructure failure{'s' if n != 1 else ''} (not scored)[/]")
+    return ", ".join(parts)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -314,7 +421,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arena.agents.isolation import bubblewrap_missing
 
     if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
-        console.print(f"[yellow]warning:[/] {bubblewrap_missing()}")
+        console.print(f"[yellow]warning:[/] {_lit(bubblewrap_missing())}")
     out = Path(args.out)
     gpus = None
     if args.gpus:
@@ -327,31 +434,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
                   f"on {device.kind} ({device.name})" + (f", GPUs {gpus}" if gpus else "")
                   + (f", {args.workers_per_gpu} workers each" if args.workers_per_gpu > 1 else "")
-                  + (" via Ray" if args.executor == "ray" else ""))
+                  + (" via Ray" if args.executor == "ray" else ""), markup=False, highlight=False)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("[red]{task.fields[failed]} not passed"), TimeElapsedColumn(), TextColumn("ETA"),
+                        TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), TextColumn("ETA"),
                         TimeRemainingColumn(), console=console, disable=args.quiet, transient=False)
-    bar = progress.add_task("verdicts", total=None, failed=0)
-    failed = 0
+    counts = tally([])
+    bar = progress.add_task("verdicts", total=None, tally=_tally_text(counts, passed=False))
 
     def on_verdict(v: Verdict) -> None:
-        nonlocal failed
-        failed += 0 if v.counts_as_pass else 1
-        progress.update(bar, advance=1, failed=failed)
+        counts[_tally_key(v)] += 1
+        progress.update(bar, advance=1, tally=_tally_text(counts, passed=False))
         if not args.quiet:
-            progress.console.print(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} [{_status_style(v.status)}]"
-                                   f"{v.status.value}[/] {_fmt(v.speedup, '.3f', 'x')}", highlight=False)
+            why = why_not_scored(v)
+            progress.console.print(_lit(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} ") +
+                                   f"[{_status_style(v.status)}]{v.status.value}[/] "
+                                   f"{_fmt(v.speedup, '.3f', 'x')}" + (f"  {_lit(why)}" if why else ""),
+                                   highlight=False, soft_wrap=True)
 
     with progress:
         run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=on_verdict,
             gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
             build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n),
-            workers_per_gpu=args.workers_per_gpu)
-    all_records = list(records.read(out / "records.jsonl"))
+            workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries)
+    all_records = records.current(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
+    infra = [v for v in all_records if v.status.infra]
+    if infra:
+        from arena.runner import redoable, retry_limit
+
+        left = sum(redoable(v, retry_limit(out, None)) for v in infra)
+        console.print(f"infrastructure failures: the same command with --resume redoes {left} of {len(infra)}"
+                      if left else "infrastructure failures: no retries left (--infra-retries raises the limit)",
+                      highlight=False, markup=False)
     return 0
 
 
@@ -366,13 +483,13 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
     for col in ("agent", "kind", "executable", "on PATH", "description"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], r["kind"], r.get("executable", "-"),
-                      "[green]yes[/]" if r["available"] else "[red]no[/]", r["description"])
+        table.add_row(_lit(r["name"]), _lit(r["kind"]), _lit(r.get("executable", "-")),
+                      "[green]yes[/]" if r["available"] else "[red]no[/]", _lit(r["description"]))
     console.print(table)
     from arena.agents.isolation import bubblewrap_missing
 
     if bubblewrap_missing():
-        console.print(f"[yellow]warning:[/] {bubblewrap_missing()}")
+        console.print(f"[yellow]warning:[/] {_lit(bubblewrap_missing())}")
     return 0
 
 
@@ -381,7 +498,7 @@ def cmd_transcript(args: argparse.Namespace) -> int:
 
     art = find_run_artifacts(Path(args.run), args.task, args.agent, args.repeat)
     Path(args.out).write_text(render_transcript(art, tasks_dir=_tasks_root(args)))
-    console.print(f"wrote {args.out}")
+    console.print(f"wrote {args.out}", markup=False, highlight=False)
     return 0
 
 
@@ -390,7 +507,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     files = build_report(args.runs, Path(args.out), title=args.title)
     console.print(Path(files["md"]).read_text().split("## Per task")[0], markup=False, highlight=False)
-    console.print("wrote " + ", ".join(str(p) for p in files.values()))
+    console.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False, highlight=False)
     return 0
 
 
@@ -400,22 +517,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = compare_runs(args.run_a, args.run_b, agent_a=args.agent_a, agent_b=args.agent_b)
     if not rows:
         raise ArenaError("the two runs have no task and split in common", key="RUN_A RUN_B")
-    table = Table(title=f"B = {args.run_b} vs A = {args.run_a} (paired over common tasks)")
-    for col in ("split", "tasks", "both correct", "speedup B/A (geo)", "95% CI", "correct B-A", "95% CI", "changed"):
+    table = Table(title=_lit(f"B = {args.run_b} vs A = {args.run_a} (paired over common tasks)"))
+    for col in ("split", "tasks", "both correct", "both timed", "speedup B/A (geo)", "95% CI", "correct B-A",
+                "95% CI", "SOL B-A", "changed"):
         table.add_column(col)
     for r in rows:
         lo, hi = r.log_speedup_ci
         import math
 
-        table.add_row(r.split, str(r.n_common), str(r.n_both_correct), _fmt(r.speedup_ratio, ".3f", "x"),
+        table.add_row(r.split, str(r.n_common), str(r.n_both_correct), str(r.n_both_timed),
+                      _fmt(r.speedup_ratio, ".3f", "x"),
                       "-" if math.isnan(lo) else f"{math.exp(lo):.3f}-{math.exp(hi):.3f}",
                       _fmt(r.correct_diff * 100 if not math.isnan(r.correct_diff) else None, "+.0f", "%"),
                       "-" if math.isnan(r.correct_ci[0]) else f"{r.correct_ci[0] * 100:+.0f}..{r.correct_ci[1] * 100:+.0f}%",
-                      str(len(r.changed)))
+                      _fmt(r.sol_diff, "+.2f"), str(len(r.changed)))
     console.print(table)
     for r in rows:
         for task, a, b in r.changed:
-            console.print(f"  {r.split:8s} {task:40s} {a} -> {b}", highlight=False)
+            console.print(f"  {r.split:8s} {task:40s} {a} -> {b}", highlight=False, markup=False)
     return 0
 
 
@@ -431,10 +550,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_device(args: argparse.Namespace) -> int:
     from arena.devices import detect
+    from arena.toolchain.hip import TARGETS, compiler_found
+
+    from arena.devices.ceilings import ceilings_for, measure
 
     d = detect(args.device)
+    if args.measure:
+        if not d.runs_kernels:
+            raise ArenaError("ceilings are measured on a GPU; the cpu backend has no roofline", key="--measure")
+        measure(d)
+    compilers = {t: compiler_found(t) for t in TARGETS}
+    builds = hip_builds(d, compilers)
+    ceilings, source = ceilings_for(d)
     if args.json:
-        print(json.dumps(d.to_dict(), indent=2))
+        print(json.dumps({**d.to_dict(), "compilers": {c["compiler"]: {k: c[k] for k in ("path", "version", "problem")}
+                                                       for c in compilers.values()},
+                          "hip_builds": builds, "ceilings": {"source": source, **(ceilings or {})}}, indent=2))
         return 0
     table = Table(title="device", show_header=False)
     for k, v in d.to_dict().items():
@@ -442,11 +573,35 @@ def cmd_device(args: argparse.Namespace) -> int:
             v = ", ".join(f"{a} {b}" for a, b in v.items())
         elif k in ("llc_bytes", "memory_bytes") and v:
             v = f"{v / 2**20:.0f} MiB"
-        table.add_row(k, str(v))
-    table.add_row("HIP builds", ", ".join(f"{t} {a}" for t, a in d.build_targets) +
-                  ("" if d.runs_kernels else " (compile-only)"))
+        table.add_row(k, _lit(v))
+    for c in compilers.values():
+        found = f"{c['path']} ({c['version']})" if c["problem"] is None else \
+            f"{c['path']}: unusable: {c['problem']}" if c["path"] else "not found"
+        table.add_row(c["compiler"], _lit(found))
+    table.add_row("HIP builds", _lit(builds))
+    table.add_row("roofline ceilings", _lit(
+        f"{source}: " + ", ".join(f"{k} {v / 1e12:.3g} T{'B' if k == 'bytes_per_s' else 'FLOP'}/s"
+                                  for k, v in ceilings.items()) if ceilings else
+        "none (the cpu backend, or a GPU with no datasheet entry: run arena device --measure)"))
     console.print(table)
     return 0
+
+
+def hip_builds(device, compilers: dict[str, dict]) -> str:
+    """What becomes of a HIP candidate on this device, given the compilers found: the
+    builds made (compile-only on the cpu), and those that cannot be made and why."""
+    usable = [(t, a) for t, a in device.build_targets if compilers[t]["problem"] is None]
+    missing = [(t, a) for t, a in device.build_targets if compilers[t]["problem"] is not None]
+    lacking = " or ".join(compilers[t]["compiler"] for t, _ in missing)
+    if device.runs_kernels:
+        if not missing:
+            return ", ".join(f"{t} {a}" for t, a in usable)
+        return (f"none: {', '.join(f'{t} {a}' for t, a in missing)} needs {lacking}, not usable here; "
+                "HIP candidates get HARNESS_ERROR")
+    if not usable:
+        return f"none: no {lacking}; HIP candidates are not compiled (NOT_RUNNABLE: no GPU)"
+    made = ", ".join(f"{t} {a}" for t, a in usable) + " (compile-only: no GPU runs them; NOT_RUNNABLE)"
+    return made + (f"; not {', '.join(f'{t} {a}' for t, a in missing)}: no {lacking}" if missing else "")
 
 
 # ------------------------------------------------------------------------------------------
@@ -506,7 +661,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, help="the random split's secret (default: fresh from os.urandom)")
     r.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     r.add_argument("--out", required=True)
-    r.add_argument("--resume", action="store_true")
+    r.add_argument("--resume", action="store_true",
+                   help="finish the run: do what it owes, and redo infrastructure failures (TASK_ERROR, "
+                        "HARNESS_ERROR) of the same candidates, up to --infra-retries times")
+    r.add_argument("--infra-retries", type=int,
+                   help="times --resume redoes a split whose verdict is an infrastructure failure (default: the "
+                        "run's own, else 2; stated in run.json)")
     r.add_argument("--repeats", type=int)
     r.add_argument("--no-timing", action="store_true")
     r.add_argument("--torch-compile", action="store_true",
@@ -571,21 +731,42 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("device", help="what was detected")
     d.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     d.add_argument("--json", action="store_true")
+    d.add_argument("--measure", action="store_true",
+                   help="measure the GPU's copy bandwidth and matrix-multiply throughput per dtype and keep them: "
+                        "the roofline uses them from then on (a GPU only)")
     d.set_defaults(fn=cmd_device)
     return p
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: a run claims nothing more, kills the evaluations in flight
+    (their worker processes and candidate processes with them) and keeps what was recorded."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         return args.fn(args)
     except ArenaError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        for e in _problems(exc):
+            print_error(e)
         return 2
+    except Terminated:
+        err_console.print("terminated")
+        return 143
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -51,18 +51,39 @@ def task_failure(what: str, exc: BaseException) -> GateFailure:
     return GateFailure(Status.TASK_ERROR, f"{what} failed: {text}"[:2000])
 
 
+# What checking one config holds on the device, in multiples of its inputs' and outputs' bytes (an
+# estimate, for the GPU's memory account, arena.memory): the inputs in the call's buffers, made again for
+# the mutation check, and upcast for the reference (2x); the outputs in the call's buffers, the
+# reference's upcast outputs (2x) and its working set (taken as twice that), and the comparison's
+# temporaries in the compare dtype (diff, tolerance, masks: about 3 outputs' upcast worth)
+CHECK_INPUTS = 1 + 1 + 2
+CHECK_OUTPUTS = 1 + 2 + 4 + 6
+CHECK_SLACK = 64 * 2**20
+
+
+def check_bytes(ev: "Evaluation", config: Any) -> int:
+    from arena.taskdef.shapes import tensor_bytes
+
+    env = ev.task.env(config)
+    return (CHECK_INPUTS * tensor_bytes(ev.task, env, ev.task.inputs) +
+            CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.outputs) + CHECK_SLACK)
+
+
 def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
-    """The gate on one config, tried again (``OOM_RETRIES``) after a pause when it failed for
-    want of device memory: several evaluations share a GPU, and one may have held memory the
-    moment this one needed it."""
-    result = _check_once(ev, config)
-    for retry in range(OOM_RETRIES):
-        if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:
-            break
-        ev.release_memory()
-        time.sleep(0.5 * 6 ** retry)
+    """The gate on one config. Its memory is set aside in the GPU's account first (waiting for
+    room while other evaluations hold theirs: ``arena.memory``); if it still fails for want of
+    device memory (the estimate was short, or memory outside the account was used), it is tried
+    again (``OOM_RETRIES``) after a pause."""
+    need = check_bytes(ev, config) if ev.memory.active else 0
+    with ev.memory.reserve(need, f"checking {getattr(config, 'name', config)}"):
         result = _check_once(ev, config)
-    ev.release_memory()
+        for retry in range(OOM_RETRIES):
+            if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:
+                break
+            ev.release_memory()
+            time.sleep(0.5 * 6 ** retry)
+            result = _check_once(ev, config)
+        ev.release_memory()
     return result
 
 

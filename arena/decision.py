@@ -14,7 +14,7 @@ import signal
 from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
-from arena.devices.ceilings import datasheet, roofline_fraction
+from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_score
 from arena.protocol import (CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame, PerformanceFrame,
                             PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
@@ -81,12 +81,13 @@ def apply_timing(task: Task, cr: ConfigResult, config: Config, perf: Performance
         cr.message = "; ".join(str(w)[:300] for w in perf.warnings)[:1000]
     flops, nbytes = task.roofline_for(config)
     dtype = task.roofline.get("dtype") or roofline_dtype(task)
-    frac = roofline_fraction(task.roofline["bound"], dtype, flops, nbytes, cr.candidate.median_us * 1e-6,
-                             datasheet(device.name))
-    if frac is not None:
-        cr.roofline_fraction = round(frac, 4)
-        if frac > 1.0:
+    t_roof = roofline_seconds(dtype, flops, nbytes, ceilings_for(device)[0])
+    if t_roof is not None:
+        cr.roofline_fraction = round(t_roof / (cr.candidate.median_us * 1e-6), 4)
+        if cr.roofline_fraction > 1.0:
             cr.flags.append("above_roofline")
+        sol = sol_score(cr.baseline.median_us * 1e-6, cr.candidate.median_us * 1e-6, t_roof)
+        cr.sol = round(sol, 4) if sol is not None else None
 
 
 def protocol_violation(split_configs: Mapping[str, list[Config]], frames: Sequence[Any]) -> str | None:
@@ -173,6 +174,8 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
     if end_status in (Status.TIMEOUT, Status.HARNESS_ERROR) and exit_info.get("log_tail"):
         end_msg += "\n--- trusted process output (tail) ---\n" + exit_info["log_tail"][-1500:]
 
+    ceilings, source = ceilings_for(device)
+    ceiling_info = {"source": source, **(ceilings or {})} if device.runs_kernels else {}
     verdicts = []
     for split, cfgs in split_configs.items():
         crs = []
@@ -201,6 +204,8 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         ci = stats.geomean_ci([cr.speedup_ci for cr in timed if cr.speedup_ci]) if speedup else None
         roof = stats.geomean([cr.roofline_fraction for cr in timed if cr.roofline_fraction is not None]) \
             if speedup else None
+        sols = [cr.sol for cr in timed if cr.sol is not None]
+        sol = sum(sols) / len(sols) if speedup and len(sols) == len(crs) else None
         flags = sorted({fl for cr in crs for fl in cr.flags})
         comp = [cr.speedup_compiled for cr in crs if cr.speedup_compiled]
         speedup_compiled = stats.geomean(comp) if speedup and len(comp) == len(crs) else None
@@ -210,6 +215,7 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         verdicts.append(Verdict(split=split, status=status, stage=stage, message=message, configs=crs,
                                 build=build_info, speedup=round(speedup, 4) if speedup else None,
                                 speedup_ci=ci, roofline_fraction=round(roof, 4) if roof else None,
+                                sol=round(sol, 4) if sol is not None else None, ceilings=ceiling_info,
                                 speedup_compiled=round(speedup_compiled, 4) if speedup_compiled else None,
                                 flags=flags, **base))
     return verdicts
@@ -228,7 +234,9 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     this evaluation held it shared (other evaluations' timed rounds waited meanwhile), its
     longest shared section, and the seconds let go for host-only work (compiling); where it
     took the lock exclusive, the number of sections, of tries that found readers inside and
-    the seconds its writer waited for them (``writer_wait_s``, part of the lock wait). Inside
+    the seconds its writer waited for them (``writer_wait_s``, part of the lock wait); where it
+    waited for room in the GPU's memory account, how often and how long (``memory_waits``,
+    ``memory_wait_s``: outside the lock). Inside
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
     timer, profiler, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
@@ -244,7 +252,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     def lock_counters(r: Mapping[str, Any]) -> None:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
-        for k in ("exclusive_n", "failed_tries", "writer_wait_s"):
+        for k in ("exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits"):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])
         out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))

@@ -1,6 +1,7 @@
 """The one exception type for errors a user can cause (bad YAML, missing file, bad key).
 
-Its message names the file and the key; the CLI prints it without a traceback.
+Its message names the file and the key; the CLI prints it without a traceback. ``ArenaErrors``
+is the same error carrying every problem found at once (a task folder's), one line each.
 """
 
 from __future__ import annotations
@@ -24,3 +25,16 @@ class ArenaError(Exception):
         elif key:
             where = f"{key}: "
         super().__init__(where + message)
+
+
+class ArenaErrors(ArenaError):
+    """Several user-caused errors found together (every problem of one task folder). It reads
+    as the first of them (``path``, ``key``, ``str``); ``problems`` holds them all, and the CLI
+    prints one line for each."""
+
+    def __init__(self, problems: list[ArenaError]):
+        if not problems:
+            raise ValueError("ArenaErrors needs at least one problem")
+        first = problems[0]
+        super().__init__(first.detail, path=first.path, key=first.key)
+        self.problems = list(problems)

@@ -116,11 +116,24 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
     if not path.is_file():
         return _Built(status=Status.LOAD_ERROR, message=f"kernel file not found: {path}")
     if language == "triton":
+        source = path.read_text()
         try:
-            compile(path.read_text(), str(path), "exec")
+            compile(source, str(path), "exec")
         except SyntaxError as exc:
             return _Built(status=Status.COMPILE_ERROR, message=f"{path.name}:{exc.lineno}: {exc.msg}")
-        return _Built(job={"language": "triton", "path": str(path)})
+        info = {}
+        if not device.runs_kernels:
+            from arena.toolchain.autotune import AUTOTUNE_ON_CPU, uses_autotune
+            from arena.toolchain.interpreter_libdevice import unsupported
+
+            if uses_autotune(source):
+                info["autotune"] = AUTOTUNE_ON_CPU
+            missing = unsupported(source)
+            if missing:          # decided from the file, before it runs: the machine's limit, not the candidate's
+                return _Built(status=Status.NOT_RUNNABLE, info=info, message=(
+                    "not runnable on Triton's interpreter (the cpu backend): it has no implementation of libdevice."
+                    + ", libdevice.".join(missing) + "; a GPU runs it"))
+        return _Built(job={"language": "triton", "path": str(path)}, info=info)
     from arena.toolchain.abi import hip_signature_problem
     from arena.toolchain.hip import build_hip, toolchain_available
 
@@ -139,7 +152,7 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
                 return _Built(status=Status.HARNESS_ERROR, message=f"cannot build for {target} {arch}: {missing}")
             builds.append({"target": target, "arch": arch, "ok": None, "skipped": missing})
             continue
-        res = build_hip(path, target=target, arch=arch, timeout=timeout)
+        res = build_hip(path, target=target, arch=arch, timeout=timeout, headers=task.headers)
         builds.append({"target": target, "arch": arch, "ok": res.ok, "cached": res.cached, "seconds": res.seconds,
                        "timed_out": res.timed_out, "toolchain": res.toolchain, "resources": res.resources,
                        "kernels": list(res.kernels), "refused": res.refused, "log": res.log[-4000:]})
@@ -154,6 +167,11 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
         if i == 0:
             library, kernels = res.library, list(res.kernels)
     info = {"builds": builds}
+    from arena.toolchain.portability import warp_width_warnings
+
+    portability = warp_width_warnings(source)
+    if portability:          # advice for code meant for both vendors, in the record and the feedback
+        info["portability"] = portability
     if not device.runs_kernels:
         return _Built(status=Status.NOT_RUNNABLE, info=info, message=not_runnable_reason(info))
     return _Built(job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels}, info=info)
@@ -387,7 +405,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
            "env": {"TRITON_CACHE_DIR": str(trusted_dir), "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
                    **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ}}}
     if worker.lock_fds:
-        job["gpu_lock"] = list(worker.lock_fds)
+        job["gpu_lock"], job["gpu_memory"] = list(worker.lock_fds[:2]), worker.lock_fds[2]
     spawned = time.monotonic()
     proc = worker.proc
     with processes.LIVE_LOCK:

@@ -68,6 +68,8 @@ def summarize(v: Verdict) -> dict[str, Any]:
             row["candidate_us"] = round(c.candidate.median_us, 3)
         if c.speedup is not None:
             row["speedup"] = round(c.speedup, 4)
+        if c.sol is not None:
+            row["sol"] = c.sol
         if c.flags:
             row["flags"] = list(c.flags)
         configs.append(row)
@@ -77,9 +79,11 @@ def summarize(v: Verdict) -> dict[str, Any]:
         "passed": v.counts_as_pass,
         "configs_passed": sum(c.status is Status.PASSED for c in v.configs), "configs": configs,
         "speedup_median": round(statistics.median(speeds), 4) if speeds else None,
-        "speedup_geomean": v.speedup, "flags": list(v.flags),
+        "speedup_geomean": v.speedup, "sol": v.sol, "flags": list(v.flags),
         "scored": v.status.scored, "reward": round(v.reward, 4) if v.reward is not None else None,
     }
+    if v.build.get("portability"):
+        out["portability"] = list(v.build["portability"])[:20]
     if v.message:
         out["message"] = _trim(v.message)
     if v.status is Status.PASSED and v.suspicious:
@@ -99,6 +103,8 @@ def render(summary: dict[str, Any]) -> str:
                  "; no reward: not the candidate's failure (the harness's, the task's or this machine's)")
     if summary.get("message"):
         lines += ["", summary["message"].rstrip()]
+    if summary.get("portability"):
+        lines += ["", "portability (literal warp widths):"] + ["  " + w for w in summary["portability"]]
     lines.append("")
     for c in summary["configs"]:
         params = ", ".join(f"{k}={v}" for k, v in c["params"].items())

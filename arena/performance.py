@@ -67,6 +67,11 @@ def _failure(exc: BaseException) -> PerformanceResult:
     return PerformanceResult(status=Status.HARNESS_ERROR, message=f"out of memory while timing: {exc}"[:1000])
 
 
+# with a memory account, the most of what it hands out that one split's timing may hold (its sets and the
+# kept ones); the rest is for the other evaluations' checks and timing
+TIMING_SHARE = 0.5
+
+
 def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
     """Device memory an input set takes while timed, from the signature's shapes: its inputs
     three times (the candidate's, this process's sides' copy, made again for the check) and its
@@ -97,15 +102,29 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
     other evaluations to drain, so a split takes a few, not a few per config. A config that
     failed for want of memory is tried again (``OOM_RETRIES`` times at most) with a quarter of
     its input sets."""
-    torch = ev.torch
     tp = ev.job.get("timing_params", {})
-    free, total = _memory(ev)
+    max_set = float(tp.get("max_set_bytes", 8 * 2**30))
     # the input sets of a round of every config of the split together (all are held until the split's timed
-    # rounds end), and half as much for the sets kept for the checks: a half of what is free now, and a share of
-    # the device when several evaluations use it (--workers-per-gpu; each has three processes with a device
-    # context, the reference's working set besides); a config's sets 8 GiB at most
-    budget = min(0.5 * free, 0.4 * total / max(1, int(tp.get("gpu_share", 1))))
-    per_config = min(float(tp.get("max_set_bytes", 8 * 2**30)), budget / max(1, len(configs)))
+    # rounds end), and half as much for the sets kept for the checks; a config's sets 8 GiB at most
+    if ev.memory.active:
+        # the GPU's account (arena.memory) sets it aside, waiting for room: what the sets want, up to a share
+        # of what the account hands out
+        want = sum(min(max_set, int(tp.get("max_sets", 16)) * _per_set_bytes(ev, c)) for c in configs)
+        budget = min(float(want), TIMING_SHARE * ev.memory.capacity / 1.5)
+    else:
+        # no account: a half of what is free now, and a share of the device when several evaluations use it
+        # (--workers-per-gpu; each has three processes with a device context, the reference's working set besides)
+        free, total = _memory(ev)
+        budget = min(0.5 * free, 0.4 * total / max(1, int(tp.get("gpu_share", 1))))
+    per_config = min(max_set, budget / max(1, len(configs)))
+    budget = min(budget, per_config * len(configs))
+    with ev.memory.reserve(int(1.5 * budget), f"timing {split}"):
+        return _time_configs(ev, split, configs, tp, budget, per_config)
+
+
+def _time_configs(ev: "Evaluation", split: str, configs: list, tp: dict[str, Any], budget: float,
+                  per_config: float) -> list[tuple[Any, PerformanceResult]]:
+    torch = ev.torch
     if ev.compiled is not None:
         # each config compiled afresh and static, for its own shapes (dynamic-shape lowering fails on some
         # references), as a user of torch.compile at that shape gets it; all of them are kept until the
@@ -133,7 +152,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
                         max_sets = max(1, _n_sets(ev, config, per_config, tp) // 4)
                         continue
                     return out + [(config, result)]
-        return out + _run_rounds(ev, timings, min(budget, per_config * len(configs)))
+        return out + _run_rounds(ev, timings, budget)
     finally:
         for ct in timings:
             ct.close()

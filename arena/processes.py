@@ -169,8 +169,10 @@ def spawn_worker(device: Any) -> Worker:
     lock_fds: tuple[int, ...] = ()
     if device.gpu_key is not None:
         from arena.gpulock import open_fds
+        from arena.memory import open_account
 
-        lock_fds = open_fds(device.gpu_key)     # this worker's own descriptions of the GPU's lock files
+        # this worker's own descriptions of the GPU's lock files (turnstile, rw) and of its memory account
+        lock_fds = (*open_fds(device.gpu_key), open_account(device.gpu_key))
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     mode = "gpu" if device.runs_kernels else "cpu"

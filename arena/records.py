@@ -140,6 +140,9 @@ class ConfigResult:
     # copies and fills: their share of the candidate's device time in its timed calls, and of the baseline's
     incidental_share: float | None = None
     baseline_incidental_share: float | None = None
+    # speed of light: the share of the gap between the baseline's time and the roofline time the candidate
+    # closes (arena.devices.ceilings.sol_score): 0 at the baseline, 1 at the roofline
+    sol: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ConfigResult":
@@ -169,6 +172,9 @@ class Verdict:
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
     speedup_compiled: float | None = None   # torch2hip: geomean over configs vs torch.compile, where measured
+    sol: float | None = None          # speed-of-light score: the mean over configs, where every config has one
+    ceilings: dict[str, Any] = field(default_factory=dict)   # the roofline's ceilings: source (measured,
+    #                                                          datasheet, none) and the figures used
     flags: list[str] = field(default_factory=list)
     run_id: str = ""
     agent: str = ""

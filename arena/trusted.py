@@ -29,6 +29,7 @@ from typing import Any, Callable
 from arena.channel import read_frame, signed_writer
 from arena.calls import CandidateHandle, SharedSet
 from arena.correctness import GateFailure, check_config, task_failure
+from arena.memory import MemoryAccount, capacity_of
 from arena.processes import CandidatePeer
 from arena.protocol import (CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
                             LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest, SplitDoneFrame, StageFrame,
@@ -67,6 +68,9 @@ class Evaluation:
         self.gpu_lock = GpuLock(*(job.get("gpu_lock") or (None, None)))
         if self.gpu and self.gpu_lock.active:
             compile_off_gpu(self.gpu_lock)
+        # the GPU's memory, one account for every evaluation on it: work waits for room instead of failing
+        self.memory = MemoryAccount(job.get("gpu_memory") if self.gpu else None,
+                                    capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0)
         self._slot_ids = 0
         self._lost_at = ""
         self.current = None      # the config whose timing work runs now (arena.performance)
@@ -335,11 +339,12 @@ class Evaluation:
         self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
 
     def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
-        """The GPU lock's counters (seconds), or their growth since an earlier reading."""
+        """The GPU lock's counters (seconds), and the time waited for room in the GPU's memory
+        account, or their growth since an earlier reading."""
         lk = self.gpu_lock
         now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
                "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s,
-               "alone_s": lk.alone_s}
+               "alone_s": lk.alone_s, "memory_wait_s": self.memory.waited_s, "memory_waits": self.memory.waits}
         if since is None:
             lk.longest_shared_s = 0.0
             return now

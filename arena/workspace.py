@@ -63,6 +63,8 @@ def make_workspace(task: Task, dest: Path) -> Path:
     (dest / "configs").mkdir(parents=True, exist_ok=True)
     (dest / "README.md").write_text(render_readme(task))
     shutil.copy2(task.reference_path, dest / "reference.py")
+    for header in task.headers:          # the task's headers, which the kernel may include as they are
+        shutil.copy2(header, dest / header.name)
     seen = [{"name": c.name, **c.params} for c in task.configs("seen")]
     (dest / "configs" / "seen.yaml").write_text(yaml.safe_dump(seen, sort_keys=False))
     editable = dest / editable_name(task)

@@ -447,14 +447,14 @@ def test_two_steps_and_the_record(target: str, builds: Builds) -> None:
     assert kept == sorted(["build.json", "lib.so", "kernel.cu" if target == "cuda" else "kernel.hip"])
 
 
-def test_cached_build_is_fast(builds: Builds,
-                              source_dir: Path, cache_dir: Path) -> None:
+def test_a_built_file_comes_from_the_cache(builds: Builds,
+                                           source_dir: Path, cache_dir: Path) -> None:
     _need_toolchain("cuda")
     first = builds[("elementwise", "cuda")].result()
     assert first.ok, first.log
     again = build_hip(source_dir / "elementwise.hip", target="cuda", arch="sm_90",
                       cache_dir=cache_dir)
-    assert again.cached and again.ok and again.seconds < 0.1
+    assert again.cached and again.ok      # from the cache: no compiler ran
     assert again.library == first.library
     assert again.resources == first.resources
     assert again.kernels == first.kernels and again.undefined == first.undefined

@@ -174,18 +174,28 @@ def test_mcp_server_answers_a_client(tmp_path):
     from mcp.client.stdio import stdio_client
 
     run = tmp_path / "run"
+    tasks = tmp_path / "tasks"
+    shutil.copytree(FIX, tasks)
+    broken = tasks / "triton2triton" / "broken"        # a task with a missing key is not offered
+    shutil.copytree(FIX / "triton2triton" / "axpy", broken)
+    (broken / "task.yaml").write_text((broken / "task.yaml").read_text()
+                                      .replace("triton2triton/axpy", "triton2triton/broken").replace("entry: axpy\n", ""))
+
+    def is_error(res) -> bool:
+        return bool(getattr(res, "is_error", None) or getattr(res, "isError", None))
 
     async def episode():
         params = StdioServerParameters(command=sys.executable, args=[
-            "-m", "arena", "--tasks-dir", str(FIX), "serve", "--mcp", "--run-dir", str(run), "--device", "cpu"],
+            "-m", "arena", "--tasks-dir", str(tasks), "serve", "--mcp", "--run-dir", str(run), "--device", "cpu"],
             cwd=str(Path(__file__).resolve().parents[1]))
         async with stdio_client(params) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
-                names = {t.name for t in (await s.list_tools()).tools}
+                tools = {t.name: t.description for t in (await s.list_tools()).tools}
 
                 async def call(name, **args):
                     res = await s.call_tool(name, args)
+                    assert not is_error(res), res
                     return json.loads(res.content[0].text)
 
                 listed = await call("list_tasks", split="triton2triton")
@@ -193,19 +203,48 @@ def test_mcp_server_answers_a_client(tmp_path):
                 wrong = await call("run_kernel", task_id=TASK, code=WRONG)
                 good = await call("run_kernel", task_id=TASK, code=GOOD)
                 final = await call("finish", task_id=TASK)
-                unknown = await call("get_task", task_id="hip2hip/nope")
-                return names, listed, task, wrong, good, final, unknown
+                errors = [await s.call_tool("get_task", {"task_id": "hip2hip/nope"}),
+                          await s.call_tool("get_task", {"task_id": "triton2triton/broken"}),
+                          await s.call_tool("list_tasks", {"split": "nope"})]
+                return tools, listed, task, wrong, good, final, errors
 
-    names, listed, task, wrong, good, final, unknown = asyncio.run(asyncio.wait_for(episode(), 240))
-    assert {"list_tasks", "get_task", "run_kernel", "finish"} <= names
+    tools, listed, task, wrong, good, final, errors = asyncio.run(asyncio.wait_for(episode(), 240))
+    assert {"list_tasks", "get_task", "run_kernel", "finish"} <= set(tools)
+    # on the cpu backend finish scores the smoke configs: its description promises nothing more
+    assert "smoke configs only" in tools["finish"] and "need a GPU" in tools["finish"]
+    assert "nothing is timed" in tools["run_kernel"]
     assert [t["task_id"] for t in listed["tasks"]] == [TASK]
     assert task["starting_kernel"] == GOOD
     assert (wrong["status"], wrong["reward"]) == ("INCORRECT_NUMERICAL", -2.0)
     assert (good["status"], good["reward"]) == ("PASSED", 0.0)
     assert final["correct"] == {"smoke": True}
-    assert "no task matches" in unknown["error"]
+    # user errors are MCP tool errors (isError: true) naming what is wrong
+    assert all(is_error(res) for res in errors)
+    texts = [res.content[0].text for res in errors]
+    assert "no task matches 'hip2hip/nope'" in texts[0]
+    assert str(broken / "task.yaml") in texts[1] and "entry: required key is missing" in texts[1]
+    assert "unknown split 'nope'" in texts[2]
     recs = list(records.read(run / "records.jsonl"))
     assert [(v.agent, v.split, v.status.value) for v in recs] == [("mcp", "smoke", "PASSED")]
+
+
+def test_mcp_descriptions_say_what_the_device_scores():
+    """finish promises held-out and random shapes only where they are scored (a GPU); on the
+    cpu backend it says it scores the smoke configs."""
+    from arena.devices import Device
+    from arena.env.mcp_server import finish_description, instructions
+
+    cpu = Device(kind="cpu", name="x86_64", vendor="cpu", arch="x86_64")
+    gpu = Device(kind="cuda", name="H100", vendor="nvidia", arch="sm_90")
+    assert finish_description(gpu, "last") == ("End the episode: your last submission is scored on the seen, heldout "
+                                               "and random splits (held-out and random: shapes you have not seen) "
+                                               "and recorded.")
+    on_cpu = finish_description(cpu, "best")
+    assert on_cpu.startswith("End the episode: your best submission (highest run_kernel reward) is scored on the "
+                             "smoke configs only")
+    assert "scores your submission on the seen configs and on held-out and random shapes" in instructions(gpu)
+    assert "held-out and random shapes are scored on a GPU only" in instructions(cpu)
+    assert "shapes you have not seen" not in instructions(cpu)
 
 
 def test_every_shipped_kernel_was_run_on_a_gpu():

@@ -71,7 +71,9 @@ def test_a_runtime_class_patched_by_the_candidate_leaves_the_baselines_time_alon
     (v,) = evaluate(task, Candidate(task, path), configs, cpu, timing=True,
                     timing_params={"host_clock": True, "min_pairs": 6, "max_pairs": 24, "cap_s": 3.0})
     assert v.status is Status.PASSED, v.message
-    assert v.speedup is not None and v.speedup < 1.3, v.speedup
+    # the same kernel on both sides: ~1x, however busy the machine (the sides are interleaved); the
+    # patch reaching the baseline would read >= 3.5x (50 ms added to a ~20 ms call)
+    assert v.speedup is not None and v.speedup < 1.5, v.speedup
 
 
 PROBE = """

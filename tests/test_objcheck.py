@@ -2,12 +2,12 @@
 
 The ELF reader is tested on objects compiled here (gcc, nvcc, hipcc); deliberately bad HIP
 sources must be refused for both targets with the symbol named; a build reports its kernels
-as the profiler names them; and every shipped ``.hip`` file builds for cuda and rocm with the
-two-step build without refusal (``test_shipped_file``: slow, one test per file and target, so
-``-k`` or xdist can shard it; the builds run two at a time, under a lock per file shared by
-the xdist workers, into the build cache that tests/test_exemplars.py also uses, so no file is
-built twice). Compile tests
-skip without a toolchain, unless ARENA_REQUIRE_TOOLCHAINS=1, where they fail.
+as the profiler names them; and every shipped ``.hip`` file (every task's, and the tests') builds
+for cuda and rocm with the two-step build without refusal, or is refused as it must be
+(``test_shipped_file``: the suite's one compile of every file, slow, one test per file and
+target, so ``-k`` or xdist can shard it; the builds run two at a time, under a lock per file
+shared by the xdist workers, into the shared build cache, so no file is built twice). Compile
+tests skip without a toolchain, unless ARENA_REQUIRE_TOOLCHAINS=1, where they fail.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from arena.toolchain.hip import BuildResult, build_hip, default_cache_dir, toolchain_available
+from arena.taskdef.loader import task_headers
 from arena.toolchain.objcheck import (check_object, demangle, offload_kernels, read_elf,
                                       refusal_reason)
 
@@ -462,11 +463,13 @@ def test_honest_host_code_is_not_refused(target: str, bad_builds: Builds) -> Non
 # ---- every shipped .hip file ----------------------------------------------------------------
 
 def _shipped_files() -> list[str]:
+    """Every task's .hip file (committed or not yet), and the other committed ones (the tests')."""
+    listed = {str(p.relative_to(ROOT)) for p in ROOT.glob("tasks/*/*/*.hip")}
     try:
-        listed = subprocess.run(["git", "ls-files", "*.hip"], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout.split()
+        listed |= set(subprocess.run(["git", "ls-files", "*.hip"], cwd=ROOT, capture_output=True,
+                                     text=True, check=True).stdout.split())
     except (OSError, subprocess.CalledProcessError):
-        listed = [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("**/*.hip"))]
+        listed |= {str(p.relative_to(ROOT)) for p in ROOT.glob("tests/**/*.hip")}
     return sorted(listed)
 
 
@@ -495,13 +498,15 @@ def _build_locked(path: str, target: str, locks: Path) -> BuildResult:
     lock = locks / (path.replace("/", "__") + f".{target}.lock")
     with open(lock, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        # a task's file with the task's headers, as its evaluations build it
+        headers = task_headers((ROOT / path).parent) if path.startswith("tasks/") else []
         return build_hip(ROOT / path, target=target, arch=ARCHS[target],
-                         cache_dir=default_cache_dir())
+                         cache_dir=default_cache_dir(), headers=headers)
 
 
 class _ShippedBuilds:
     """Builds the selected shipped cases two at a time into the shared build cache (the one
-    tests/test_exemplars.py uses), started at the first request, awaited per test."""
+    evaluations use), started at the first request, awaited per test."""
 
     def __init__(self, cases: list[tuple[str, str]], locks: Path) -> None:
         self.cases = cases

@@ -3,10 +3,14 @@ Chromium screenshot not blank) and holds its tables; arena compare on two runs."
 
 from __future__ import annotations
 
+import html as htmllib
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -129,3 +133,172 @@ def test_compare_leaves_unscored_verdicts_out_and_counts_correct_pairs(tmp_path,
     assert main(["compare", str(tmp_path / "runA"), str(tmp_path / "runB")]) == 0
     out = capsys.readouterr().out
     assert "nan" not in out
+
+
+# --- how a report reads: the summary fits a 1400 px window, plots without data say so, a smoke run says it is one
+
+def _chromium() -> str:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if REQUIRE:
+            pytest.fail("chromium is required (ARENA_REQUIRE_TOOLCHAINS=1)")
+        pytest.skip("chromium not installed")
+    return chromium
+
+
+# injected into a copy of the report: measures the page once loaded, with every column toggle
+# off (as a reader first sees it), then on, then off again (so the screenshot shows it folded),
+# and writes what it found into the title, which --dump-dom prints
+_MEASURE = """<script>
+window.addEventListener('load', function () {
+  function box(e) { var r = e.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top + scrollY, bottom: r.bottom + scrollY}; }
+  function table(id) {
+    var t = document.getElementById(id); if (!t) return null;
+    var out = box(t); out.box = box(t.parentElement); out.width = t.scrollWidth;
+    out.shown = Array.from(t.tHead.rows[0].cells).filter(function (c) {
+      return getComputedStyle(c).display !== 'none'; }).map(function (c) { return c.textContent; });
+    return out; }
+  function state() { return {summary: table('summary'), perTask: table('per-task'),
+                             page: document.documentElement.scrollWidth}; }
+  var out = {width: innerWidth, folded: state()};
+  var toggles = Array.from(document.querySelectorAll('input.more-toggle'));
+  toggles.forEach(function (b) { b.click(); }); out.unfolded = state(); toggles.forEach(function (b) { b.click(); });
+  out.noData = Array.from(document.querySelectorAll('.nodata')).map(function (e) {
+    var b = box(e); b.id = e.id; b.text = e.textContent; return b; });
+  out.images = Array.from(document.images).map(function (i) { var b = box(i); b.alt = i.alt; b.natural = i.naturalWidth;
+    return b; });
+  var smoke = document.getElementById('smoke'); out.smoke = smoke ? smoke.textContent : null;
+  document.title = JSON.stringify(out);
+});
+</script>"""
+
+
+def _render(report: Path, tmp_path: Path, width: int = 1400, height: int = 2400):
+    """(what _MEASURE found, the screenshot in grey levels) of the report in a window of this size."""
+    from PIL import Image
+
+    page = tmp_path / "measured.html"
+    page.write_text(report.read_text().replace("</body>", _MEASURE + "</body>"))
+    shot = tmp_path / "measured.png"
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},{height}",
+                          "--force-device-scale-factor=1", f"--screenshot={shot}", "--dump-dom",
+                          page.as_uri()], check=True, capture_output=True, text=True, timeout=120).stdout
+    title = re.search(r"<title>(.*?)</title>", dom, re.S)
+    assert title and title.group(1).startswith("{"), "the measuring script did not run"
+    return json.loads(htmllib.unescape(title.group(1))), Image.open(shot).convert("L")
+
+
+def _crop(img, b: dict):
+    return img.crop((int(b["left"]), int(b["top"]), int(math.ceil(b["right"])), int(math.ceil(b["bottom"]))))
+
+
+def _build_quietly(runs, out: Path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        files = build_report(runs, out)
+    assert [str(w.message) for w in caught] == []        # no matplotlib (or other) warning printed
+    return files
+
+
+def _wide_run(path: Path) -> None:
+    """A run with data in nearly every summary column: three agents with long names, three
+    categories, every GPU split, timings, roofline fractions, torch.compile, agent costs."""
+    tasks = ["hip2hip/softmax_online_fused", "hip2hip/layer_norm_backward_welford", "triton2triton/rms_norm",
+             "triton2triton/llama_mlp_decode_block", "torch2hip/cross_entropy_backward", "torch2hip/fused_adamw_step"]
+    agents = ["baseline", "claude-code-sonnet-long-agent-name", "codex-cli-high-reasoning-agent"]
+    for i, agent in enumerate(agents):
+        for j, task in enumerate(tasks):
+            for split in ("seen", "heldout", "random"):
+                ok = (i + j + len(split)) % 4 != 0
+                status = Status.PASSED if ok else Status.INCORRECT_NUMERICAL
+                sp = 1.0 + 0.37 * i + 0.11 * j if ok else None
+                records.append(path / "records.jsonl", Verdict(
+                    task_id=task, category=task.split("/")[0], split=split, status=status, candidate={},
+                    device={"kind": "cuda", "name": "test"}, configs=[ConfigResult("c", {"n": 1}, status)],
+                    speedup=sp, roofline_fraction=0.2 + 0.05 * j if ok else None,
+                    speedup_compiled=0.9 * sp if ok and task.startswith("torch2hip") else None,
+                    agent=agent, run_id=path.name,
+                    agent_run={"wall_s": 400.0 + 37 * j, "cost_usd": 0.8 + 0.1 * i, "feedback_calls": 3 + j}))
+
+
+KEY_TITLES = ["agent", "category", "n", "correct seen", "correct held-out", "correct random", "drop held-out",
+              "speedup seen (geo)"]
+
+
+def test_summary_table_fits_1400px_key_columns_first_the_rest_behind_a_toggle(tmp_path):
+    _wide_run(tmp_path / "wide")
+    files = _build_quietly([tmp_path / "wide"], tmp_path / "rep")
+    m, shot = _render(files["html"], tmp_path)
+    width, folded, unfolded = m["width"], m["folded"], m["unfolded"]
+    assert width == 1400
+    summ = folded["summary"]
+    # as first seen: the key columns, in order, nothing cut off, the page does not scroll sideways
+    assert summ["shown"][:len(KEY_TITLES)] == KEY_TITLES
+    assert "compiled" not in summ["shown"] and "$/task" not in summ["shown"]
+    assert summ["right"] <= min(width, summ["box"]["right"]) and summ["width"] <= summ["box"]["right"] - summ["left"]
+    assert folded["page"] <= width
+    per_task = folded["perTask"]
+    assert per_task["shown"][:4] == ["agent", "task", "repeat", "seen"] and "category" not in per_task["shown"]
+    assert per_task["right"] <= width
+    # the table's right border is on the screenshot: a grey line where the DOM says the table ends
+    edge = _crop(shot, {**summ, "left": summ["right"] - 3})
+    assert any(sum(edge.getpixel((x, y)) < 250 for y in range(edge.height)) > 0.9 * edge.height
+               for x in range(edge.width))
+    # unfolded: every column with data, wider than the window, so it scrolls in its box, not the page
+    shown = unfolded["summary"]["shown"]
+    for title in ("compiled", "$/task", "vs torch.compile (geo)", "agent s/task", "reward", "fast_1.5"):
+        assert title in shown
+    assert unfolded["summary"]["width"] > width, "the test run is too narrow to need folding"
+    assert unfolded["page"] <= width
+    assert "category" in unfolded["perTask"]["shown"] and "speedup random" in unfolded["perTask"]["shown"]
+    # a column without data takes no room: the smoke split was not run here
+    assert "correct smoke" not in shown
+    html = files["html"].read_text()
+    assert "No data in this report for:" in html and "correct smoke" in html.split("No data in this report for:")[1]
+    md = files["md"].read_text()
+    assert "| " + " | ".join(KEY_TITLES) in md and "<details><summary>" in md
+
+
+def test_smoke_run_is_reported_as_smoke_and_empty_plots_say_no_data(tmp_path):
+    rows = [("baseline", "triton2triton/rms_norm", "smoke", "PASSED", None),
+            ("baseline", "torch2hip/cross_entropy", "smoke", "INCORRECT_NUMERICAL", None),
+            ("baseline", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None),
+            ("solution", "triton2triton/rms_norm", "smoke", "PASSED", None),
+            ("solution", "torch2hip/cross_entropy", "smoke", "PASSED", None),
+            ("solution", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None)]
+    _write_run(tmp_path / "quick", rows)
+    files = _build_quietly([tmp_path / "quick"], tmp_path / "rep")
+    summary = json.loads(files["summary_json"].read_text())
+    assert summary["meta"]["splits"] == ["smoke"]
+    rates = {(r["agent"], r["category"]): (r["correct_smoke"], r["n_smoke"]) for r in summary["summary"]}
+    assert rates[("baseline", "all")] == (0.5, 2) and rates[("solution", "all")] == (1.0, 2)
+    assert rates[("baseline", "torch2hip")] == (0.0, 1)
+    md = files["md"].read_text()
+    assert "Smoke results on the cpu backend" in md and "not seen, held-out or random results" in md
+    assert "| agent | category | n | correct smoke |\n" in md and "| baseline | all | 2 | 50% |" in md
+    m, shot = _render(files["html"], tmp_path, height=1800)
+    assert m["smoke"] and m["smoke"].startswith("Smoke results on the cpu backend")
+    assert m["folded"]["summary"]["shown"] == ["agent", "category", "n", "correct smoke"]
+    assert m["folded"]["perTask"]["shown"] == ["agent", "task", "category", "repeat", "smoke"]
+    # speedup, drop and roofline have nothing to draw: a "no data" box each, with its text on the screenshot
+    assert sorted(b["id"] for b in m["noData"]) == ["nodata-drop", "nodata-roofline", "nodata-speedup"]
+    for b in m["noData"]:
+        assert "no data" in b["text"]
+        assert b["bottom"] <= shot.height and _crop(shot, b).getextrema()[0] < 100      # dark text drawn
+    # correctness has data (smoke): one image, drawn, not blank
+    assert [(i["alt"], i["natural"] > 0) for i in m["images"]] == [("correctness", True)]
+    img = _crop(shot, m["images"][0])
+    assert sum(img.histogram()[:200]) > 0.03 * img.width * img.height
+
+
+def test_a_report_of_nothing_scored_draws_no_empty_plot(tmp_path):
+    _write_run(tmp_path / "hip", [("baseline", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None)])
+    files = _build_quietly([tmp_path / "hip"], tmp_path / "rep")
+    html = files["html"].read_text()
+    assert "data:image/png" not in html and html.count('class="nodata" id="nodata-') == 4
+    assert html.count("No scored attempts") == 2 and "<table" not in html
+    md = files["md"].read_text()
+    assert "Smoke results on the cpu backend" in md and md.count("No scored attempts") == 2

@@ -3,6 +3,7 @@ recorded as failures while the run goes on."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -55,8 +56,8 @@ def test_resume_finishes_without_duplicates(tasks_dir, tmp_path):
     # simulate a run killed while writing: a torn last line
     with open(out / "records.jsonl", "ab") as f:
         f.write(b'{"task_id": "triton2triton/axpy", "trunc')
-    with pytest.raises(ArenaError):
-        run(RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke", "heldout")), cpu, out)
+    with pytest.raises(ArenaError, match="--resume"):
+        run(RunPlan(agents=("baseline",), tasks=(axpy,), splits=("smoke",), repeats=2), cpu, out)
     plan = RunPlan(agents=("baseline", "solution"), tasks=(axpy,), splits=("smoke",), repeats=2)
     written = run(plan, cpu, out, resume=True, timing=False)
     # repeat 0 of baseline was done; repeat 1 is new; the fixture has no solution (not attempted)
@@ -173,3 +174,66 @@ def test_a_candidate_failure_is_not_redone(tasks_dir, tmp_path):
     (out / "records.jsonl").unlink()
     records.append(out / "records.jsonl", recs[0])
     assert run(plan, detect("cpu"), out, resume=True) == []
+
+
+def test_the_gpu_splits_are_refused_on_the_cpu_before_anything_runs(tmp_path):
+    """seen, heldout and random are sized for a GPU: on the cpu backend a run and an evaluation
+    refuse them in one line naming the split that runs there, instead of recording a TIMEOUT
+    (or failing to draw a random config) that blames the kernel for the machine."""
+    from arena.evaluate import Candidate, evaluate
+    from arena.taskdef.loader import load_task
+
+    cpu = detect("cpu")
+    rms_norm = Path(__file__).resolve().parents[1] / "tasks" / "triton2triton" / "rms_norm"
+    out = tmp_path / "runs" / "r"
+    for splits in (("seen",), ("smoke", "heldout"), ("random",)):
+        with pytest.raises(ArenaError, match=r"needs? a GPU .*--split smoke"):
+            run(RunPlan(agents=("baseline",), tasks=(rms_norm,), splits=splits), cpu, out)
+        assert not out.exists()
+    task = load_task(rms_norm)
+    with pytest.raises(ArenaError, match="seen, heldout, random need a GPU"):
+        evaluate(task, Candidate(task, None), ["seen", "heldout", "random"], cpu)
+
+
+def _harness_processes(cache: Path) -> list[int]:
+    """The processes working in ``cache``'s folders (the run's trusted and candidate processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(cache) in os.readlink(entry / "cwd"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigterm_stops_a_run_and_leaves_no_process_behind(tasks_dir, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "ARENA_CACHE_DIR": str(cache)}
+    out = tmp_path / "runs" / "term"
+    proc = subprocess.Popen([sys.executable, "-m", "arena", "--tasks-dir", str(tasks_dir), "run", "--agent", "baseline",
+                             "--tasks", "triton2triton/axpy", "--split", "smoke", "--repeats", "50", "--device", "cpu",
+                             "--out", str(out), "--quiet", "--no-prebuild"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "records.jsonl").is_file() or not _harness_processes(cache):   # evaluations under way
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143
+    finally:
+        proc.kill()
+    assert "terminated" in proc.stderr.read()
+    deadline = time.monotonic() + 10
+    while _harness_processes(cache) and time.monotonic() < deadline:    # killed ones may take a moment to go
+        time.sleep(0.2)
+    assert _harness_processes(cache) == []
+    kept = list(records.read(out / "records.jsonl"))
+    assert 1 <= len(kept) < 50 and all(v.status is Status.PASSED for v in kept)   # what was recorded stays

@@ -135,9 +135,7 @@ def test_ctrl_c_stops_a_run_promptly_and_resume_finishes_it(tmp_path):
     while time.monotonic() < deadline and len(_keys(rec)) < 1:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    t0 = time.monotonic()
-    proc.wait(timeout=60)
-    assert time.monotonic() - t0 < 20, "an interrupted run must not wait for the evaluations in flight"
+    proc.wait(timeout=300)
     first = _keys(rec)
     assert 1 <= len(first) < 8
     # the evaluations killed in flight are not recorded (as crashes): resume runs them again
@@ -147,6 +145,56 @@ def test_ctrl_c_stops_a_run_promptly_and_resume_finishes_it(tmp_path):
     keys = _keys(rec)
     assert keys[:len(first)] == first and len(keys) == len(set(keys)) == 8
     assert all(v.status.value == "PASSED" for v in records.read(rec))
+
+
+def _processes_under(folder: Path) -> list[int]:
+    """Live processes whose working directory is inside ``folder`` (a worker's scratch folder)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if Path(os.readlink(p / "cwd")).is_relative_to(folder):
+                    found.append(int(p.name))
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
+    """Ctrl-C while an evaluation runs a kernel that sleeps for an hour (under a 600 s stage
+    limit): the run stops it rather than waiting, records nothing, and leaves no process. No
+    duration is assumed: the kernel itself says when it runs (a file in its scratch folder),
+    and the test's limits only end a hang."""
+    import shutil
+
+    tasks = tmp_path / "tasks"
+    task = tasks / "triton2triton" / "axpy"
+    shutil.copytree(AXPY, task, ignore=shutil.ignore_patterns("__pycache__"))
+    (task / "task.yaml").write_text((task / "task.yaml").read_text() + "timeouts: {correctness_s: 600}\n")
+    (task / "baseline.py").write_text("import time\n\n\ndef axpy(x, y, out, n, alpha):\n"
+                                      "    open('in-flight', 'w').close()\n    time.sleep(3600)\n")
+    cache, out = tmp_path / "cache", tmp_path / "run"
+    cmd = [sys.executable, "-m", "arena", "--tasks-dir", str(tasks), "run", "--agent", "baseline",
+           "--tasks", "triton2triton/axpy", "--split", "smoke", "--device", "cpu", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "ARENA_CACHE_DIR": str(cache)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(cache.glob("workers/**/in-flight")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the kernel never ran"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=300)        # waiting for the evaluation would take 600 s
+        assert rc == 130, proc.stderr.read().decode(errors="replace")[-2000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert list(records.read(out / "records.jsonl")) == []
+    deadline = time.monotonic() + 60
+    while _processes_under(cache / "workers"):
+        assert time.monotonic() < deadline, f"processes of the run left: {_processes_under(cache / 'workers')}"
+        time.sleep(0.1)
 
 
 def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):

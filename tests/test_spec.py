@@ -94,8 +94,32 @@ def test_invalid_yaml_names_the_line(broken):
 def test_missing_required_key(broken):
     d = broken()
     edit(d / "task.yaml", "entry: axpy\n", "")
-    err = only_error(validate_task_dir(d), file=d / "task.yaml", key="(top level)")
-    assert "'entry' is a required property" in str(err)
+    err = only_error(validate_task_dir(d), file=d / "task.yaml", key="entry")
+    assert "required key is missing" in str(err)
+
+
+def test_unvalidated_load_of_a_malformed_task_names_the_key_not_a_keyerror(broken):
+    d = broken()
+    edit(d / "task.yaml", "entry: axpy\n", "")
+    with pytest.raises(ArenaError) as info:
+        load_task(d, validate=False)
+    assert (info.value.path, info.value.key) == (str(d / "task.yaml"), "entry")
+    (d / "task.yaml").write_text("- just\n- a list\n")
+    with pytest.raises(ArenaError, match="is not of type 'object'"):
+        load_task(d, validate=False)
+
+
+def test_every_problem_is_named_with_its_key(broken):
+    d = broken()
+    edit(d / "task.yaml", "entry: axpy\n", "colour: blue\nsize: 3\n")
+    edit(d / "task.yaml", "title: ", "titel: ")
+    errors = validate_task_dir(d)
+    assert sorted((e.key, e.detail.split(" (")[0]) for e in errors) == [
+        ("colour", "unknown key"), ("entry", "required key is missing"), ("size", "unknown key"),
+        ("titel", "unknown key"), ("title", "required key is missing")]
+    with pytest.raises(ArenaError) as info:          # loading names the first; it carries them all
+        load_task(d)
+    assert [str(e) for e in info.value.problems] == [str(e) for e in errors]
 
 
 def test_unknown_dtype(broken):
@@ -247,8 +271,8 @@ def test_torch2hip_with_a_baseline_file(broken):
 def test_tolerance_override_without_reason(broken):
     d = broken()
     edit(d / "task.yaml", "roofline:", "tolerance:\n  float32: {atol: 1.0e-3, rtol: 1.0e-3}\nroofline:")
-    err = only_error(validate_task_dir(d), file=d / "task.yaml", key="tolerance")
-    assert "'reason' is a required property" in str(err)
+    err = only_error(validate_task_dir(d), file=d / "task.yaml", key="tolerance.reason")
+    assert "required key is missing" in str(err)
 
 
 def test_randint_on_a_float_input(broken):

@@ -315,3 +315,64 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     assert cr.candidate.timer == "span" and cr.candidate.other_timer_median_us is None
     lo, hi = cr.speedup_ci
     assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2      # all 40 baseline samples used, not the first 16
+
+
+def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_ceilings(tmp_path, monkeypatch):
+    from arena.devices import Device
+    from arena.decision import apply_timing as _apply_timing
+    from arena.devices.ceilings import ceilings_for, roofline_seconds
+    from arena.protocol import PerformanceResult
+    from arena.records import ConfigResult, Status
+
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path))         # no measured ceilings: the datasheet's
+    task = load_task(AXPY)
+    cfg = _configs(1 << 24)[0]
+    cr = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
+    h200 = Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90")
+    perf = PerformanceResult(status=Status.PASSED, spans_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12},
+                             events_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12})
+    _apply_timing(task, cr, cfg, perf, h200)
+    flops, nbytes = task.roofline_for(cfg)
+    t_roof = roofline_seconds("float32", flops, nbytes, ceilings_for(h200)[0])
+    assert cr.roofline_fraction == pytest.approx(t_roof / 200e-6, abs=1e-4)
+    assert cr.sol == pytest.approx((400e-6 - 200e-6) / (400e-6 - t_roof), abs=1e-4)
+
+
+def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_path, monkeypatch):
+    """Memory admission (arena.memory) on the real paths: with another evaluation holding most of
+    a small account, this one's check waits for room and then passes; its timing reserves its
+    input sets (with the account, its budget is what the sets want, not a fixed share)."""
+    import threading
+
+    from memory_holder import hold, release  # tests/ is on the path
+
+    from arena.correctness import check_bytes, check_config
+    from arena.memory import MemoryAccount, open_account
+
+    monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
+    key, capacity = "cuda-GPU-admission-test", 64 * 2**20
+    ev, frames, _ = make(None, FakeTimer())
+    ev.memory = MemoryAccount(open_account(key), capacity, poll_s=0.01)
+    config = _configs(1000)[0]
+    assert check_bytes(ev, config) > capacity // 2            # the slack alone: it cannot fit beside the other
+    other = hold(key, capacity, capacity // 2)
+    result, entered = {}, threading.Event()
+    ev.job.update(seeds=[1])
+
+    def check():
+        result["r"] = check_config(ev, config)
+        entered.set()
+
+    t = threading.Thread(target=check)
+    t.start()
+    try:
+        assert not entered.wait(1.0) and "r" not in result      # waiting, not failing
+        release(other)
+        assert entered.wait(120)
+    finally:
+        t.join(120)
+    assert result["r"].status.value == "PASSED", result["r"].message
+    assert ev.memory.waits == 1 and ev.memory.held() == 0
+    _time(ev, _configs(1000))
+    r = _performance(frames)["n1000"]
+    assert r["status"] == "PASSED" and r["n_sets"] == 16 and ev.memory.peak > 0 and ev.memory.held() == 0

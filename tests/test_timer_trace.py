@@ -5,6 +5,7 @@ timelines of (start_ns, end_ns, name). Each sample on the device is:
 from __future__ import annotations
 
 import random
+import types
 
 import pytest
 
@@ -226,15 +227,21 @@ def test_noisy_sides_take_batches_that_grow_up_to_max_pairs():
     assert calls.count("baseline") == calls.count("candidate") == 200
 
 
-def test_the_time_cap_ends_a_batch_between_rounds():
-    import time
+def test_the_time_cap_ends_a_batch_between_rounds(monkeypatch):
+    """The cap is on the item's own seconds, here on a clock of the test's: each renewal of the
+    inputs takes 0.05 s of it. Batches of 2 then 4 rounds; 0.05 s after round 1, 0.15 s after
+    round 3: past the 0.12 s cap, so the second batch ends after its second round."""
+    import arena.timing.timer as tm
 
-    from arena.timing.timer import time_paired
+    clock = [0.0]
+    monkeypatch.setattr(tm, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
 
-    timer = _FakeTimer(0.5)
-    res = time_paired(timer, _sides([]), 8, min_pairs=10, target_rse=1e-6, cap_s=0.2,
-                      refresh=lambda r: time.sleep(0.05))
-    assert res.wall_s < 1.0 and 2 <= res.rounds <= 8
+    def refresh(r):
+        clock[0] += 0.05
+
+    res = tm.time_paired(_FakeTimer(0.5), _sides([]), 8, min_pairs=10, target_rse=1e-6, cap_s=0.12,
+                         refresh=refresh)
+    assert res.rounds == 4 and res.wall_s == pytest.approx(0.15)
 
 
 def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypatch):
@@ -345,12 +352,15 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
              ("cand", lambda: None, tm.RemoteCall(remote, 7), lambda: None),
              ("cand", lambda: None, tm.RemoteCall(remote, 8), lambda: None),
              ("base", lambda: None, lambda: kernel("base", 6_000), lambda: None)]
+    ticks = iter(range(1000))             # this process's profiler seconds on a clock of the test's
+    monkeypatch.setattr(tm, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks) * 0.01))
     out, warnings = timer.sample_rounds([steps], remotes=[remote])
     assert remote.log == [("begin", True), ("sample", 7), ("sample", 8), ("end",)]
     assert [(side, round(span)) for side, span, _, _ in out] == [("base", 5), ("cand", 100), ("cand", 101),
                                                                 ("base", 6)]
     assert warnings == [(2, "overlap")]         # the remote's second sample is the round's third step
-    assert 0.25 <= timer.profiler_s < 0.3     # the remote's seconds, and this process's own
+    # the remote's seconds, and this process's own: opening and closing its session, 0.01 s each
+    assert timer.profiler_s == pytest.approx(0.25 + 0.02)
 
     class Short(Remote):
         def end(self):

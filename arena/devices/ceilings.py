@@ -1,13 +1,24 @@
 """Device ceilings for the roofline: memory bandwidth (bytes/s) and peak FLOP/s per dtype.
 
-Datasheet peaks (dense, no sparsity) are the fallback; a measured ceiling, where one was
-stored for the device, takes precedence. Sources: NVIDIA H100 / H200 SXM and AMD MI300X
-product datasheets; A100 SXM datasheet.
+A measured ceiling, where ``arena device --measure`` stored one for the device, takes
+precedence: a device-to-device copy's bandwidth and a large matrix multiply's throughput per
+dtype, the best of several runs (``measure``). Datasheet peaks (dense, no sparsity) are the
+fallback; they sit above what any kernel reaches (an H100's 3.35 TB/s against about 3.0 TB/s
+measured for a copy), so a roofline on them reads low. Sources: NVIDIA H100 / H200 SXM and
+AMD MI300X product datasheets; A100 SXM datasheet.
+
+The roofline time of a config is the larger of its compute time and its memory time at the
+ceilings (``roofline_seconds``): the true roofline, whatever bound the task names.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping
 
 _DATASHEET: dict[str, dict[str, float]] = {
     "H200": {"bytes_per_s": 4.8e12, "float16": 989e12, "bfloat16": 989e12, "tf32": 494e12,
@@ -29,13 +40,131 @@ def datasheet(device_name: str) -> dict[str, float] | None:
     return None
 
 
-def roofline_fraction(bound: str, dtype: str, flops: float, nbytes: float, seconds: float,
-                      ceilings: Mapping[str, float] | None) -> float | None:
-    """Achieved rate over the ceiling of the bound the task declares."""
-    if not ceilings or seconds <= 0:
+def roofline_seconds(dtype: str, flops: float, nbytes: float, ceilings: Mapping[str, float] | None) -> float | None:
+    """The least time the work can take at the ceilings: the larger of its memory time
+    (bytes / bandwidth) and its compute time (FLOPs / the dtype's peak; float32's where the
+    dtype has none). None without ceilings or work."""
+    if not ceilings:
         return None
-    if bound == "memory":
-        peak = ceilings.get("bytes_per_s")
-        return nbytes / seconds / peak if peak else None
+    bw = ceilings.get("bytes_per_s")
     peak = ceilings.get(dtype) or ceilings.get("float32")
-    return flops / seconds / peak if peak else None
+    times = [nbytes / bw if bw and nbytes > 0 else 0.0, flops / peak if peak and flops > 0 else 0.0]
+    t = max(times)
+    return t if t > 0 else None
+
+
+def roofline_fraction(dtype: str, flops: float, nbytes: float, seconds: float,
+                      ceilings: Mapping[str, float] | None) -> float | None:
+    """The roofline time over the time taken: 1.0 is the roofline itself."""
+    t = roofline_seconds(dtype, flops, nbytes, ceilings)
+    return t / seconds if t is not None and seconds > 0 else None
+
+
+def sol_score(baseline_s: float, candidate_s: float, roofline_s: float | None) -> float | None:
+    """The share of the gap between the baseline's time and the roofline time that the
+    candidate closes: 0 at the baseline's time, 1 at the roofline, negative when slower than the
+    baseline. None where there is no gap to close (the baseline at or below the roofline) or no
+    roofline."""
+    if roofline_s is None or baseline_s <= roofline_s or candidate_s <= 0:
+        return None
+    return (baseline_s - candidate_s) / (baseline_s - roofline_s)
+
+
+# -- measured ceilings ---------------------------------------------------------------------------
+
+MEASURE_DTYPES = ("float16", "bfloat16", "float32", "tf32")
+
+
+def _store() -> Path:
+    from arena.toolchain.hip import cache_root
+
+    return cache_root() / "ceilings.json"
+
+
+def _device_key(device: Any) -> str:
+    return f"{device.kind}:{device.name}"
+
+
+def stored(device: Any, path: Path | None = None) -> dict[str, Any] | None:
+    """What ``measure`` kept for a device of this kind and name, or None."""
+    path = path or _store()
+    try:
+        entry = json.loads(path.read_text()).get(_device_key(device))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("ceilings"), dict) else None
+
+
+def ceilings_for(device: Any, path: Path | None = None) -> tuple[dict[str, float] | None, str]:
+    """The ceilings the roofline uses for a device, and which they are: ``measured`` (what
+    ``arena device --measure`` kept), ``datasheet``, or ``none``. A measured figure stands
+    for its own key; the datasheet fills the keys it did not measure (int8, float8)."""
+    sheet = datasheet(device.name) if device.runs_kernels else None
+    kept = stored(device, path) if device.runs_kernels else None
+    if kept:
+        merged = {**(sheet or {}), **{k: float(v) for k, v in kept["ceilings"].items()}}
+        return merged, "measured"
+    if sheet:
+        return dict(sheet), "datasheet"
+    return None, "none"
+
+
+def measure(device: Any, *, repeats: int = 20, path: Path | None = None) -> dict[str, Any]:
+    """Measure the device's copy bandwidth and matrix-multiply throughput per dtype (the best
+    of ``repeats`` timed runs each, CUDA/HIP events around the work) and keep them for later
+    evaluations; returns what was kept."""
+    import torch
+
+    if not device.runs_kernels:
+        raise ValueError("ceilings are measured on a GPU; the cpu backend has no roofline")
+    dev = torch.device("cuda", 0)
+
+    def best_seconds(fn) -> float:
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize(dev)
+        best = math.inf
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end) / 1e3)
+        return best
+
+    def copy_rate() -> float:
+        src = torch.ones(1 << 28, dtype=torch.float32, device=dev)   # 1 GiB, well beyond any last-level cache
+        dst = torch.empty_like(src)
+        return 2 * src.numel() * src.element_size() / best_seconds(lambda: dst.copy_(src))
+
+    def matmul_rate(name: str, m: int = 8192) -> float:
+        dt = torch.float32 if name in ("float32", "tf32") else getattr(torch, name)
+        a, b = torch.randn(m, m, device=dev).to(dt), torch.randn(m, m, device=dev).to(dt)
+        c = torch.empty(m, m, device=dev, dtype=dt)
+        return 2 * m ** 3 / best_seconds(lambda: torch.matmul(a, b, out=c))
+
+    out: dict[str, float] = {"bytes_per_s": copy_rate()}
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for name in MEASURE_DTYPES:
+            torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+            out[name] = matmul_rate(name)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.cuda.empty_cache()
+    entry = {"ceilings": {k: float(f"{v:.4g}") for k, v in out.items()},
+             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "torch": torch.__version__, "how": f"best of {repeats}: a 1 GiB copy; an 8192x8192 matmul per dtype"}
+    path = path or _store()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept = json.loads(path.read_text())
+        kept = kept if isinstance(kept, dict) else {}
+    except (OSError, ValueError):
+        kept = {}
+    kept[_device_key(device)] = entry
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(kept, indent=1))
+    tmp.replace(path)
+    return entry

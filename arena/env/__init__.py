@@ -5,10 +5,11 @@ tools and rewards, ANCHORS.md).
     env = KernelEnv("triton2triton/rms_norm", device="cuda", run_dir="runs/rl-1")
     prompt = env.reset()
     result = env.run_kernel(code)        # status, errors, per-config timings, reward
-    final = env.finish()                 # held-out and random shapes of the chosen submission
+    final = env.finish()                 # held-out and random shapes of the chosen submission (GPU)
 
 Feedback is the gates on the configs the agent may see (``arena.feedback``); ``finish``
-scores the last or the best submission on seen, held-out and random configs and appends
+scores the last or the best submission on seen, held-out and random configs on a GPU (on
+the cpu backend, the smoke configs only: ``arena.feedback.final_splits``) and appends
 the Verdicts to the run directory's records.jsonl, so ``arena report`` works on episodes.
 Rewards: a pass earns median speedup - 1; incorrect -2; execution failure -3;
 initialization failure -4; compilation failure -5; unknown -6; the per-call time limit -7.

@@ -1,7 +1,8 @@
 """Paired A/B comparison of two runs over the tasks both attempted.
 
 For each split: the mean difference of log-speedup (B - A) over tasks correct and timed in
-both, the mean difference of correctness over all common tasks, each with a paired bootstrap
+both, the mean difference of correctness over all common tasks, the mean difference of the
+speed-of-light score over tasks scored in both, each with a paired bootstrap
 95% interval (tasks resampled together), and the tasks whose status changed. Verdicts that
 are not scored (infrastructure failures, NOT_RUNNABLE: ``Status.scored``) are left out, so a
 task is common only where both runs have a scored verdict of it.
@@ -29,6 +30,8 @@ class SplitComparison:
     log_speedup_ci: tuple[float, float]
     correct_diff: float
     correct_ci: tuple[float, float]
+    sol_diff: float = math.nan                 # speed of light, B - A, over tasks with a score in both
+    sol_ci: tuple[float, float] = (math.nan, math.nan)
     changed: list[tuple[str, str, str]] = field(default_factory=list)   # task, status A, status B
 
     @property
@@ -61,7 +64,7 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, agent_a: str | None = 
     # repeats: a task's correctness is its mean over repeats, its speedup the geomean
     def per_task(f):
         g = f.groupby(keys)
-        return g.agg(correct=("correct", "mean"), status=("status", "first"),
+        return g.agg(correct=("correct", "mean"), status=("status", "first"), sol=("sol", "mean"),
                      logsp=("speedup", lambda s: float(np.mean(np.log(s.dropna()))) if s.notna().any() else math.nan)
                      ).reset_index()
     common = per_task(fa).merge(per_task(fb), on=keys, suffixes=("_a", "_b"))
@@ -70,6 +73,8 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, agent_a: str | None = 
         both = g[g.logsp_a.notna() & g.logsp_b.notna()]
         dlog = list(both.logsp_b - both.logsp_a)
         dcor = list(g.correct_b - g.correct_a)
+        sols = g[g.sol_a.notna() & g.sol_b.notna()]
+        dsol = list(sols.sol_b - sols.sol_a)
         changed = [(r.task_id if "agent" not in keys else f"{r.agent} {r.task_id}", r.status_a, r.status_b)
                    for r in g.itertuples() if r.status_a != r.status_b]
         out.append(SplitComparison(
@@ -77,5 +82,6 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, agent_a: str | None = 
             n_both_timed=len(both),
             log_speedup_diff=float(np.mean(dlog)) if dlog else math.nan,
             log_speedup_ci=paired_bootstrap_mean(dlog), correct_diff=float(np.mean(dcor)) if dcor else math.nan,
-            correct_ci=paired_bootstrap_mean(dcor), changed=changed))
+            correct_ci=paired_bootstrap_mean(dcor), changed=changed,
+            sol_diff=float(np.mean(dsol)) if dsol else math.nan, sol_ci=paired_bootstrap_mean(dsol)))
     return out

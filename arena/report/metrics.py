@@ -41,6 +41,7 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "correct": v.status is Status.PASSED and not suspicious, "suspicious": suspicious,
             "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
             "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
+            "sol": v.sol if v.status is Status.PASSED and not suspicious and v.sol is not None else np.nan,
             "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
             v.speedup_compiled else np.nan,
             "reward": v.reward if v.reward is not None else np.nan,
@@ -55,7 +56,7 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
         })
     cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "scored", "attempt",
             "correct", "suspicious",
-            "speedup", "roofline", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
+            "speedup", "roofline", "sol", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
             "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -73,7 +74,7 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
     if vf.empty:
         return pd.DataFrame(columns=keys)
     wide = vf.pivot_table(index=keys, columns="split",
-                          values=["correct", "speedup", "roofline", "reward", "status", "speedup_compiled"],
+                          values=["correct", "speedup", "roofline", "sol", "reward", "status", "speedup_compiled"],
                           aggfunc="first")
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
@@ -119,7 +120,7 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
     n = len(pt)
     out: dict[str, float] = {"attempts": n, "tasks": pt["task_id"].nunique() if n else 0}
     out["compile_rate"] = float(pt["compiled"].mean()) if n else math.nan
-    for s in ("seen", "heldout", "random"):
+    for s in SPLITS:     # smoke too: a run of the cpu backend has its correctness there and nowhere else
         col = f"correct_{s}"
         vals = [_bool(x) for x in pt[col]] if col in pt else []
         have = [x for x in vals if x is not None]
@@ -152,6 +153,18 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
         fast = [bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
                 for c, s in zip(col_c, col_s) if _bool(c) is not None]
         out[f"fast_{p:g}"] = float(np.mean(fast)) if fast else math.nan
+    for s in ("seen", "heldout", "random"):
+        # speed of light over the attempts whose split was scored: a correct one's share of the gap closed (no
+        # less than 0: slower than the baseline closes none of it), a failure's 0; correct but untimed: left out
+        vals = []
+        for c, v in zip(pt.get(f"correct_{s}", [None] * n), pt.get(f"sol_{s}", [math.nan] * n)):
+            c = _bool(c)
+            if c is False:
+                vals.append(0.0)
+            elif c is True and v is not None and not math.isnan(v):
+                vals.append(max(0.0, float(v)))
+        out[f"sol_{s}_mean"] = float(np.mean(vals)) if vals else math.nan
+        out[f"n_sol_{s}"] = len(vals)
     comp = list(pt["speedup_compiled_seen"]) if "speedup_compiled_seen" in pt else []
     out["speedup_compiled_seen_geomean"] = _geomean(comp)
     out["n_compiled_seen"] = len([x for x in comp if x is not None and not math.isnan(x)])

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from arena.errors import ArenaError
+from arena.errors import ArenaError, ArenaErrors
 from arena.taskdef import formula
 
 CATEGORIES = ("hip2hip", "triton2triton", "torch2hip")
@@ -97,6 +97,11 @@ class Task:
     def reference_path(self) -> Path:
         return self.path / "reference.py"
 
+    @property
+    def headers(self) -> list[Path]:
+        """The headers a HIP task ships beside its kernels (``task_headers``)."""
+        return task_headers(self.path) if self.language == "hip" else []
+
     def kernel_file(self, role: str) -> Path | None:
         """The task's baseline / solution / specialised kernel file, if it ships one."""
         for suffix in (".hip", ".py"):
@@ -172,26 +177,60 @@ def _validator(name: str):
 
 
 def _schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
+    """One error per problem, each naming the key: a missing required key and an unknown key
+    are named themselves (``signature.inputs.0.dtype``), not the mapping that holds them."""
     errors = []
-    for err in sorted(_validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path)):
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        errors.append(ArenaError(f"{err.message} (expected: {_expected(err)})", path=path, key=key))
+    for err in sorted(_validator(schema).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = [str(p) for p in err.absolute_path]
+        if err.validator == "required" and isinstance(err.instance, dict):
+            missing = [k for k in err.validator_value if k not in err.instance]
+            names = [m for m in missing if repr(m) in err.message] or missing[:1]
+            for name in names:
+                errors.append(ArenaError("required key is missing", path=path, key=".".join([*where, str(name)])))
+            continue
+        if err.validator == "additionalProperties" and err.validator_value is False \
+                and isinstance(err.instance, dict):
+            allowed = list(err.schema.get("properties", {}))
+            for name in err.instance:
+                if name not in allowed:
+                    errors.append(ArenaError(f"unknown key (allowed here: {', '.join(allowed)})", path=path,
+                                             key=".".join([*where, str(name)])))
+            continue
+        key = ".".join(where) or "(top level)"
+        message = err.message if err.validator in ("enum", "const", "type", "pattern") \
+            else f"{err.message} (expected: {_expected(err)})"
+        errors.append(ArenaError(message, path=path, key=key))
     return errors
 
 
 def _expected(err) -> str:
-    if err.validator in ("enum", "const", "type", "pattern", "required", "minItems", "minimum",
-                         "maximum", "exclusiveMinimum", "minLength", "additionalProperties"):
-        return f"{err.validator} {err.validator_value!r}" if err.validator != "additionalProperties" \
-            else "only the keys the schema names"
+    if err.validator in ("minItems", "minimum", "maximum", "exclusiveMinimum", "minLength", "minProperties"):
+        return f"{err.validator} {err.validator_value!r}"
     return err.validator
+
+
+# libyaml's safe loader where PyYAML was built with it (the same documents, ten times faster)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh")
+
+
+def task_headers(folder: Path) -> list[Path]:
+    """Headers in a task's folder: a HIP task's kernels may include them (``#include "x.h"``);
+    every build of a candidate for the task has them beside the candidate's file."""
+    return sorted(p for p in Path(folder).iterdir() if p.is_file() and p.suffix in HEADER_SUFFIXES)
 
 
 def read_yaml(path: Path) -> Any:
     if not path.is_file():
         raise ArenaError("file not found", path=path)
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArenaError(f"cannot read the file: {exc}", path=path) from None
+    try:
+        return yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -235,7 +274,9 @@ def _build_task(data: Mapping[str, Any], path: Path) -> Task:
 
 
 def load_task(path: Path | str, *, validate: bool = True) -> Task:
-    """Load one task folder (or its task.yaml). Raises ArenaError on the first problem."""
+    """Load one task folder (or its task.yaml). Raises ArenaErrors (every problem of the folder;
+    it reads as the first). ``validate=False`` skips every check; a task.yaml it cannot read
+    into a Task still raises ArenaErrors with what its schema says is wrong."""
     path = Path(path)
     if path.name == "task.yaml":
         path = path.parent
@@ -243,16 +284,24 @@ def load_task(path: Path | str, *, validate: bool = True) -> Task:
     if validate:
         errors = validate_task_dir(path)
         if errors:
-            raise errors[0]
+            raise ArenaErrors(errors)
     data = read_yaml(path / "task.yaml")
-    return _build_task(data, path)
+    try:
+        return _build_task(data, path)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        # unvalidated and malformed: what the schema says is wrong, never a KeyError (the schema
+        # is checked only here, off the fast path: the trusted process loads every task this way)
+        errors = _schema_errors(data, "task.schema.json", path / "task.yaml")
+        if errors:
+            raise ArenaErrors(errors) from None
+        raise
 
 
 def load_configs(path: Path, split: str, task: Task | None = None) -> list[Config]:
     data = read_yaml(path)
     errors = _schema_errors(data, "configs.schema.json", path)
     if errors:
-        raise errors[0]
+        raise ArenaErrors(errors)
     configs = []
     for i, item in enumerate(data):
         params = {k: v for k, v in item.items() if k != "name"}
@@ -312,7 +361,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
     if not task.reference_path.is_file():
         errors.append(ArenaError("reference.py is missing", path=path / "reference.py"))
     elif any(i.init["kind"] == "custom" for i in task.inputs) and \
-            "def make_inputs" not in task.reference_path.read_text():
+            "def make_inputs" not in task.reference_path.read_text(errors="replace"):
         errors.append(ArenaError("an input has init: custom but reference.py defines no make_inputs",
                                  path=task.reference_path, key="make_inputs"))
     expected_language = {"hip2hip": ".hip", "triton2triton": ".py", "torch2hip": ".hip"}[task.category]
@@ -368,7 +417,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         try:
             configs = load_configs(cfg_path, split)
         except ArenaError as exc:
-            errors.append(exc)
+            errors.extend(getattr(exc, "problems", [exc]))
             continue
         minimum = {"seen": MIN_SEEN, "heldout": MIN_HELDOUT}.get(split, 1)
         if len(configs) < minimum:
@@ -394,7 +443,7 @@ def load_suite(path: Path | str) -> dict[str, Any]:
     data = read_yaml(path)
     errors = _schema_errors(data, "suite.schema.json", path)
     if errors:
-        raise errors[0]
+        raise ArenaErrors(errors)
     return data
 
 

@@ -91,8 +91,10 @@ forbidden: []
 
 
 def reference(x, rows, cols):
-    """TODO: the PyTorch reference; dtype-agnostic (called with upcast inputs)."""
-    return torch.relu(x)
+    """TODO: the PyTorch reference; dtype-agnostic (called with upcast inputs). The example,
+    a leaky ReLU, passes `arena tasks check --device cpu`; a plain ReLU would not: half its
+    outputs are 0, below the tolerance (the degeneracy rules in CONTRIBUTING.md)."""
+    return torch.where(x > 0, x, 0.1 * x)
 ''')
     (folder / "configs" / "seen.yaml").write_text(
         "- {name: a, rows: 4096, cols: 4096}\n- {name: b, rows: 8192, cols: 4096}\n- {name: c, rows: 16384, cols: 8192}\n")
@@ -109,7 +111,8 @@ import triton.language as tl
 def _kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.1 * x), mask=mask)
 
 
 def {name}(x, y, rows, cols):
@@ -120,14 +123,14 @@ def {name}(x, y, rows, cols):
         (folder / "baseline.hip").write_text(f'''#include <hip/hip_runtime.h>
 #include <cstdint>
 
-__global__ void relu_kernel(const float* x, float* y, int64_t n) {{
+__global__ void leaky_relu_kernel(const float* x, float* y, int64_t n) {{
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    if (i < n) y[i] = x[i] > 0.0f ? x[i] : 0.1f * x[i];
 }}
 
 extern "C" int {name}(const float* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {{
     int64_t n = rows * cols;
-    hipLaunchKernelGGL(relu_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, stream, x, y, n);
+    hipLaunchKernelGGL(leaky_relu_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, stream, x, y, n);
     return (int)hipGetLastError();
 }}
 ''')

@@ -145,6 +145,20 @@ def toolchain_available(target: str) -> str | None:
     return version if isinstance(version, str) else None
 
 
+def compiler_found(target: str) -> dict[str, str | None]:
+    """What the builds for ``target`` would use here, looked up as they look it up:
+    ``{"compiler", "path", "version", "problem"}``; ``problem`` is None when it is usable."""
+    _check_target(target)
+    path = _find_compiler(target)
+    if path is None:
+        return {"compiler": _COMPILERS[target], "path": None, "version": None,
+                "problem": f"{_COMPILERS[target]} not found on PATH"}
+    version = _compiler_version(path, target)
+    if isinstance(version, str):
+        return {"compiler": _COMPILERS[target], "path": path, "version": None, "problem": version}
+    return {"compiler": _COMPILERS[target], "path": path, "version": version[0], "problem": None}
+
+
 def _normalize_arch(target: str, arch: str) -> str:
     if target == "cuda":
         found = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[af]?)", arch.strip())
@@ -165,7 +179,9 @@ def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> l
     """Flags of the compile step (the candidate's file to a position-independent object)."""
     if target == "cuda":
         number = arch[len("sm_"):]
-        flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-x", "cu",
+        # --expt-relaxed-constexpr: constexpr host functions in device code (std::numeric_limits<T>::infinity()),
+        # as hipcc allows them
+        flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "-x", "cu",
                  f"-gencode=arch=compute_{number},code=sm_{number}", "-Xptxas", "-v", "-c"]
     else:
         flags = ["-O3", "-std=c++17", "-fPIC", f"--offload-arch={arch}", "-c"]
@@ -181,7 +197,7 @@ def _link_flags(target: str, arch: str) -> list[str]:
 
 
 def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
-               flags: list[str], link_flags: list[str]) -> str:
+               flags: list[str], link_flags: list[str], headers: Sequence[tuple[str, bytes]] = ()) -> str:
     digest = hashlib.sha256()
 
     def part(name: str, data: bytes) -> None:
@@ -191,6 +207,8 @@ def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_tex
     part("target", target.encode())
     part("arch", arch.encode())
     part("source", source)
+    for name, data in headers:
+        part("header " + name, data)
     part("compiler", compiler.encode())
     part("version", version_text.encode())
     part("flags", json.dumps(flags).encode())
@@ -333,12 +351,14 @@ def _named_kernels(mangled: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, 
 
 
 def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
-              cache_dir: Path | None = None, extra_flags: Sequence[str] = ()) -> BuildResult:
+              cache_dir: Path | None = None, extra_flags: Sequence[str] = (),
+              headers: Sequence[Path] = ()) -> BuildResult:
     """Build a HIP file into ``lib.so`` for ``target`` ("cuda" via nvcc, "rocm" via hipcc).
 
     The file is compiled to an object (``extra_flags`` go to this step), the object is checked
     (``objcheck.check_object``: a refusal fails the build), then linked; ``timeout`` covers
-    both steps."""
+    both steps. ``headers``: files put beside it for ``#include "name.h"`` (a task's own,
+    translated like the file on NVIDIA); their names and contents are part of the cache key."""
     start = time.perf_counter()
     _check_target(target)
     arch = _normalize_arch(target, arch)
@@ -365,7 +385,8 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     toolchain.update(version=short_version, path=compiler, flags=flags, link_flags=link_flags)
 
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags)
+    header_bytes = [(Path(h).name, Path(h).read_bytes()) for h in headers]
+    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags, header_bytes)
     final_dir = cache_root / key[:2] / key
     record = _load_record(final_dir)
     if record is not None:
@@ -378,16 +399,17 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
                            undefined=tuple(record.get("undefined", ())))
 
     log_parts: list[str] = []
-    if target == "cuda":
-        try:
-            translated = hip2cuda.translate_hip_to_cuda(
-                source_bytes.decode("utf-8", errors="surrogateescape"))
-        except ImportError as exc:
-            return failed(f"HIP->CUDA translation needs torch's hipify tables: {exc}")
-        log_parts += [f"translation note: {note}" for note in translated.notes]
-        text = translated.source.encode("utf-8", errors="surrogateescape")
-    else:
-        text = source_bytes
+    texts: dict[str, bytes] = {}
+    for name, data in [(SOURCE_NAMES[target], source_bytes), *header_bytes]:
+        if target == "cuda":
+            try:
+                translated = hip2cuda.translate_hip_to_cuda(data.decode("utf-8", errors="surrogateescape"))
+            except ImportError as exc:
+                return failed(f"HIP->CUDA translation needs torch's hipify tables: {exc}")
+            log_parts += [f"translation note: {note}" for note in translated.notes]
+            texts[name] = translated.source.encode("utf-8", errors="surrogateescape")
+        else:
+            texts[name] = data
 
     staging_root = cache_root / ".tmp"
     staging_root.mkdir(parents=True, exist_ok=True)
@@ -395,7 +417,8 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     env = _compiler_env(target)
     try:
         source_name = SOURCE_NAMES[target]
-        (work / source_name).write_bytes(text)
+        for name, text in texts.items():
+            (work / name).write_bytes(text)
         deadline = time.perf_counter() + timeout
 
         def step(command: list[str], product: str) -> tuple[str, BuildResult | None]:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 from arena.toolchain.hip import build_hip, cache_root, toolchain_available
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.taskdef.loader import Config, Task, load_task
+from arena.taskdef.loader import Config, Task, load_task, task_headers
 
 log = logging.getLogger(__name__)
 ROLES = ("baseline", "solution", "specialised")
@@ -213,7 +213,9 @@ def prebuild(files: list[Path], device: Device, jobs: int | None = None) -> dict
         return {**stats, "seconds": 0.0}
     jobs = jobs or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for res in pool.map(lambda w: build_hip(w[0], target=w[1], arch=w[2]), work):
+        # a task's kernel file is built with the task's headers, as its evaluation builds it
+        for res in pool.map(lambda w: build_hip(w[0], target=w[1], arch=w[2], headers=task_headers(w[0].parent)),
+                            work):
             key = "cached" if res.cached else "built" if res.ok else "failed"
             stats[key] += 1
             if not res.cached:

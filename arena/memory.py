@@ -1,0 +1,171 @@
+"""Memory admission: one account of a GPU's memory, shared by every evaluation on it.
+
+Several evaluations share a GPU (``--workers-per-gpu``, or several ``arena run`` on one
+machine). Each holds device memory for a while: a config's inputs, outputs and the upcast
+reference's working set while it is checked, a split's input sets while it is timed. Without
+an account they find out that they do not fit by running out of memory, and the failure is
+the harness's, not the candidate's. With one, an evaluation states what a piece of work will
+need before it starts and waits until the account has room for it; the work then runs with
+its memory set aside, and gives it back when done.
+
+The account is a small JSON file per physical GPU beside its lock files
+(``arena.gpulock.lock_dir``), changed under ``flock``; each entry names its process, so what a
+killed process held is given back by the next one that looks. Its capacity is the device's
+total memory less a share kept for what no estimate covers (the processes' contexts, the
+candidate's own temporaries, the allocator's slack): ``RESERVE_FRACTION`` of it, or
+``ARENA_GPU_MEMORY_GIB`` where set (a GPU shared with work outside the harness, or a test).
+A piece of work larger than the whole capacity is let in alone, when nothing else holds any;
+a process that holds memory already gets more at once (no process waits while it holds, so
+no two wait on each other).
+
+Reservations are taken outside the GPU lock's sections (``arena.gpulock``): work that waits
+for memory holds no lock, so a timed round never waits for a reader that waits for memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import re
+import time
+from typing import Any, Iterator
+
+from arena.gpulock import lock_dir
+
+RESERVE_FRACTION = 0.85          # of the device's memory, the part the account hands out
+ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
+_ids = itertools.count()
+
+
+def open_account(gpu_key: str) -> int:
+    """A fresh, inheritable descriptor of the account file of one GPU."""
+    d = lock_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", gpu_key)[:120]
+    fd = os.open(d / f"{name}.memory", os.O_RDWR | os.O_CREAT, 0o666)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def capacity_of(total_bytes: int) -> int:
+    """What the account hands out on a device of ``total_bytes``."""
+    gib = os.environ.get(ENV_CAPACITY)
+    if gib:
+        try:
+            return max(0, int(float(gib) * 2**30))
+        except ValueError:
+            raise ValueError(f"{ENV_CAPACITY} must be a number of GiB, not {gib!r}") from None
+    return int(RESERVE_FRACTION * total_bytes)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a holder still runs: a process that is gone, or a zombie not yet reaped by its
+    parent (killed, its memory freed), holds nothing."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class MemoryAccount:
+    """One evaluation's side of a GPU's account. ``reserve(n)`` waits until ``n`` bytes fit
+    beside what the others hold, and holds them for the ``with`` block. Without a descriptor
+    (the cpu backend, no lock files) it admits everything at once. Counts the seconds waited
+    and the most held, for the record."""
+
+    def __init__(self, fd: int | None, capacity: int, *, poll_s: float = 0.05):
+        self.fd = fd
+        self.capacity = int(capacity)
+        self.poll_s = poll_s
+        self.waited_s = 0.0
+        self.waits = 0
+        self.peak = 0
+        self._mine: dict[str, int] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.fd is not None
+
+    def _read(self) -> dict[str, Any]:
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        raw = b""
+        while chunk := os.read(self.fd, 1 << 16):
+            raw += chunk
+        try:
+            held = json.loads(raw or b"{}")
+        except ValueError:          # torn by a killed writer: what it said is lost, the holders are not
+            held = {}
+        return {k: v for k, v in held.items() if isinstance(v, dict) and _alive(int(v.get("pid", 0)))}
+
+    def _write(self, held: dict[str, Any]) -> None:
+        data = json.dumps(held).encode()
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, data)
+
+    def held(self) -> int:
+        """Bytes held by every evaluation on this GPU now."""
+        if not self.active:
+            return sum(self._mine.values())
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            return sum(int(v["bytes"]) for v in self._read().values())
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _try(self, key: str, nbytes: int, what: str) -> bool:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held = self._read()
+            total = sum(int(v["bytes"]) for v in held.values())
+            mine = any(v.get("pid") == os.getpid() for v in held.values())
+            # in when it fits, or when nothing is held (alone, whatever the size); a process that holds memory
+            # already is never made to wait for more (two holders waiting on each other would never wake)
+            if total and not mine and total + nbytes > self.capacity:
+                return False
+            held[key] = {"pid": os.getpid(), "bytes": int(nbytes), "what": what[:80], "since": time.time()}
+            self._write(held)
+            return True
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _release(self, key: str) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held = self._read()
+            held.pop(key, None)
+            self._write(held)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def reserve(self, nbytes: int, what: str = "") -> Iterator[None]:
+        nbytes = max(0, int(nbytes))
+        key = f"{os.getpid()}:{next(_ids)}"
+        if self.active and nbytes:
+            t0 = time.monotonic()
+            waited = False
+            while not self._try(key, nbytes, what):
+                waited = True
+                time.sleep(self.poll_s)
+            if waited:
+                self.waits += 1
+                self.waited_s += time.monotonic() - t0
+        self._mine[key] = nbytes
+        self.peak = max(self.peak, sum(self._mine.values()))
+        try:
+            yield
+        finally:
+            self._mine.pop(key, None)
+            if self.active and nbytes:
+                self._release(key)

@@ -1,0 +1,85 @@
+"""The roofline and the speed-of-light score on known times; measured ceilings kept per device
+and used before the datasheet; the task check's rule on solutions near the measured roofline."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from arena.authoring import near_roofline
+from arena.devices import Device
+from arena.devices.ceilings import ceilings_for, roofline_fraction, roofline_seconds, sol_score
+from arena.records import ConfigResult, Status, Verdict
+from arena.report import metrics
+
+H100 = Device(kind="cuda", name="NVIDIA H100 80GB HBM3", vendor="nvidia", arch="sm_90")
+CEIL = {"bytes_per_s": 3.0e12, "float16": 800e12, "float32": 50e12}
+
+
+def test_the_roofline_is_the_larger_of_compute_and_memory_time():
+    # 3 GB at 3 TB/s: 1 ms of memory time; 8e11 FLOP of fp16 at 800 TFLOP/s: 1 ms as well
+    assert roofline_seconds("float16", 0, 3e9, CEIL) == pytest.approx(1e-3)
+    assert roofline_seconds("float16", 8e11, 0, CEIL) == pytest.approx(1e-3)
+    assert roofline_seconds("float16", 1.6e12, 3e9, CEIL) == pytest.approx(2e-3)     # compute-bound here
+    assert roofline_seconds("float16", 8e11, 6e9, CEIL) == pytest.approx(2e-3)       # memory-bound here
+    assert roofline_seconds("int8", 5e10, 0, CEIL) == pytest.approx(1e-3)            # no int8 peak: float32's
+    assert roofline_seconds("float16", 0, 0, CEIL) is None and roofline_seconds("float16", 1, 1, None) is None
+    assert roofline_fraction("float16", 0, 3e9, 2e-3, CEIL) == pytest.approx(0.5)
+
+
+def test_speed_of_light_is_the_share_of_the_gap_closed():
+    # baseline 10 ms, roofline 2 ms: a 6 ms kernel closes half the gap, a 2 ms kernel all of it
+    assert sol_score(10e-3, 6e-3, 2e-3) == pytest.approx(0.5)
+    assert sol_score(10e-3, 2e-3, 2e-3) == pytest.approx(1.0)
+    assert sol_score(10e-3, 10e-3, 2e-3) == pytest.approx(0.0)
+    assert sol_score(10e-3, 14e-3, 2e-3) == pytest.approx(-0.5)          # slower than the baseline
+    assert sol_score(2e-3, 1e-3, 2e-3) is None                           # no gap to close
+    assert sol_score(10e-3, 6e-3, None) is None
+
+
+def test_measured_ceilings_come_before_the_datasheet_and_say_so(tmp_path):
+    store = tmp_path / "ceilings.json"
+    ceilings, source = ceilings_for(H100, store)
+    assert source == "datasheet" and ceilings["bytes_per_s"] == 3.35e12
+    store.write_text(json.dumps({"cuda:NVIDIA H100 80GB HBM3": {"ceilings": {"bytes_per_s": 3.0e12,
+                                                                             "float16": 7.5e14}}}))
+    ceilings, source = ceilings_for(H100, store)
+    assert source == "measured" and ceilings["bytes_per_s"] == 3.0e12 and ceilings["float16"] == 7.5e14
+    assert ceilings["int8"] == 1979e12                                   # not measured: the datasheet's
+    other = Device(kind="cuda", name="Some Future GPU", vendor="nvidia", arch="sm_100")
+    assert ceilings_for(other, store) == (None, "none")
+    assert ceilings_for(Device(kind="cpu", name="x86", vendor="cpu", arch="x86_64"), store) == (None, "none")
+    store.write_text("{not json")
+    assert ceilings_for(H100, store)[1] == "datasheet"                   # a torn file is not a crash
+
+
+def _solution(fraction: float, source: str) -> Verdict:
+    return Verdict(task_id="hip2hip/t", category="hip2hip", split="heldout", status=Status.PASSED, candidate={},
+                   device={}, configs=[ConfigResult("big", {}, Status.PASSED, roofline_fraction=fraction)],
+                   ceilings={"source": source})
+
+
+def test_a_solution_near_the_measured_roofline_fails_the_task_check():
+    assert near_roofline([_solution(0.8, "measured")]) == []
+    problems = near_roofline([_solution(0.95, "measured")])
+    assert len(problems) == 1 and "heldout/big at 95% of the measured roofline" in problems[0]
+    assert near_roofline([_solution(0.95, "datasheet")]) == []
+
+
+def _attempt(task, status, sol=None):
+    return Verdict(task_id=task, category="hip2hip", split="seen", status=Status(status), candidate={}, device={},
+                   configs=[ConfigResult("c", {}, Status(status))], speedup=2.0 if status == "PASSED" else None,
+                   sol=sol, agent="a", run_id="r")
+
+
+def test_the_report_s_speed_of_light_counts_failures_as_zero_and_regressions_as_no_gain():
+    vs = [_attempt("hip2hip/a", "PASSED", 0.6), _attempt("hip2hip/b", "PASSED", -0.4),
+          _attempt("hip2hip/c", "INCORRECT_NUMERICAL"), _attempt("hip2hip/d", "PASSED", None),
+          _attempt("hip2hip/e", "HARNESS_ERROR")]
+    s = metrics.summary(metrics.per_task(metrics.verdict_frame(vs)))
+    row = s[(s.agent == "a") & (s.category == "all")].iloc[0]
+    # a 0.6, b 0 (slower than the baseline), c 0 (incorrect); d untimed and e the harness's: left out
+    assert row["sol_seen_mean"] == pytest.approx(0.2) and row["n_sol_seen"] == 3
+    assert math.isnan(row["sol_heldout_mean"])

@@ -1,0 +1,105 @@
+"""The GPU's memory account (arena.memory): work that does not fit beside what other processes
+hold waits for room instead of failing; what fits goes in at once; a killed holder's memory
+comes back; one piece larger than the whole capacity runs alone. Real processes share one
+account file, as the evaluations on one GPU do."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+from memory_holder import hold, release  # tests/ is on the path
+
+from arena.memory import MemoryAccount, capacity_of, open_account
+
+GIB = 2**30
+KEY = "cuda-GPU-memory-test"
+
+@pytest.fixture(autouse=True)
+def lock_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
+    return tmp_path / "locks"
+
+
+def _holder(nbytes: int, capacity: int = GIB):
+    return hold(KEY, capacity, nbytes)
+
+
+def test_two_workers_that_cannot_both_fit_run_one_after_the_other():
+    other = _holder(int(0.6 * GIB))            # another worker's config holds 0.6 of 1 GiB
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    entered, leave = threading.Event(), threading.Event()
+    order = []
+
+    def second_config():
+        with acct.reserve(int(0.6 * GIB), "this worker's config"):
+            order.append("second in")
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=second_config)
+    t.start()
+    try:
+        # it cannot get in while the other holds its memory: it waits, it does not fail
+        assert not entered.wait(0.5) and acct.held() == int(0.6 * GIB)
+        order.append("first out")
+        release(other)
+        assert entered.wait(30)
+        assert order == ["first out", "second in"] and acct.waits == 1 and acct.waited_s > 0
+        assert acct.held() == int(0.6 * GIB)
+    finally:
+        leave.set()
+        t.join(30)
+        other.kill()
+    assert acct.held() == 0
+
+
+def test_work_that_fits_beside_the_others_goes_in_at_once():
+    other = _holder(int(0.6 * GIB))
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    try:
+        with acct.reserve(int(0.3 * GIB)):
+            assert acct.held() == int(0.9 * GIB) and acct.waits == 0
+            with acct.reserve(int(0.3 * GIB)):     # its own process's holdings never make it wait
+                assert acct.held() == int(1.2 * GIB) and acct.peak == int(0.6 * GIB)
+    finally:
+        release(other)
+
+
+def test_a_killed_holder_s_memory_comes_back():
+    other = _holder(int(0.9 * GIB))
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    assert acct.held() == int(0.9 * GIB)
+    os.kill(other.pid, signal.SIGKILL)
+    other.wait(30)
+    with acct.reserve(int(0.6 * GIB)):
+        assert acct.waits == 0 and acct.held() == int(0.6 * GIB)
+
+
+def test_more_than_the_capacity_runs_alone_and_nothing_is_admitted_without_an_account(monkeypatch):
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    with acct.reserve(3 * GIB, "a config larger than the account"):
+        assert acct.held() == 3 * GIB and acct.waits == 0
+    none = MemoryAccount(None, 0)
+    assert not none.active
+    with none.reserve(100 * GIB):
+        assert none.held() == 100 * GIB
+    monkeypatch.setenv("ARENA_GPU_MEMORY_GIB", "2.5")
+    assert capacity_of(80 * GIB) == int(2.5 * GIB)
+    monkeypatch.delenv("ARENA_GPU_MEMORY_GIB")
+    assert capacity_of(80 * GIB) == int(0.85 * 80 * GIB)
+
+
+def test_a_killed_holder_not_yet_reaped_holds_nothing():
+    other = _holder(int(0.9 * GIB))
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    os.kill(other.pid, signal.SIGKILL)
+    while open(f"/proc/{other.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        pass                                  # dead, not reaped: a zombie still answers kill(pid, 0)
+    try:
+        with acct.reserve(int(0.6 * GIB)):
+            assert acct.waits == 0 and acct.held() == int(0.6 * GIB)
+    finally:
+        other.wait(30)
