@@ -417,9 +417,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                    repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed,
                    timing_params=tuple(sorted(_timing_params(args).items())), agent_options=tuple(options),
                    agent_budget_s=args.budget, auth_files=tuple(args.auth_file or ()))
-    from arena.agents import BUILTIN
+    from arena.agents import BUILTIN, require_programs
     from arena.agents.isolation import bubblewrap_missing
 
+    if args.executor != "ray":        # (Ray runs them on its workers, whose PATH this is not)
+        require_programs(agents)      # a program not on PATH: one line saying which and how to install it
     if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
         console.print(f"[yellow]warning:[/] {_lit(bubblewrap_missing())}")
     out = Path(args.out)
@@ -480,11 +482,13 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return 0
     table = Table(title="agents (configs/agents/*.yaml and built-in)")
-    for col in ("agent", "kind", "executable", "on PATH", "description"):
+    for col in ("agent", "kind", "executable", "on PATH", "version", "description"):
         table.add_column(col)
     for r in rows:
+        desc = _lit(r["description"]) + (f"\n[yellow]experimental:[/] {_lit(r['experimental'])}"
+                                         if r.get("experimental") else "")
         table.add_row(_lit(r["name"]), _lit(r["kind"]), _lit(r.get("executable", "-")),
-                      "[green]yes[/]" if r["available"] else "[red]no[/]", _lit(r["description"]))
+                      "[green]yes[/]" if r["available"] else "[red]no[/]", _lit(r.get("version") or "-"), desc)
     console.print(table)
     from arena.agents.isolation import bubblewrap_missing
 

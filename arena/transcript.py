@@ -1,11 +1,14 @@
 """One agent run as a self-contained HTML page (``arena transcript RUN TASK --out F.html``).
 
 Reads the artifacts the runner keeps per (agent, task, repeat): the raw output
-(transcript.raw: JSON events or text), agent.json, prompt.md, feedback.jsonl and the
-collected kernel, plus the records. Shows the run's badges (wall time, exit reason, tokens,
-cost, feedback calls, verdicts), the prompt, every event as a collapsible turn with its
-text, tool calls and token counts, edits of files as diffs, the feedback calls, and the
-diff of the collected kernel against the starting one. No script, no external resource.
+(transcript.raw: JSON events or text), the program's own record of the session where its
+adapter names one (transcript.json or .jsonl: mini-swe-agent's trajectory, Codex's
+rollout), agent.json,
+prompt.md, feedback.jsonl and the collected kernel, plus the records. Shows the run's badges
+(program version, wall time, exit reason, tokens, cost, feedback calls, verdicts), the
+prompt, every event as a collapsible turn with its text, tool calls (commands, with what
+they printed) and token counts, edits of files as diffs, the feedback calls, and the diff
+of the collected kernel against the starting one. No script, no external resource.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import difflib
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -49,13 +53,18 @@ def _diff_html(a: str, b: str, name_a: str = "before", name_b: str = "after") ->
     return "<pre>" + ("\n".join(rows) or "(no change)") + "</pre>"
 
 
+TEXT_KEYS = ("text", "result", "response", "thinking", "content", "output", "aggregated_output", "message")
+
+
 def _texts(obj: Any) -> Iterable[str]:
-    """Human text in an event: 'text', 'result', 'message' strings, depth first."""
+    """Human text in an event (what was said, what a command printed), depth first; not the
+    arguments of tool calls, which are shown as calls."""
     if isinstance(obj, dict):
+        skip = {"input", "arguments", "args", "parameters", "command", "extra"}
         for k, v in obj.items():
-            if k in ("text", "result", "response", "thinking") and isinstance(v, str) and v.strip():
+            if k in TEXT_KEYS and isinstance(v, str) and v.strip():
                 yield v
-            elif isinstance(v, (dict, list)):
+            elif isinstance(v, (dict, list)) and k not in skip:
                 yield from _texts(v)
     elif isinstance(obj, list):
         for v in obj:
@@ -63,15 +72,24 @@ def _texts(obj: Any) -> Iterable[str]:
 
 
 def _tool_calls(obj: Any) -> Iterable[tuple[str, Any]]:
-    """(name, input) of tool calls in an event, whatever the CLI calls them."""
+    """(name, input) of tool calls in an event, whatever the CLI calls them: Claude Code's
+    tool_use blocks, OpenAI's function calls, OpenCode's tool parts, Gemini CLI's tool_use
+    events, Codex's command and file-change items."""
     if isinstance(obj, dict):
-        name = obj.get("name") or obj.get("tool")
-        args = obj.get("input", obj.get("arguments", obj.get("args", (obj.get("state") or {}).get("input")
-                                                                   if isinstance(obj.get("state"), dict) else None)))
+        if obj.get("type") == "command_execution" and isinstance(obj.get("command"), str):
+            yield "command", {"command": obj["command"]}
+            return
+        if obj.get("type") == "file_change" and isinstance(obj.get("changes"), list):
+            yield "file_change", {"changes": obj["changes"]}
+            return
+        name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
+        state = obj.get("state") if isinstance(obj.get("state"), dict) else {}
+        args = next((obj[k] for k in ("input", "arguments", "args", "parameters") if k in obj), state.get("input"))
         if isinstance(name, str) and args is not None:
             yield name, args
-        for v in obj.values():
-            if isinstance(v, (dict, list)):
+            return
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)) and k != "extra":     # mini-swe-agent's copy of the reply
                 yield from _tool_calls(v)
     elif isinstance(obj, list):
         for v in obj:
@@ -79,10 +97,15 @@ def _tool_calls(obj: Any) -> Iterable[tuple[str, Any]]:
 
 
 def _usage_badges(obj: Any) -> str:
-    usage = obj.get("usage") if isinstance(obj, dict) else None
-    if not isinstance(usage, dict):
-        usage = (obj.get("message") or {}).get("usage") if isinstance(obj, dict) and \
-            isinstance(obj.get("message"), dict) else None
+    if not isinstance(obj, dict):
+        return ""
+    usage = obj.get("usage")
+    for holder in ("message", "part"):       # Claude Code's assistant events; OpenCode's step parts
+        if not isinstance(usage, dict) and isinstance(obj.get(holder), dict):
+            usage = obj[holder].get("usage") or obj[holder].get("tokens")
+    extra = obj.get("extra")
+    if not isinstance(usage, dict) and isinstance(extra, dict) and isinstance(extra.get("response"), dict):
+        usage = extra["response"].get("usage")       # a mini-swe-agent reply
     if not isinstance(usage, dict):
         return ""
     return "".join(f'<span class="badge">{_e(k)} {_e(v)}</span>' for k, v in usage.items()
@@ -91,13 +114,25 @@ def _usage_badges(obj: Any) -> str:
 
 def _tool_html(name: str, args: Any) -> str:
     out = f'<div><span class="badge">tool</span> <b>{_e(name)}</b>'
+    if isinstance(args, str) and args.lstrip().startswith("*** Begin Patch"):    # Codex's apply_patch
+        return out + _patch_html(args) + "</div>"
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except json.JSONDecodeError:
             return out + f"<pre>{_e(args)}</pre></div>"
+    if isinstance(args, dict) and isinstance(args.get("changes"), list):        # Codex reports no content
+        return out + "".join(f" <code>{_e(c.get('path'))}</code> ({_e(c.get('kind'))})" for c in args["changes"]
+                             if isinstance(c, dict)) + "</div>"
+    shell = next((k for k in ("command", "cmd") if isinstance(args, dict) and isinstance(args.get(k), (str, list))), None)
+    if shell is not None and len(args) <= 4:
+        cmd = args[shell] if isinstance(args[shell], str) else " ".join(map(str, args[shell]))
+        if "<<" in cmd and "\n" in cmd:        # a file written through the shell: shown as an edit
+            return out + f"<pre>{_e(cmd.splitlines()[0])}</pre>" + _diff_html("", "\n".join(cmd.splitlines()[1:-1]),
+                                                                               "/dev/null", "written") + "</div>"
+        return out + f"<pre>$ {_e(cmd)}</pre></div>"
     if isinstance(args, dict):
-        path = args.get("file_path") or args.get("path") or args.get("filename") or ""
+        path = args.get("file_path") or args.get("path") or args.get("filePath") or args.get("filename") or ""
         if path:
             out += f" <code>{_e(path)}</code>"
         for old, new in EDIT_KEYS:
@@ -109,15 +144,26 @@ def _tool_html(name: str, args: Any) -> str:
     return out + f"<pre>{_e(json.dumps(args, indent=1)[:6000])}</pre></div>"
 
 
+def _patch_html(patch: str) -> str:
+    rows = []
+    for line in patch.splitlines():
+        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith(("@@", "***")) else ""
+        rows.append(f'<span class="{cls}">{_e(line)}</span>')
+    return "<pre>" + "\n".join(rows) + "</pre>"
+
+
 def _event_html(i: int, ev: Any) -> str:
     if not isinstance(ev, dict):
         return f"<details><summary>{i}</summary><pre>{_e(ev)}</pre></details>"
     kind = " / ".join(str(ev[k]) for k in ("type", "subtype", "role") if isinstance(ev.get(k), str))
+    item = next((ev[k] for k in ("item", "part", "payload") if isinstance(ev.get(k), dict)), None)
+    if isinstance(item, dict) and isinstance(item.get("type"), str):      # Codex items and rollout, OpenCode parts
+        kind += f" / {item['type']}"
     texts = list(_texts(ev))
-    first = (texts[0] if texts else "").strip().splitlines()[0][:140] if texts and texts[0].strip() else ""
+    first = next((ln.strip()[:140] for t in texts[:1] for ln in t.splitlines() if re.search(r"\w", ln)), "")
     calls = list(_tool_calls(ev))
-    if not first and calls:
-        first = "→ " + ", ".join(n for n, _ in calls)
+    if calls:
+        first = "→ " + ", ".join(n for n, _ in calls) + (f": {first}" if first else "")
     body = "".join(f"<pre>{_e(t[:20000])}</pre>" for t in texts)
     body += "".join(_tool_html(n, a) for n, a in calls)
     body += f"<details><summary>raw event</summary><pre>{_e(json.dumps(ev, indent=1)[:20000])}</pre></details>"
@@ -137,9 +183,11 @@ def _events(raw: str) -> list[Any] | None:
         return evs
     try:
         doc = json.loads(raw)
-        return [doc] if isinstance(doc, dict) else None
     except json.JSONDecodeError:
         return None
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):     # a trajectory: one turn a message
+        return [m for m in doc["messages"]] + [{k: v for k, v in doc.items() if k != "messages"}]
+    return [doc] if isinstance(doc, dict) else None
 
 
 def find_run_artifacts(run: Path, task_id: str, agent: str | None = None, repeat: int | None = None) -> Path:
@@ -168,8 +216,8 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(agent)} on {_e(task_id)}</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>{_e(agent)} on {_e(task_id)} <small>(repeat {repeat}, run {_e(run.name)})</small></h1><div>"]
-    for k in ("exit_reason", "wall_s", "feedback_calls", "turns", "input_tokens", "output_tokens",
-              "cache_read_tokens", "cost_usd", "sandbox"):
+    for k in ("version", "exit_reason", "message", "wall_s", "feedback_calls", "turns", "input_tokens",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "sandbox"):
         if info.get(k) is not None:
             parts.append(f'<span class="badge">{_e(k)} {_e(info[k])}</span>')
     for v in verdicts:
@@ -181,12 +229,21 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
         parts.append(f"<h2>Prompt</h2><details><summary>the prompt the agent got</summary>"
                      f"<pre>{_e((art / 'prompt.md').read_text())}</pre></details>")
     raw = (art / "transcript.raw").read_text(errors="replace") if (art / "transcript.raw").is_file() else ""
+    own_file = next((art / n for n in ("transcript.json", "transcript.jsonl") if (art / n).is_file()), None)
+    own = own_file.read_text(errors="replace") if own_file is not None else ""
     parts.append("<h2>Transcript</h2>")
-    evs = _events(raw)
-    if evs is None:
-        parts.append(f"<pre>{_e(raw[-200000:])}</pre>")
-    else:
+    evs = _events(own) if own else None
+    if evs is not None:          # the program's own record of the session; then what it printed
         parts += [_event_html(i, ev) for i, ev in enumerate(evs)]
+        if raw.strip():
+            parts.append(f"<details><summary>what the program printed</summary><pre>{_e(raw[-200000:])}</pre>"
+                         "</details>")
+    else:
+        evs = _events(raw)
+        if evs is None:
+            parts.append(f"<pre>{_e(raw[-200000:])}</pre>")
+        else:
+            parts += [_event_html(i, ev) for i, ev in enumerate(evs)]
     if (art / "agent.stderr").is_file() and (art / "agent.stderr").stat().st_size:
         parts.append(f"<details><summary>stderr</summary><pre>{_e((art / 'agent.stderr').read_text(errors='replace')[-50000:])}"
                      "</pre></details>")

@@ -6,14 +6,13 @@ from __future__ import annotations
 import html as htmllib
 import json
 import math
-import os
 import re
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
 
 import pytest
+from toolchains import chromium  # tests/ is on the path
 
 from arena import records
 from arena.cli import main
@@ -21,7 +20,6 @@ from arena.records import ConfigResult, Status, Verdict
 from arena.report import build_report
 from arena.report.compare import compare_runs
 
-REQUIRE = os.environ.get("ARENA_REQUIRE_TOOLCHAINS") == "1"
 
 
 def _write_run(path: Path, rows):
@@ -53,17 +51,13 @@ def test_report_files_and_contents(tmp_path):
 
 
 def test_report_html_renders_in_headless_chromium(tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if REQUIRE:
-            pytest.fail("chromium is required (ARENA_REQUIRE_TOOLCHAINS=1)")
-        pytest.skip("chromium not installed")
+    browser = chromium()
     from PIL import Image
 
     _write_run(tmp_path / "runA", RUN_A)
     files = build_report([tmp_path / "runA"], tmp_path / "rep")
     shot = tmp_path / "shot.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2400",
                     f"--screenshot={shot}", files["html"].as_uri()], check=True, capture_output=True, timeout=120)
@@ -137,15 +131,6 @@ def test_compare_leaves_unscored_verdicts_out_and_counts_correct_pairs(tmp_path,
 
 # --- how a report reads: the summary fits a 1400 px window, plots without data say so, a smoke run says it is one
 
-def _chromium() -> str:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if REQUIRE:
-            pytest.fail("chromium is required (ARENA_REQUIRE_TOOLCHAINS=1)")
-        pytest.skip("chromium not installed")
-    return chromium
-
-
 # injected into a copy of the report: measures the page once loaded, with every column toggle
 # off (as a reader first sees it), then on, then off again (so the screenshot shows it folded),
 # and writes what it found into the title, which --dump-dom prints
@@ -181,7 +166,7 @@ def _render(report: Path, tmp_path: Path, width: int = 1400, height: int = 2400)
     page = tmp_path / "measured.html"
     page.write_text(report.read_text().replace("</body>", _MEASURE + "</body>"))
     shot = tmp_path / "measured.png"
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
                           f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},{height}",
                           "--force-device-scale-factor=1", f"--screenshot={shot}", "--dump-dom",

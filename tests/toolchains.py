@@ -1,9 +1,11 @@
-"""What the HIP build tests share: skip a test whose compiler is missing, unless CI asks for
-every toolchain (``ARENA_REQUIRE_TOOLCHAINS=1``: then a missing one fails the test)."""
+"""What the tests that need a tool share (the HIP compilers, Chromium): skip a test whose tool is
+missing, unless CI asks for every toolchain (``ARENA_REQUIRE_TOOLCHAINS=1``: then a missing one
+fails the test)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -18,3 +20,10 @@ def need(reason: str | None) -> None:
     if REQUIRE_TOOLCHAINS:
         pytest.fail(f"{reason} (ARENA_REQUIRE_TOOLCHAINS=1)")
     pytest.skip(reason)
+
+
+def chromium() -> str:
+    """Chromium's path, for the rendering tests (skipped or failed, as ``need``, without it)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    need(None if found else "chromium not installed")
+    return found

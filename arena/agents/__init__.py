@@ -34,8 +34,9 @@ class AgentContext:
 @dataclass
 class Proposal:
     """A candidate file (None: the task's starting point) and how the agent's run went:
-    wall_s, exit_reason (finished | budget | crashed | no_file), feedback_calls, turns,
-    input/output tokens, cost_usd where the agent's CLI reports them."""
+    wall_s, exit_reason (finished | budget | crashed | auth | no_file; auth comes with the
+    program's message), feedback_calls, the program's version, turns, input/output tokens
+    and cost_usd where the agent's CLI reports them."""
 
     path: Path | None
     info: dict[str, Any] = field(default_factory=dict)
@@ -97,17 +98,35 @@ def get_agent(name: str, options: dict[str, str] | None = None, *, budget_s: flo
     return CommandAgent(load_agent_spec(path), options=options or {}, budget_s=budget_s, auth_files=auth_files)
 
 
-def list_agents(agents_dir: Path | None = None) -> list[dict[str, Any]]:
-    """Every agent with what it is and whether it can run here (its executable on PATH)."""
+def require_programs(names: Sequence[str], agents_dir: Path | None = None) -> None:
+    """Raise, in one line, for the first YAML agent among ``names`` whose program is not on
+    PATH: which program, and how to install it."""
+    from arena.agents.cli_agent import CommandAgent, missing_program
+
+    for name in names:
+        if name in BUILTIN or name == "tuner":
+            continue
+        agent = get_agent(name, agents_dir=agents_dir)
+        if isinstance(agent, CommandAgent):
+            missing = missing_program(agent.spec)
+            if missing:
+                raise ArenaError(missing, key="--agent")
+
+
+def list_agents(agents_dir: Path | None = None, versions: bool = True) -> list[dict[str, Any]]:
+    """Every agent with what it is, whether it can run here (its executable on PATH), the
+    version of that program, and why an adapter is experimental."""
     import shutil
+    from concurrent.futures import ThreadPoolExecutor
 
     rows: list[dict[str, Any]] = [{"name": n, "kind": "built-in", "description": d, "available": True}
                                   for n, d in (("baseline", "the task's starting point"),
                                                ("solution", "the task's solution file"),
                                                ("specialised", "the task's specialised file"),
                                                ("tuner", "sweeps the starting kernel's launch parameters"))]
-    from arena.agents.cli_agent import load_agent_spec
+    from arena.agents.cli_agent import load_agent_spec, program_version
 
+    specs = []
     for name, path in _agent_files(agents_dir).items():
         try:
             spec = load_agent_spec(path)
@@ -115,6 +134,14 @@ def list_agents(agents_dir: Path | None = None) -> list[dict[str, Any]]:
             rows.append({"name": name, "kind": "yaml", "description": f"invalid: {exc}", "available": False})
             continue
         exe = spec.executable
-        rows.append({"name": spec.name, "kind": "yaml", "description": spec.description, "executable": exe,
-                     "available": shutil.which(exe) is not None, "path": str(path)})
+        row = {"name": spec.name, "kind": "yaml", "description": spec.description, "executable": exe,
+               "available": shutil.which(exe) is not None, "version": None, "experimental": spec.experimental,
+               "install": spec.install, "path": str(path)}
+        rows.append(row)
+        specs.append((row, spec))
+    if versions:       # the programs answer --version slowly (seconds each): ask them all at once
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for row, version in zip([r for r, _ in specs], pool.map(lambda rs: program_version(rs[1])
+                                                                    if rs[0]["available"] else None, specs)):
+                row["version"] = version
     return rows

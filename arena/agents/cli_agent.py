@@ -6,10 +6,15 @@ private HOME holding only the auth files named, the command run in its own sessi
 the wall budget (sandboxed by bubblewrap when installed), its raw output kept as the
 transcript, tokens / cost / turns read by the YAML's usage rules. Afterwards only the
 editable file is taken; every other change is listed in the artifacts and ignored.
+
+The program must be on PATH (else one line says which and how to install it); its version
+(``version_args``) is recorded with the run. A failed run whose output says the program could
+not authenticate (``auth_error``) is recorded as ``exit_reason: auth`` with that message.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -17,6 +22,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -66,10 +72,17 @@ class AgentSpec:
     prompt: str = DEFAULT_PROMPT
     prompts: Mapping[str, str] = field(default_factory=dict)
     usage: Mapping[str, Any] = field(default_factory=dict)
+    install: str = ""
+    version_args: tuple[str, ...] = ()
+    experimental: str = ""
+    sandboxed_env: Mapping[str, str] = field(default_factory=dict)
+    auth_error: str = ""
+    transcript_file: str = ""
     path: Path | None = None
 
 
 def load_agent_spec(path: Path | str) -> AgentSpec:
+    """The adapter of one YAML file, validated against its schema."""
     path = Path(path)
     data = read_yaml(path)
     errors = _schema_errors(data, "agent.schema.json", path)
@@ -77,13 +90,97 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
         raise errors[0]
     if data["name"] != path.stem:
         raise ArenaError(f"name {data['name']!r} differs from the file name {path.stem!r}", path=path, key="name")
-    return AgentSpec(name=data["name"], command=tuple(data["command"]), description=data.get("description", ""),
+    spec = AgentSpec(name=data["name"], command=tuple(data["command"]), description=data.get("description", ""),
                      executable=data.get("executable") or data["command"][0], options=data.get("options", {}),
                      optional_args=data.get("optional_args", {}), env=data.get("env", {}),
                      pass_env=tuple(data.get("pass_env", ())), auth_files=tuple(data.get("auth_files", ())),
                      budget_s=float(data.get("budget_s", DEFAULT_BUDGET_S)), stdin=data.get("stdin", "none"),
                      prompt=data.get("prompt", DEFAULT_PROMPT), prompts=data.get("prompts", {}),
-                     usage=data.get("usage", {"format": "none"}), path=path)
+                     usage=data.get("usage", {"format": "none"}), install=data.get("install", ""),
+                     version_args=tuple(data.get("version_args") or ()), experimental=data.get("experimental", ""),
+                     sandboxed_env=data.get("sandboxed_env", {}), auth_error=data.get("auth_error", ""),
+                     transcript_file=data.get("transcript_file", ""), path=path)
+    try:
+        re.compile(spec.auth_error)
+    except re.error as exc:
+        raise ArenaError(f"not a regular expression: {exc}", path=path, key="auth_error") from None
+    return spec
+
+
+def missing_program(spec: AgentSpec, path: str | None = None) -> str | None:
+    """One line naming the program and how to install it, when it is not on PATH (None: it is)."""
+    if shutil.which(spec.executable, path=path) is not None:
+        return None
+    how = f"; install it with: {spec.install}" if spec.install else ""
+    return f"agent {spec.name} needs the program {spec.executable!r}, which is not on PATH{how}"
+
+
+VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-.+][0-9A-Za-z.]+)?")
+
+
+def program_version(spec: AgentSpec, timeout_s: float = 60.0) -> str | None:
+    """The version the program prints when run with its ``version_args`` (None: it names none,
+    or is not on PATH, or printed none)."""
+    exe = shutil.which(spec.executable)
+    if exe is None or not spec.version_args:
+        return None
+    try:
+        stamp = os.stat(exe).st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _version(tuple(spec.version_args), exe, stamp, timeout_s)
+
+
+@functools.lru_cache(maxsize=64)
+def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> str | None:
+    """Run like the agent itself (its own session, killed with whatever it started if it
+    overruns), in a throwaway HOME, so that asking writes nothing of the user's."""
+    with tempfile.TemporaryDirectory(prefix="arena-version-") as home:
+        env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
+        env.update({"HOME": home, "NO_COLOR": "1", "CI": "1"})
+        out, err = Path(home) / "out", Path(home) / "err"
+        try:
+            run_budgeted(list(argv), cwd=Path(home), env=env, budget_s=timeout_s, stdout=out, stderr=err,
+                         token=secrets.token_hex(8))
+        except OSError:
+            return None
+        text = out.read_text(errors="replace") + "\n" + err.read_text(errors="replace")
+    for line in text.splitlines():
+        m = VERSION.search(line)
+        if m:
+            return m.group(0)
+    return None
+
+
+def auth_message(pattern: str, *outputs: str) -> str | None:
+    """The program's own words where its output says it could not authenticate: of the last
+    line that matches ``pattern`` (a JSON event: its first string value that matches)."""
+    if not pattern:
+        return None
+    rx = re.compile(pattern)
+    found = None
+    for text in outputs:
+        for line in text.splitlines():
+            if not rx.search(line):
+                continue
+            msg = line.strip()
+            if msg.startswith("{"):
+                try:
+                    msg = next((v for v in _strings(json.loads(msg)) if rx.search(v)), msg)
+                except json.JSONDecodeError:
+                    pass
+            found = msg
+    return found[:1000] if found else None
+
+
+def _strings(obj: Any) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return []
 
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -182,7 +279,7 @@ class CommandAgent:
             copied.append(str(dest.relative_to(home)))
         return home, copied
 
-    def _env(self, home: Path, workspace: Path, device) -> dict[str, str]:
+    def _env(self, home: Path, workspace: Path, device, sandboxed: bool = False) -> dict[str, str]:
         env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
         env.update(device.visible_devices)       # its own GPU only, like its evaluations
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -191,6 +288,8 @@ class CommandAgent:
                     "XDG_DATA_HOME": str(home / ".local" / "share")})
         env.update({k: os.environ[k] for k in self.spec.pass_env if k in os.environ})
         env.update({k: str(v) for k, v in self.spec.env.items()})
+        if sandboxed:
+            env.update({k: str(v) for k, v in self.spec.sandboxed_env.items()})
         return env
 
     def propose(self, task: Task, art: Path, ctx: AgentContext) -> Proposal:
@@ -198,6 +297,13 @@ class CommandAgent:
             return self._propose(task, Path(art), ctx, root)
 
     def _propose(self, task: Task, art: Path, ctx: AgentContext, root: Path) -> Proposal:
+        warning = bubblewrap_missing()
+        sandboxed = not warning
+        probe_env = self._env(root, root, ctx.device, sandboxed)
+        missing = missing_program(self.spec, probe_env.get("PATH"))
+        if missing:
+            raise ArenaError(missing, key="--agent")
+        version = program_version(self.spec)
         ws = make_workspace(task, root / "ws")
         home, copied = self._private_home(root)
         (ws / SOCKET_DIR / "tmp").mkdir(parents=True)
@@ -208,30 +314,39 @@ class CommandAgent:
         prompt_file.write_text(prompt)
         before = _snapshot(ws)
         argv = self.argv(task, ws, prompt_file, prompt)
-        warning = bubblewrap_missing()
         if warning:
             log.warning("%s", warning)
             cmd = argv
         else:
             cmd = bwrap_argv(argv, ws, home, _hidden_paths(ctx, task), _executable_roots())
         (art / "agent.json").write_text(json.dumps({
-            "agent": self.name, "argv": [a if a != prompt else "{prompt}" for a in argv], "sandbox":
-            "none" if warning else "bubblewrap", "budget_s": self.budget_s, "auth_files_copied": copied,
+            "agent": self.name, "version": version, "argv": [a if a != prompt else "{prompt}" for a in argv],
+            "sandbox": "none" if warning else "bubblewrap", "budget_s": self.budget_s, "auth_files_copied": copied,
             "options": self.options}, indent=2, default=str))
         (art / "prompt.md").write_text(prompt)
         try:
-            outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws, ctx.device), budget_s=self.budget_s,
+            outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws, ctx.device, sandboxed), budget_s=self.budget_s,
                                    stdout=art / "transcript.raw", stderr=art / "agent.stderr",
                                    stdin_text=prompt if self.spec.stdin == "prompt" else None,
                                    token=secrets.token_hex(8))
         except FileNotFoundError as exc:
-            server.stop()
-            raise ArenaError(f"agent {self.name}: cannot run {argv[0]!r} ({exc.strerror}); is it installed?",
+            raise ArenaError(f"agent {self.name}: cannot run {cmd[0]!r} ({exc.strerror}); is it installed?",
                              path=self.spec.path, key="command") from exc
         finally:
             server.stop()
-        raw = (art / "transcript.raw").read_text(errors="replace")
-        usage = parse_usage(self.spec.usage, raw)
+        stdout = (art / "transcript.raw").read_text(errors="replace")
+        stderr = (art / "agent.stderr").read_text(errors="replace")
+        record = ""
+        own = _own_record(self.spec.transcript_file, ws, home) if self.spec.transcript_file else None
+        if own is not None:                      # the program's own record of the session
+            shutil.copyfile(own, art / ("transcript" + (".jsonl" if own.suffix == ".jsonl" else ".json")))
+            record = own.read_text(errors="replace")
+        if not self.spec.transcript_file:
+            usage = parse_usage(self.spec.usage, stdout)
+        elif self.spec.usage.get("format") == "jsonl":       # its record's events and what it printed
+            usage = parse_usage(self.spec.usage, record + "\n" + stdout)
+        else:
+            usage = parse_usage(self.spec.usage, record)
         after = _snapshot(ws)
         name = editable_name(task)
         ignored = sorted(p for p in set(before) | set(after)
@@ -240,19 +355,34 @@ class CommandAgent:
             (art / "ignored_changes.json").write_text(json.dumps(ignored, indent=1))
             log.info("%s on %s: ignored changes to %s", self.name, task.id, ", ".join(ignored[:10]))
         info: dict[str, Any] = {"wall_s": outcome.wall_s, "exit_reason": outcome.exit_reason,
-                                "returncode": outcome.returncode, "budget_s": self.budget_s,
+                                "returncode": outcome.returncode, "budget_s": self.budget_s, "version": version,
                                 "feedback_calls": len(server.calls), "sandbox": "none" if warning else "bubblewrap",
                                 "ignored_changes": len(ignored), "leftovers_killed": outcome.leftovers_killed,
                                 **{k: v for k, v in usage.items()}}
         edited = ws / name
+        idle = not server.calls and before.get(name) == after.get(name)
+        if outcome.exit_reason == "crashed" or (outcome.exit_reason == "finished" and idle):
+            # a program that stops at once because it cannot log in says so in its own words
+            message = auth_message(self.spec.auth_error, record, stderr, stdout)
+            if message:
+                info["exit_reason"], info["message"] = "auth", message
         if not edited.is_file():
-            info["exit_reason"] = "no_file" if outcome.exit_reason == "finished" else outcome.exit_reason
-            missing = art / name
-            missing.write_text("")      # an empty candidate: it fails to load, and the record says why
-            return Proposal(missing, info)
+            if info["exit_reason"] == "finished":
+                info["exit_reason"] = "no_file"
+            missing_file = art / name
+            missing_file.write_text("")      # an empty candidate: it fails to load, and the record says why
+            return Proposal(missing_file, info)
         kept = art / name
         shutil.copyfile(edited, kept)
         return Proposal(kept, info)
+
+
+def _own_record(pattern: str, workspace: Path, home: Path) -> Path | None:
+    """The file ``transcript_file`` names: relative to the workspace, or to the private HOME
+    with ``~/``; a glob pattern takes the newest match."""
+    base, rel = (home, pattern[2:]) if pattern.startswith("~/") else (workspace, pattern)
+    found = [p for p in base.glob(rel) if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime_ns) if found else None
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
