@@ -465,9 +465,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     infra = [v for v in all_records if v.status.infra]
     if infra:
-        from arena.runner import redoable, retry_limit
-
-        left = sum(redoable(v, retry_limit(out, None)) for v in infra)
+        limit = records.stated_retry_limit(out)
+        left = sum(records.redoable(v.status, v.attempt, limit) for v in infra)
         console.print(f"infrastructure failures: the same command with --resume redoes {left} of {len(infra)}"
                       if left else "infrastructure failures: no retries left (--infra-retries raises the limit)",
                       highlight=False, markup=False)

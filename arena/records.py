@@ -287,6 +287,30 @@ def append(path: Path, verdict: Verdict) -> None:
         os.fsync(f.fileno())
 
 
+# how many times ``arena run --resume`` redoes a split whose verdict was an infrastructure failure,
+# unless the run's run.json states another limit
+INFRA_RETRIES = 2
+
+
+def redoable(status: Status, attempt: int, limit: int) -> bool:
+    """An infrastructure failure that ``resume`` may still redo: attempts 1 .. limit + 1."""
+    return status.infra and attempt <= limit
+
+
+def stated_retry_limit(run_dir: Path) -> int:
+    """The limit a run's run.json states (``INFRA_RETRIES`` where it states none)."""
+    from arena.errors import ArenaError
+
+    meta_path = Path(run_dir) / "run.json"
+    try:
+        stated = json.loads(meta_path.read_text()).get("infra_retries", INFRA_RETRIES)
+    except OSError:
+        return INFRA_RETRIES
+    except (ValueError, AttributeError):
+        raise ArenaError("run.json is not a JSON object", path=meta_path) from None
+    return stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else INFRA_RETRIES
+
+
 def file_sha256(path: Path) -> str:
     """The content hash a record names a file by (a candidate, a task's kernel)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

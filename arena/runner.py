@@ -90,7 +90,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     on the driver's machine, so it helps the workers there only.
     ``infra_retries``: how many times ``resume`` redoes a split whose verdict is an
     infrastructure failure (TASK_ERROR, HARNESS_ERROR; not the candidate's), evaluating the
-    same candidate again; the run states it in run.json (default ``INFRA_RETRIES``) and each
+    same candidate again; the run states it in run.json (default ``records.INFRA_RETRIES``) and each
     verdict says which attempt it is. The latest verdict of a split stands
     (``records.current``)."""
     out = Path(out)
@@ -117,7 +117,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     previous = list(records.read(rec_path))
     standing = records.current(previous)
     # a split is done unless its verdict is an infrastructure failure with retries left
-    done = {(v.agent, v.task_id, v.repeat, v.split) for v in standing if not redoable(v, limit)}
+    done = {(v.agent, v.task_id, v.repeat, v.split) for v in standing if not records.redoable(v.status, v.attempt, limit)}
     attempts = {(v.agent, v.task_id, v.repeat, v.split): v.attempt for v in standing}
     # one secret per run, kept across --resume (it is in the records, never in a workspace)
     split_seed = plan.seed if plan.seed is not None else next(
@@ -191,26 +191,14 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     return written
 
 
-def redoable(v: Verdict, limit: int) -> bool:
-    """An infrastructure failure that ``resume`` may still redo: attempts 1 .. limit + 1."""
-    return v.status.infra and v.attempt <= limit
-
-
 def retry_limit(out: Path, asked: int | None) -> int:
     """The run's limit on redoing infrastructure failures: as asked, else as its run.json states
-    (a resumed run keeps its own), else ``INFRA_RETRIES``. What is asked is written back."""
-    meta_path = Path(out) / "run.json"
-    meta = {}
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text())
-        except ValueError:
-            raise ArenaError("run.json is not valid JSON", path=meta_path) from None
+    (a resumed run keeps its own, ``records.stated_retry_limit``). What is asked is written back."""
     if asked is None:
-        stated = meta.get("infra_retries", INFRA_RETRIES)
-        return stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else INFRA_RETRIES
-    if meta and meta.get("infra_retries") != asked:
-        meta_path.write_text(json.dumps({**meta, "infra_retries": asked}, indent=2))
+        return records.stated_retry_limit(out)
+    meta_path = Path(out) / "run.json"
+    if meta_path.is_file() and records.stated_retry_limit(out) != asked:
+        meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "infra_retries": asked}, indent=2))
     return asked
 
 

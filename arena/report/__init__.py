@@ -25,7 +25,7 @@ import pandas as pd
 
 from arena import records
 from arena.errors import ArenaError
-from arena.records import Verdict
+from arena.records import Status, Verdict
 from arena.report import metrics
 
 SUMMARY_COLUMNS = [
@@ -473,15 +473,13 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
 
 def _retry_limits(runs: Sequence[Path | str]) -> dict[str, int]:
     """Each run's limit on redoing infrastructure failures, as its run.json states."""
-    from arena.runner import retry_limit
-
     out = {}
     for r in runs:
         p = Path(r)
         folder = p if p.is_dir() else p.parent
         if (folder / "run.json").is_file():
             try:
-                out[folder.name] = retry_limit(folder, None)
+                out[folder.name] = records.stated_retry_limit(folder)
             except ArenaError:
                 pass
     return out
@@ -491,15 +489,14 @@ def not_scored_sections(vf: pd.DataFrame, limits: dict[str, int]) -> list[tuple[
     """(heading, what it means, rows) for the verdicts kept out of the scores: infrastructure
     failures, with counts per agent and status and how many ``arena run --resume`` would redo,
     and NOT_RUNNABLE verdicts with the reason each gives."""
-    from arena.runner import INFRA_RETRIES
-
     out = []
     ns = metrics.not_scored(vf)
     infra = ns[ns["kind"] == "infra"]
     if not infra.empty:
         counts = infra.groupby(["agent", "status"]).size()
         per = "; ".join(f"{a}: {n} {st}" for (a, st), n in counts.items())
-        left = sum(int(r.attempt) <= limits.get(r.run_id, INFRA_RETRIES) for r in infra.itertuples())
+        left = sum(records.redoable(Status(r.status), int(r.attempt), limits.get(r.run_id, records.INFRA_RETRIES))
+                   for r in infra.itertuples())
         intro = (f"{len(infra)} verdicts failed for a reason that is the harness's or the task's, not the "
                  f"candidate's ({per}). They are not scored: no rate, speedup, drop or reward counts them. "
                  + (f"{left} of them can still be redone: run the same `arena run` command with --resume."
