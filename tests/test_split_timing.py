@@ -260,6 +260,21 @@ def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(make)
     assert ev.gpu_lock.exclusive_n == 2
 
 
+@pytest.mark.parametrize("busy, baseline_timer", [(1.0, "span"), (0.6, "events")])
+def test_a_host_bound_trusted_side_whose_kernels_fill_its_span_stays_under_the_profiler(make, busy, baseline_timer):
+    """The profiler's cost per launch opens gaps between a host-bound call's kernels; one kernel
+    that fills the span (an elementwise starting kernel) is not stretched by it, and is timed by
+    the same instrument as the candidate: moving it alone read the starting kernel as its own
+    candidate at 0.93-0.95 on an H100. With gaps (kernels 60% of the span) it moves."""
+    timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 0.6},
+                      busy={"baseline": busy, "candidate": 1.0})
+    ev, frames, _ = make(GOOD, timer)
+    _time(ev, _configs(1000))
+    r = _performance(frames)["n1000"]
+    assert r["timers"] == {"baseline": baseline_timer, "candidate": "span"}
+    assert timer.plain_sessions == (baseline_timer == "events")
+
+
 def test_a_trusted_side_keeps_the_profilers_figure_where_that_is_lower(make):
     timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 2.0})
     ev, frames, _ = make(GOOD, timer)

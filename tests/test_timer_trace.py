@@ -141,8 +141,9 @@ class _FakeTimer:
     calls, each in its own ``around()`` section."""
 
     def __init__(self, noise: float = 0.001, plain: dict[str, float] | None = None,
-                 bases: dict[str, float] | None = None):
+                 bases: dict[str, float] | None = None, busy: dict[str, float] | None = None):
         self.noise = noise
+        self.busy = busy or {}        # a side's kernels' share of its span under the profiler (else none recorded)
         # a side's span (us): long beside the host time of a call on the CPU, so no side looks host-bound
         self.bases = bases or {"baseline": 100_000.0, "candidate": 50_000.0}
         self.plain = plain or {}      # a side's time when timed without the profiler (else as with it)
@@ -185,7 +186,9 @@ class _FakeTimer:
                         if not profiled:
                             self.plain_sides.add(side)
                             base = self.plain.get(side, base)
-                        out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, {}))
+                        span = base * (1 + self.noise * self.rng.uniform(-1, 1))
+                        activity = {"kernel": span * self.busy[side]} if profiled and side in self.busy else {}
+                        out.append((side, span, base, activity))
         finally:
             for r in remotes:
                 r.end()
