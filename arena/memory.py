@@ -18,6 +18,16 @@ A piece of work larger than the whole capacity is let in alone, when nothing els
 a process that holds memory already gets more at once (no process waits while it holds, so
 no two wait on each other).
 
+What a process holds for as long as it lives (its device context, the allocator's and the
+libraries' workspaces, the candidate's own allocations) is in the account too, as a
+*standing* entry an evaluation takes when it starts (``stand``): ``PROCESS_BYTES`` for each
+of its processes. Standing entries count against the capacity, but they neither let their
+process past the queue nor keep work out when no work is held (every evaluation on the GPU
+stands; were that enough to keep work out, none would run). On an H100 with torch 2.11 each
+process had 724-726 MiB in use before any of its work (out-of-memory messages of a run with
+12 evaluations side by side): without them in the account, 36 such processes (26 GB) sat
+outside it and 7 of 39 verdicts ran out of memory.
+
 Reservations are taken outside the GPU lock's sections (``arena.gpulock``): work that waits
 for memory holds no lock, so a timed round never waits for a reader that waits for memory.
 """
@@ -36,6 +46,7 @@ from typing import Any, Iterator
 from arena.gpulock import lock_dir
 
 RESERVE_FRACTION = 0.85          # of the device's memory, the part the account hands out
+PROCESS_BYTES = 2**30            # a process's standing memory: its context (~0.7 GiB), workspaces, its own
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
 _ids = itertools.count()
 
@@ -114,7 +125,7 @@ class MemoryAccount:
         os.write(self.fd, data)
 
     def held(self) -> int:
-        """Bytes held by every evaluation on this GPU now."""
+        """Bytes held by every evaluation on this GPU now (standing entries included)."""
         if not self.active:
             return sum(self._mine.values())
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -123,21 +134,38 @@ class MemoryAccount:
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
-    def _try(self, key: str, nbytes: int, what: str) -> bool:
+    def _try(self, key: str, nbytes: int, what: str, standing: bool = False) -> bool:
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
             held = self._read()
             total = sum(int(v["bytes"]) for v in held.values())
-            mine = any(v.get("pid") == os.getpid() for v in held.values())
-            # in when it fits, or when nothing is held (alone, whatever the size); a process that holds memory
-            # already is never made to wait for more (two holders waiting on each other would never wake)
-            if total and not mine and total + nbytes > self.capacity:
+            work = [v for v in held.values() if not v.get("standing")]
+            mine = any(v.get("pid") == os.getpid() for v in work)
+            # in when it fits, or when no work is held (alone, whatever the size); a process that holds memory
+            # for work already is never made to wait for more (two holders waiting on each other would never
+            # wake); a standing entry is taken at once (the process exists: its memory is in use)
+            if not standing and work and not mine and total + nbytes > self.capacity:
                 return False
             held[key] = {"pid": os.getpid(), "bytes": int(nbytes), "what": what[:80], "since": time.time()}
+            if standing:
+                held[key]["standing"] = True
             self._write(held)
             return True
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def stand(self, n_processes: int, what: str = "") -> None:
+        """This evaluation's standing memory, ``PROCESS_BYTES`` for each of its processes, held
+        until this process ends (its entry goes with it: ``_alive``) or ``sit()``."""
+        nbytes = max(0, int(n_processes)) * PROCESS_BYTES
+        self._mine["standing"] = nbytes
+        if self.active and nbytes:
+            self._try(f"{os.getpid()}:standing", nbytes, what or f"{n_processes} processes", standing=True)
+
+    def sit(self) -> None:
+        """Give the standing memory back (the evaluation's processes are gone)."""
+        if self._mine.pop("standing", None) and self.active:
+            self._release(f"{os.getpid()}:standing")
 
     def _release(self, key: str) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_EX)

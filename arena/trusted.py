@@ -71,6 +71,8 @@ class Evaluation:
         # the GPU's memory, one account for every evaluation on it: work waits for room instead of failing
         self.memory = MemoryAccount(job.get("gpu_memory") if self.gpu else None,
                                     capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0)
+        # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
+        self.memory.stand(2 + (base_peer is not None), "the evaluation's processes")
         self._slot_ids = 0
         self._lost_at = ""
         self.current = None      # the config whose timing work runs now (arena.performance)

@@ -103,3 +103,34 @@ def test_a_killed_holder_not_yet_reaped_holds_nothing():
             assert acct.waits == 0 and acct.held() == int(0.6 * GIB)
     finally:
         other.wait(30)
+
+
+def test_standing_memory_counts_against_the_capacity_but_never_keeps_work_out_alone():
+    """Every evaluation's processes hold memory while they live (contexts: ~0.7 GiB each on an
+    H100): it is in the account, so work waits where the processes and the work together would
+    not fit; but with no work held, the next piece goes in (standing entries alone never stop
+    every evaluation), and a standing entry makes no process skip the queue."""
+    from arena.memory import PROCESS_BYTES
+
+    cap = 4 * PROCESS_BYTES
+    other = hold(KEY, cap, PROCESS_BYTES)                # another evaluation's work: 1 unit
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    acct.stand(2)                                        # this evaluation's two processes: 2 units
+    assert acct.held() == 3 * PROCESS_BYTES
+    entered = threading.Event()
+
+    def work():
+        with acct.reserve(3 * PROCESS_BYTES, "a config"):  # 3 + 3 > 4: waits, though this process stands
+            entered.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    try:
+        assert not entered.wait(0.5)
+        release(other)                                   # no work held now: 2 standing + 3 > 4, still in
+        assert entered.wait(30) and acct.waits == 1
+    finally:
+        t.join(30)
+        other.kill()
+    acct.sit()
+    assert acct.held() == 0
