@@ -21,9 +21,13 @@ from arena.taskdef.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean
 
 WINDOW_US = (20.0, 50_000.0)
-# a shipped solution this close to the measured roofline on a config is a sign that the task's roofline
-# formula counts more work than the kernel must do (or the ceiling is wrong): the formula is to be fixed
-MAX_MEASURED_ROOFLINE = 0.9
+# a shipped solution this far past the measured roofline on a config is a sign that the task's roofline
+# formula counts more work than the kernel must do (or the ceiling is wrong): the formula is to be fixed.
+# The measured ceilings are torch's own copy, reduction, fill and matmul at their best
+# (arena.devices.ceilings), which a well-made kernel passes: on an H100, 44 configs of 11 shipped solutions
+# with exact byte formulas (elementwise streams, read-heavy reductions) ran at 0.90-1.09 of a copy's rate,
+# so a bar at 90% would fail honest formulas; 110% of the best measured rate is past any of them
+MAX_MEASURED_ROOFLINE = 1.10
 MIN_SOLUTION_SPEEDUP = 1.2
 MIN_BYTES_MEMORY_BOUND = 100e6
 
@@ -172,14 +176,17 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
 
 
 def near_roofline(verdicts: list[Verdict]) -> list[str]:
-    """The configs of a shipped solution above ``MAX_MEASURED_ROOFLINE`` of the roofline on
-    measured ceilings (datasheet ceilings sit too high to tell)."""
+    """The configs of a shipped solution past the device's physical bound (flagged
+    ``above_roofline``), or above ``MAX_MEASURED_ROOFLINE`` of the roofline on measured ceilings
+    (datasheet ceilings sit too high to tell)."""
     out = []
     for v in verdicts:
-        if v.ceilings.get("source") != "measured":
-            continue
         for c in v.configs:
-            if c.roofline_fraction is not None and c.roofline_fraction > MAX_MEASURED_ROOFLINE:
+            if "above_roofline" in c.flags:
+                out.append(f"solution {v.split}/{c.name} is faster than the device can be (above the physical "
+                           "roofline): the roofline formula counts more than the kernel must move or compute")
+            elif (v.ceilings.get("source") == "measured" and c.roofline_fraction is not None
+                    and c.roofline_fraction > MAX_MEASURED_ROOFLINE):
                 out.append(f"solution {v.split}/{c.name} at {c.roofline_fraction:.0%} of the measured roofline "
                            f"(> {MAX_MEASURED_ROOFLINE:.0%}): the roofline formula likely counts more than the "
                            "kernel must move or compute")

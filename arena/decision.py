@@ -14,7 +14,7 @@ import signal
 from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
-from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_score
+from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_score, upper_bounds
 from arena.protocol import (CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame, PerformanceFrame,
                             PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
@@ -82,10 +82,11 @@ def apply_timing(task: Task, cr: ConfigResult, config: Config, perf: Performance
     flops, nbytes = task.roofline_for(config)
     dtype = task.roofline.get("dtype") or roofline_dtype(task)
     t_roof = roofline_seconds(dtype, flops, nbytes, ceilings_for(device)[0])
+    t_bound = roofline_seconds(dtype, flops, nbytes, upper_bounds(device))
+    if t_bound is not None and t_bound > cr.candidate.median_us * 1e-6:
+        cr.flags.append("above_roofline")       # faster than the device can be: the time is not trusted
     if t_roof is not None:
         cr.roofline_fraction = round(t_roof / (cr.candidate.median_us * 1e-6), 4)
-        if cr.roofline_fraction > 1.0:
-            cr.flags.append("above_roofline")
         sol = sol_score(cr.baseline.median_us * 1e-6, cr.candidate.median_us * 1e-6, t_roof)
         cr.sol = round(sol, 4) if sol is not None else None
 

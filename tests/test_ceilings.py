@@ -61,11 +61,31 @@ def _solution(fraction: float, source: str) -> Verdict:
                    ceilings={"source": source})
 
 
-def test_a_solution_near_the_measured_roofline_fails_the_task_check():
-    assert near_roofline([_solution(0.8, "measured")]) == []
-    problems = near_roofline([_solution(0.95, "measured")])
-    assert len(problems) == 1 and "heldout/big at 95% of the measured roofline" in problems[0]
-    assert near_roofline([_solution(0.95, "datasheet")]) == []
+def test_a_solution_past_the_measured_roofline_fails_the_task_check():
+    """Honest solutions ran at 0.90-1.09 of a copy's rate on an H100: past 110% of the best
+    measured rate, or past the physical bound, the formula is taken to overcount."""
+    assert near_roofline([_solution(0.95, "measured")]) == [] == near_roofline([_solution(1.05, "measured")])
+    problems = near_roofline([_solution(1.2, "measured")])
+    assert len(problems) == 1 and "heldout/big at 120% of the measured roofline" in problems[0]
+    assert near_roofline([_solution(1.2, "datasheet")]) == []
+    flagged = _solution(1.2, "datasheet")
+    flagged.configs[0].flags.append("above_roofline")
+    assert "faster than the device can be" in near_roofline([flagged])[0]
+
+
+def test_only_a_time_past_the_physical_bound_is_flagged_impossible(tmp_path, monkeypatch):
+    """The measured ceilings are torch's kernels at their best, which a good kernel passes: the
+    roofline fraction and the speed of light use them, the above_roofline flag (a time not
+    trusted) the larger of measured and datasheet."""
+    from arena.devices.ceilings import upper_bounds
+
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path))
+    store = tmp_path / "ceilings.json"
+    store.write_text(json.dumps({"cuda:NVIDIA H100 80GB HBM3": {"ceilings": {"bytes_per_s": 3.0e12,
+                                                                             "float16": 1.2e15}}}))
+    bounds = upper_bounds(H100, store)
+    assert bounds["bytes_per_s"] == 3.35e12 and bounds["float16"] == 1.2e15 and bounds["int8"] == 1979e12
+    assert upper_bounds(Device(kind="cuda", name="Some Future GPU", vendor="nvidia", arch="sm_100"), store) is None
 
 
 def _attempt(task, status, sol=None):
