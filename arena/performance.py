@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from arena.correctness import OOM_RETRIES, GateFailure, out_of_memory, task_failure
+from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, out_of_memory, task_failure
 from arena.protocol import PerformanceResult
 from arena.records import Status
 
@@ -125,7 +125,10 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         budget = min(0.5 * free, 0.4 * total / max(1, int(tp.get("gpu_share", 1))))
     per_config = min(max_set, budget / max(1, len(configs)))
     budget = min(budget, per_config * len(configs))
-    with ev.memory.reserve(int(1.5 * budget), f"timing {split}"):
+    # the kept sets are checked against the reference inside it: the check's own working set too (an H100 with
+    # 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran out of memory there)
+    check = max((check_bytes(ev, c) for c in configs), default=0) if ev.memory.active else 0
+    with ev.memory.reserve(int(1.5 * budget) + check, f"timing {split}"):
         return _time_configs(ev, split, configs, tp, budget, per_config)
 
 
