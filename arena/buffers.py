@@ -20,7 +20,9 @@ reads, and a kernel that corrupts memory could pass.
 
 A handle is a string (``Slot.handle``) that travels in a ``MapRequest``; ``open_slot``
 turns it back into tensors in the candidate process. Both kinds of slot are one byte buffer
-with a layout (offset, dtype, shape of each tensor): the same views are made on both sides.
+with a layout (offset, dtype, shape and, for a strided input, element strides of each
+tensor; null for an optional input the config leaves out, which is None on both sides): the
+same views are made on both sides.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from typing import Any, Sequence
 
 import torch
 
+from arena.taskdef.loader import storage_elements
+
 _ALIGN = 256
 GUARD_MIN = 4096          # bytes of the smallest guard band
 GUARD_MAX = 1 << 20       # and of the largest: a sixteenth of the buffer in between
@@ -45,11 +49,9 @@ def _aligned(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
 
-def _nbytes(dtype: torch.dtype, shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n * torch.empty((), dtype=dtype).element_size()
+def _nbytes(dtype: torch.dtype, shape: Sequence[int], strides: Sequence[int] | None = None) -> int:
+    """Bytes of the memory a tensor spans (its strides', where it has them)."""
+    return storage_elements(shape, strides) * torch.empty((), dtype=dtype).element_size()
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -61,30 +63,47 @@ def guard_bytes(nbytes: int) -> int:
     return _aligned(min(GUARD_MAX, max(GUARD_MIN, nbytes // 16)))
 
 
-def plan(specs: Sequence[tuple[torch.dtype, Sequence[int]]]) -> tuple[list, list[tuple[int, int]], int]:
+TensorSpec = tuple  # (dtype, shape) or (dtype, shape, element strides); None: no tensor (an absent input)
+
+
+def plan(specs: Sequence[TensorSpec | None]) -> tuple[list, list[tuple[int, int]], int]:
     """Where each tensor and each guard band of a slot lie: (layout, guards, total bytes).
-    ``layout`` holds (offset, dtype name, shape) per tensor; ``guards`` (offset, size), the
-    band before the first tensor first, then the band after each tensor."""
-    layout, guards = [], [(0, GUARD_MIN)]
+    ``layout`` holds (offset, dtype name, shape, strides or None) per tensor, None for no
+    tensor; ``guards`` (offset, size), the band before the first tensor first, then the band
+    after each tensor there is."""
+    layout: list = []
+    guards = [(0, GUARD_MIN)]
     offset = GUARD_MIN
-    for dtype, shape in specs:
-        n = _nbytes(dtype, shape)
-        layout.append((offset, _dtype_name(dtype), [int(d) for d in shape]))
+    for spec in specs:
+        if spec is None:
+            layout.append(None)
+            continue
+        dtype, shape = spec[0], spec[1]
+        strides = [int(s) for s in spec[2]] if len(spec) > 2 and spec[2] is not None else None
+        n = _nbytes(dtype, shape, strides)
+        layout.append((offset, _dtype_name(dtype), [int(d) for d in shape], strides))
         end, offset = offset + n, offset + _aligned(max(n, 1)) + guard_bytes(n)
         guards.append((end, offset - end))      # from the buffer's last byte on: its padding too
     return layout, guards, offset
 
 
-def _views(base: torch.Tensor, layout: Sequence[tuple[int, str, Sequence[int]]]) -> list[torch.Tensor]:
-    """The tensors of a slot as views of its byte buffer ``base`` (a uint8 tensor)."""
-    out = []
-    for offset, dtype_name, shape in layout:
-        dtype = getattr(torch, dtype_name)
-        n = _nbytes(dtype, shape)
-        if n == 0:
-            out.append(torch.empty(tuple(shape), dtype=dtype, device=base.device))
+def _views(base: torch.Tensor, layout: Sequence[Any]) -> list[torch.Tensor | None]:
+    """The tensors of a slot as views of its byte buffer ``base`` (a uint8 tensor); None
+    where the layout has none."""
+    out: list[torch.Tensor | None] = []
+    for entry in layout:
+        if entry is None:
+            out.append(None)
             continue
-        out.append(base[int(offset):int(offset) + n].view(dtype).view(tuple(int(d) for d in shape)))
+        offset, dtype_name, shape = entry[0], entry[1], tuple(int(d) for d in entry[2])
+        strides = tuple(int(s) for s in entry[3]) if len(entry) > 3 and entry[3] is not None else None
+        dtype = getattr(torch, dtype_name)
+        n = _nbytes(dtype, shape, strides)
+        if n == 0:
+            out.append(torch.empty(shape, dtype=dtype, device=base.device))
+            continue
+        flat = base[int(offset):int(offset) + n].view(dtype)
+        out.append(flat.view(shape) if strides is None else flat.as_strided(shape, strides))
     return out
 
 
@@ -99,7 +118,8 @@ class Slot:
         self.handle = handle
         self._base = base
         self._guards = [base[o:o + n] for o, n in guards]
-        self._names = list(names) or [f"buffer {k}" for k in range(len(layout))]
+        names = list(names) or [f"buffer {k}" for k in range(len(layout))]
+        self._names = [n for n, entry in zip(names, layout) if entry is not None]   # one a guard band follows
         self._byte = 0x11 + secrets.randbelow(0xDD)     # a byte neither zero, nor all ones, nor NaN's
         for g in self._guards:
             g.fill_(self._byte)
@@ -160,7 +180,7 @@ class SlotMaker:
     def _closed(self) -> None:
         self.live -= 1
 
-    def allocate(self, specs: Sequence[tuple[torch.dtype, Sequence[int]]], names: Sequence[str] = ()) -> Slot:
+    def allocate(self, specs: Sequence[TensorSpec | None], names: Sequence[str] = ()) -> Slot:
         layout, guards, size = plan(specs)
         if self.device == "cpu":
             slot = self._file_slot(layout, guards, size, names)
@@ -205,11 +225,13 @@ class SlotMaker:
         return Slot(base, layout, guards, json.dumps({"kind": "ipc", "payload": payload, "layout": layout}), names)
 
 
-def open_slot(handle: str) -> tuple[list[torch.Tensor], Any]:
+def open_slot(handle: str) -> tuple[list[torch.Tensor | None], Any]:
     """The candidate process's side: the tensors a handle stands for, and an object that keeps
     their mapping alive (drop both to unmap)."""
     h = json.loads(handle)
-    layout = [(int(o), str(d), [int(x) for x in s]) for o, d, s in h["layout"]]
+    layout = [None if e is None else (int(e[0]), str(e[1]), [int(x) for x in e[2]],
+                                      [int(x) for x in e[3]] if len(e) > 3 and e[3] is not None else None)
+              for e in h["layout"]]
     if h["kind"] == "file":
         fd = os.open(h["path"], os.O_RDWR)
         try:

@@ -18,6 +18,7 @@ from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, Co
                             KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
                             ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest)
 from arena.records import Status
+from arena.tracebacks import bounded
 
 if TYPE_CHECKING:
     from arena.trusted import Evaluation
@@ -26,6 +27,7 @@ _GONE = {"died": (Status.CRASHED, "the candidate process died"),
          "timeout": (Status.TIMEOUT, "the candidate did not finish in time"),
          "forbidden": (Status.FORBIDDEN_CALL, "the candidate did what candidates may not"),
          "protocol": (Status.INTEGRITY_VIOLATION, "the candidate process broke the protocol")}
+MESSAGE_CHARS = 4000      # of a failure's message from a process that makes calls
 
 
 class CandidateHandle:
@@ -60,9 +62,10 @@ class CandidateHandle:
                 raise GateFailure(status, exc.message or what, fatal=True) from None
             finally:
                 self.ev.gpu_lock.take_back()        # a compile the process never said was over
-            if isinstance(reply, FailReply):
-                raise GateFailure(reply.status, reply.message,
-                                  fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION)
+            if isinstance(reply, FailReply):      # what that process says is data: bounded here
+                raise GateFailure(reply.status, reply.message[:MESSAGE_CHARS],
+                                  fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION,
+                                  traceback=bounded(reply.traceback))
             if isinstance(reply, SetupFailReply):   # only the setup may say the harness failed
                 raise GateFailure(Status.INTEGRITY_VIOLATION, "the candidate process claimed a harness failure "
                                                               "after the candidate was loaded", fatal=True)
@@ -73,7 +76,8 @@ class CandidateHandle:
             return reply
         except GateFailure as exc:
             if self.trusted:      # the task's baseline failed: not the candidate's fault, and not fatal to it
-                raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {exc.message}"[:2000]) from None
+                raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {exc.message}"[:2000],
+                                  traceback=exc.traceback) from None
             raise
 
     def start_setup(self, setup: SetupRequest) -> None:

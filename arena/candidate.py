@@ -36,12 +36,14 @@ from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, Ca
                             StepSample, decode, encode)
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
+from arena.tracebacks import candidate_traceback, describe
 
 
 class _Refused(Exception):
-    def __init__(self, status: Status, message: str, context_lost: bool = False):
+    def __init__(self, status: Status, message: str, context_lost: bool = False, traceback: list | None = None):
         super().__init__(message)
         self.status, self.message, self.context_lost = status, message, context_lost
+        self.traceback = traceback or []
 
 
 class CandidateProcess:
@@ -63,6 +65,7 @@ class CandidateProcess:
         self.threads = None
         self.own: set[str] = set()
         self.candidate_file = ""
+        self.own_files: set[str] = set()
 
     # -- requests ------------------------------------------------------------------------------
     def handle(self, req: Any) -> Any:
@@ -94,7 +97,8 @@ class CandidateProcess:
             if isinstance(req, KernelsRequest):
                 return KernelsReply(names=sorted(self.own))
         except _Refused as exc:
-            return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost)
+            return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost,
+                             traceback=exc.traceback)
         raise RuntimeError(f"no handler for {type(req).__name__}")
 
     def setup(self, req: SetupRequest) -> Any:
@@ -105,6 +109,8 @@ class CandidateProcess:
         os.environ.update(req.env)
         self.spec = req.candidate
         self.candidate_file = str(Path(req.candidate.path).resolve()) if req.candidate.path else ""
+        # the file names the candidate's frames carry (the path it is imported under, resolved or not)
+        self.own_files = {str(Path(req.candidate.path)), self.candidate_file} - {""}
         applied, reason = False, "no sandbox asked for"
         if req.sandbox:
             from arena.sandbox import restrict
@@ -171,7 +177,8 @@ class CandidateProcess:
         try:
             self.side = Side(self.spec, role="candidate")
         except SideError as exc:
-            raise _Refused(exc.status, exc.message) from None
+            raise _Refused(exc.status, exc.message,
+                           traceback=self._traceback(exc.origin) if exc.origin is not None else None) from None
         self.guard("loading the candidate")
         return LoadedReply(seconds=round(time.perf_counter() - t0, 3))
 
@@ -237,8 +244,12 @@ class CandidateProcess:
         try:
             self.side(ins, outs, scalars, copy_out=copy_out)
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
-            raise _Refused(call_status(exc), f"{type(exc).__name__}: {exc}"[:2000],
-                           context_lost=self._lost()) from None
+            raise _Refused(call_status(exc), describe(exc)[:2000],
+                           context_lost=self._lost(), traceback=self._traceback(exc)) from None
+
+    def _traceback(self, exc: BaseException) -> list:
+        """Where in its own file the candidate's code raised ``exc`` (``arena.tracebacks``)."""
+        return candidate_traceback(exc, self.own_files, Path(self.spec.path).name if self.spec else "")
 
     def call(self, req: CallRequest) -> Any:
         """One guarded call (the correctness gate, a warm-up): the call, a synchronize, then the

@@ -139,9 +139,13 @@ def _task_lines(t) -> list[str]:
     out = [f"[bold]{_lit(t.id)}[/bold] — {_lit(t.title)}  (difficulty {t.difficulty}; {_lit(', '.join(t.tags))})",
            _lit(t.description.rstrip()),
            _lit(f"entry: {t.entry}   language: {t.language}   folder: {t.path}")]
+    from arena.workspace import input_role
+
     for kind, specs in (("input", t.inputs), ("output", t.outputs)):
         for s in specs:
             extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_for(s.dtype)}"
+            if kind == "input" and input_role(s) != "input":
+                extra += f"  ({input_role(s).removeprefix('input, ')})"
             out.append(_lit(f"  {kind:6s} {s.name}: {s.dtype} {list(s.shape)}{extra}"))
     for s in t.scalars:
         out.append(_lit(f"  scalar {s.name}: {s.type} = {s.value if s.value is not None else '(config)'}"))
@@ -189,6 +193,18 @@ def cmd_tasks_new(args: argparse.Namespace) -> int:
                   f"`arena tasks validate {folder}` and `arena tasks check {args.id} --device cpu`",
                   markup=False, highlight=False)
     return 0
+
+
+def cmd_tasks_import(args: argparse.Namespace) -> int:
+    """``arena tasks import kernelbench|aka PATH``: a task folder drafted from a problem written
+    for another harness, validated; what the author must still decide, numbered."""
+    from arena.taskdef.importers import import_aka, import_kernelbench
+
+    importer = import_kernelbench if args.import_format == "kernelbench" else import_aka
+    out = Path(args.out) if args.out else _tasks_root(args)
+    result = importer(Path(args.path), out, task_id=args.id)
+    console.print(result.report(), markup=False, highlight=False, soft_wrap=True)
+    return 0 if result.ok else 1
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
@@ -290,6 +306,11 @@ def print_configs(v: Verdict) -> None:
     console.print(table)
     if v.message and v.status is not Status.PASSED:
         console.print(v.message, highlight=False, markup=False)
+        from arena.tracebacks import render
+
+        failed = next((c for c in v.configs if c.status is not Status.PASSED and c.traceback), None)
+        if failed is not None:       # the candidate's own frames (data from its process: printed literally)
+            console.print("\n".join(render(failed.traceback)), highlight=False, markup=False, soft_wrap=True)
     if v.speedup is not None:
         ci = f" (95% CI {v.speedup_ci[0]:.3f}-{v.speedup_ci[1]:.3f})" if v.speedup_ci else ""
         console.print(f"speedup (geomean over configs): {v.speedup:.3f}x{ci}")
@@ -630,6 +651,19 @@ def build_parser() -> argparse.ArgumentParser:
     x = tsub.add_parser("new", help="write a task skeleton that validates")
     x.add_argument("id", help="CATEGORY/NAME")
     x.set_defaults(fn=cmd_tasks_new)
+    x = tsub.add_parser("import", help="draft a task from a problem written for another harness")
+    isub = x.add_subparsers(dest="import_format", required=True)
+    for fmt, what, ids in (("kernelbench", "a KernelBench-style problem file (class Model, get_inputs, "
+                                           "get_init_inputs) -> a torch2hip task", "torch2hip/NAME"),
+                           ("aka", "an AgentKernelArena-style task folder (config.yaml, kernel source, test "
+                                   "script) -> a triton2triton or hip2hip task, the kernel kept as written",
+                            "CATEGORY/NAME")):
+        y = isub.add_parser(fmt, help=what)
+        y.add_argument("path", metavar="PATH")
+        y.add_argument("--out", metavar="DIR", help="the tasks folder to write into: DIR/CATEGORY/NAME (default: "
+                                                    "--tasks-dir, else tasks/ of this repository)")
+        y.add_argument("--id", metavar="ID", help=f"NAME or {ids} (default: from the file or folder name)")
+        y.set_defaults(fn=cmd_tasks_import)
     x = tsub.add_parser("check", help="the author's validator (baseline, degeneracy, timing window, solution)")
     x.add_argument("selector", nargs="?")
     x.add_argument("--device", choices=("cuda", "rocm", "cpu"))

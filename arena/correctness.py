@@ -4,7 +4,8 @@ For each seed: the inputs are made from the seed into the call's buffers (``aren
 the outputs poisoned, and the candidate process makes the call. Then, here: the inputs are
 made again from the seed (nothing the candidate saw) and compared with what it was given;
 the reference runs on the fresh ones, in higher precision, on the same device; each output
-is compared elementwise and normwise (``arena.check.compare``). No expected output exists
+is compared elementwise and normwise (``arena.check.compare``), and so is each input updated
+in place (``inout``) against the reference's own update of its copy. No expected output exists
 before the call returns, and none ever exists in the candidate's process.
 """
 
@@ -25,13 +26,15 @@ OOM_RETRIES = 2      # a config that failed for want of device memory is tried t
 
 class GateFailure(Exception):
     """A failure with a status. ``fatal``: nothing more can run with this candidate (its
-    process is gone, or it broke what the harness relies on)."""
+    process is gone, or it broke what the harness relies on). ``traceback``: where in the
+    candidate's file its code raised, where it did (``arena.tracebacks``, already bounded)."""
 
-    def __init__(self, status: Status, message: str, fatal: bool = False):
+    def __init__(self, status: Status, message: str, fatal: bool = False, traceback: list | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
         self.fatal = fatal
+        self.traceback = list(traceback or [])
 
 
 def out_of_memory(message: str) -> bool:
@@ -55,7 +58,8 @@ def task_failure(what: str, exc: BaseException) -> GateFailure:
 # estimate, for the GPU's memory account, arena.memory): the inputs in the call's buffers, made again for
 # the mutation check, and upcast for the reference (2x); the outputs in the call's buffers, the
 # reference's upcast outputs (2x) and its working set (taken as twice that), and the comparison's
-# temporaries in the compare dtype (diff, tolerance, masks: about 3 outputs' upcast worth)
+# temporaries in the compare dtype (diff, tolerance, masks: about 3 outputs' upcast worth). An input
+# updated in place counts as both: it is given, and compared like an output
 CHECK_INPUTS = 1 + 1 + 2
 CHECK_OUTPUTS = 1 + 2 + 4 + 6
 CHECK_SLACK = 64 * 2**20
@@ -66,7 +70,7 @@ def check_bytes(ev: "Evaluation", config: Any) -> int:
 
     env = ev.task.env(config)
     return (CHECK_INPUTS * tensor_bytes(ev.task, env, ev.task.inputs) +
-            CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.outputs) + CHECK_SLACK)
+            CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.compared) + CHECK_SLACK)
 
 
 def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
@@ -134,8 +138,11 @@ def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
                 expected = ev.expected(fresh)
                 ev.sync()
             with shared():
-                for spec, out, ref in zip(ev.task.outputs, slot.outs, expected):
-                    res = compare_output(spec.name, out, ref, ev.task.tolerance_for(spec.dtype))
+                for spec, out, ref in zip(ev.task.compared, ev.compared(slot.ins, slot.outs), expected):
+                    if out is None:       # an inout input the config leaves out
+                        continue
+                    res = compare_output(spec.name, out, ref, ev.task.tolerance_for(spec.dtype),
+                                         poisoned=not getattr(spec, "inout", False))
                     stats = {k: v for k, v in asdict(res).items() if k != "status"}
                     if res.status is not Status.PASSED:
                         for k, v in stats.items():
@@ -146,7 +153,7 @@ def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
                 del expected, fresh
                 ev.sync()
     except GateFailure as exc:
-        worst.status, worst.message = exc.status, exc.message
+        worst.status, worst.message, worst.traceback = exc.status, exc.message, list(exc.traceback)
         if exc.fatal:
             ev.fatal = exc
     except torch.cuda.OutOfMemoryError as exc:     # the harness's own allocations: tried again

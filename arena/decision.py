@@ -131,7 +131,7 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             results[f.split][f.config] = ConfigResult(
                 name=f.config, params=dict(cfg.params), status=r.status, message=r.message, seeds=list(r.seeds),
                 max_abs_err=r.max_abs_err, max_rel_err=r.max_rel_err, norm_err=r.norm_err, where=r.where,
-                mismatch_fraction=r.mismatch_fraction)
+                mismatch_fraction=r.mismatch_fraction, traceback=list(r.traceback))
         elif isinstance(f, PerformanceFrame) and violation is None:
             cfg = next(c for c in split_configs[f.split] if c.name == f.config)
             cr = results[f.split][f.config]
@@ -140,6 +140,7 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             if r.status is not Status.PASSED:
                 cr.status = r.status
                 cr.message = r.message
+                cr.traceback = list(r.traceback)
                 cr.flags.append("failed_while_timed")
             if r.spans_us.get("baseline") and r.spans_us.get("candidate"):
                 apply_timing(task, cr, cfg, r, device)
@@ -161,12 +162,12 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
                 for s, cfgs in split_configs.items()]
 
     # how the trusted process ended, for whatever it did not finish
-    end_status, end_msg = None, ""
+    end_status, end_msg, end_tb = None, "", []
     if exit_info["timed_out"]:
         end_status = Status.TIMEOUT
         end_msg = f"no progress for the {exit_info['timed_out']} time limit; the evaluation was killed"
     elif failure is not None:
-        end_status, end_msg = failure.status, failure.message
+        end_status, end_msg, end_tb = failure.status, failure.message, list(failure.traceback)
     elif not done:
         rc = exit_info["returncode"]
         end_status = Status.HARNESS_ERROR
@@ -184,13 +185,14 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             cr = results[split].get(c.name)
             interrupted = split not in finished_splits and end_status is not None
             if cr is None:
+                here = (last_stage is not None and last_stage.config == c.name) or not crs
                 cr = ConfigResult(c.name, dict(c.params), end_status or Status.HARNESS_ERROR,
-                                  message=end_msg if (last_stage is not None and last_stage.config == c.name) or not crs
-                                  else "not reached: the evaluation stopped earlier")
+                                  message=end_msg if here else "not reached: the evaluation stopped earlier",
+                                  traceback=list(end_tb) if here else [])
             elif interrupted and cr.status is Status.PASSED and last_stage is not None and \
                     c.name == last_stage.config and c.name not in perf_done[split] and \
                     last_stage.stage == "performance":
-                cr.status, cr.message = end_status, end_msg
+                cr.status, cr.message, cr.traceback = end_status, end_msg, list(end_tb)
             crs.append(cr)
         failed = next((cr for cr in crs if cr.status is not Status.PASSED), None)
         status = failed.status if failed else Status.PASSED

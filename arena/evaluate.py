@@ -135,16 +135,19 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
                     + ", libdevice.".join(missing) + "; a GPU runs it"))
         return _Built(job={"language": "triton", "path": str(path)}, info=info)
     from arena.toolchain.abi import hip_signature_problem
+    from arena.toolchain import torch_headers
     from arena.toolchain.hip import build_hip, toolchain_available
 
     source = path.read_text(errors="replace")
+    given = [source] + [Path(h).read_text(errors="replace") for h in task.headers]
     problem = hip_signature_problem(source, task)
     if problem:
         return _Built(status=Status.SIGNATURE_MISMATCH, message=problem)
     builds = []
     library, kernels = None, []
     for i, (target, arch) in enumerate(device.build_targets):
-        missing = toolchain_available(target)
+        # the compiler, and the PyTorch headers a header-only include needs (a ROCm build of PyTorch has the HIP ones)
+        missing = toolchain_available(target) or torch_headers.missing(given, target)
         if missing is not None:
             # the machine's fault, not the candidate's: a GPU backend cannot go on; the cpu
             # backend's compile-only checks skip that vendor and say so

@@ -3,7 +3,8 @@
 One function evaluates a kernel for feedback (``assess``) and one turns its Verdict into
 the summary every channel hands out (``summarize``): the workspace's check tool, the
 Python environment's ``run_kernel`` and the MCP server. The summary carries the status,
-the compiler output or the first mismatch, per-config timings, the median speedup and the
+the compiler output or the first mismatch, where in its file a failure of
+its code was raised (``arena.tracebacks``), per-config timings, the median speedup and the
 reward; never held-out configs, seeds or the reference's values beyond the worst element.
 """
 
@@ -17,6 +18,7 @@ from arena.devices import Device
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status, Verdict
 from arena.taskdef.loader import Task
+from arena.tracebacks import as_dicts, bounded, render as render_traceback
 
 MESSAGE_CHARS = 3000
 
@@ -62,6 +64,8 @@ def summarize(v: Verdict) -> dict[str, Any]:
             row["first_mismatch"] = c.where
         if c.mismatch_fraction is not None and c.status is not Status.PASSED:
             row["mismatch_fraction"] = c.mismatch_fraction
+        if c.traceback and c.status is not Status.PASSED:
+            row["traceback"] = as_dicts(bounded(c.traceback))
         if c.baseline is not None:
             row["baseline_us"] = round(c.baseline.median_us, 3)
         if c.candidate is not None:
@@ -101,8 +105,14 @@ def render(summary: dict[str, Any]) -> str:
                      + (f", geomean {summary['speedup_geomean']:.3f}x" if summary.get("speedup_geomean") else ""))
     lines[0] += (f"; reward {summary['reward']:+.3f}" if summary.get("reward") is not None else
                  "; no reward: not the candidate's failure (the harness's, the task's or this machine's)")
+    shown: list = []           # tracebacks printed already (every config often fails the same way)
     if summary.get("message"):
         lines += ["", summary["message"].rstrip()]
+        first = next((c["traceback"] for c in summary["configs"]
+                      if c.get("traceback") and c.get("message") == summary["message"]), None)
+        if first:
+            lines += render_traceback(first)
+            shown.append(first)
     if summary.get("portability"):
         lines += ["", "portability (literal warp widths):"] + ["  " + w for w in summary["portability"]]
     lines.append("")
@@ -116,4 +126,7 @@ def render(summary: dict[str, Any]) -> str:
             lines.append(f"      first mismatch: {c['first_mismatch']}")
         if c.get("message") and c["message"] != summary.get("message"):
             lines += ["      " + ln for ln in c["message"].splitlines()[:20]]
+        if c.get("traceback") and c["traceback"] not in shown:
+            lines += render_traceback(c["traceback"], indent="      ")
+            shown.append(c["traceback"])
     return "\n".join(lines) + "\n"

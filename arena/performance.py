@@ -70,7 +70,7 @@ def time_split(ev: "Evaluation", split: str, configs: list) -> None:
 
 def _failure(exc: BaseException) -> PerformanceResult:
     if isinstance(exc, GateFailure):
-        return PerformanceResult(status=exc.status, message=exc.message)
+        return PerformanceResult(status=exc.status, message=exc.message, traceback=list(exc.traceback))
     return PerformanceResult(status=Status.HARNESS_ERROR, message=f"out of memory while timing: {exc}"[:1000])
 
 
@@ -81,12 +81,14 @@ TIMING_SHARE = 0.5
 
 def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
     """Device memory an input set takes while timed, from the signature's shapes: its inputs
-    three times (the candidate's, this process's sides' copy, made again for the check) and its
-    outputs four times (every side's)."""
+    three times (the candidate's, this process's sides' copy, made again for the check), its
+    outputs four times (every side's) and its inputs updated in place once more (kept for the
+    check as the call left them)."""
     from arena.taskdef.shapes import tensor_bytes
 
     env = ev.task.env(config)
-    return 3 * tensor_bytes(ev.task, env, ev.task.inputs) + 4 * tensor_bytes(ev.task, env, ev.task.outputs)
+    return 3 * tensor_bytes(ev.task, env, ev.task.inputs) + 4 * tensor_bytes(ev.task, env, ev.task.outputs) + \
+        tensor_bytes(ev.task, env, ev.task.inout_inputs)
 
 
 def _n_sets(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any]) -> int:
@@ -310,6 +312,9 @@ class ConfigTiming:
 
     A set's seed is drawn and its inputs made only right before its first call: when the
     candidate runs, no later input exists anywhere (nothing to batch ahead or precompute).
+    Every call starts from the set's inputs as made: a side's inputs updated in place (inout)
+    by its last call on the set (the warm-up calls one set again and again) are made again
+    from the set's seed before its next one, outside the timed window.
     After each round a share of its sets (``check_sets`` of 16) is drawn and kept, the rest let
     go; after the exclusive section the kept ones are checked against the reference on inputs
     made again from each set's seed (which also shows the inputs were left alone), in shared
@@ -333,7 +338,10 @@ class ConfigTiming:
         self.plain = None          # the trusted host-bound sides' item, timed without the profiler
         self.per_set = 0
         self.room: Callable[[ConfigTiming], None] | None = None   # makes room for a round's kept sets
-        self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.outputs]
+        self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.compared]
+        self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
+        self.inout = bool(ev.task.inout_inputs)
+        self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}   # side -> set -> its seed
         from arena.calls import CandidateHandle
 
         self.side_handles = {name: side for name, side in side_list if isinstance(side, CandidateHandle)}
@@ -361,12 +369,19 @@ class ConfigTiming:
         def outs(i: int) -> list:
             return sets()[i].outs if remote else self.outs[name][i]
 
+        def ins(i: int) -> list:
+            return sets()[i].ins if remote else self.private_ins[i]
+
         def prepare(i: int) -> None:
             t0 = time.perf_counter()
             if self.seeds[i] is None:
                 self.seeds[i] = ev.rng.getrandbits(62)
                 ev.fill_inputs(self.seeds[i], *[st[i].ins for st in self.slots_of.values()],
                                *([self.private_ins[i]] if self.private_ins else []))
+            elif self.inout and self.called[name].get(i) == self.seeds[i]:
+                ev.fill_inputs(self.seeds[i], ins(i), inout_only=True)   # its last call updated them
+            if self.inout:
+                self.called[name][i] = self.seeds[i]
             for o in outs(i):
                 poison_(o)
             self.spent["prepare_s"] += time.perf_counter() - t0
@@ -509,15 +524,17 @@ class ConfigTiming:
 
     def retire(self, round_no: int) -> None:
         """After a round: keep ``checked_per_round()`` of the sets it used, drawn now (their
-        inputs as the candidate was given them and its outputs, copied: the buffers serve the
-        next round); let the rest go."""
+        inputs as the candidate was given them and what is compared: its outputs and its inout
+        inputs as the call left them, copied: the buffers serve the next round); let the rest go."""
+        from arena.check.inputs import clone
+
         used = [i for i, seed in enumerate(self.seeds) if seed is not None]
         if self.checked_per_round() < len(used):
             used = self.ev.rng.sample(used, self.checked_per_round())
         for i in used:
             st = self.slots_of["candidate"][i]
-            self.kept.append({"seed": self.seeds[i], "ins": [t.clone() for t in st.ins],
-                              "outs": [o.clone() for o in st.outs]})
+            self.kept.append({"seed": self.seeds[i], "ins": [clone(t) for t in st.ins],
+                              "outs": [clone(o) for o in self.ev.compared(st.ins, st.outs)]})
         self.seeds = [None] * self.n_sets
 
     def verify_kept(self, slice_s: float = 0.1) -> None:
@@ -544,8 +561,9 @@ class ConfigTiming:
                         raise GateFailure(Status.INPUT_MUTATED, "an input was written to during the timed calls")
                     if not ev.candidate_trusted:   # the reference itself (torch2hip's starting point): no copy-out
                         exp = ev.expected(fresh)
-                        for o, e, tol in zip(st["outs"], exp, self.tolerances):
-                            self.oks.append(bool(all_ok(check_tensors(o, e, tol))))   # waits for the device
+                        for o, e, tol, poisoned in zip(st["outs"], exp, self.tolerances, self.poisoned):
+                            if o is not None:     # None: an inout input the config leaves out
+                                self.oks.append(bool(all_ok(check_tensors(o, e, tol, poisoned))))   # waits
                         del exp
                     del fresh
                 ev.sync()
@@ -583,8 +601,10 @@ class ConfigTiming:
             t.n_sets = self.n_sets
 
     def kept_bytes(self) -> int:
-        return sum(sum(t.numel() * t.element_size() for t in st["ins"]) +
-                   sum(o.numel() * o.element_size() for o in st["outs"]) for st in self.kept)
+        from arena.check.inputs import storage
+
+        return sum(storage(t).numel() * t.element_size() for st in self.kept for t in (*st["ins"], *st["outs"])
+                   if t is not None)
 
     def kept_per_round(self) -> int:
         """Device memory the sets kept from one round take (their inputs and the candidate's

@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from arena.records import Status
+from arena.records import Status, TraceEntry
 
 # What the candidate process may say went wrong: failures of the candidate's own. A pass is
 # decided by the trusted process alone; the harness's and the task's faults are the trusted
@@ -200,6 +200,7 @@ class CorrectnessResult:
     mismatch_fraction: float | None = None
     where: dict[str, Any] | None = None
     lock: dict[str, float] = field(default_factory=dict)     # the GPU lock's counters over the config
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
 
 
 @dataclass
@@ -228,6 +229,7 @@ class PerformanceResult:
     own_kernels: list[str] = field(default_factory=list)      # which of them this evaluation built from its file
     incidental_share: float | None = None    # copies and fills: their share of the candidate's device time
     baseline_incidental_share: float | None = None    # ... and of the baseline's
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
 
 
 @frame
@@ -296,6 +298,7 @@ class FailureFrame:
     type: ClassVar[str] = "failure"
     status: Status
     message: str
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
 
 
 @frame
@@ -321,7 +324,7 @@ class CandidateSpec:
     entry: str
     n_inputs: int
     n_outputs: int
-    scalar_types: list[str]       # int64 | int32 | float32, in call order
+    scalar_types: list[str]       # int64 | int32 | float32 | bool, in call order
     library: str = ""             # the built shared library (hip)
     forbidden: list[str] = field(default_factory=list)    # torch functions the task forbids
     trusted: bool = False         # the task's own reference, run as the candidate (torch2hip's starting point)
@@ -358,7 +361,7 @@ class MapRequest:
     type: ClassVar[str] = "map"
     slot: int
     handle: str
-    scalars: list[int | float] = field(default_factory=list)
+    scalars: list[bool | int | float] = field(default_factory=list)   # a bool scalar stays a bool
 
 
 @frame
@@ -463,6 +466,8 @@ class FailReply:
     status: Status
     message: str
     context_lost: bool = False     # a sticky device error: nothing more can run in that process
+    # where in the candidate's file the failure was raised (arena.tracebacks): data only, bounded on arrival
+    traceback: list[TraceEntry] = field(default_factory=list)
 
 
 @frame

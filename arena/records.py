@@ -118,6 +118,27 @@ class SideTiming:
 
 
 @dataclass
+class TraceEntry:
+    """One line of a candidate's traceback (``arena.tracebacks``): a frame in the candidate's own
+    file (``file`` as the candidate knows it, ``line``, ``function``, the source line ``code``),
+    or a run of frames elsewhere collapsed into one (``elsewhere`` says where: triton, torch,
+    python ...). ``frames``: how many frames it stands for (a run, or a frame repeated by
+    recursion)."""
+
+    file: str = ""
+    line: int = 0
+    function: str = ""
+    code: str = ""
+    elsewhere: str = ""
+    frames: int = 1
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TraceEntry":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
 class ConfigResult:
     name: str
     params: dict[str, Any]
@@ -143,11 +164,15 @@ class ConfigResult:
     # speed of light: the share of the gap between the baseline's time and the roofline time the candidate
     # closes (arena.devices.ceilings.sol_score): 0 at the baseline, 1 at the roofline
     sol: float | None = None
+    # where a failure of the candidate's code was raised: its frames in the candidate's own file
+    # (arena.tracebacks); empty for other failures and in records written before it existed
+    traceback: list[TraceEntry] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ConfigResult":
         d = dict(d)
         d["status"] = Status(d["status"])
+        d["traceback"] = [TraceEntry.from_dict(e) for e in d.get("traceback") or []]
         for side in ("baseline", "candidate", "compiled"):
             if d.get(side) is not None:
                 d[side] = SideTiming(**d[side])

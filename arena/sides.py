@@ -20,12 +20,14 @@ from arena.records import Status
 
 
 class SideError(Exception):
-    """Loading or calling a side failed; ``status`` says how."""
+    """Loading or calling a side failed; ``status`` says how; ``origin``: the side's own
+    exception behind it, where there is one (its traceback: ``arena.tracebacks``)."""
 
-    def __init__(self, status: Status, message: str):
+    def __init__(self, status: Status, message: str, origin: BaseException | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.origin = origin
 
 
 def import_file(path: Path | str, name: str) -> ModuleType:
@@ -97,7 +99,8 @@ class Side:
         except SyntaxError as exc:
             raise SideError(Status.COMPILE_ERROR, f"{path.name}: {exc}") from None
         except BaseException as exc:  # noqa: BLE001 - any import failure of the side's code
-            raise SideError(Status.LOAD_ERROR, f"importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+            raise SideError(Status.LOAD_ERROR, f"importing {path.name} failed: {type(exc).__name__}: {exc}",
+                            origin=exc) from None
 
     def _load_python(self, path: Path) -> None:
         self.module = self._import(path, f"arena_{self.role}")
@@ -119,13 +122,10 @@ class Side:
         if self.language == "hip":
             import torch
 
-            from arena.toolchain.abi import ctypes_scalar
+            from arena.toolchain.abi import call_args
 
             stream = torch.cuda.current_stream().cuda_stream
-            args: list[Any] = [ctypes.c_void_p(t.data_ptr()) for t in (*ins, *outs)]
-            args += [ctypes_scalar(kind, v) for kind, v in zip(self.spec.scalar_types, scalars)]
-            args.append(ctypes.c_void_p(stream))
-            rc = self.fn(*args)
+            rc = self.fn(*call_args([*ins, *outs], self.spec.scalar_types, scalars, stream))
             if rc != 0:
                 raise SideError(Status.RUNTIME_ERROR, f"{self.spec.entry} returned error code {rc}")
         elif self.language == "reference":

@@ -131,21 +131,23 @@ class Evaluation:
             raise task_failure("making inputs", exc) from None
 
     def expected(self, ins: dict[str, Any]) -> list:
-        """The reference on upcast clones of the inputs, one tensor per output."""
+        """The reference on upcast clones of the inputs: one tensor per compared tensor
+        (``Task.compared``: each output, then each inout input's value after the reference
+        updated its clone in place)."""
         from arena.check.compare import compare_dtype
-        from arena.check.inputs import DTYPES, upcast
+        from arena.check.inputs import DTYPES, ReferenceContractError, run_reference
 
-        clones = [upcast(t.clone()) for t in ins.values()]
         try:
-            result = self.reference.reference(*clones, *self._scalars)
+            results = run_reference(self.reference.reference, self.task, ins, self._scalars)
+        except ReferenceContractError as exc:
+            raise GateFailure(Status.TASK_ERROR, str(exc)) from None
         except BaseException as exc:  # noqa: BLE001
             raise task_failure("the reference", exc) from None
-        results = list(result) if isinstance(result, (tuple, list)) else [result]
-        if len(results) != len(self.task.outputs):
-            raise GateFailure(Status.TASK_ERROR, f"the reference returned {len(results)} outputs, the signature "
-                                                 f"has {len(self.task.outputs)}")
         out = []
-        for r, spec in zip(results, self.task.outputs):
+        for r, spec in zip(results, self.task.compared):
+            if r is None:             # an inout input the config leaves out
+                out.append(None)
+                continue
             shape = self.task.shape(spec, self._env)
             if tuple(r.shape) != shape:
                 raise GateFailure(Status.TASK_ERROR, f"the reference's {spec.name!r} has shape {tuple(r.shape)}, "
@@ -154,14 +156,23 @@ class Evaluation:
             out.append(r.to(compare_dtype(dt)) if dt.is_floating_point else r.to(dt))
         return out
 
+    def compared(self, ins: list, outs: list) -> list:
+        """A call's tensors that are compared with ``expected``: its outputs, then its inout
+        inputs (as the call left them)."""
+        return [*outs, *(ins[k] for k, spec in enumerate(self.task.inputs) if spec.inout)]
+
     def mutated_input(self, ins: list, seed: int) -> tuple[int, dict[str, Any]]:
         """Make the inputs again from the seed (nothing the candidate saw); return the index of
-        the first given input that differs from them (-1 if none) and the fresh inputs."""
+        the first given input that differs from them in memory (-1 if none) and the fresh
+        inputs. The inputs updated in place (inout) are compared with the reference instead."""
         from arena.check.compare import same_bytes
+        from arena.check.inputs import storage
 
         fresh = self.make_inputs(seed)
-        for k, (t, f) in enumerate(zip(ins, fresh.values())):
-            if not same_bytes(t, f):
+        for k, (spec, t, f) in enumerate(zip(self.task.inputs, ins, fresh.values())):
+            if spec.inout or t is None or f is None:
+                continue
+            if t.shape != f.shape or not same_bytes(storage(t), storage(f)):
                 return k, fresh
         return -1, fresh
 
@@ -170,12 +181,18 @@ class Evaluation:
 
         return [(DTYPES[s.dtype], self.task.shape(s, self._env)) for s in self.task.outputs]
 
-    def allocate_inputs(self) -> list:
-        """Buffers for a set's inputs (of this process's sides)."""
+    def input_specs(self) -> list:
+        """Each input's (dtype, shape, strides) in this config; None for one it leaves out."""
         from arena.check.inputs import DTYPES
 
-        return [self.torch.empty(self.task.shape(s, self._env), dtype=DTYPES[s.dtype], device=self.torch_device)
-                for s in self.task.inputs]
+        return [(DTYPES[s.dtype], self.task.shape(s, self._env), self.task.strides(s, self._env))
+                if self.task.present(s, self._env) else None for s in self.task.inputs]
+
+    def allocate_inputs(self) -> list:
+        """Buffers for a set's inputs (of this process's sides); None for an absent one."""
+        from arena.check.inputs import empty_input
+
+        return [empty_input(self.task, s, self._env, self.torch_device) for s in self.task.inputs]
 
     def allocate_outputs(self) -> list:
         """Outputs of a side of this process (the baseline, torch.compile's), poisoned."""
@@ -189,11 +206,9 @@ class Evaluation:
         """Buffers for one call of the current config, mapped in the process of ``remote``
         (the candidate's by default). Each process's buffers come from a memory pool of their
         own: the candidate's never share a block with the baseline's."""
-        from arena.check.inputs import DTYPES
-
         remote = remote or self.remote
         maker = self.base_slots if remote is self.base_remote else self.slots
-        specs = [(DTYPES[s.dtype], self.task.shape(s, self._env)) for s in self.task.inputs] + self.output_specs()
+        specs = self.input_specs() + self.output_specs()
         slot = maker.allocate(specs, [s.name for s in (*self.task.inputs, *self.task.outputs)])
         n = len(self.task.inputs)
         self._slot_ids += 1
@@ -221,13 +236,18 @@ class Evaluation:
             s.ins, s.outs = [], []
             s.slot.close()
 
-    def fill_inputs(self, seed: int, *targets: list) -> None:
+    def fill_inputs(self, seed: int, *targets: list, inout_only: bool = False) -> None:
         """The inputs of ``seed`` into the input buffers of each of ``targets`` (the candidate's
-        call, the baseline's, this process's own sides'): made once, copied to each."""
+        call, the baseline's, this process's own sides'): made once, copied to each.
+        ``inout_only``: only the inputs updated in place (their buffers made fresh again for
+        another call on the same set)."""
+        from arena.check.inputs import copy_into
+
         made = self.make_inputs(seed)
         for ins in targets:
-            for dst, src in zip(ins, made.values()):
-                dst.copy_(src)
+            for spec, dst, src in zip(self.task.inputs, ins, made.values()):
+                if dst is not None and (spec.inout or not inout_only):
+                    copy_into(dst, src)
         del made
 
     def release_memory(self) -> None:
@@ -519,7 +539,7 @@ def main(argv: list[str]) -> int:
         ev.run()
         send(encode(DoneFrame()))
     except GateFailure as exc:
-        send(encode(FailureFrame(status=exc.status, message=exc.message)))
+        send(encode(FailureFrame(status=exc.status, message=exc.message, traceback=list(exc.traceback))))
     except BaseException as exc:  # noqa: BLE001
         send(encode(FailureFrame(status=Status.HARNESS_ERROR,
                                  message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")))

@@ -38,21 +38,35 @@ def render_readme(task: Task) -> str:
         lines += [f"Signature: `extern \"C\" int {task.entry}({', '.join(hip_parameters(task))})` — return the "
                   "hipError_t of your launches.", ""]
     lines += ["| tensor | role | dtype | shape |", "|---|---|---|---|"]
-    lines += [f"| {t.name} | input | {t.dtype} | {list(t.shape)} |" for t in task.inputs]
+    lines += [f"| {t.name} | {input_role(t)} | {t.dtype} | {list(t.shape)} |" for t in task.inputs]
     lines += [f"| {t.name} | output | {t.dtype} | {list(t.shape)} |" for t in task.outputs]
     lines += ["", "Scalars: " + ", ".join(f"{s.name} ({s.type}{'' if s.value is None else ' = ' + str(s.value)})"
                                           for s in task.scalars), ""]
-    tol = {o.name: task.tolerance_for(o.dtype) for o in task.outputs}
-    lines += ["Correctness: every output is compared with `reference.py` (computed in higher precision) "
-              "elementwise and normwise: " + "; ".join(f"{k}: {v if v else 'exact'}" for k, v in tol.items()) + ".",
+    tol = {o.name: task.tolerance_for(o.dtype) for o in task.compared}
+    inout = [i.name for i in task.inout_inputs]
+    lines += ["Correctness: every output" + (" and every input updated in place (its value after your call)"
+                                             if inout else "") +
+              " is compared with `reference.py` (computed in higher precision) elementwise and normwise: " +
+              "; ".join(f"{k}: {v if v else 'exact'}" for k, v in tol.items()) + ".",
               "Outputs are allocated by the harness and pre-filled with NaN: write every element; never write to "
-              "inputs. Your kernel is also run on shapes you do not see here: it must be correct for any shape the "
+              "inputs" + (f" other than {', '.join(inout)} (updated in place)" if inout else "") +
+              ". Your kernel is also run on shapes you do not see here: it must be correct for any shape the "
               "signature allows.", ""]
     if task.forbidden:
         lines += ["Forbidden calls: " + ", ".join(f"`{f}`" for f in task.forbidden), ""]
     baseline = "the eager PyTorch reference" if task.category == "torch2hip" else "the starting kernel"
     lines += [f"Speed is measured against {baseline} on the configs in `configs/seen.yaml`.", ""]
     return "\n".join(lines)
+
+
+def input_role(spec) -> str:
+    """An input's role as the workspace's table and ``arena tasks show`` say it."""
+    role = "input, updated in place" if spec.inout else "input"
+    if spec.optional:
+        role += f", optional (None / nullptr where {spec.presence} is false)"
+    if spec.stride is not None:
+        role += f", strided view (element strides {list(spec.stride)})"
+    return role
 
 
 def make_workspace(task: Task, dest: Path) -> Path:

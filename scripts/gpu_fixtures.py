@@ -24,6 +24,7 @@ EXPECTED = {
     ("triton2triton/axpy", "wrong.py"): {"INCORRECT_NUMERICAL"},
     ("triton2triton/axpy", "reshape.py"): {"INCORRECT_SHAPE"},
     ("triton2triton/axpy", "raises.py"): {"RUNTIME_ERROR"},
+    ("triton2triton/axpy", "raises_in_helper.py"): {"RUNTIME_ERROR"},
     ("triton2triton/axpy", "overrun.py"): {"RUNTIME_ERROR"},
     ("triton2triton/axpy", "segfault.py"): {"CRASHED"},
     ("triton2triton/axpy", "missing_entry.py"): {"SIGNATURE_MISMATCH"},

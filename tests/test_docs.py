@@ -46,6 +46,9 @@ FILL = {
     "X": "baseline",
     "Y": "baseline",
     "claude-1": "quickstart",              # the transcript example reads the run made above it, on a GPU
+    "PROBLEM.py": str(ROOT / "tests" / "fixtures" / "importers" / "kb_linear_gelu.py"),
+    "AKA_TASK_DIR": str(ROOT / "tests" / "fixtures" / "importers" / "aka_triton_scaled_softmax"),
+    "DIR": "imported",                     # the importers write into the scratch folder
 }
 # an `arena run` on the cpu is narrowed to this (unless the line sets it): one task, one agent
 NARROW_RUN = {"--tasks": TASK, "--agent": "baseline"}

@@ -17,7 +17,9 @@ def test_workspace_hides_what_agents_must_not_see(folder, tmp_path):
     task = load_task(folder)
     ws = make_workspace(task, tmp_path / "ws")
     files = sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*") if p.is_file())
-    assert files == sorted(["README.md", "reference.py", "configs/seen.yaml", editable_name(task)])
+    # a HIP task's headers go with it (CONTRIBUTING: the agent's workspace has them)
+    assert files == sorted(["README.md", "reference.py", "configs/seen.yaml", editable_name(task)]
+                           + [h.name for h in task.headers])
     text = "\n".join((ws / f).read_text() for f in files)
     seen = task.configs("seen")
     shown = yaml.safe_load((ws / "configs" / "seen.yaml").read_text())

@@ -4,7 +4,8 @@ Outputs are filled with a NaN bit pattern of our own (a sentinel for integers) b
 every call, so an element left unwritten is told apart from a computed NaN. The
 comparison is elementwise (atol + rtol * |ref|) AND normwise (||out - ref|| / ||ref||).
 ``check_tensors`` keeps everything on the device (no host sync), so the timing loop can
-re-check every timed output; ``compare_output`` turns it into a verdict.
+re-check every timed output; ``compare_output`` turns it into a verdict. An input updated in
+place (``inout``) is compared the same way, without the poison: it was given with values.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def compare_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in (torch.float32, torch.float64) else torch.float32
 
 
-def check_tensors(out: torch.Tensor, ref: torch.Tensor, tol: Mapping[str, float] | None) -> dict[str, torch.Tensor]:
-    """Device-side pieces of the comparison (0-d tensors): no host synchronisation."""
-    unwritten = is_poison(out)
+def check_tensors(out: torch.Tensor, ref: torch.Tensor, tol: Mapping[str, float] | None,
+                  poisoned: bool = True) -> dict[str, torch.Tensor]:
+    """Device-side pieces of the comparison (0-d tensors): no host synchronisation.
+    ``poisoned``: ``out`` was poisoned before the call (an output; not an inout input)."""
+    unwritten = is_poison(out) if poisoned else torch.zeros(out.shape, dtype=torch.bool, device=out.device)
     if tol is None:  # integers: exact
         unwritten = unwritten & (ref.to(out.dtype) != out)
         bad = (out.to(torch.int64) != ref.to(torch.int64)) & ~unwritten
@@ -123,9 +126,10 @@ def _value(t: torch.Tensor, idx: list[int]) -> float | int | str:
 
 
 def compare_output(name: str, out: torch.Tensor, ref: torch.Tensor,
-                   tol: Mapping[str, float] | None) -> OutputCheck:
-    """Status of one output against the reference, with the error statistics."""
-    p = check_tensors(out, ref, tol)
+                   tol: Mapping[str, float] | None, poisoned: bool = True) -> OutputCheck:
+    """Status of one output (or inout input, ``poisoned=False``) against the reference, with
+    the error statistics."""
+    p = check_tensors(out, ref, tol, poisoned)
     n = max(out.numel(), 1)
     if int(p["unwritten"]) > 0:
         idx = _first_index(p["unwritten_mask"])

@@ -1,7 +1,10 @@
 """Authoring checks on the reference: outputs that are not degenerate and depend on every input.
 
 A task whose outputs are near-constant, or far below the tolerance, lets a constant or a
-partial kernel pass (METHODOLOGY.md); such tasks are fixed when written, not scored.
+partial kernel pass (METHODOLOGY.md); such tasks are fixed when written, not scored. What is
+checked is what is compared (``Task.compared``): the outputs and the values the inputs
+updated in place (inout) have after the reference; an inout input the reference leaves as
+it was is a problem too (it must update its copy in place).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from arena.check.inputs import generator, input_seed, make_inputs, make_one, upcast
+from arena.check.inputs import generator, input_seed, make_inputs, make_one, run_reference, storage
 from arena.sides import import_file
 from arena.taskdef.loader import Config, Task
 
@@ -22,9 +25,8 @@ def load_reference(task: Task) -> ModuleType:
     return import_file(task.reference_path, f"arena_reference_{random.getrandbits(32)}")
 
 
-def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor], scalars: list) -> list[torch.Tensor]:
-    out = ref.reference(*[upcast(t.clone()) for t in ins.values()], *scalars)
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor | None], scalars: list) -> list:
+    return run_reference(ref.reference, task, ins, scalars)
 
 
 def reference_problems(task: Task, config: Config, device: str, ref: ModuleType, seed: int = 1234) -> list[str]:
@@ -35,12 +37,18 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
     problems = []
     again = make_inputs(task, env, seed, device, ref)
     for name, t in ins.items():   # the harness re-makes inputs from the seed to run the reference after the call
-        a, b = t.contiguous().view(torch.uint8), again[name].contiguous().view(torch.uint8)
+        if t is None:
+            continue
+        a, b = storage(t).view(torch.uint8), storage(again[name]).view(torch.uint8)
         if t.shape != again[name].shape or not torch.equal(a, b):
             problems.append(f"make_inputs is not deterministic: input {name} differs between two calls with the "
                             f"same seed")
     outs = _run(ref, task, ins, scalars)
-    for spec, o in zip(task.outputs, outs):
+    for spec, o in zip(task.compared, outs):
+        if o is None:
+            continue
+        if getattr(spec, "inout", False) and torch.equal(o, ins[spec.name].to(o.dtype)):
+            problems.append(f"the reference leaves inout input {spec.name} as it was: it must update it in place")
         tol = task.tolerance_for(spec.dtype)
         if o.numel() == 0:
             problems.append(f"{spec.name} is empty")
@@ -57,16 +65,19 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
         if below > 0.5:
             problems.append(f"{spec.name}: {below:.0%} of |ref| below atol {tol['atol']:g}")
     for pos, spec in enumerate(task.inputs):
+        if ins[spec.name] is None:
+            continue
         if spec.init["kind"] == "custom":
             other = make_inputs(task, env, seed + 7919, device, ref)[spec.name]
         else:
             shape = task.shape(spec, env)
-            other = make_one(spec, shape, env, generator(input_seed(seed + 7919, pos), device), device)
+            other = make_one(spec, shape, env, generator(input_seed(seed + 7919, pos), device), device,
+                             task.strides(spec, env))
         if other.numel() == 0 or torch.equal(other, ins[spec.name]):
             continue
         changed = dict(ins)
         changed[spec.name] = other
         outs2 = _run(ref, task, changed, scalars)
-        if all(torch.equal(a, b) for a, b in zip(outs, outs2)):
+        if all(a is None or torch.equal(a, b) for a, b in zip(outs, outs2)):
             problems.append(f"the outputs do not depend on input {spec.name}")
     return problems

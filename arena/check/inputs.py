@@ -2,6 +2,10 @@
 
 Each input draws from its own generator (seed mixed with the input's position), so
 changing one input's seed changes that input alone (the sensitivity check relies on it).
+An optional input a config leaves out is None. A strided input (``stride`` in the signature)
+is drawn for the memory its strides span and given as a view of it (``as_strided``): one
+with a stride of 0 repeats its values along that dimension. ``storage`` is that memory, the
+one thing copied, cloned and compared of an input.
 """
 
 from __future__ import annotations
@@ -40,6 +44,30 @@ def upcast(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+class ReferenceContractError(ValueError):
+    """The task's reference returned what its signature does not allow."""
+
+
+def run_reference(fn: Any, task: Task, ins: Mapping[str, torch.Tensor | None], scalars: list) -> list:
+    """The reference's contract (CONTRIBUTING.md): ``fn`` is called with upcast clones of the
+    inputs in signature order (None for an absent optional input), then the scalars; it
+    returns the outputs (one tensor, or a tuple in signature order; None where the signature
+    has no outputs) and updates each inout input's clone in place. Returns the outputs, then
+    the inout inputs' clones as the call left them (``Task.compared``; None for an absent one)."""
+    clones = [None if t is None else upcast(t.clone()) for t in ins.values()]
+    result = fn(*clones, *scalars)
+    results = [] if result is None and not task.outputs else \
+        list(result) if isinstance(result, (tuple, list)) else [result]
+    if len(results) != len(task.outputs):
+        raise ReferenceContractError(f"the reference returned {len(results)} outputs, the signature has "
+                                     f"{len(task.outputs)}")
+    for spec, r in zip(task.outputs, results):
+        if not isinstance(r, torch.Tensor):
+            raise ReferenceContractError(f"the reference returned {type(r).__name__} for output {spec.name!r}, "
+                                         "not a tensor")
+    return results + [c for c, spec in zip(clones, task.inputs) if spec.inout]
+
+
 def input_seed(seed: int, position: int) -> int:
     return (seed * 1_000_003 + (position + 1) * _SEED_MIX) % (2**63 - 1)
 
@@ -50,8 +78,47 @@ def generator(seed: int, device: str) -> torch.Generator:
     return g
 
 
+def storage(t: torch.Tensor) -> torch.Tensor:
+    """The memory a tensor spans, as a 1-D view from its first element to its last (the
+    tensor itself where it is contiguous): what is copied and compared of a strided input."""
+    if t.is_contiguous():
+        return t.reshape(-1)
+    n = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride())) if t.numel() else 0
+    return t.as_strided((n,), (1,))
+
+
+def copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """``src``'s values into ``dst`` (same shape, strides and dtype), memory for memory (a
+    tensor with a stride of 0 cannot be written through its view)."""
+    storage(dst).copy_(storage(src))
+
+
+def clone(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A copy with the same strides (None stays None)."""
+    if t is None or t.is_contiguous():
+        return None if t is None else t.clone()
+    return storage(t).clone().as_strided(t.shape, t.stride())
+
+
+def empty_input(task: Task, spec: InputSpec, env: Mapping[str, Any], device: str) -> torch.Tensor | None:
+    """An unfilled buffer of one input as the signature lays it out (None if absent)."""
+    if not task.present(spec, env):
+        return None
+    strides = task.strides(spec, env)
+    shape = task.shape(spec, env)
+    if strides is None:
+        return torch.empty(shape, dtype=DTYPES[spec.dtype], device=device)
+    return torch.empty_strided(shape, strides, dtype=DTYPES[spec.dtype], device=device)
+
+
 def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], gen: torch.Generator,
-             device: str) -> torch.Tensor:
+             device: str, strides: tuple[int, ...] | None = None) -> torch.Tensor:
+    """One input drawn as its init says; strided: drawn for the memory its strides span."""
+    if strides is not None:
+        from arena.taskdef.loader import storage_elements
+
+        flat = make_one(spec, (storage_elements(shape, strides),), env, gen, device)
+        return flat.as_strided(shape, strides)
     init = spec.init
     kind = init["kind"]
     dtype = DTYPES[spec.dtype]
@@ -80,10 +147,11 @@ def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], ge
 
 
 def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
-                reference: ModuleType | None = None) -> dict[str, torch.Tensor]:
-    """All inputs of the signature for one config and seed, in signature order."""
-    out: dict[str, torch.Tensor] = {}
-    custom = [s for s in task.inputs if s.init["kind"] == "custom"]
+                reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
+    """All inputs of the signature for one config and seed, in signature order (None for an
+    optional input the config leaves out)."""
+    out: dict[str, torch.Tensor | None] = {}
+    custom = [s for s in task.inputs if s.init["kind"] == "custom" and task.present(s, env)]
     if custom:
         maker = getattr(reference, "make_inputs", None)
         if maker is None:
@@ -95,6 +163,9 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
                 raise ArenaError(f"make_inputs did not return {spec.name!r}", path=task.reference_path,
                                  key="make_inputs")
     for pos, spec in enumerate(task.inputs):
+        if not task.present(spec, env):
+            out[spec.name] = None
+            continue
         shape = task.shape(spec, env)
         if spec.init["kind"] == "custom":
             t = made[spec.name]
@@ -104,5 +175,6 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
                                  key="make_inputs")
             out[spec.name] = t.to(device).contiguous()
         else:
-            out[spec.name] = make_one(spec, shape, env, generator(input_seed(seed, pos), device), device)
+            out[spec.name] = make_one(spec, shape, env, generator(input_seed(seed, pos), device), device,
+                                      task.strides(spec, env))
     return out

@@ -39,10 +39,24 @@ MIN_SEEN, MIN_HELDOUT = 3, 4
 
 @dataclass(frozen=True)
 class InputSpec:
+    """An input tensor. ``inout``: the kernel updates it in place, and its updated value is
+    compared like an output. ``optional``: a config may leave it out (``has_<name>: false``);
+    then the kernel and the reference get None (a null pointer in HIP). ``stride``: element
+    strides, one formula per dimension (0 broadcasts), for an input given as a view that is
+    not contiguous; None: contiguous."""
+
     name: str
     dtype: str
     shape: tuple[Any, ...]
     init: Mapping[str, Any]
+    inout: bool = False
+    optional: bool = False
+    stride: tuple[Any, ...] | None = None
+
+    @property
+    def presence(self) -> str:
+        """The config parameter that says whether an optional input is given."""
+        return presence_param(self.name)
 
 
 @dataclass(frozen=True)
@@ -55,8 +69,22 @@ class OutputSpec:
 @dataclass(frozen=True)
 class ScalarSpec:
     name: str
-    type: str
+    type: str          # int64 | int32 | float32 | bool
     value: Any = None  # None: taken from the config
+
+
+def presence_param(name: str) -> str:
+    """The config parameter that gives (true, the default) or leaves out (false) optional input ``name``."""
+    return f"has_{name}"
+
+
+def storage_elements(shape: Iterable[int], stride: Iterable[int] | None) -> int:
+    """Elements of the memory a tensor of ``shape`` and element ``stride`` spans (from its
+    first element to its last); the element count where ``stride`` is None (contiguous)."""
+    shape = [int(d) for d in shape]
+    if stride is None or 0 in shape:
+        return math.prod(shape)
+    return 1 + sum((d - 1) * int(s) for d, s in zip(shape, stride))
 
 
 @dataclass(frozen=True)
@@ -119,12 +147,53 @@ class Task:
     def configs(self, split: str) -> list[Config]:
         return load_configs(self.path / "configs" / f"{split}.yaml", split, self)
 
+    @property
+    def inout_inputs(self) -> tuple[InputSpec, ...]:
+        """The inputs updated in place (``inout: true``), in signature order."""
+        return tuple(i for i in self.inputs if i.inout)
+
+    @property
+    def compared(self) -> tuple[InputSpec | OutputSpec, ...]:
+        """What is compared with the reference after a call: the outputs, then the inputs
+        updated in place (their values after the call)."""
+        return (*self.outputs, *self.inout_inputs)
+
     def env(self, config: Config) -> dict[str, Any]:
-        """Names a formula may use for this config: its parameters, then the scalars."""
+        """Names a formula may use for this config: its parameters (with ``has_<name>``, true
+        unless the config says otherwise, for each optional input), then the scalars."""
         env = dict(config.params)
+        for i in self.inputs:
+            if i.optional:
+                env.setdefault(i.presence, True)
         for s in self.scalars:
             env[s.name] = self.scalar_value(s, env)
         return env
+
+    def present(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> bool:
+        """Whether a tensor is given in this config: every one but an optional input whose
+        ``has_<name>`` is false."""
+        return not getattr(spec, "optional", False) or bool(env.get(presence_param(spec.name), True))
+
+    def strides(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> tuple[int, ...] | None:
+        """The element strides of an input declared with ``stride`` (None: contiguous)."""
+        stride = getattr(spec, "stride", None)
+        if stride is None:
+            return None
+        out = []
+        for d in stride:
+            v = formula.evaluate(d, env)
+            if isinstance(v, float) and not v.is_integer():
+                raise ArenaError(f"stride {d!r} evaluates to {v}, not an integer",
+                                 path=self.path / "task.yaml", key=f"signature.{spec.name}.stride")
+            out.append(int(v))
+        return tuple(out)
+
+    def storage_elements(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> int:
+        """Elements of the memory a tensor takes in this config: 0 for an absent optional
+        input, the span of its strides for a strided one."""
+        if not self.present(spec, env):
+            return 0
+        return storage_elements(self.shape(spec, env), self.strides(spec, env))
 
     def scalar_value(self, spec: ScalarSpec, env: Mapping[str, Any]) -> int | float:
         if spec.value is None:
@@ -134,6 +203,8 @@ class Task:
                                  path=self.path / "task.yaml", key=f"signature.scalars.{spec.name}")
         else:
             raw = formula.evaluate(spec.value, env)
+        if spec.type == "bool":
+            return bool(raw)
         return float(raw) if spec.type == "float32" else int(raw)
 
     def shape(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> tuple[int, ...]:
@@ -193,7 +264,8 @@ def _schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
             allowed = list(err.schema.get("properties", {}))
             for name in err.instance:
                 if name not in allowed:
-                    errors.append(ArenaError(f"unknown key (allowed here: {', '.join(allowed)})", path=path,
+                    hint = _UNKNOWN_KEY_HINTS.get((where[-2] if len(where) > 1 else "", str(name)), "")
+                    errors.append(ArenaError(f"unknown key (allowed here: {', '.join(allowed)}){hint}", path=path,
                                              key=".".join([*where, str(name)])))
             continue
         key = ".".join(where) or "(top level)"
@@ -201,6 +273,15 @@ def _schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
             else f"{err.message} (expected: {_expected(err)})"
         errors.append(ArenaError(message, path=path, key=key))
     return errors
+
+
+# unknown keys a user may well write in the wrong place: (the list holding the mapping, key) -> a hint
+_UNKNOWN_KEY_HINTS = {
+    ("outputs", "inout"): ": inout is for inputs (an input the kernel updates in place); every output is written",
+    ("outputs", "optional"): ": optional is for inputs; every output is written",
+    ("outputs", "stride"): ": outputs are contiguous; stride is for inputs",
+    ("outputs", "init"): ": outputs are allocated and poisoned by the harness; init is for inputs",
+}
 
 
 def _expected(err) -> str:
@@ -259,9 +340,11 @@ def _build_task(data: Mapping[str, Any], path: Path) -> Task:
         tags=tuple(data.get("tags", ())),
         difficulty=int(data["difficulty"]),
         entry=data["entry"],
-        inputs=tuple(InputSpec(i["name"], i["dtype"], tuple(i["shape"]), _init_spec(i.get("init")))
+        inputs=tuple(InputSpec(i["name"], i["dtype"], tuple(i["shape"]), _init_spec(i.get("init")),
+                               inout=bool(i.get("inout", False)), optional=bool(i.get("optional", False)),
+                               stride=tuple(i["stride"]) if i.get("stride") is not None else None)
                      for i in sig["inputs"]),
-        outputs=tuple(OutputSpec(o["name"], o["dtype"], tuple(o["shape"])) for o in sig["outputs"]),
+        outputs=tuple(OutputSpec(o["name"], o["dtype"], tuple(o["shape"])) for o in sig.get("outputs") or ()),
         scalars=tuple(ScalarSpec(s["name"], s["type"], s.get("value")) for s in sig.get("scalars", ())),
         tolerance={k: v for k, v in (data.get("tolerance") or {}).items() if k != "reason"},
         roofline=dict(data["roofline"]),
@@ -314,15 +397,52 @@ def load_configs(path: Path, split: str, task: Task | None = None) -> list[Confi
     return configs
 
 
+def _is_flag(value: Any) -> bool:
+    """A config value that may stand for true or false: a YAML boolean, 0 or 1."""
+    return isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
+
+
+def _presence_problem(task: Task, name: str) -> str | None:
+    """What is wrong with a parameter ``has_<x>`` (a config's or the shape space's): it gives
+    or leaves out optional input x, so x must be one."""
+    if not name.startswith("has_"):
+        return None
+    spec = next((i for i in task.inputs if i.presence == name), None)
+    if spec is None:
+        return f"{name}: no input is named {name[4:]!r} (has_<name> gives or leaves out optional input <name>)"
+    if not spec.optional:
+        return f"{name} leaves out input {spec.name!r}, which is not optional (add optional: true to it in task.yaml)"
+    return None
+
+
 def _config_errors(task: Task, config: Config, path: Path) -> list[ArenaError]:
     key = f"[{config.index}] ({config.name})"
     errors: list[ArenaError] = []
+    for name, value in config.params.items():
+        problem = _presence_problem(task, name)
+        if problem is None and name.startswith("has_") and not _is_flag(value):
+            problem = f"{name} is {value!r}: true or false (1 or 0)"
+        if problem is not None:
+            errors.append(ArenaError(problem, path=path, key=f"{key} {name}"))
+    for sc in task.scalars:
+        if sc.type == "bool" and sc.value is None and sc.name in config.params and \
+                not _is_flag(config.params[sc.name]):
+            errors.append(ArenaError(f"bool scalar {sc.name} is {config.params[sc.name]!r}: true or false (1 or 0)",
+                                     path=path, key=f"{key} {sc.name}"))
+    if errors:
+        return errors
     try:
         env = task.env(config)
         for spec in (*task.inputs, *task.outputs):
+            if not task.present(spec, env):
+                continue
             dims = task.shape(spec, env)
             if any(d < 0 for d in dims):
                 errors.append(ArenaError(f"shape of {spec.name!r} is {dims}: negative dimension",
+                                         path=path, key=key))
+            strides = task.strides(spec, env)
+            if strides is not None and any(s < 0 for s in strides):
+                errors.append(ArenaError(f"stride of {spec.name!r} is {strides}: negative stride",
                                          path=path, key=key))
         task.roofline_for(config)
         for spec in task.inputs:
@@ -358,6 +478,10 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         errors.append(ArenaError(f"names used twice: {', '.join(dupes)}", path=yml, key="signature"))
+    if not task.compared:
+        errors.append(ArenaError("no outputs and no input with inout: true: a kernel must produce something",
+                                 path=yml, key="signature.outputs"))
+    errors.extend(_input_form_errors(task, yml))
     if not task.reference_path.is_file():
         errors.append(ArenaError("reference.py is missing", path=path / "reference.py"))
     elif any(i.init["kind"] == "custom" for i in task.inputs) and \
@@ -387,9 +511,10 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
             errors.append(ArenaError("bernoulli is for bool inputs", path=yml,
                                      key=f"signature.inputs.{spec.name}.init"))
     space_params = [k for k in task.shape_space if k != "constraint"]
-    known = set(space_params) | {sc.name for sc in task.scalars}
+    known = set(space_params) | {sc.name for sc in task.scalars} | {i.presence for i in task.inputs if i.optional}
     formulas = [(f"signature.{'inputs' if isinstance(sp, InputSpec) else 'outputs'}.{sp.name}.shape", d)
                 for sp in (*task.inputs, *task.outputs) for d in sp.shape]
+    formulas += [(f"signature.inputs.{sp.name}.stride", d) for sp in task.inputs for d in (sp.stride or ())]
     formulas += [(f"signature.scalars.{sc.name}.value", sc.value) for sc in task.scalars if sc.value is not None]
     formulas += [(f"signature.inputs.{sp.name}.init.{b}", sp.init[b]) for sp in task.inputs for b in ("low", "high")
                  if b in sp.init]
@@ -412,6 +537,14 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
             formula.names_in(task.shape_space["constraint"])
         except formula.FormulaError as exc:
             errors.append(ArenaError(str(exc), path=yml, key="shape_space.constraint"))
+    absent_somewhere: set[str] = set()      # optional inputs some config or the shape space leaves out
+    for k in space_params:
+        dim = task.shape_space[k]
+        problem = _presence_problem(task, k)
+        if problem is not None:
+            errors.append(ArenaError(problem, path=yml, key=f"shape_space.{k}"))
+        elif k.startswith("has_") and (any(not v for v in dim.get("choices", ())) or dim.get("min") == 0):
+            absent_somewhere.add(k)
     for split in SPLITS:
         cfg_path = path / "configs" / f"{split}.yaml"
         try:
@@ -419,6 +552,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         except ArenaError as exc:
             errors.extend(getattr(exc, "problems", [exc]))
             continue
+        absent_somewhere |= {k for c in configs for k, v in c.params.items() if k.startswith("has_") and not v}
         minimum = {"seen": MIN_SEEN, "heldout": MIN_HELDOUT}.get(split, 1)
         if len(configs) < minimum:
             errors.append(ArenaError(f"{len(configs)} configs; the rules ask for at least {minimum}",
@@ -434,6 +568,29 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
                 if missing:
                     errors.append(ArenaError(f"shape_space has {missing} but the config does not set them",
                                              path=cfg_path, key=f"[{c.index}]"))
+    for spec in task.inputs:
+        if spec.optional and spec.presence not in absent_somewhere:
+            errors.append(ArenaError(f"optional, but no config leaves it out: set {spec.presence}: false in a config "
+                                     f"(configs/*.yaml) or add {spec.presence}: {{choices: [true, false]}} to "
+                                     f"shape_space", path=yml, key=f"signature.inputs.{spec.name}.optional"))
+    return errors
+
+
+def _input_form_errors(task: Task, yml: Path) -> list[ArenaError]:
+    """What the declared forms of the inputs (inout, optional, stride) do not allow."""
+    errors = []
+    for spec in task.inputs:
+        key = f"signature.inputs.{spec.name}"
+        if spec.stride is not None:
+            if len(spec.stride) != len(spec.shape):
+                errors.append(ArenaError(f"stride has {len(spec.stride)} entries, shape has {len(spec.shape)}: one "
+                                         "stride per dimension", path=yml, key=f"{key}.stride"))
+            if spec.inout:
+                errors.append(ArenaError("an input updated in place (inout: true) is a contiguous tensor: drop its "
+                                         "stride", path=yml, key=f"{key}.stride"))
+            if spec.init["kind"] == "custom":
+                errors.append(ArenaError("a strided input is drawn for the memory its strides span; init: custom "
+                                         "cannot be strided", path=yml, key=f"{key}.stride"))
     return errors
 
 

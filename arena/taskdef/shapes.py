@@ -65,9 +65,10 @@ def _draw_value(rng: random.Random, spec: Mapping[str, Any]) -> int | float:
 
 
 def tensor_bytes(task: Task, env: Mapping[str, Any], specs: Iterable[Any] | None = None) -> int:
-    """Bytes of the signature's tensors (``specs``: only these; default every input and output)."""
+    """Bytes of the signature's tensors (``specs``: only these; default every input and output):
+    the memory each takes (none for an absent optional input; a strided one's span)."""
     specs = (*task.inputs, *task.outputs) if specs is None else specs
-    return sum(math.prod(task.shape(s, env)) * DTYPE_BYTES[s.dtype] for s in specs)
+    return sum(task.storage_elements(s, env) * DTYPE_BYTES[s.dtype] for s in specs)
 
 
 def draw_configs(task: Task, n: int, seed: int, limits: DrawLimits = DrawLimits()) -> list[Config]:

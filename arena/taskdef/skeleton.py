@@ -13,11 +13,13 @@ HIP_TYPES = {
     "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "bool": "bool",
     "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
 }
-SCALAR_TYPES = {"int64": "int64_t", "int32": "int32_t", "float32": "float"}
+SCALAR_TYPES = {"int64": "int64_t", "int32": "int32_t", "float32": "float", "bool": "bool"}
 
 
 def hip_parameters(task: Task) -> list[str]:
-    params = [f"const {HIP_TYPES[i.dtype]}* {i.name}" for i in task.inputs]
+    """The entry's parameters: inputs (const, but for those updated in place), outputs,
+    scalars, the stream."""
+    params = [f"{'' if i.inout else 'const '}{HIP_TYPES[i.dtype]}* {i.name}" for i in task.inputs]
     params += [f"{HIP_TYPES[o.dtype]}* {o.name}" for o in task.outputs]
     params += [f"{SCALAR_TYPES[s.type]} {s.name}" for s in task.scalars]
     return params + ["hipStream_t stream"]
@@ -31,15 +33,15 @@ def hip_skeleton(task: Task) -> str:
         includes.append("#include <hip/hip_fp16.h>")
     if "bfloat16" in dtypes:
         includes.append("#include <hip/hip_bf16.h>")
-    shapes = "\n".join(f"//   {t.name}: {t.dtype} [{', '.join(str(d) for d in t.shape)}]"
+    shapes = "\n".join(f"//   {t.name}: {t.dtype} [{', '.join(str(d) for d in t.shape)}]{_form_note(t)}"
                        for t in (*task.inputs, *task.outputs))
     params = ",\n    ".join(hip_parameters(task))
     return f"""{chr(10).join(includes)}
 
 // {task.title}
-// Tensors (contiguous, row-major; outputs are allocated by the harness):
+// Tensors (contiguous, row-major unless a stride is given; outputs are allocated by the harness):
 {shapes}
-// Write every element of every output; do not write to the inputs.
+// Write every element of every output; do not write to the inputs (but those updated in place).
 
 extern "C" int {task.entry}(
     {params}) {{
@@ -48,6 +50,18 @@ extern "C" int {task.entry}(
     return (int)hipGetLastError();
 }}
 """
+
+
+def _form_note(spec) -> str:
+    """What a tensor's comment says beyond its dtype and shape: updated in place, optional, strides."""
+    notes = []
+    if getattr(spec, "inout", False):
+        notes.append("updated in place")
+    if getattr(spec, "optional", False):
+        notes.append(f"optional: nullptr when {spec.presence} is false")
+    if getattr(spec, "stride", None) is not None:
+        notes.append(f"element strides [{', '.join(str(s) for s in spec.stride)}]")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def write_new_task(root: Path, task_id: str) -> Path:

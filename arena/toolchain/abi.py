@@ -3,7 +3,10 @@
 ``hip_signature_problem`` reads the ``extern "C"`` declaration of a HIP source and says
 what does not match the task's signature (count, pointer-ness, scalar types, the stream),
 before anything is built or run: a mismatch would otherwise be undefined behaviour in
-ctypes. ``ctypes_argtypes`` gives the matching ctypes types.
+ctypes. ``ctypes_argtypes`` gives the matching ctypes types. Every tensor is a pointer (an
+input updated in place too; an absent optional input is a null pointer; a strided input
+points at its first element, its strides are what the signature declares); a bool scalar is
+a C ``bool``.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ import re
 
 from arena.taskdef.loader import Task
 
-_SCALAR_CTYPES = {"int64": ctypes.c_int64, "int32": ctypes.c_int32, "float32": ctypes.c_float}
+_SCALAR_CTYPES = {"int64": ctypes.c_int64, "int32": ctypes.c_int32, "float32": ctypes.c_float, "bool": ctypes.c_bool}
 _SCALAR_CTYPE_NAMES = {
     "int64": ("int64_t", "long long", "long", "ptrdiff_t", "ssize_t"),
     "int32": ("int32_t", "int"),
     "float32": ("float",),
+    "bool": ("bool",),
 }
 
 
@@ -94,6 +98,8 @@ def hip_signature_problem(source: str, task: Task) -> str | None:
     for p, spec in zip(params, tensors):
         if "*" not in p:
             return f"parameter {p!r} for tensor {spec.name!r} must be a pointer"
+        if getattr(spec, "inout", False) and re.search(r"\bconst\b[^*]*\*", p):
+            return f"parameter {p!r} for tensor {spec.name!r}, which the kernel updates in place, must not be const"
     for p, spec in zip(params[len(tensors):], task.scalars):
         if "*" in p:
             return f"parameter {p!r} for scalar {spec.name!r} must not be a pointer"
@@ -115,5 +121,14 @@ def ctypes_argtypes(task: Task) -> list[type]:
     return argtypes_for(len(task.inputs) + len(task.outputs), [s.type for s in task.scalars])
 
 
-def ctypes_scalar(spec_type: str, value: int | float):
+def ctypes_scalar(spec_type: str, value: int | float | bool):
     return _SCALAR_CTYPES[spec_type](value)
+
+
+def call_args(tensors: list, scalar_types: list[str], scalars: list, stream: int) -> list:
+    """The ctypes arguments of one call of a HIP entry: each tensor's address (its first
+    element's; a null pointer for None, an absent optional input), the scalars as their C
+    types, the stream."""
+    args: list = [ctypes.c_void_p(None if t is None else t.data_ptr()) for t in tensors]
+    args += [ctypes_scalar(kind, v) for kind, v in zip(scalar_types, scalars)]
+    return args + [ctypes.c_void_p(stream)]

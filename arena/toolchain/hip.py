@@ -25,7 +25,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from arena.toolchain import hip2cuda, objcheck
+from arena.toolchain import hip2cuda, objcheck, torch_headers
 
 TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"
@@ -197,7 +197,8 @@ def _link_flags(target: str, arch: str) -> list[str]:
 
 
 def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
-               flags: list[str], link_flags: list[str], headers: Sequence[tuple[str, bytes]] = ()) -> str:
+               flags: list[str], link_flags: list[str], headers: Sequence[tuple[str, bytes]] = (),
+               torch_version: str = "") -> str:
     digest = hashlib.sha256()
 
     def part(name: str, data: bytes) -> None:
@@ -213,6 +214,8 @@ def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_tex
     part("version", version_text.encode())
     part("flags", json.dumps(flags).encode())
     part("link_flags", json.dumps(link_flags).encode())
+    if torch_version:                 # PyTorch's header-only headers were part of the build
+        part("torch", torch_version.encode())
     if target == "cuda":
         part("compat", hip2cuda.COMPAT_HEADER_PATH.read_bytes())
         part("table", hip2cuda.table_fingerprint().encode())
@@ -373,6 +376,17 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
                            seconds=time.perf_counter() - start, cached=False,
                            timed_out=timed_out, toolchain=toolchain, resources={}, **found)
 
+    # PyTorch's headers: those that need its library are refused before anything runs (arena.toolchain.torch_headers)
+    given = [source_bytes.decode("utf-8", errors="replace")] + [Path(h).read_text(errors="replace") for h in headers]
+    refused = [line for text, name in zip(given, [source.name, *(Path(h).name for h in headers)])
+               for line in torch_headers.refusals(text, name)]
+    if refused:
+        return failed("\n".join(refused))
+    lacking = torch_headers.missing(given, target)
+    if lacking is not None:
+        return failed(f"cannot build for {target}: {lacking}")
+    torch_include = torch_headers.include_dir() if torch_headers.uses_headers(given) else None
+
     compiler = _find_compiler(target)
     if compiler is None:
         return failed(f"toolchain unavailable: {compiler_name} not found on PATH")
@@ -381,12 +395,15 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
         return failed(f"toolchain unavailable: {version}")
     short_version, version_text = version
     flags = _flags(target, arch, version_text, extra_flags)
+    if torch_include is not None:
+        flags += ["-isystem", str(torch_include)]
     link_flags = _link_flags(target, arch)
     toolchain.update(version=short_version, path=compiler, flags=flags, link_flags=link_flags)
 
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     header_bytes = [(Path(h).name, Path(h).read_bytes()) for h in headers]
-    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags, header_bytes)
+    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags, header_bytes,
+                     torch_headers.torch_version() if torch_include is not None else "")
     final_dir = cache_root / key[:2] / key
     record = _load_record(final_dir)
     if record is not None:

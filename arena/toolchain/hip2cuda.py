@@ -3,6 +3,9 @@
 HIP API names, types and headers are renamed to CUDA by reversing torch's hipify tables
 (``CUDA_TO_HIP_MAPPINGS``); what the tables lack (``hipLaunchKernelGGL``, mask-less warp
 functions, ...) is covered by ``hip_compat_cuda.h``, inlined after the last ``#include``.
+PyTorch's own HIP headers go back to the CUDA ones they were made from (``c10/hip/*`` ->
+``c10/cuda/*``, ``ATen/hip/*`` -> ``ATen/cuda/*``) and ``c10::hip::`` / ``at::hip::`` to
+``::cuda::``; which of them a build may use is ``torch_headers``'s to say.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ _HIP_NAME_PREFIXES = ("hip", "HIP", "__hip", "__HIP")
 _HIP_HEADER_DIRS = ("hip", "hipblas", "hipblaslt", "hipcub", "hipfft", "hiprand", "hipsparse",
                     "hipsparselt", "hipsolver")
 _DISCOURAGED_SUFFIXES = ("_st", "_enum", "_v1", "_v2")
+# PyTorch's hipified headers: the folder of each library's HIP headers, and of its CUDA ones
+_TORCH_HIP_DIRS = {"c10/hip/": "c10/cuda/", "ATen/hip/": "ATen/cuda/"}
+_TORCH_HIP_NAMESPACE = re.compile(r"\b(c10|at)(\s*::\s*)hip(\s*::)")
 _HEADER_FILE = re.compile(r"\.(?:h|hpp|cuh)\Z")
 
 # One pass over the text: an #include path, or an identifier.
@@ -118,19 +124,23 @@ class TranslationResult:
     notes: list[str] = field(default_factory=list)
 
 
-def mappings_file() -> Path | None:
-    """Where torch's cuda_to_hip_mappings.py lies, found without importing torch."""
+@functools.lru_cache(maxsize=1)
+def torch_root() -> Path | None:
+    """The installed torch package's folder, found without importing it."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "utils" / "hipify" / "cuda_to_hip_mappings.py"
-        if candidate.is_file():
-            return candidate
-    return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def mappings_file() -> Path | None:
+    """Where torch's cuda_to_hip_mappings.py lies, found without importing torch."""
+    root = torch_root()
+    candidate = root / "utils" / "hipify" / "cuda_to_hip_mappings.py" if root is not None else None
+    return candidate if candidate is not None and candidate.is_file() else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -193,7 +203,7 @@ def reverse_tables() -> tuple[dict[str, str], dict[str, str]]:
             if _IDENT.match(cuda_name) and _IDENT.match(hip_name):
                 if hip_name.startswith(_HIP_NAME_PREFIXES) and cuda_name != hip_name:
                     identifiers.setdefault(hip_name, []).append(cuda_name)
-            elif (hip_name.split("/", 1)[0] in _HIP_HEADER_DIRS
+            elif ((hip_name.split("/", 1)[0] in _HIP_HEADER_DIRS or hip_name.startswith(tuple(_TORCH_HIP_DIRS)))
                   and _HEADER_FILE.search(hip_name) and _HEADER_FILE.search(cuda_name)
                   and not cuda_name.startswith(("include", "<", '"'))):
                 headers.setdefault(hip_name, []).append(cuda_name)
@@ -203,6 +213,22 @@ def reverse_tables() -> tuple[dict[str, str], dict[str, str]]:
     header_map = {hip: cands[0] for hip, cands in headers.items()}
     header_map.update(_EXTRA_INCLUDES)
     return ident_map, header_map
+
+
+def torch_header_to_cuda(path: str) -> str | None:
+    """The CUDA header a PyTorch HIP header was made from (``c10/hip/HIPStream.h`` ->
+    ``c10/cuda/CUDAStream.h``, ``ATen/hip/DeviceUtils.cuh`` -> ``ATen/cuda/DeviceUtils.cuh``):
+    the hipify table's entry, else hipify's naming reversed (the folder ``hip`` was ``cuda``,
+    ``HIP`` in a file name was ``CUDA``); None for any other header."""
+    for hip_dir, cuda_dir in _TORCH_HIP_DIRS.items():
+        if path.startswith(hip_dir):
+            known = reverse_tables()[1].get(path)
+            if known is not None:
+                return known
+            rest = path[len(hip_dir):].split("/")
+            rest = [("cuda" if part == "hip" else part) for part in rest[:-1]] + [rest[-1].replace("HIP", "CUDA")]
+            return cuda_dir + "/".join(rest)
+    return None
 
 
 def _strip_comments_keep_lines(text: str) -> str:
@@ -285,14 +311,14 @@ def translate_hip_to_cuda(source: str, filename: str = "kernel.hip") -> Translat
         if name is not None:
             return ident_map.get(name, name)
         path = match.group("path")
-        new = header_map.get(path)
+        new = header_map.get(path) or torch_header_to_cuda(path)
         if new is None:
             if path.split("/", 1)[0] in _HIP_HEADER_DIRS:
                 unmapped_headers.add(path)
             return match.group(0)
         return f"{match.group('inc')}{match.group('open')}{new}{match.group('close')}"
 
-    renamed = _TOKEN_RE.sub(rename, source)
+    renamed = _TOKEN_RE.sub(rename, _TORCH_HIP_NAMESPACE.sub(r"\1\2cuda\3", source))
     if unmapped_headers:
         listed = ", ".join(sorted(unmapped_headers))
         notes.append(f"HIP headers without a CUDA equivalent: {listed}")

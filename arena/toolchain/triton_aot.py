@@ -132,7 +132,7 @@ def _call_args(task: Task, config: Config, reference: Any, device: str) -> list:
     inputs are made by the reference and the other tensors are allocated, not filled."""
     import torch
 
-    from arena.check.inputs import DTYPES, generator
+    from arena.check.inputs import DTYPES, empty_input, generator
 
     env = task.env(config)
     made = {}
@@ -142,7 +142,9 @@ def _call_args(task: Task, config: Config, reference: Any, device: str) -> list:
     def empty(s: Any) -> Any:
         return torch.empty(task.shape(s, env), dtype=DTYPES[s.dtype], device=device)
 
-    ins = [made[s.name] if s.name in made else empty(s) for s in task.inputs]
+    # as the harness lays them out: None for an absent optional input, a strided one as its view
+    ins = [made[s.name] if s.name in made and task.present(s, env) else empty_input(task, s, env, device)
+           for s in task.inputs]
     return [*ins, *(empty(s) for s in task.outputs), *(task.scalar_value(s, env) for s in task.scalars)]
 
 

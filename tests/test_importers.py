@@ -1,0 +1,455 @@
+"""`arena tasks import kernelbench|aka`: sample problems written here (tests/fixtures/importers/)
+become task folders that load and validate, whose reference computes what the original
+computes, and whose message lists what the author must still decide; bad inputs stop in one
+line naming the file."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from arena.check.inputs import make_inputs
+from arena.cli import main
+from arena.errors import ArenaError
+from arena.sides import import_file
+from arena.taskdef.importers import ImportStop, import_aka, import_kernelbench
+from arena.taskdef.loader import load_task, validate_task_dir
+
+FIX = Path(__file__).parent / "fixtures" / "importers"
+
+
+def _module(path: Path, **constants):
+    """The problem file as a module, with some of its constants changed (they are read at call time)."""
+    spec = importlib.util.spec_from_file_location(f"problem_{path.stem}_{len(constants)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for k, v in constants.items():
+        setattr(mod, k, v)
+    return mod
+
+
+def _reference_matches_forward(folder: Path, problem: Path, split: str = "seen", cls: str = "Model") -> float:
+    """The task's reference and the original model's forward on the same inputs, for the first
+    config of a split, on the CPU; the model's tensors are set to the signature's inputs."""
+    task = load_task(folder)
+    config = task.configs(split)[0]
+    env = task.env(config)
+    ins = make_inputs(task, env, 7, "cpu")
+    ref = import_file(task.reference_path, f"ref_{folder.name}_{split}")
+    got = ref.reference(*[t.clone() for t in ins.values()], *[task.scalar_value(s, env) for s in task.scalars])
+    mod = _module(problem, **dict(config.params))
+    init = mod.get_init_inputs()
+    model = getattr(mod, cls)(*init)
+    names = {re.sub(r"[^A-Za-z0-9_]", "_", n): n for n, _ in [*model.named_parameters(), *model.named_buffers()]}
+    with torch.no_grad():
+        for sig_name, path in names.items():
+            if sig_name in ins:
+                model.get_parameter(path).copy_(ins[sig_name]) if path in dict(model.named_parameters()) \
+                    else model.get_buffer(path).copy_(ins[sig_name])
+        forward_inputs = [ins[spec.name] for spec in task.inputs if spec.name not in names]
+        want = model(*forward_inputs)
+    assert got.shape == want.shape
+    return (got - want).abs().max().item()
+
+
+def _decisions(report: str) -> list[str]:
+    tail = report.split("what you must still decide:\n", 1)[1]
+    items = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    assert all(re.match(rf"{i}\. ", item) for i, item in enumerate(items, 1)), items
+    return items
+
+
+# ---- kernelbench ------------------------------------------------------------------------------
+
+
+def test_kernelbench_linear_activation_becomes_a_valid_torch2hip_task(tmp_path):
+    result = import_kernelbench(FIX / "kb_linear_gelu.py", tmp_path)
+    folder = tmp_path / "torch2hip" / "kb_linear_gelu"
+    assert result.folder == folder and result.ok, result.report()
+    assert validate_task_dir(folder) == []
+    task = load_task(folder)
+    assert task.entry == "kb_linear_gelu" and task.kernel_file("baseline") is None     # torch2hip: no baseline
+    # forward's tensor, then the Linear's parameters drawn like nn.Linear draws them, then the constants
+    assert [(i.name, i.shape) for i in task.inputs] == [
+        ("x", ("batch_size", "in_features")), ("proj_weight", ("out_features", "in_features")),
+        ("proj_bias", ("out_features",))]
+    assert dict(task.inputs[1].init) == {"kind": "uniform", "low": "-1 / sqrt(in_features)",
+                                         "high": "1 / sqrt(in_features)"}
+    assert [(o.name, o.shape) for o in task.outputs] == [("out", ("batch_size", "out_features"))]
+    assert [(s.name, s.type, s.value) for s in task.scalars] == [
+        ("batch_size", "int64", None), ("in_features", "int64", None), ("out_features", "int64", None),
+        ("scale", "float32", 1.5)]
+    # the seen config is the problem's own; the drafts are marked
+    seen = task.configs("seen")
+    assert dict(seen[0].params) == {"batch_size": 24, "in_features": 96, "out_features": 80}
+    assert len(seen) >= 3 and len(task.configs("heldout")) >= 4
+    text = (folder / "configs" / "heldout.yaml").read_text()
+    assert all("DRAFT" in line for line in text.splitlines() if line.startswith("- "))
+    assert "DRAFT" in (folder / "task.yaml").read_text()
+    # the reference is forward written out, and computes what it computes
+    assert "F.linear(x, proj_weight, proj_bias)" in task.reference_path.read_text()
+    assert "self" not in task.reference_path.read_text().split("def reference", 1)[1]
+    for split in ("seen", "heldout", "smoke"):
+        assert _reference_matches_forward(folder, FIX / "kb_linear_gelu.py", split) < 1e-5
+    report = result.report()
+    assert "arena tasks validate: ok" in report and "reference.py computes what Model.forward computes" in report
+    decisions = _decisions(report)
+    assert any("shape_space is a draft" in d for d in decisions)
+    assert any("heldout.yaml are drafts" in d for d in decisions)
+    assert any("arena tasks check torch2hip/kb_linear_gelu --device cpu" in d for d in decisions)
+
+
+def test_kernelbench_conv_and_norm(tmp_path):
+    result = import_kernelbench(FIX / "kb_conv_groupnorm.py", tmp_path, task_id="conv_gn_tanh")
+    folder = tmp_path / "torch2hip" / "conv_gn_tanh"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    by_name = {i.name: i for i in task.inputs}
+    assert set(by_name) == {"x", "conv_weight", "conv_bias", "norm_weight", "norm_bias", "bias"}
+    fan = "in_channels * kernel_size * kernel_size"
+    assert dict(by_name["conv_weight"].init) == {"kind": "uniform", "low": f"-1 / sqrt({fan})",
+                                                 "high": f"1 / sqrt({fan})"}
+    assert by_name["norm_weight"].init["kind"] == "ones_plus_noise"
+    assert dict(by_name["bias"].init) == {"kind": "normal", "std": 0.02}       # torch.randn(bias_shape) * 0.02
+    assert by_name["bias"].shape == ("out_channels", 1, 1)
+    # the output size of a padded convolution follows two constants
+    assert task.outputs[0].shape == ("batch_size", "out_channels", "height - kernel_size + 3",
+                                     "width - kernel_size + 3")
+    ref_text = task.reference_path.read_text()
+    assert "F.conv2d(" in ref_text and "F.group_norm(x, num_groups, norm_weight, norm_bias, 1e-05)" in ref_text
+    for split in ("seen", "heldout"):
+        assert _reference_matches_forward(folder, FIX / "kb_conv_groupnorm.py", split) < 1e-4
+    decisions = _decisions(result.report())
+    # what the importer cannot know is said, not guessed: the divisibility GroupNorm needs, the zero-initialised bias
+    assert any("rejected by the original" in d and "add a shape_space constraint" in d for d in decisions)
+    assert any("norm_bias" in d and "zeros" in d for d in decisions)
+    assert any("roofline.flops" in d for d in decisions)
+
+
+def test_kernelbench_module_without_a_functional_form_is_called_through_the_model(tmp_path):
+    problem = tmp_path / "residual_stack.py"
+    problem.write_text('''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.reset_parameters()
+
+    def reset_parameters(self):          # initialisation may draw and write: only what forward runs must be pure
+        nn.init.normal_(self.fc.weight, std=0.02)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) + x
+
+
+class Model(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+batch = 12
+dim = 40
+depth = 2
+
+
+def get_inputs():
+    return [torch.randn(batch, dim)]
+
+
+def get_init_inputs():
+    return [dim, depth]
+''')
+    result = import_kernelbench(problem, tmp_path / "out")
+    assert result.ok, result.report()
+    folder = result.folder
+    assert "torch.func.functional_call" in (folder / "reference.py").read_text()
+    assert _reference_matches_forward(folder, problem) < 1e-5
+    decisions = _decisions(result.report())
+    assert any("functional_call" in d for d in decisions)
+    assert any("changes with depth" in d for d in decisions)
+    assert any("re-initialises tensors (nn.init.normal_ (line" in d for d in decisions)
+    assert load_task(folder).shape_space["depth"] == {"choices": [2]}
+
+
+PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class {cls}(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+        self.drop = nn.Dropout({p})
+        self.count = 0
+
+    def forward(self, x):
+{body}
+
+
+n = 16
+
+
+def get_inputs():
+    return [torch.randn(4, n)]
+{init}
+'''
+
+
+@pytest.mark.parametrize("case, expected", [
+    (dict(cls="Net"), "no `class Model(nn.Module)`"),
+    (dict(init="", inputs=False), "no get_inputs()"),
+    (dict(body="        return self.lin(x) * torch.rand_like(x)"), "draws random numbers (torch.rand_like, line 13)"),
+    (dict(body="        return torch.nn.functional.dropout(self.lin(x), 0.1)"), "draws random numbers"),
+    (dict(body="        return self.drop(self.lin(x))", p="0.25"), "self.drop (Dropout) with p=0.25 in training mode"),
+    (dict(body="        self.count += 1\n        return self.lin(x)"),
+     "assigns self.count (line 13): that is module state"),
+    (dict(body="        x.mul_(2)\n        return self.lin(x)"), "writes into its input x in place"),
+    (dict(body="        return self.lin(x).sum().item()"), "returns a float, not a tensor"),
+])
+def test_kernelbench_bad_problems_stop_in_one_line_naming_the_file(tmp_path, capsys, case, expected):
+    text = PROBLEM.format(cls=case.get("cls", "Model"), p=case.get("p", "0.0"),
+                          body=case.get("body", "        return self.lin(x)"),
+                          init=case.get("init", "\n\ndef get_init_inputs():\n    return [n]"))
+    if case.get("inputs") is False:
+        text = text.replace("def get_inputs():\n    return [torch.randn(4, n)]\n", "")
+    problem = tmp_path / "bad_problem.py"
+    problem.write_text(text)
+    with pytest.raises(ImportStop) as err:
+        import_kernelbench(problem, tmp_path / "out")
+    assert expected in str(err.value) and str(problem) in str(err.value)
+    assert not (tmp_path / "out").exists()
+    rc = main(["tasks", "import", "kernelbench", str(problem), "--out", str(tmp_path / "out")])
+    out = capsys.readouterr()
+    assert rc == 2 and out.out == ""
+    assert len(out.err.strip().splitlines()) == 1 and "bad_problem.py" in out.err and "Traceback" not in out.err
+
+
+def test_kernelbench_fixture_with_randomness_is_refused(tmp_path):
+    with pytest.raises(ImportStop, match=r"kb_dropout\.py: Model\.forward draws random numbers \(torch\.rand_like"):
+        import_kernelbench(FIX / "kb_dropout.py", tmp_path)
+
+
+# ---- aka ---------------------------------------------------------------------------------------
+
+
+def test_aka_triton_folder_keeps_the_kernel_and_adds_a_thin_entry(tmp_path):
+    src_folder = FIX / "aka_triton_scaled_softmax"
+    result = import_aka(src_folder, tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_triton_scaled_softmax"
+    assert result.folder == folder and result.ok, result.report()
+    task = load_task(folder)
+    original = (src_folder / "source" / "scaled_softmax.py").read_text()
+    baseline = (folder / "baseline.py").read_text()
+    assert baseline.startswith(original.rstrip("\n"))                  # the kernel as written
+    entry = baseline[len(original.rstrip("\n")):]
+    assert f"def {task.entry}(x, y, n_rows, n_cols):" in entry and "scaled_softmax(x, SCALE)" in entry
+    assert [(i.name, i.dtype, i.shape) for i in task.inputs] == [("x", "float32", ("n_rows", "n_cols"))]
+    assert dict(task.inputs[0].init) == {"kind": "normal", "std": 4.0}   # torch.randn(...) * 4
+    assert [(o.name, o.shape) for o in task.outputs] == [("y", ("n_rows", "n_cols"))]
+    assert [s.name for s in task.scalars] == ["n_rows", "n_cols"]
+    # the test's shapes are the seen configs; the reference is what the test compares with
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"n_rows": 8, "n_cols": 64}, {"n_rows": 64, "n_cols": 1000}, {"n_rows": 256, "n_cols": 4096},
+        {"n_rows": 1024, "n_cols": 8192}]
+    assert len(task.configs("heldout")) >= 4
+    ref = import_file(task.reference_path, "aka_triton_ref")
+    x = torch.randn(8, 64, dtype=torch.float64)
+    assert torch.allclose(ref.reference(x, 8, 64), torch.softmax(x * 0.5, dim=-1))
+    decisions = _decisions(result.report())
+    assert any("cases of task_runner.py" in d and "production shapes" in d for d in decisions)
+    assert any("copies it into the harness's output" in d for d in decisions)
+    assert any("compares with, copied out of it" in d for d in decisions)
+    # the starting kernel runs through the harness on the cpu backend (Triton interpreter)
+    from arena.authoring import check_task
+    from arena.devices import detect
+
+    row = check_task(folder, detect("cpu"))
+    assert row.ok, row.problems
+    assert row.baseline == "smoke 1/1"
+
+
+def test_aka_hip_torch_extension_keeps_its_device_code_and_reads_the_module(tmp_path):
+    src_folder = FIX / "aka_hip_bias_leaky"
+    result = import_aka(src_folder / "config.yaml", tmp_path, task_id="hip2hip/bias_leaky")
+    folder = tmp_path / "hip2hip" / "bias_leaky"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    original = (src_folder / "hip" / "bias_leaky.hip").read_text()
+    baseline = (folder / "baseline.hip").read_text()
+    kernel = original[original.index("__device__ __forceinline__"):original.index("at::Tensor bias_leaky_forward")]
+    assert kernel.strip() in baseline                                  # device code as written
+    assert "#include <torch/extension.h>" not in baseline.replace("// (import) left out: #include <torch/", "")
+    assert "// at::Tensor bias_leaky_forward(at::Tensor x" in baseline  # host code kept, as comments
+    assert f'extern "C" int {task.entry}(' in baseline and "hipErrorNotSupported" in baseline
+    assert [i.name for i in task.inputs] == ["x", "bias"]
+    assert [(s.name, s.type) for s in task.scalars] == [("batch", "int64"), ("channels", "int64"), ("height", "int64"),
+                                                        ("width", "int64"), ("slope", "float32"), ("scale", "float32")]
+    module = src_folder / "torch_module" / "bias_leaky.py"
+    assert _reference_matches_forward(folder, module, cls="BiasLeakyReLU") < 1e-6
+    decisions = _decisions(result.report())
+    assert "launches" in decisions[0] and "hipErrorNotSupported" in decisions[0]
+    assert any("torch_module/bias_leaky.py" in d for d in decisions)
+    assert any("exported forward (bias_leaky_forward)" in d for d in decisions)
+
+
+def test_aka_harness_with_dict_cases_and_an_output_argument(tmp_path):
+    """Cases as dicts read into names, a try around the body, a zero-filled output the launcher
+    writes into, assert_close: the entry fills the output as the test did and passes it on."""
+    folder = tmp_path / "rowsum"
+    (folder / "source").mkdir(parents=True)
+    (folder / "scripts").mkdir()
+    (folder / "config.yaml").write_text("source_file_path: source/rowsum.py\ntask_type: triton2triton\n"
+                                        "correctness_command: python3 scripts/run.py correctness\n")
+    (folder / "source" / "rowsum.py").write_text('''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rowsum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = 0.0
+    for start in range(0, n_cols, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.sum(tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0), axis=0)
+    tl.atomic_add(out_ptr + row, acc)
+
+
+def rowsum_into(x, out, n_rows, n_cols):
+    _rowsum_kernel[(n_rows,)](x, out, n_cols, BLOCK=64)
+''')
+    (folder / "scripts" / "run.py").write_text('''import torch
+CASES = [{"M": 16, "N": 100}, {"M": 64, "N": 512}, {"M": 128, "N": 2048}]
+
+
+def check_correctness(mod):
+    dtype = torch.float32
+    for case in CASES:
+        M = case["M"]
+        N = case["N"]
+        try:
+            x = torch.rand((M, N), dtype=dtype, device="cuda") * 2 - 1
+            out = torch.zeros(M, device="cuda", dtype=torch.float32)
+            mod.rowsum_into(x, out, M, N)
+            torch.testing.assert_close(out, x.sum(dim=1), atol=1e-3, rtol=1e-3)
+        except AssertionError:
+            return False
+    return True
+''')
+    result = import_aka(folder, tmp_path / "tasks")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    assert [(i.name, i.shape, dict(i.init)) for i in task.inputs] == [
+        ("x", ("M", "N"), {"kind": "uniform", "low": -1.0, "high": 1.0})]
+    assert [(o.name, o.shape) for o in task.outputs] == [("out", ("M",))]
+    assert [dict(c.params) for c in task.configs("seen")] == [{"M": 16, "N": 100}, {"M": 64, "N": 512},
+                                                              {"M": 128, "N": 2048}]
+    entry = (result.folder / "baseline.py").read_text().split("# ---- entry", 1)[1]
+    assert "out.zero_()\n    rowsum_into(x, out, M, N)" in entry
+    assert "return x.sum(dim=1)" in task.reference_path.read_text()
+    assert any("filled with 0.0" in d for d in _decisions(result.report()))
+
+
+@pytest.mark.parametrize("target", ["cuda", "rocm"])
+def test_aka_hip_baseline_builds(tmp_path, target):
+    """The device code kept from a PyTorch extension, with the generated entry, builds through
+    the project's HIP route where the toolchain is installed."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolchains import ARCHS, need
+
+    from arena.toolchain.hip import build_hip, toolchain_available
+
+    need(toolchain_available(target))
+    result = import_aka(FIX / "aka_hip_bias_leaky", tmp_path)
+    built = build_hip(result.folder / "baseline.hip", target=target, arch=ARCHS[target], cache_dir=tmp_path / "cache")
+    assert built.ok, built.log[-2000:]
+
+
+def test_aka_plain_hip_launcher_gets_a_calling_entry_and_the_unknowns_are_listed(tmp_path):
+    folder = tmp_path / "src" / "axpby"
+    (folder / "src").mkdir(parents=True)
+    (folder / "config.yaml").write_text("source_file_path: [src/axpby.hip]\ntask_type: hip2hip\n"
+                                        "prompt: {instructions: 'y = a * x + b * z'}\n")
+    (folder / "src" / "axpby.hip").write_text('''#include <hip/hip_runtime.h>
+#include <cstdint>
+
+__global__ void axpby_kernel(const float* x, const float* z, float* y, int64_t n, float a, float b) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + b * z[i];
+}
+
+void launch_axpby(const float* x, const float* z, float* y, int64_t n, float a, float b, hipStream_t stream) {
+    hipLaunchKernelGGL(axpby_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, stream, x, z, y, n, a, b);
+}
+''')
+    result = import_aka(folder, tmp_path / "tasks")
+    baseline = (result.folder / "baseline.hip").read_text()
+    assert "launch_axpby((const float*)x, (const float*)z, (float*)y, (int64_t)n, (float)a, (float)b, stream);" \
+        in baseline
+    # nothing in the folder says the shapes, the constants' values, the reference or the configs: validation names them
+    assert not result.ok
+    problems = " ".join(str(p) for p in result.problems)
+    for todo in ("TODO_x_shape", "TODO_z_shape", "TODO_y_shape", "signature.scalars.a.value"):
+        assert todo in problems
+    decisions = _decisions(result.report())
+    assert "calls launch_axpby" in decisions[0]
+    assert any("write the shapes (TODO_*)" in d for d in decisions)
+    assert "NotImplementedError" in (result.folder / "reference.py").read_text()
+
+
+def test_aka_bad_folders_say_what_is_missing(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ImportStop, match="no task YAML"):
+        import_aka(empty, tmp_path / "out")
+    (empty / "config.yaml").write_text("source_file_path: [source/missing.py]\ntask_type: triton2triton\n")
+    with pytest.raises(ImportStop, match="names no kernel source that exists here"):
+        import_aka(empty, tmp_path / "out")
+    rc = main(["tasks", "import", "aka", str(FIX / "kb_linear_gelu.py"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "not a single source file" in err
+
+
+# ---- the command -------------------------------------------------------------------------------
+
+
+def test_the_command_writes_validates_and_lists_what_remains(tmp_path, capsys):
+    out = tmp_path / "tasks"
+    rc = main(["tasks", "import", "kernelbench", str(FIX / "kb_linear_gelu.py"), "--out", str(out), "--id",
+               "linear_gelu"])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    assert "arena tasks validate: ok" in printed and "what you must still decide:" in printed
+    assert re.search(r"^  1\. ", printed, re.M)
+    assert main(["tasks", "validate", str(out / "torch2hip" / "linear_gelu")]) == 0
+    capsys.readouterr()
+    # a second import to the same place is refused, the first folder untouched
+    before = (out / "torch2hip" / "linear_gelu" / "task.yaml").read_text()
+    assert main(["tasks", "import", "kernelbench", str(FIX / "kb_linear_gelu.py"), "--out", str(out), "--id",
+                 "linear_gelu"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert (out / "torch2hip" / "linear_gelu" / "task.yaml").read_text() == before
+    # --tasks-dir is the default destination; a wrong category in --id is one line
+    copy = tmp_path / "aka"
+    shutil.copytree(FIX / "aka_triton_scaled_softmax", copy)
+    assert main(["--tasks-dir", str(out), "tasks", "import", "aka", str(copy)]) == 0
+    assert (out / "triton2triton" / "aka" / "baseline.py").is_file()
+    capsys.readouterr()
+    assert main(["tasks", "import", "aka", str(copy), "--out", str(out), "--id", "hip2hip/x"]) == 2
+    assert "--id" in capsys.readouterr().err
+    with pytest.raises(ArenaError):
+        import_kernelbench(FIX / "kb_linear_gelu.py", out, task_id="Not-A-Name")
