@@ -179,14 +179,7 @@ class Task:
         stride = getattr(spec, "stride", None)
         if stride is None:
             return None
-        out = []
-        for d in stride:
-            v = formula.evaluate(d, env)
-            if isinstance(v, float) and not v.is_integer():
-                raise ArenaError(f"stride {d!r} evaluates to {v}, not an integer",
-                                 path=self.path / "task.yaml", key=f"signature.{spec.name}.stride")
-            out.append(int(v))
-        return tuple(out)
+        return self._integers(stride, env, spec.name, "stride")
 
     def storage_elements(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> int:
         """Elements of the memory a tensor takes in this config: 0 for an absent optional
@@ -208,14 +201,19 @@ class Task:
         return float(raw) if spec.type == "float32" else int(raw)
 
     def shape(self, spec: InputSpec | OutputSpec, env: Mapping[str, Any]) -> tuple[int, ...]:
-        dims = []
-        for d in spec.shape:
+        return self._integers(spec.shape, env, spec.name, "shape")
+
+    def _integers(self, exprs: Any, env: Mapping[str, Any], name: str, key: str) -> tuple[int, ...]:
+        """A tensor's dimensions or strides in this config: each formula must give an integer."""
+        out = []
+        for d in exprs:
             v = formula.evaluate(d, env)
             if isinstance(v, float) and not v.is_integer():
-                raise ArenaError(f"dimension {d!r} evaluates to {v}, not an integer",
-                                 path=self.path / "task.yaml", key=f"signature.{spec.name}.shape")
-            dims.append(int(v))
-        return tuple(dims)
+                what = "dimension" if key == "shape" else key
+                raise ArenaError(f"{what} {d!r} evaluates to {v}, not an integer",
+                                 path=self.path / "task.yaml", key=f"signature.{name}.{key}")
+            out.append(int(v))
+        return tuple(out)
 
     def tolerance_for(self, dtype: str) -> dict[str, float] | None:
         """atol/rtol/norm for an output dtype; None means exact comparison."""
