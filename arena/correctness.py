@@ -79,7 +79,7 @@ def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
     device memory (the estimate was short, or memory outside the account was used), it is tried
     again (``OOM_RETRIES``) after a pause."""
     need = check_bytes(ev, config) if ev.memory.active else 0
-    with ev.memory.reserve(need, f"checking {getattr(config, 'name', config)}"):
+    with ev.memory.reserve(need, f"checking {getattr(config, 'name', config)}", wait=ev.waiting):
         result = _check_once(ev, config)
         for retry in range(OOM_RETRIES):
             if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:

@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
 from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_score, upper_bounds
-from arena.protocol import (CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame, PerformanceFrame,
-                            PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
+from arena.protocol import (WAITING_STAGE, CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame,
+                            PerformanceFrame, PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
 from arena.taskdef.loader import Config, Task
 from arena.timing import stats
@@ -163,7 +163,10 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
 
     # how the trusted process ended, for whatever it did not finish
     end_status, end_msg, end_tb = None, "", []
-    if exit_info["timed_out"]:
+    if exit_info["timed_out"] == WAITING_STAGE:     # other evaluations held the GPU's memory: not the candidate's
+        end_status = Status.HARNESS_ERROR
+        end_msg = "waited longer than its limit for room in the GPU's memory; the evaluation was killed"
+    elif exit_info["timed_out"]:
         end_status = Status.TIMEOUT
         end_msg = f"no progress for the {exit_info['timed_out']} time limit; the evaluation was killed"
     elif failure is not None:

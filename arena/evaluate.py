@@ -35,7 +35,8 @@ from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUTS = {"compile_s": 180.0, "load_s": 180.0, "correctness_s": 120.0, "performance_s": 300.0}
+DEFAULT_TIMEOUTS = {"compile_s": 180.0, "load_s": 180.0, "correctness_s": 120.0, "performance_s": 300.0,
+                    "waiting_s": 3600.0}   # for room in the GPU's memory (protocol.WAITING_STAGE)
 N_SEEDS = 3
 # the trusted process enforces each stage's limit on the candidate's calls and reports a TIMEOUT;
 # the parent's own limit on the trusted process is this much longer

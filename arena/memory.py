@@ -41,7 +41,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from arena.gpulock import lock_dir
 
@@ -177,18 +177,19 @@ class MemoryAccount:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
-    def reserve(self, nbytes: int, what: str = "") -> Iterator[None]:
+    def reserve(self, nbytes: int, what: str = "",
+                wait: Callable[[], contextlib.AbstractContextManager] | None = None) -> Iterator[None]:
+        """Hold ``nbytes`` for the block, waiting for room first; ``wait()``, if given, is the
+        context the waiting runs in (the evaluation's: no stage's time limit runs meanwhile)."""
         nbytes = max(0, int(nbytes))
         key = f"{os.getpid()}:{next(_ids)}"
-        if self.active and nbytes:
+        if self.active and nbytes and not self._try(key, nbytes, what):
             t0 = time.monotonic()
-            waited = False
-            while not self._try(key, nbytes, what):
-                waited = True
-                time.sleep(self.poll_s)
-            if waited:
-                self.waits += 1
-                self.waited_s += time.monotonic() - t0
+            with wait() if wait is not None else contextlib.nullcontext():
+                while not self._try(key, nbytes, what):
+                    time.sleep(self.poll_s)
+            self.waits += 1
+            self.waited_s += time.monotonic() - t0
         self._mine[key] = nbytes
         self.peak = max(self.peak, sum(self._mine.values()))
         try:

@@ -130,7 +130,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
     # the kept sets are checked against the reference inside it: the check's own working set too (an H100 with
     # 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran out of memory there)
     check = max((check_bytes(ev, c) for c in configs), default=0) if ev.memory.active else 0
-    with ev.memory.reserve(int(1.5 * budget) + check, f"timing {split}"):
+    with ev.memory.reserve(int(1.5 * budget) + check, f"timing {split}", wait=ev.waiting):
         return _time_configs(ev, split, configs, tp, budget, per_config)
 
 

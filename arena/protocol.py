@@ -232,6 +232,11 @@ class PerformanceResult:
     traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
 
 
+# the stage a trusted process reports while it waits for room in the GPU's memory (arena.memory): the
+# harness's wait, not the candidate's time; the parent bounds it by ``waiting_s`` and a wait that runs out
+# is the harness's failure
+WAITING_STAGE = "waiting"
+
 @frame
 @dataclass
 class StageFrame:

@@ -17,6 +17,7 @@ split and the later ones, is recorded as the candidate's failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -24,16 +25,16 @@ import time
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from arena.channel import read_frame, signed_writer
 from arena.calls import CandidateHandle, SharedSet
 from arena.correctness import GateFailure, check_config, task_failure
 from arena.memory import MemoryAccount, capacity_of
 from arena.processes import CandidatePeer
-from arena.protocol import (CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
-                            LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest, SplitDoneFrame, StageFrame,
-                            encode)
+from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
+                            LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest,
+                            SplitDoneFrame, StageFrame, encode)
 from arena.records import Status
 from arena.sides import Side
 
@@ -95,7 +96,20 @@ class Evaluation:
         limit = self.timeouts.get(f"{stage}_s", self.timeouts.get("load_s"))
         self.deadline = time.monotonic() + float(limit) if limit else None
         self.stage_name, self.stage_limit = stage, float(limit or 0)
+        self._stage_now = (stage, split, config)
         self.send(StageFrame(stage=stage, split=split, config=config))
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Waiting for room in the GPU's memory (``arena.memory``): the parent is told (its limit
+        is then the wait's own, ``WAITING_STAGE``), and the stage that was running starts its
+        time afresh after, so other evaluations' memory never counts as a candidate's time."""
+        stage, split, config = getattr(self, "_stage_now", ("load", "", ""))
+        self.send(StageFrame(stage=WAITING_STAGE, split=split, config=config))
+        try:
+            yield
+        finally:
+            self.stage(stage, split, config)
 
     def mark(self, part: str) -> None:
         """How long a part of loading took (seconds since the last mark), for the record."""

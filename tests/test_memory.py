@@ -134,3 +134,45 @@ def test_standing_memory_counts_against_the_capacity_but_never_keeps_work_out_al
         other.kill()
     acct.sit()
     assert acct.held() == 0
+
+
+def test_only_a_wait_runs_in_the_wait_context_and_a_wait_that_runs_out_is_the_harness_s():
+    """Waiting for room is the harness's time, not the candidate's: the evaluation tells the
+    parent it waits (arena.trusted.Evaluation.waiting: no stage's limit runs meanwhile), and a
+    wait the parent's limit ends is HARNESS_ERROR (not scored), never the candidate's TIMEOUT."""
+    from arena.decision import assemble
+    from arena.devices import detect
+    from arena.protocol import WAITING_STAGE, StageFrame
+    from arena.taskdef.loader import load_task
+    from pathlib import Path
+
+    entered = []
+
+    class Wait:
+        def __enter__(self):
+            entered.append("waiting")
+
+        def __exit__(self, *a):
+            entered.append("admitted")
+            return False
+
+    acct = MemoryAccount(open_account(KEY), GIB, poll_s=0.01)
+    with acct.reserve(int(0.5 * GIB), wait=Wait):        # fits: no wait
+        pass
+    assert entered == []
+    other = _holder(int(0.9 * GIB))
+    t = threading.Timer(0.3, release, (other,))
+    t.start()
+    with acct.reserve(int(0.5 * GIB), wait=Wait):
+        assert entered == ["waiting", "admitted"] and acct.waits == 1
+    t.join(30)
+
+    task = load_task(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy")
+    cfgs = {"seen": task.configs("seen")}
+    frames = [StageFrame(stage="correctness", split="seen", config=cfgs["seen"][0].name),
+              StageFrame(stage=WAITING_STAGE, split="seen", config=cfgs["seen"][0].name)]
+    exit_info = {"timed_out": WAITING_STAGE, "returncode": -9, "log_tail": ""}
+    base = {"task_id": task.id, "category": task.category, "candidate": {}, "device": {}}
+    (v,) = assemble(task, cfgs, frames, exit_info, base, {}, detect("cpu"))
+    assert v.status.value == "HARNESS_ERROR" and not v.status.scored
+    assert "room in the GPU's memory" in v.configs[0].message
