@@ -422,6 +422,7 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     workers on an H200). The trusted process gives its cached blocks back after every config
     and retries a config that failed for want of memory (timing does the same with a quarter of
     the input sets: tests/test_split_timing.py); any other failure is final."""
+    import contextlib
     import types
 
     import arena.correctness as correctness
@@ -431,7 +432,7 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     from arena.memory import MemoryAccount
 
     ev = types.SimpleNamespace(gpu=True, lost=False, release_memory=lambda: released.append(1),
-                               memory=MemoryAccount(None, 0))
+                               memory=MemoryAccount(None, 0), waiting=contextlib.nullcontext)
     oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB"
     outcomes = iter([CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom),
                      CorrectnessResult(status=Status.PASSED)])
