@@ -31,3 +31,21 @@ def _wide_cli_console(monkeypatch):
 
     for console in (cli.console, cli.err_console):
         monkeypatch.setattr(console, "_width", 200)
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    """The cpu backend (Triton's interpreter, PyTorch on the CPU, HIP compiled only)."""
+    from arena.devices import detect
+
+    return detect("cpu")
+
+
+@pytest.fixture(scope="module")
+def axpy():
+    """The fixture task most status tests provoke: tests/fixtures/tasks/triton2triton/axpy."""
+    from pathlib import Path
+
+    from arena.taskdef.loader import load_task
+
+    return load_task(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy")

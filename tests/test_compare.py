@@ -14,7 +14,7 @@ from arena.check.compare import (_POISON_BITS, all_ok, check_tensors, compare_ou
 from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one
 from arena.errors import ArenaError
 from arena.records import Status
-from arena.taskdef.loader import Config, InputSpec, load_task
+from arena.taskdef.loader import Config, InputSpec
 
 REPO = Path(__file__).resolve().parents[1]
 AXPY = REPO / "tests" / "fixtures" / "tasks" / "triton2triton" / "axpy"
@@ -207,11 +207,6 @@ def test_same_bytes():
 
 
 # -- inputs ------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def axpy():
-    return load_task(AXPY)
-
 
 def with_inputs(task, *specs: InputSpec):
     return dataclasses.replace(task, inputs=tuple(specs))

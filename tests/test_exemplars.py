@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import discover_tasks, load_task
@@ -28,11 +27,6 @@ def _of(*categories):
 # One input seed per smoke config (the harness draws three): these tests check that each shipped kernel
 # runs correct under the interpreter, whose cost is the suite's largest; the GPU validation uses three.
 SEEDS = [20261123]
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return detect("cpu")
 
 
 def test_there_are_exemplars_in_every_category():

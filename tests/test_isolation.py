@@ -15,9 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
@@ -25,11 +23,6 @@ from arena.taskdef.loader import load_task
 ROOT = Path(__file__).resolve().parents[1]
 AXPY = ROOT / "tests" / "fixtures" / "tasks" / "triton2triton" / "axpy"
 KERNEL = (AXPY / "baseline.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return detect("cpu")
 
 
 def test_the_dispatcher_and_flags_the_candidate_changes_do_not_reach_the_reference(cpu, tmp_path):

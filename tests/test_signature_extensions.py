@@ -17,7 +17,6 @@ import torch
 
 from arena.buffers import SlotMaker, open_slot
 from arena.check.inputs import clone, copy_into, make_inputs, storage
-from arena.devices import detect
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
@@ -32,11 +31,6 @@ FIX = Path(__file__).parent / "fixtures" / "extensions"
 TASK_DIR = FIX / "triton2triton" / "decay_update"
 BASELINE = (TASK_DIR / "baseline.py").read_text()
 STORE_S = "        tl.store(S_ptr + r * cols + c, new, mask=m)\n"
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return detect("cpu")
 
 
 @pytest.fixture(scope="module")

@@ -333,11 +333,6 @@ def test_config_without_a_name_gets_one(tmp_path):
 # -- Task helpers ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def axpy():
-    return load_task(AXPY)
-
-
-@pytest.fixture(scope="module")
 def softmax():
     return load_task(REPO / "tasks" / "hip2hip" / "softmax")
 

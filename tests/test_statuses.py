@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
@@ -19,16 +18,6 @@ from arena.taskdef.loader import load_task
 FIX = Path(__file__).parent / "fixtures"
 CANDS = FIX / "candidates"
 HIP_CANDS = FIX / "candidates_hip"
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return detect("cpu")
-
-
-@pytest.fixture(scope="module")
-def axpy():
-    return load_task(FIX / "tasks" / "triton2triton" / "axpy")
 
 
 @pytest.fixture(scope="module")

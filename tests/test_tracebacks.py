@@ -10,10 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena.devices import detect
 from arena.evaluate import Candidate, evaluate
 from arena.records import ConfigResult, Status, TraceEntry, Verdict, dumps
-from arena.taskdef.loader import load_task
 from arena.tracebacks import CODE_CHARS, MAX_ENTRIES, OMITTED, bounded, candidate_traceback, describe, render
 
 FIX = Path(__file__).parent / "fixtures"
@@ -23,16 +21,6 @@ CANDS = FIX / "candidates"
 def line_of(path: Path, text: str) -> int:
     """The number of the line of ``path`` that holds ``text``."""
     return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return detect("cpu")
-
-
-@pytest.fixture(scope="module")
-def axpy():
-    return load_task(FIX / "tasks" / "triton2triton" / "axpy")
 
 
 def _one(task, path, device):
