@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from arena import processes
+from arena import memory, processes
 from arena.channel import ForgedFrame, signed_reader, write_frame
 from arena.decision import assemble, phase_times
 from arena.devices import Device
@@ -394,6 +394,11 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     times) and how it ended (timeout stage, return code, log tail). ``end_by`` (a
     time.monotonic() value) caps every stage's deadline."""
     trusted_dir, cand_dir = _caches(job, device, task)
+    start_wait_s = 0.0
+    if device.gpu_key is not None:
+        # a piece of work on this GPU that needs it to itself: no evaluation starts until it is done, and the
+        # workers kept started ahead are given back (their processes hold memory too)
+        start_wait_s = memory.wait_to_start(device.gpu_key, lambda why: processes.SPARES.drop(device))
     kind, worker = processes.SPARES.take(device)
     cwd = worker.cwd
     key = secrets.token_bytes(32)
@@ -431,6 +436,8 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
                 except OSError:
                     pass
         info["log_path"] = str(work_dir / "worker.log")
+    if start_wait_s:
+        info["phases"]["start_wait_s"] = round(start_wait_s, 3)
     shutil.rmtree(cwd, ignore_errors=True)
     return frames, info
 

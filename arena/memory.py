@@ -14,8 +14,7 @@ killed process held is given back by the next one that looks. Its capacity is th
 total memory less a share kept for what no estimate covers (the processes' contexts, the
 candidate's own temporaries, the allocator's slack): ``RESERVE_FRACTION`` of it, or
 ``ARENA_GPU_MEMORY_GIB`` where set (a GPU shared with work outside the harness, or a test).
-A piece of work larger than the whole capacity is let in alone, when nothing else holds any;
-a process that holds memory already gets more at once (no process waits while it holds, so
+A process that holds memory already gets more at once (no process waits while it holds, so
 no two wait on each other).
 
 What a process holds for as long as it lives (its device context, the allocator's and the
@@ -26,7 +25,21 @@ process past the queue nor keep work out when no work is held (every evaluation 
 stands; were that enough to keep work out, none would run). On an H100 with torch 2.11 each
 process had 724-726 MiB in use before any of its work (out-of-memory messages of a run with
 12 evaluations side by side): without them in the account, 36 such processes (26 GB) sat
-outside it and 7 of 39 verdicts ran out of memory.
+outside it and 7 of 39 verdicts ran out of memory. A worker started ahead (``arena.processes``)
+stands from its start.
+
+A piece of work that cannot fit beside the processes that stand now (a config whose check and
+timing sets need most of the GPU) needs the GPU to itself: only their ending makes room. It
+says so in the account while it waits (a *pending* entry), and until it is done no new
+evaluation starts on that GPU (``wait_to_start``, before an evaluation's processes start; the
+workers started ahead are given back), so the evaluations there end and their processes with
+them. It is let in when it fits, or when nothing of another process is held but the processes
+of evaluations that began to wait after it (they hold no work and wait behind it; counting
+them, two such waiters would each wait for the other's processes). New evaluations also wait
+while their processes would not fit beside what is held. With 12 evaluations side by side on an
+H100 the first rule was missing: a 4.2 GB ``log_softmax`` config, larger than the room its
+account left, was let in when no other work was held, beside 33 GB of other evaluations'
+processes, and ran out of memory.
 
 Reservations are taken outside the GPU lock's sections (``arena.gpulock``): work that waits
 for memory holds no lock, so a timed round never waits for a reader that waits for memory.
@@ -130,7 +143,7 @@ class MemoryAccount:
             return sum(self._mine.values())
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            return sum(int(v["bytes"]) for v in self._read().values())
+            return sum(int(v["bytes"]) for v in self._read().values() if not v.get("pending"))
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -138,19 +151,71 @@ class MemoryAccount:
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
             held = self._read()
-            total = sum(int(v["bytes"]) for v in held.values())
-            work = [v for v in held.values() if not v.get("standing")]
-            mine = any(v.get("pid") == os.getpid() for v in work)
-            # in when it fits, or when no work is held (alone, whatever the size); a process that holds memory
-            # for work already is never made to wait for more (two holders waiting on each other would never
-            # wake); a standing entry is taken at once (the process exists: its memory is in use)
-            if not standing and work and not mine and total + nbytes > self.capacity:
-                return False
-            held[key] = {"pid": os.getpid(), "bytes": int(nbytes), "what": what[:80], "since": time.time()}
-            if standing:
-                held[key]["standing"] = True
+            me = os.getpid()
+            now = time.time()
+            entry = {"pid": me, "bytes": int(nbytes), "what": what[:80], "since": now, "capacity": self.capacity}
+            if standing:                # taken at once: the process exists, its memory is in use
+                held[key] = {**entry, "standing": True}
+                self._write(held)
+                return True
+            counted = {k: v for k, v in held.items() if not v.get("pending")}
+            total = sum(int(v["bytes"]) for v in counted.values())
+            # a process that holds memory for work already is never made to wait for more (two holders waiting
+            # on each other would never wake); otherwise in when it fits
+            mine = any(v["pid"] == me and not v.get("standing") for v in counted.values())
+            if mine or total + nbytes <= self.capacity:
+                held[key] = entry
+                self._write(held)
+                return True
+            # or alone on the GPU: nothing of another process held but the processes of evaluations that began
+            # to wait after this one (they hold no work, and wait behind it: were they counted, two such
+            # waiters would each wait for the other's processes to end)
+            since = float(held.get(key, {}).get("since", now))
+            later = {v["pid"] for k, v in held.items() if v.get("pending") and v["pid"] != me
+                     and (float(v["since"]), k) > (since, key)}
+            if not any(v["pid"] != me and not (v.get("standing") and v["pid"] in later) for v in counted.values()):
+                held[key] = {**entry, "alone": True}
+                self._write(held)
+                return True
+            # it waits, and says so: a piece that cannot fit beside the processes that stand now (only their
+            # ending makes room) closes the GPU to new evaluations until it is done (``may_start``)
+            standing_bytes = sum(int(v["bytes"]) for v in counted.values() if v.get("standing"))
+            held[key] = {**entry, "since": since, "pending": True,
+                         "large": standing_bytes + nbytes > self.capacity}
             self._write(held)
-            return True
+            return False
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def blocking(self, new_bytes: int = 0) -> str | None:
+        """Why no new evaluation (standing for ``new_bytes``) may start on this GPU now, or
+        None: a piece of work there needs the GPU to itself (it waits until the processes that
+        stand now have ended, or runs so alone), or the new processes would not fit beside what
+        is held. Until then the evaluations there go on, and no new one begins."""
+        if not self.active:
+            return None
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held = self._read()
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        for v in held.values():
+            if v.get("alone") or (v.get("pending") and v.get("large")):
+                return f"{v.get('what') or 'a piece of work'} ({int(v['bytes']) / 2**30:.1f} GiB) " + \
+                    ("runs alone" if v.get("alone") else "waits for the GPU to itself")
+        cap = max((int(v.get("capacity") or 0) for v in held.values()), default=0)
+        total = sum(int(v["bytes"]) for v in held.values() if not v.get("pending"))
+        if new_bytes and cap and total + new_bytes > cap:
+            return f"the GPU's memory account is full ({total / 2**30:.1f} of {cap / 2**30:.1f} GiB held)"
+        return None
+
+    def standing(self) -> int:
+        """Bytes the processes of every evaluation on this GPU hold while they live."""
+        if not self.active:
+            return self._mine.get("standing", 0)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            return sum(int(v["bytes"]) for v in self._read().values() if v.get("standing"))
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -185,9 +250,13 @@ class MemoryAccount:
         key = f"{os.getpid()}:{next(_ids)}"
         if self.active and nbytes and not self._try(key, nbytes, what):
             t0 = time.monotonic()
-            with wait() if wait is not None else contextlib.nullcontext():
-                while not self._try(key, nbytes, what):
-                    time.sleep(self.poll_s)
+            try:
+                with wait() if wait is not None else contextlib.nullcontext():
+                    while not self._try(key, nbytes, what):
+                        time.sleep(self.poll_s)
+            except BaseException:
+                self._release(key)          # its waiting entry: nothing waits behind a wait given up
+                raise
             self.waits += 1
             self.waited_s += time.monotonic() - t0
         self._mine[key] = nbytes
@@ -198,3 +267,26 @@ class MemoryAccount:
             self._mine.pop(key, None)
             if self.active and nbytes:
                 self._release(key)
+
+
+def wait_to_start(gpu_key: str, on_wait: Callable[[str], None] | None = None, *, poll_s: float = 0.25,
+                  n_processes: int = 3) -> float:
+    """Before an evaluation's processes start on a GPU: wait while a piece of work there needs
+    the GPU to itself, or while its ``n_processes`` would not fit in the account
+    (``MemoryAccount.blocking``); ``on_wait(why)`` is called once, when the wait begins (the
+    caller gives back the processes it keeps started ahead). Returns the seconds waited."""
+    fd = open_account(gpu_key)
+    try:
+        acct = MemoryAccount(fd, 0)
+        new = n_processes * PROCESS_BYTES
+        why = acct.blocking(new)
+        if why is None:
+            return 0.0
+        t0 = time.monotonic()
+        if on_wait is not None:
+            on_wait(why)
+        while acct.blocking(new) is not None:
+            time.sleep(poll_s)
+        return time.monotonic() - t0
+    finally:
+        os.close(fd)

@@ -91,6 +91,11 @@ def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
         tensor_bytes(ev.task, env, ev.task.inout_inputs)
 
 
+def check_max(ev: "Evaluation", configs: list) -> int:
+    """The largest of the configs' checks (``check_bytes``)."""
+    return max((check_bytes(ev, c) for c in configs), default=0)
+
+
 def _n_sets(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any]) -> int:
     """Input sets a round: 16 (the 10 pairs the stopping rule wants at least fit in one
     round), fewer if they would not fit in the memory budget."""
@@ -120,6 +125,11 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         # of what the account hands out
         want = sum(min(max_set, int(tp.get("max_sets", 16)) * _per_set_bytes(ev, c)) for c in configs)
         budget = min(float(want), TIMING_SHARE * ev.memory.capacity / 1.5)
+        # and what leaves room beside the processes that stand on the GPU now and this split's largest check (a
+        # reservation past that makes the GPU drain of other evaluations first: arena.memory), but one input
+        # set of its largest config at least; fewer sets a round cost more rounds, never a wrong time
+        room = ev.memory.capacity - ev.memory.standing() - check_max(ev, configs)
+        budget = min(budget, max(room / 1.5, max((_per_set_bytes(ev, c) for c in configs), default=0)))
     else:
         # no account: a half of what is free now, and a share of the device when several evaluations use it
         # (--workers-per-gpu; each has three processes with a device context, the reference's working set besides)
@@ -129,7 +139,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
     budget = min(budget, per_config * len(configs))
     # the kept sets are checked against the reference inside it: the check's own working set too (an H100 with
     # 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran out of memory there)
-    check = max((check_bytes(ev, c) for c in configs), default=0) if ev.memory.active else 0
+    check = check_max(ev, configs) if ev.memory.active else 0
     with ev.memory.reserve(int(1.5 * budget) + check, f"timing {split}", wait=ev.waiting):
         return _time_configs(ev, split, configs, tp, budget, per_config)
 

@@ -178,7 +178,7 @@ def spawn_worker(device: Any) -> Worker:
     mode = "gpu" if device.runs_kernels else "cpu"
     with open(cwd / "worker.log", "ab") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "arena.trusted", str(job_r), str(res_w), mode],
+            [sys.executable, "-P", "-m", "arena.trusted", str(job_r), str(res_w), mode, *map(str, lock_fds[2:])],
             pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
             cwd=cwd, env=_worker_env(device, cwd), start_new_session=True)
     for fd in (job_r, res_w, *lock_fds):
@@ -219,12 +219,31 @@ class Spares:
             want = self.enabled() and len(pool) < self.running[key]
         if got is None:
             got = spawn_worker(device)
+        if want and device.gpu_key is not None:
+            from arena.memory import PROCESS_BYTES, MemoryAccount, open_account
+
+            # none started ahead while a piece of work needs the GPU to itself, or its processes do not fit
+            # (arena.memory)
+            fd = open_account(device.gpu_key)
+            try:
+                want = MemoryAccount(fd, 0).blocking(3 * PROCESS_BYTES) is None
+            finally:
+                os.close(fd)
         if want:
             spare = spawn_worker(device)
             with self.lock:
                 self.idle.setdefault(key, []).append(spare)
                 self._trim()
         return key, got
+
+    def drop(self, device: Any) -> int:
+        """Give back the idle workers of ``device``'s kind (their processes' memory is wanted);
+        returns how many."""
+        with self.lock:
+            idle = self.idle.pop(_spare_key(device), [])
+        for p in idle:
+            p.discard()
+        return len(idle)
 
     def release(self, key: str) -> None:
         with self.lock:

@@ -526,6 +526,11 @@ def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
     peers: list[CandidatePeer] = []
+    if mode == "gpu" and len(argv) > 3:
+        # its processes are in the GPU's memory account from their start, a worker started ahead too
+        from arena.memory import MemoryAccount
+
+        MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
     if mode == "gpu":
         # the candidate's process and the baseline's (every GPU evaluation is timed) start now and
         # preload while this one does; a device context cannot be forked

@@ -54,6 +54,12 @@ def main(path: str, workers: str = "?") -> int:
     print(f"\nmemory account: {len(waited)} of {len(vs)} verdicts waited for room "
           f"({sum(n for n, _ in waited):.0f} waits, {sum(s for _, s in waited):.1f} s in all"
           + (f", the longest {max(s for _, s in waited):.1f} s" if waited else "") + f"); {evals} evaluations")
+    # one figure an evaluation (every verdict of it carries it)
+    held_back = {(v.agent, v.task_id, v.repeat): v.phases.get("start_wait_s") or 0.0 for v in vs}
+    held_back = [s for s in held_back.values() if s]
+    print(f"held back from starting (a piece of work had the GPU to itself, or the account was full): "
+          f"{len(held_back)} of {evals} evaluations, {sum(held_back):.1f} s in all"
+          + (f", the longest {max(held_back):.1f} s" if held_back else ""))
     walls = [v.wall_s for v in vs if v.wall_s]
     if walls:
         print(f"wall per verdict: median {statistics.median(walls):.1f} s")

@@ -1,5 +1,7 @@
 """Another process holding memory in a GPU's account (arena.memory), as another evaluation on the
-same GPU would: ``hold(key, capacity, nbytes)`` returns once it holds them; ``release(p)``."""
+same GPU would: ``hold(key, capacity, nbytes)`` returns once it holds them (``stand=n``: its
+processes stand for n of ``PROCESS_BYTES`` first; ``wait=False``: returns at once, ``held(p)``
+then waits until it holds); ``release(p)`` lets the work go and ends the process."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ HOLDER = """
 import sys
 from arena.memory import MemoryAccount, open_account
 acct = MemoryAccount(open_account(sys.argv[1]), int(sys.argv[2]), poll_s=0.01)
+if int(sys.argv[4]):
+    acct.stand(int(sys.argv[4]), "another evaluation's processes")
+    print("standing", flush=True)
 with acct.reserve(int(sys.argv[3]), "a config of another worker"):
     print("held", acct.waits, flush=True)
     sys.stdin.readline()
@@ -19,16 +24,26 @@ print("released", flush=True)
 """
 
 
-def hold(key: str, capacity: int, nbytes: int) -> subprocess.Popen:
+def hold(key: str, capacity: int, nbytes: int, *, stand: int = 0, wait: bool = True) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    p = subprocess.Popen([sys.executable, "-c", HOLDER, key, str(capacity), str(nbytes)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True, env=env)
-    assert p.stdout.readline().split()[0] == "held"
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, key, str(capacity), str(nbytes), str(stand)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    if stand:
+        assert p.stdout.readline().strip() == "standing"
+    if wait:
+        held(p)
     return p
 
 
+def held(p: subprocess.Popen) -> int:
+    """Wait until the holder holds its work; how many times it waited for room."""
+    line = p.stdout.readline().split()
+    assert line and line[0] == "held", line
+    return int(line[1])
+
+
 def release(p: subprocess.Popen) -> None:
-    """Let it go and wait until it has."""
+    """Let it go and wait until it has (its process ends: its standing memory goes with it)."""
     p.stdin.write("\n")
     p.stdin.flush()
     assert p.stdout.readline().strip() == "released"

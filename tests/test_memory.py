@@ -10,9 +10,9 @@ import signal
 import threading
 
 import pytest
-from memory_holder import hold, release  # tests/ is on the path
+from memory_holder import hold, held, release  # tests/ is on the path
 
-from arena.memory import MemoryAccount, capacity_of, open_account
+from arena.memory import PROCESS_BYTES, MemoryAccount, capacity_of, open_account, wait_to_start
 
 GIB = 2**30
 KEY = "cuda-GPU-memory-test"
@@ -108,8 +108,8 @@ def test_a_killed_holder_not_yet_reaped_holds_nothing():
 def test_standing_memory_counts_against_the_capacity_but_never_keeps_work_out_alone():
     """Every evaluation's processes hold memory while they live (contexts: ~0.7 GiB each on an
     H100): it is in the account, so work waits where the processes and the work together would
-    not fit; but with no work held, the next piece goes in (standing entries alone never stop
-    every evaluation), and a standing entry makes no process skip the queue."""
+    not fit; but an evaluation's own processes never keep its work out when it is alone on the
+    GPU, and a standing entry makes no process skip the queue."""
     from arena.memory import PROCESS_BYTES
 
     cap = 4 * PROCESS_BYTES
@@ -176,3 +176,90 @@ def test_only_a_wait_runs_in_the_wait_context_and_a_wait_that_runs_out_is_the_ha
     (v,) = assemble(task, cfgs, frames, exit_info, base, {}, detect("cpu"))
     assert v.status.value == "HARNESS_ERROR" and not v.status.scored
     assert "room in the GPU's memory" in v.configs[0].message
+
+
+def _started(target, *args):
+    done = threading.Event()
+    out = []
+
+    def run():
+        out.append(target(*args))
+        done.set()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return done, out
+
+
+def test_a_piece_too_large_beside_other_evaluations_processes_drains_the_gpu_of_them():
+    """A piece that cannot fit beside the processes that stand on the GPU (another evaluation's,
+    with no work held) waits for them to end instead of running out of memory beside them, and
+    while it waits or runs no new evaluation starts (``wait_to_start``: a parent's worker threads
+    and the workers it keeps started ahead wait); then they do."""
+    cap = 4 * PROCESS_BYTES
+    other = hold(KEY, cap, 0, stand=2)                   # another evaluation: its 3 processes, no work
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    acct.stand(1)
+    assert acct.blocking() is None and wait_to_start(KEY, n_processes=1) == 0.0     # 2 + 1 + 1 fit in 4
+    entered, leave = threading.Event(), threading.Event()
+
+    def work():
+        # 2 + 1 + 2.5 > 4: only the others' ending makes room
+        with acct.reserve(int(2.5 * PROCESS_BYTES), "a large config"):
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=work)
+    t.start()
+    told = []
+    try:
+        assert not entered.wait(0.5)
+        start_done, waited = _started(lambda: wait_to_start(KEY, told.append, poll_s=0.01, n_processes=1))
+        assert not start_done.wait(0.3) and "waits for the GPU to itself" in told[0]
+        release(other)                                   # the other evaluation ends: its processes' memory goes
+        assert entered.wait(30) and acct.waits == 1
+        assert not start_done.wait(0.3)                   # 1 + 2.5 held: a new one's process would not fit
+        leave.set()
+        t.join(30)
+        assert start_done.wait(30) and waited[0] > 0.5
+    finally:
+        leave.set()
+        t.join(30)
+        other.kill()
+    assert acct.blocking() is None and acct.held() == PROCESS_BYTES
+
+
+def test_two_evaluations_that_each_need_the_gpu_to_themselves_go_one_after_the_other():
+    """Each waits for the other's processes to end, which would never happen: the one that began
+    to wait first does not count the processes of one that waits behind it, and goes first."""
+    cap = 4 * PROCESS_BYTES
+    blocker = hold(KEY, cap, PROCESS_BYTES)             # work that keeps both out for now
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    acct.stand(1)
+    entered, leave = threading.Event(), threading.Event()
+
+    def work():
+        with acct.reserve(3 * PROCESS_BYTES, "first large config"):
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=work)
+    t.start()
+    second = None
+    try:
+        assert not entered.wait(0.3)
+        second = hold(KEY, cap, 3 * PROCESS_BYTES, stand=1, wait=False)   # begins to wait after this one
+        release(blocker)
+        assert entered.wait(30)                          # the first, though the second's process stands
+        leave.set()
+        t.join(30)
+        acct.sit()                                       # the first evaluation ends
+        assert held(second) == 1
+        release(second)
+    finally:
+        leave.set()
+        t.join(30)
+        for p in (blocker, second):
+            if p is not None:
+                p.kill()
+    assert acct.held() == 0

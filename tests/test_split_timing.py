@@ -356,7 +356,8 @@ def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_c
 def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_path, monkeypatch):
     """Memory admission (arena.memory) on the real paths: with another evaluation holding most of
     a small account, this one's check waits for room and then passes; its timing reserves its
-    input sets (with the account, its budget is what the sets want, not a fixed share)."""
+    input sets: with the account, its budget is what the sets want, not a fixed share, but no more
+    than leaves room for the split's check beside the processes that stand."""
     import threading
 
     from memory_holder import hold, release  # tests/ is on the path
@@ -388,6 +389,12 @@ def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_p
         t.join(120)
     assert result["r"].status.value == "PASSED", result["r"].message
     assert ev.memory.waits == 1 and ev.memory.held() == 0
+    _time(ev, _configs(1000))
+    r = _performance(frames)["n1000"]
+    # the account leaves no room beside the check's own estimate: one set a round, more rounds
+    assert r["status"] == "PASSED" and r["n_sets"] == 1 and ev.memory.peak > 0 and ev.memory.held() == 0
+    frames.clear()
+    ev.memory = MemoryAccount(open_account(key), 2**30, poll_s=0.01)
     _time(ev, _configs(1000))
     r = _performance(frames)["n1000"]
     assert r["status"] == "PASSED" and r["n_sets"] == 16 and ev.memory.peak > 0 and ev.memory.held() == 0
