@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from arena.memory import RESERVE_FRACTION
 from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, out_of_memory, task_failure
 from arena.protocol import PerformanceResult
 from arena.records import Status
@@ -77,6 +78,7 @@ def _failure(exc: BaseException) -> PerformanceResult:
 # with a memory account, the most of what it hands out that one split's timing may hold (its sets and the
 # kept ones); the rest is for the other evaluations' checks and timing
 TIMING_SHARE = 0.5
+FAIR_SHARE = 0.4 / RESERVE_FRACTION      # 0.4 of the device's memory: a split's sets when evaluations share it
 
 
 def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
@@ -89,6 +91,15 @@ def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
     env = ev.task.env(config)
     return 3 * tensor_bytes(ev.task, env, ev.task.inputs) + 4 * tensor_bytes(ev.task, env, ev.task.outputs) + \
         tensor_bytes(ev.task, env, ev.task.inout_inputs)
+
+
+def _fair_share(capacity: int, tp: dict[str, Any]) -> float:
+    """A split's timing sets when ``gpu_share`` evaluations share the GPU (``--workers-per-gpu``):
+    0.4 of the device's memory over their number (2.7 GB each for 12 on an H100). What a
+    split's sets want is about 26 GiB at the median (16 sets of each config): given that, 12
+    evaluations side by side waited 60 s each for room at the median, one split's timing
+    at a time, and the starting kernels of 94 tasks took the time 206 took without it."""
+    return FAIR_SHARE * capacity / max(1, int(tp.get("gpu_share", 1)))
 
 
 def check_max(ev: "Evaluation", configs: list) -> int:
@@ -124,7 +135,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         # the GPU's account (arena.memory) sets it aside, waiting for room: what the sets want, up to a share
         # of what the account hands out
         want = sum(min(max_set, int(tp.get("max_sets", 16)) * _per_set_bytes(ev, c)) for c in configs)
-        budget = min(float(want), TIMING_SHARE * ev.memory.capacity / 1.5)
+        budget = min(float(want), TIMING_SHARE * ev.memory.capacity / 1.5, _fair_share(ev.memory.capacity, tp))
         # and what leaves room beside the processes that stand on the GPU now and this split's largest check (a
         # reservation past that makes the GPU drain of other evaluations first: arena.memory), but one input
         # set of its largest config at least; fewer sets a round cost more rounds, never a wrong time
@@ -134,7 +145,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         # no account: a half of what is free now, and a share of the device when several evaluations use it
         # (--workers-per-gpu; each has three processes with a device context, the reference's working set besides)
         free, total = _memory(ev)
-        budget = min(0.5 * free, 0.4 * total / max(1, int(tp.get("gpu_share", 1))))
+        budget = min(0.5 * free, _fair_share(int(RESERVE_FRACTION * total), tp))
     per_config = min(max_set, budget / max(1, len(configs)))
     budget = min(budget, per_config * len(configs))
     # the kept sets are checked against the reference inside it: the check's own working set too (an H100 with
