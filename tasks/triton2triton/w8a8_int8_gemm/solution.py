@@ -13,13 +13,13 @@
   results are dropped by the masked store); the k mask is compiled out when k is a
   multiple of BLOCK_K (EVEN_K).
 - When k is not a multiple of 16, rows of xq and wq do not start on 16-byte boundaries and
-  every tile load falls back to narrow accesses; then, for m > 64, both are first copied
-  into zero-padded buffers whose rows are a multiple of BLOCK_K long ((m + n) * k * 2 more
-  bytes moved, small next to a GEMM that many rows make compute-bound; zeros add nothing to
-  the integer sum). This is the one allocation per call, and the reason for it. Skinny
-  problems (m <= 64) read the weights once and are bound by that read: a padded copy would
-  move them three times more (zeros, copy, read; 67% of the call's device time at m = 45,
-  n = 20393, k = 7267), so they keep the masked narrow loads.
+  every tile load falls back to narrow accesses (5x slower than the baseline at m = 45,
+  n = 20393, k = 7267). Then both are first repacked, by a kernel of this file, into
+  buffers whose rows are a multiple of BLOCK_K long, the tail zeroed in the same pass
+  (zeros add nothing to the integer sum): (m + n) * k * 2 more bytes moved, one read and
+  one write. A zero fill and a copy by torch would move them twice more, and took 67% of
+  the call's device time at that shape. These are the only allocations per call, and the
+  reason for them.
 """
 
 import torch
@@ -82,15 +82,25 @@ def _config(m):
     return LARGE_AMD if hip else LARGE_NVIDIA
 
 
+@triton.jit
+def _repack_rows(src_ptr, dst_ptr, k, k_pad, BLOCK: tl.constexpr):
+    """Row r of src (k long) into row r of dst (k_pad long), zeros after column k."""
+    row = tl.program_id(0).to(tl.int64)
+    for c0 in range(0, k_pad, BLOCK):
+        cols = c0 + tl.arange(0, BLOCK)
+        v = tl.load(src_ptr + row * k + cols, mask=cols < k, other=0)
+        tl.store(dst_ptr + row * k_pad + cols, v, mask=cols < k_pad)
+
+
 def _padded(t, rows, k, k_pad):
-    out = torch.zeros((rows, k_pad), dtype=t.dtype, device=t.device)
-    out[:, :k] = t
+    out = torch.empty((rows, k_pad), dtype=t.dtype, device=t.device)
+    _repack_rows[(rows,)](t, out, k, k_pad, BLOCK=1024, num_warps=4)
     return out
 
 
 def w8a8_int8_gemm(xq, wq, x_scale, w_scale, y, m, n, k):
     block_m, block_n, block_k, group_m, num_warps, num_stages = _config(m)
-    if k % 16 != 0 and m > 64:
+    if k % 16 != 0:
         k_pad = triton.cdiv(k, block_k) * block_k
         xq, wq, k = _padded(xq, m, k, k_pad), _padded(wq, n, k, k_pad), k_pad
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
