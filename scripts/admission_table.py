@@ -14,6 +14,7 @@ import collections
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -75,7 +76,32 @@ def main(path: str, workers: str = "?") -> int:
     print(f"solution configs above {NEAR_ROOFLINE:.0%} of the roofline: {len(near)}")
     for f, t, s, n in sorted(near, reverse=True):
         print(f"- {t} {s} {n}: {f:.3f}")
+    per_task(vs)
     return 0
+
+
+def per_task(vs: list) -> None:
+    """One row a task: each agent's status per split, and the solution's speedup (geomean)."""
+    rows: dict[str, dict[tuple[str, str], Any]] = collections.defaultdict(dict)
+    for v in vs:
+        rows[v.task_id][(v.agent, v.split)] = v
+    agents = sorted({v.agent for v in vs})
+    splits = [s for s in ("seen", "heldout", "random") if any(v.split == s for v in vs)]
+    cols = [(a, s) for a in agents for s in splits]
+    print("\n| task | " + " | ".join(f"{a} {s}" for a, s in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for task in sorted(rows):
+        cells = []
+        for key in cols:
+            v = rows[task].get(key)
+            if v is None:
+                cells.append("-")
+                continue
+            cell = "ok" if v.counts_as_pass else v.status.value
+            if v.counts_as_pass and v.speedup:
+                cell += f" {v.speedup:.2f}x"
+            cells.append(cell)
+        print(f"| {task} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
