@@ -203,6 +203,20 @@ def find_run_artifacts(run: Path, task_id: str, agent: str | None = None, repeat
     return found[0]
 
 
+def _why(v: records.Verdict) -> str:
+    """A verdict's message, and its first failing config's message and traceback (in the
+    candidate's file, as ``arena eval`` prints it)."""
+    from arena.tracebacks import render
+
+    lines = [v.message] if v.message else []
+    bad = next((c for c in v.configs if not c.status.passed), None)
+    if bad is not None:
+        if bad.message and bad.message != v.message:
+            lines.append(f"config {bad.name}: {bad.message}")
+        lines += render(bad.traceback)
+    return "\n".join(lines)[:20000]
+
+
 def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
     art = Path(art)
     repeat = int(art.name)
@@ -225,6 +239,11 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
         sp = f" {v.speedup:.2f}x" if v.speedup else ""
         parts.append(f'<span class="badge {"ok" if ok else "bad"}">{_e(v.split)}: {_e(v.status.value)}{sp}</span>')
     parts.append("</div>")
+    failed = [v for v in verdicts if not v.counts_as_pass]
+    if failed:
+        parts.append("<h2>Why it did not pass</h2>")
+        for v in failed:
+            parts.append(f"<h3>{_e(v.split)}: {_e(v.status.value)}</h3><pre>{_e(_why(v))}</pre>")
     if (art / "prompt.md").is_file():
         parts.append(f"<h2>Prompt</h2><details><summary>the prompt the agent got</summary>"
                      f"<pre>{_e((art / 'prompt.md').read_text())}</pre></details>")

@@ -193,3 +193,32 @@ def test_the_trusted_side_bounds_a_failure_and_keeps_its_status():
     assert len(exc.message) <= 4000
     assert len(exc.traceback) == MAX_ENTRIES and all(e.file in ("k.py?", "") for e in exc.traceback)
     assert all(len(e.code) <= CODE_CHARS for e in exc.traceback)
+
+
+def test_the_transcript_page_says_why_a_verdict_did_not_pass_with_the_candidate_s_traceback(tmp_path):
+    """An agent's transcript page (``arena transcript``) shows, for each verdict that did not
+    pass, its message and its first failing config's traceback in the candidate's file."""
+    from arena import records
+    from arena.records import ConfigResult, Status, TraceEntry, Verdict
+    from arena.transcript import render_transcript
+
+    run = tmp_path / "run"
+    art = run / "artifacts" / "someagent" / "triton2triton" / "axpy" / "0"
+    art.mkdir(parents=True)
+    (art / "transcript.raw").write_text("the agent's output\n")
+    tb = [TraceEntry(file="kernel.py", line=12, function="axpy", code="raise ValueError('bad <n>')"),
+          TraceEntry(elsewhere="triton", frames=5)]
+    for split, status, cfgs in (
+            ("seen", Status.PASSED, [ConfigResult("c1", {"n": 1}, Status.PASSED)]),
+            ("heldout", Status.RUNTIME_ERROR,
+             [ConfigResult("c1", {"n": 1}, Status.PASSED),
+              ConfigResult("c2", {"n": 3}, Status.RUNTIME_ERROR, message="ValueError: bad <n>", traceback=tb)])):
+        records.append(run / "records.jsonl", Verdict(
+            task_id="triton2triton/axpy", category="triton2triton", split=split, status=status, candidate={},
+            device={"kind": "cpu", "name": "test"}, configs=cfgs, agent="someagent", run_id="run",
+            message="" if status is Status.PASSED else "1 of 2 configs failed"))
+    page = render_transcript(art)
+    why = page[page.index("Why it did not pass"):page.index("Transcript")]
+    assert "heldout: RUNTIME_ERROR" in why and "seen:" not in why
+    assert "config c2: ValueError: bad &lt;n&gt;" in why                  # escaped
+    assert "kernel.py:12 in axpy" in why and "5 frames in triton" in why
