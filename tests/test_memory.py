@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import threading
 
 import pytest
@@ -263,3 +264,46 @@ def test_two_evaluations_that_each_need_the_gpu_to_themselves_go_one_after_the_o
             if p is not None:
                 p.kill()
     assert acct.held() == 0
+
+
+def test_workers_started_ahead_are_given_back_when_a_piece_needs_the_gpu_to_itself(tmp_path):
+    """A parent's idle workers stand in the account too; when a piece of work needs the GPU to
+    itself, a thread of the parent gives them back, though no evaluation starts (the tail of a
+    run, a lone ``arena eval``): the piece would otherwise wait for them for ever."""
+    import subprocess
+
+    from arena.processes import Spares, Worker
+
+    cap = 4 * PROCESS_BYTES
+    spares = Spares()
+    spares.WATCH_S = 0.02
+    idle = subprocess.Popen(["sleep", "120"], start_new_session=True)   # an idle worker's process
+    (tmp_path / "w").mkdir()
+    r, w = os.pipe()
+    spares.idle["kind"] = [Worker(idle, w, r, tmp_path / "w", (), 0.0)]
+    spares.watch("kind", KEY)
+    spares.watch("kind", KEY)                            # one thread a kind
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    acct.stand(1)
+    try:
+        assert idle.poll() is None and spares.idle["kind"]
+        other = hold(KEY, cap, 0, stand=2)               # standing beside it: 2 + 1 + 2.5 > 4, a drain
+        entered = threading.Event()
+
+        def work():
+            with acct.reserve(int(2.5 * PROCESS_BYTES), "a large config"):
+                entered.set()
+
+        t = threading.Thread(target=work)
+        t.start()
+        assert idle.wait(30) is not None                 # given back while the piece waits
+        assert spares.idle.get("kind", []) == [] and not (tmp_path / "w").exists()
+        release(other)
+        assert entered.wait(30)
+        t.join(30)
+    finally:
+        idle.kill()
+    deadline = time.monotonic() + 10
+    while spares._watching and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not spares._watching                          # the thread ends with its idle workers
