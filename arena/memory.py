@@ -178,7 +178,7 @@ class MemoryAccount:
                 self._write(held)
                 return True
             # it waits, and says so: a piece that cannot fit beside the processes that stand now (only their
-            # ending makes room) closes the GPU to new evaluations until it is done (``may_start``)
+            # ending makes room) closes the GPU to new evaluations until it is done (``blocking``)
             standing_bytes = sum(int(v["bytes"]) for v in counted.values() if v.get("standing"))
             held[key] = {**entry, "since": since, "pending": True,
                          "large": standing_bytes + nbytes > self.capacity}
@@ -267,6 +267,15 @@ class MemoryAccount:
             self._mine.pop(key, None)
             if self.active and nbytes:
                 self._release(key)
+
+
+def blocked(gpu_key: str, new_bytes: int = 0) -> str | None:
+    """``MemoryAccount.blocking`` of the account of one GPU, read once."""
+    fd = open_account(gpu_key)
+    try:
+        return MemoryAccount(fd, 0).blocking(new_bytes)
+    finally:
+        os.close(fd)
 
 
 def wait_to_start(gpu_key: str, on_wait: Callable[[str], None] | None = None, *, poll_s: float = 0.25,

@@ -95,7 +95,7 @@ def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
 
 def _fair_share(capacity: int, tp: dict[str, Any]) -> float:
     """A split's timing sets when ``gpu_share`` evaluations share the GPU (``--workers-per-gpu``):
-    0.4 of the device's memory over their number (2.7 GB each for 12 on an H100). What a
+    0.4 of the device's memory over their number (2.8 GB each for 12 on an H100). What a
     split's sets want is about 26 GiB at the median (16 sets of each config): given that, 12
     evaluations side by side waited 60 s each for room at the median, one split's timing
     at a time, and the starting kernels of 94 tasks took the time 206 took without it."""

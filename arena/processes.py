@@ -222,16 +222,12 @@ class Spares:
         if got is None:
             got = spawn_worker(device)
         if want and device.gpu_key is not None:
-            from arena.memory import MemoryAccount, open_account
+            from arena.memory import blocked
 
             # none started ahead while a piece of work needs the GPU to itself (arena.memory); a full account
             # does not stop one: the next evaluation would start its own instead, importing torch meanwhile
             # (15 s at the median with 12 evaluations side by side on an H100, against none from a spare)
-            fd = open_account(device.gpu_key)
-            try:
-                want = MemoryAccount(fd, 0).blocking() is None
-            finally:
-                os.close(fd)
+            want = blocked(device.gpu_key) is None
         if want:
             spare = spawn_worker(device)
             with self.lock:
