@@ -129,6 +129,10 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
     its input sets."""
     tp = ev.job.get("timing_params", {})
     max_set = float(tp.get("max_set_bytes", 8 * 2**30))
+    # the kept sets are checked against the reference inside the timing's reservation: the check's own working
+    # set too (an H100 with 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran
+    # out of memory there)
+    check = check_max(ev, configs) if ev.memory.active else 0
     # the input sets of a round of every config of the split together (all are held until the split's timed
     # rounds end), and half as much for the sets kept for the checks; a config's sets 8 GiB at most
     if ev.memory.active:
@@ -139,7 +143,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         # and what leaves room beside the processes that stand on the GPU now and this split's largest check (a
         # reservation past that makes the GPU drain of other evaluations first: arena.memory), but one input
         # set of its largest config at least; fewer sets a round cost more rounds, never a wrong time
-        room = ev.memory.capacity - ev.memory.standing() - check_max(ev, configs)
+        room = ev.memory.capacity - ev.memory.standing() - check
         budget = min(budget, max(room / 1.5, max((_per_set_bytes(ev, c) for c in configs), default=0)))
     else:
         # no account: a half of what is free now, and a share of the device when several evaluations use it
@@ -148,9 +152,6 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         budget = min(0.5 * free, _fair_share(int(RESERVE_FRACTION * total), tp))
     per_config = min(max_set, budget / max(1, len(configs)))
     budget = min(budget, per_config * len(configs))
-    # the kept sets are checked against the reference inside it: the check's own working set too (an H100 with
-    # 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran out of memory there)
-    check = check_max(ev, configs) if ev.memory.active else 0
     with ev.memory.reserve(int(1.5 * budget) + check, f"timing {split}", wait=ev.waiting):
         return _time_configs(ev, split, configs, tp, budget, per_config)
 
