@@ -361,7 +361,8 @@ class CandidateProcess:
 
 def preload(mode: str) -> None:
     """What every candidate process needs, done while it waits for its job: torch, the
-    harness's modules and, on a GPU, Triton, the device's context and the profiler."""
+    harness's modules and, on a GPU, Triton, the device's context and the profiler. A process
+    forked from its trusted process (``arena.processes``) has the imports already."""
     import torch
 
     import arena.guard  # noqa: F401

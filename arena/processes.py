@@ -1,10 +1,13 @@
 """The processes of an evaluation: how they are started, what they may see, how they talk.
 
 - The parent (``arena.evaluate``) starts a trusted process (``python -m arena.trusted``),
-  ahead of time where it can (``Spares``: torch imported, the GPU's context open, the
-  profiler started while it waits for a job), and reads its signed frames.
-- The trusted process starts its candidate process (``python -m arena.candidate``) the same
-  way, ahead of its own job, and talks to it through ``CandidatePeer``: one request, one
+  ahead of time where it can (``Spares``: torch imported, the GPU's context open while it
+  waits for a job), and reads its signed frames.
+- The trusted process starts its candidate process (``arena.candidate``'s main) ahead of its
+  own job: forked from it once torch and the harness are imported and before any device
+  context is open, so a worker imports once, not three times (the CPU is what 12 workers
+  starting side by side wait for). The child then opens its own context and starts the
+  profiler. The trusted process talks to it through ``CandidatePeer``: one request, one
   reply, each under a deadline; the reply is decoded as untrusted (``arena.protocol``). A
   second process of the same kind runs the task's baseline: both sides of a comparison are
   called, and timed, by the same code in the same kind of process.
@@ -518,9 +521,8 @@ class _Forked:
 
 
 def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str]) -> _Forked:
-    """The candidate process as a fork of this one (the cpu backend: no device context here
-    yet, torch already imported, so the child starts in milliseconds instead of importing
-    everything again). The child keeps only its own descriptors (not this process's job and
+    """The candidate process as a fork of this one (no device context here yet, torch already
+    imported, so the child starts in milliseconds instead of importing everything again). The child keeps only its own descriptors (not this process's job and
     result pipes, nor the GPU's lock), its own folder, environment and log, and runs
     ``arena.candidate``'s main; it is forked before this process reads its job, so it holds
     nothing of the task."""
@@ -544,6 +546,7 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        tempfile.tempdir = None         # $TMPDIR is now the child's own
         from arena import candidate
 
         code = candidate.main(argv) or 0

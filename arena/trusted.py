@@ -498,20 +498,36 @@ def compiled_side(ev: Evaluation) -> Side:
 # ------------------------------------------------------------------------------------------
 
 
-def preload(mode: str) -> None:
-    """What every job needs, done while the process waits for one (``arena.processes``
-    starts it ahead): torch, the harness's modules and, on a GPU, Triton, the timer and the
-    device's context. Nothing here reads the job."""
+def preload_imports(mode: str) -> None:
+    """The imports every process of an evaluation needs (torch, Triton, the harness's modules;
+    on a GPU also what the profiler's first start imports, torch's compiler stack: 3 s of one
+    core), done once in this process before its candidate's and baseline's processes are
+    forked from it. Nothing here opens a device context or reads the job."""
     import torch
 
+    if mode == "gpu":
+        import torch._dynamo  # noqa: F401
+        import torch._inductor  # noqa: F401
+
+    import arena.buffers  # noqa: F401
     import arena.check.compare  # noqa: F401
     import arena.check.inputs  # noqa: F401
+    import arena.guard  # noqa: F401
     import arena.taskdef.loader  # noqa: F401
-    if mode == "gpu":
-        from arena.timing.timer import preload as timer_preload
+    import arena.timing.timer  # noqa: F401
+    del torch
 
-        torch.cuda.init()
-        timer_preload()
+
+def preload_device() -> None:
+    """This process's device context and the compiles of the timer's own kernels, done while
+    it waits for its job. Not the profiler: its first start (CUPTI) is for the processes that
+    make timed calls, and for this one only when it times a side itself (Evaluation.load)."""
+    import torch
+
+    from arena.timing.timer import preload as timer_preload
+
+    torch.cuda.init()
+    timer_preload(profiler=False)
 
 
 def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
@@ -525,24 +541,24 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
-    peers: list[CandidatePeer] = []
     if mode == "gpu" and len(argv) > 3:
         # its processes are in the GPU's memory account from their start, a worker started ahead too
         from arena.memory import MemoryAccount
 
         MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
-    if mode == "gpu":
-        # the candidate's process and the baseline's (every GPU evaluation is timed) start now and
-        # preload while this one does; a device context cannot be forked
-        peers = [_peer(mode, "c"), _peer(mode, "b")]
     try:
-        preload(mode)
+        preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
-    if mode != "gpu":
-        # the cpu backend: the candidate's process is a fork of this one, torch already imported; the
-        # baseline's is started only for the rare job that times on the host's clock
-        peers = [_peer(mode, "c", fork=True)]
+    # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
+    # this one now: everything imported once, no device context yet (none can be forked); each opens its
+    # own. The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
+    peers = [_peer(mode, "c", fork=True), *([_peer(mode, "b", fork=True)] if mode == "gpu" else [])]
+    if mode == "gpu":
+        try:
+            preload_device()
+        except BaseException:  # noqa: BLE001 - as above
+            pass
     job = read_frame(in_fd)
     os.close(in_fd)
     if job is None:

@@ -98,14 +98,17 @@ class Remote(Protocol):
     def end(self) -> tuple[list[Sample], list[tuple[int, str]], float]: ...
 
 
-def preload() -> None:
+def preload(profiler: bool = True) -> None:
     """The seconds every timing process spends once, spent ahead (a worker waiting for its
-    job): the profiler's first start (CUPTI, ~4 s on an H200) and the compiles of our flush
-    and marker kernels, for the argument kinds DeviceTimer calls them with. No kernel runs."""
-    from torch.profiler import ProfilerActivity, profile
+    job): the profiler's first start (CUPTI, ~4 s on an H200, 6 s of one core with 36 such
+    processes starting on an H100's host, most of it importing torch's compiler stack) and the
+    compiles of our flush and marker kernels, for the argument kinds DeviceTimer calls them
+    with. No kernel runs."""
+    if profiler:
+        from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]):
-        pass
+        with profile(activities=[ProfilerActivity.CUDA]):
+            pass
     _arena_flush_kernel.warmup(torch.float32, 2**24, 1.0, BLOCK=_FLUSH_BLOCK, grid=(1,))
     _arena_end_marker_kernel.warmup(torch.int32, grid=(1,))
 
