@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
-                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, ReadyReply,
+                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, OpenRequest, ReadyReply,
                             MapRequest, QuitRequest, ReleaseRequest, REQUESTS, SampledReply, SampleRequest, SessionReply,
                             SetupFailReply,
                             SetupRequest,
@@ -66,10 +66,29 @@ class CandidateProcess:
         self.own: set[str] = set()
         self.candidate_file = ""
         self.own_files: set[str] = set()
+        self.opened = False
+
+    def open(self, kernel_cache: str = "") -> None:
+        """The device's context, the profiler's first start and the timer's kernels, once (the
+        trusted process asks for it as the job arrives; the setup opens it if not). What fails
+        here fails again where it is needed, with its message."""
+        if self.opened or not self.gpu:
+            return
+        self.opened = True
+        try:
+            from arena.timing.timer import preload as timer_preload
+
+            self.torch.cuda.init()
+            timer_preload(kernel_cache=kernel_cache)
+        except BaseException:  # noqa: BLE001
+            pass
 
     # -- requests ------------------------------------------------------------------------------
     def handle(self, req: Any) -> Any:
         try:
+            if isinstance(req, OpenRequest):
+                self.open(req.kernel_cache)
+                return AckReply()
             if isinstance(req, SetupRequest):
                 try:
                     return self.setup(req)
@@ -106,6 +125,7 @@ class CandidateProcess:
         from arena.guard import OpTrace, Seal, ThreadWatch
 
         t0 = time.perf_counter()
+        self.open()
         os.environ.update(req.env)
         self.spec = req.candidate
         self.candidate_file = str(Path(req.candidate.path).resolve()) if req.candidate.path else ""
@@ -359,19 +379,13 @@ class CandidateProcess:
             return True
 
 
-def preload(mode: str) -> None:
-    """What every candidate process needs, done while it waits for its job: torch, the
-    harness's modules and, on a GPU, Triton, the device's context and the profiler. A process
-    forked from its trusted process (``arena.processes``) has the imports already."""
-    import torch
+def preload() -> None:
+    """What every candidate process imports, done while it waits for its job (a process forked
+    from its trusted process, ``arena.processes``, has them already)."""
+    import torch  # noqa: F401
 
-    import arena.guard  # noqa: F401
     import arena.buffers  # noqa: F401
-    if mode == "gpu":
-        from arena.timing.timer import preload as timer_preload
-
-        torch.cuda.init()
-        timer_preload()
+    import arena.guard  # noqa: F401
 
 
 def main(argv: list[str]) -> int:
@@ -379,7 +393,7 @@ def main(argv: list[str]) -> int:
     notice_fd = int(argv[2]) if argv[2] != "-" else None
     mode = argv[3] if len(argv) > 3 else "cpu"
     try:
-        preload(mode)
+        preload()
     except BaseException:  # noqa: BLE001 - what fails here fails again where it is needed, with its message
         pass
     # the channel's descriptors away from the low numbers candidate code might guess

@@ -396,9 +396,8 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     trusted_dir, cand_dir = _caches(job, device, task)
     start_wait_s = 0.0
     if device.gpu_key is not None:
-        # a piece of work on this GPU that needs it to itself: no evaluation starts until it is done, and the
-        # workers kept started ahead are given back (their processes hold memory too)
-        start_wait_s = memory.wait_to_start(device.gpu_key, lambda why: processes.SPARES.drop(device))
+        # a piece of work on this GPU that needs it to itself: no evaluation starts until it is done
+        start_wait_s = memory.wait_to_start(device.gpu_key)
     kind, worker = processes.SPARES.take(device)
     cwd = worker.cwd
     key = secrets.token_bytes(32)
@@ -409,7 +408,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     sandbox = processes.sandbox_spec(hide=[task.path.parents[1], *private_dirs], read=readable,
                                      write=[worker.candidate_dir, cand_dir])
     job = {**job, "key": key.hex(), "sandbox": sandbox, "candidate_dir": str(worker.candidate_dir),
-           "baseline_dir": str(worker.baseline_dir),
+           "baseline_dir": str(worker.baseline_dir), "kernel_cache": str(processes.cache_root() / "triton-timer"),
            "candidate_env": {"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
            "env": {"TRITON_CACHE_DIR": str(trusted_dir), "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
                    **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ}}}

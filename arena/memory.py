@@ -31,8 +31,8 @@ stands from its start.
 A piece of work that cannot fit beside the processes that stand now (a config whose check and
 timing sets need most of the GPU) needs the GPU to itself: only their ending makes room. It
 says so in the account while it waits (a *pending* entry), and until it is done no new
-evaluation starts on that GPU (``wait_to_start``, before an evaluation's processes start; the
-workers started ahead are given back), so the evaluations there end and their processes with
+evaluation starts on that GPU (``wait_to_start``, before an evaluation's processes open their
+contexts), so the evaluations there end and their processes with
 them. It is let in when it fits, or when nothing of another process is held but the processes
 of evaluations that began to wait after it (they hold no work and wait behind it; counting
 them, two such waiters would each wait for the other's processes). New evaluations also wait
@@ -269,31 +269,17 @@ class MemoryAccount:
                 self._release(key)
 
 
-def blocked(gpu_key: str, new_bytes: int = 0) -> str | None:
-    """``MemoryAccount.blocking`` of the account of one GPU, read once."""
-    fd = open_account(gpu_key)
-    try:
-        return MemoryAccount(fd, 0).blocking(new_bytes)
-    finally:
-        os.close(fd)
-
-
-def wait_to_start(gpu_key: str, on_wait: Callable[[str], None] | None = None, *, poll_s: float = 0.25,
-                  n_processes: int = 3) -> float:
-    """Before an evaluation's processes start on a GPU: wait while a piece of work there needs
-    the GPU to itself, or while its ``n_processes`` would not fit in the account
-    (``MemoryAccount.blocking``); ``on_wait(why)`` is called once, when the wait begins (the
-    caller gives back the processes it keeps started ahead). Returns the seconds waited."""
+def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3) -> float:
+    """Before an evaluation's processes open their contexts on a GPU: wait while a piece of work
+    there needs the GPU to itself, or while its ``n_processes`` would not fit in the account
+    (``MemoryAccount.blocking``). Returns the seconds waited."""
     fd = open_account(gpu_key)
     try:
         acct = MemoryAccount(fd, 0)
         new = n_processes * PROCESS_BYTES
-        why = acct.blocking(new)
-        if why is None:
+        if acct.blocking(new) is None:
             return 0.0
         t0 = time.monotonic()
-        if on_wait is not None:
-            on_wait(why)
         while acct.blocking(new) is not None:
             time.sleep(poll_s)
         return time.monotonic() - t0

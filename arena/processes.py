@@ -191,20 +191,20 @@ def spawn_worker(device: Any) -> Worker:
 
 class Spares:
     """Workers started ahead, per device and environment: each job takes one (or starts one if
-    none is ready) and starts a successor, so the next job of that kind finds a worker that
-    has already imported torch. No more wait idle for a kind than jobs of it are running, and
-    no more than ``MAX_IDLE`` in all (the oldest go first): a worker is three processes, each
-    with its own device context (about half a GB on an H100), so idle ones are kept few.
-    ``ARENA_SPARE_WORKERS=0`` turns this off (every job then starts its own worker)."""
+    none is ready) and starts a successor, so the next job of that kind finds a worker whose
+    processes have imported everything. A worker started ahead holds no device memory: its
+    processes open their device contexts, and take their place in the GPU's memory account,
+    when its job arrives (``arena.trusted``). No more wait idle for a kind than jobs of it are
+    running, and no more than ``MAX_IDLE`` in all (the oldest go first): each is three
+    processes of about a GB of host memory. ``ARENA_SPARE_WORKERS=0`` turns this off (every job
+    then starts its own worker)."""
 
-    MAX_IDLE = 4
-    WATCH_S = 0.5
+    MAX_IDLE = 16
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.idle: dict[str, list[Worker]] = {}
         self.running: dict[str, int] = {}
-        self._watching: set[str] = set()
 
     def enabled(self) -> bool:
         return os.environ.get("ARENA_SPARE_WORKERS", "1") != "0"
@@ -224,61 +224,12 @@ class Spares:
             want = self.enabled() and len(pool) < self.running[key]
         if got is None:
             got = spawn_worker(device)
-        if want and device.gpu_key is not None:
-            from arena.memory import blocked
-
-            # none started ahead while a piece of work needs the GPU to itself (arena.memory); a full account
-            # does not stop one: the next evaluation would start its own instead, importing torch meanwhile
-            # (15 s at the median with 12 evaluations side by side on an H100, against none from a spare)
-            want = blocked(device.gpu_key) is None
         if want:
             spare = spawn_worker(device)
             with self.lock:
                 self.idle.setdefault(key, []).append(spare)
                 self._trim()
-            if device.gpu_key is not None:
-                self.watch(key, device.gpu_key)
         return key, got
-
-    def drop(self, device: Any) -> int:
-        """Give back the idle workers of ``device``'s kind (their processes' memory is wanted);
-        returns how many."""
-        return self._drop(_spare_key(device))
-
-    def _drop(self, key: str) -> int:
-        with self.lock:
-            idle = self.idle.pop(key, [])
-        for p in idle:
-            p.discard()
-        return len(idle)
-
-    def watch(self, key: str, gpu_key: str) -> None:
-        """While workers of ``key`` wait idle, a thread gives them back as soon as a piece of work
-        on their GPU needs it to itself (``arena.memory``: it waits until every other
-        evaluation's processes have ended, these too). Without it nothing would: at a run's tail,
-        or beside a lone ``arena eval``, no evaluation starts whose wait gives them back."""
-        with self.lock:
-            if key in self._watching:
-                return
-            self._watching.add(key)
-        threading.Thread(target=self._watch, args=(key, gpu_key), daemon=True).start()
-
-    def _watch(self, key: str, gpu_key: str) -> None:
-        from arena.memory import MemoryAccount, open_account
-
-        fd = open_account(gpu_key)
-        try:
-            acct = MemoryAccount(fd, 0)
-            while True:
-                with self.lock:
-                    if not self.idle.get(key):
-                        self._watching.discard(key)
-                        return
-                if acct.blocking() is not None:
-                    self._drop(key)
-                time.sleep(self.WATCH_S)
-        finally:
-            os.close(fd)
 
     def release(self, key: str) -> None:
         with self.lock:

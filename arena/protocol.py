@@ -337,6 +337,17 @@ class CandidateSpec:
 
 @frame
 @dataclass
+class OpenRequest:
+    """Open the device: its context, the profiler's first start, the timer's kernels. Sent as
+    the job arrives (a process started ahead holds no device memory while it waits), before
+    the setup, so this process opens its device while the trusted one opens its own."""
+
+    type: ClassVar[str] = "open"
+    kernel_cache: str = ""       # where the timer's own kernels are compiled (arena.timing.timer.preload)
+
+
+@frame
+@dataclass
 class SetupRequest:
     """Everything before the candidate's code runs: the environment, the filesystem sandbox,
     the timer, the seal, the audit hook. Its failure is the harness's."""
@@ -420,7 +431,7 @@ class QuitRequest:
     type: ClassVar[str] = "quit"
 
 
-REQUESTS = (SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
+REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
             KernelsRequest, QuitRequest)
 
 

@@ -33,10 +33,14 @@ from arena.correctness import GateFailure, check_config, task_failure
 from arena.memory import MemoryAccount, capacity_of
 from arena.processes import CandidatePeer
 from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
-                            LoadedFrame, LockFrame, PerformanceFrame, PerformanceResult, SandboxFrame, SetupRequest,
+                            LoadedFrame, LockFrame, OpenRequest, PerformanceFrame, PerformanceResult, SandboxFrame,
+                            SetupRequest,
                             SplitDoneFrame, StageFrame, encode)
 from arena.records import Status
 from arena.sides import Side
+
+OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
+
 
 class Evaluation:
     def __init__(self, job: dict[str, Any], send: Callable[[Any], None], peer: CandidatePeer,
@@ -500,8 +504,8 @@ def compiled_side(ev: Evaluation) -> Side:
 
 def preload_imports(mode: str) -> None:
     """The imports every process of an evaluation needs (torch, Triton, the harness's modules;
-    on a GPU also what the profiler's first start imports, torch's compiler stack: 3 s of one
-    core), done once in this process before its candidate's and baseline's processes are
+    on a GPU also what the profiler's first start imports, torch's compiler stack: 5.6 s of one
+    core on an H100's host), done once in this process before its candidate's and baseline's processes are
     forked from it. Nothing here opens a device context or reads the job."""
     import torch
 
@@ -518,16 +522,16 @@ def preload_imports(mode: str) -> None:
     del torch
 
 
-def preload_device() -> None:
-    """This process's device context and the compiles of the timer's own kernels, done while
-    it waits for its job. Not the profiler: its first start (CUPTI) is for the processes that
-    make timed calls, and for this one only when it times a side itself (Evaluation.load)."""
+def preload_device(kernel_cache: str) -> None:
+    """This process's device context and the timer's own kernels, as the job arrives. Not the
+    profiler: its first start (CUPTI) is for the processes that make timed calls, and for this
+    one only when it times a side itself (Evaluation.load)."""
     import torch
 
     from arena.timing.timer import preload as timer_preload
 
     torch.cuda.init()
-    timer_preload(profiler=False)
+    timer_preload(profiler=False, kernel_cache=kernel_cache)
 
 
 def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
@@ -541,24 +545,15 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
-    if mode == "gpu" and len(argv) > 3:
-        # its processes are in the GPU's memory account from their start, a worker started ahead too
-        from arena.memory import MemoryAccount
-
-        MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
     try:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
     # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
-    # this one now: everything imported once, no device context yet (none can be forked); each opens its
-    # own. The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
+    # this one now: everything imported once, no device context (none can be forked). While the worker
+    # waits for its job (started ahead: arena.processes.Spares) none of its processes holds device memory.
+    # The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
     peers = [_peer(mode, "c", fork=True), *([_peer(mode, "b", fork=True)] if mode == "gpu" else [])]
-    if mode == "gpu":
-        try:
-            preload_device()
-        except BaseException:  # noqa: BLE001 - as above
-            pass
     job = read_frame(in_fd)
     os.close(in_fd)
     if job is None:
@@ -567,9 +562,24 @@ def main(argv: list[str]) -> int:
         return 2
     os.environ.update(job.get("env") or {})     # this job's caches (read when first used; the baseline's process too)
     send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
+    opening: list[tuple[CandidatePeer, int]] = []
+    if mode == "gpu":
+        if len(argv) > 3:
+            # from now on its processes are in the GPU's memory account: they open their device contexts
+            from arena.memory import MemoryAccount
+
+            MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
+        kernels = str(job.get("kernel_cache") or "")
+        opening = [(p, p.start(OpenRequest(kernel_cache=kernels))) for p in peers]   # they open theirs meanwhile
+        try:
+            preload_device(kernels)
+        except BaseException:  # noqa: BLE001 - as above
+            pass
     if len(peers) == 1 and job.get("timing") and job.get("baseline"):
         peers.append(_peer(mode, "b"))
     try:
+        for p, nonce in opening:
+            p.finish(nonce, time.monotonic() + OPEN_S)
         ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 else None)
         ev.run()
         send(encode(DoneFrame()))

@@ -5,6 +5,7 @@ account file, as the evaluations on one GPU do."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -196,7 +197,7 @@ def test_a_piece_too_large_beside_other_evaluations_processes_drains_the_gpu_of_
     """A piece that cannot fit beside the processes that stand on the GPU (another evaluation's,
     with no work held) waits for them to end instead of running out of memory beside them, and
     while it waits or runs no new evaluation starts (``wait_to_start``: a parent's worker threads
-    and the workers it keeps started ahead wait); then they do."""
+    wait); then they do."""
     cap = 4 * PROCESS_BYTES
     other = hold(KEY, cap, 0, stand=2)                   # another evaluation: its 3 processes, no work
     acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
@@ -212,11 +213,10 @@ def test_a_piece_too_large_beside_other_evaluations_processes_drains_the_gpu_of_
 
     t = threading.Thread(target=work)
     t.start()
-    told = []
     try:
         assert not entered.wait(0.5)
-        start_done, waited = _started(lambda: wait_to_start(KEY, told.append, poll_s=0.01, n_processes=1))
-        assert not start_done.wait(0.3) and "waits for the GPU to itself" in told[0]
+        start_done, waited = _started(lambda: wait_to_start(KEY, poll_s=0.01, n_processes=1))
+        assert not start_done.wait(0.3) and "waits for the GPU to itself" in (acct.blocking() or "")
         release(other)                                   # the other evaluation ends: its processes' memory goes
         assert entered.wait(30) and acct.waits == 1
         assert not start_done.wait(0.3)                   # 1 + 2.5 held: a new one's process would not fit
@@ -266,44 +266,40 @@ def test_two_evaluations_that_each_need_the_gpu_to_themselves_go_one_after_the_o
     assert acct.held() == 0
 
 
-def test_workers_started_ahead_are_given_back_when_a_piece_needs_the_gpu_to_itself(tmp_path):
-    """A parent's idle workers stand in the account too; when a piece of work needs the GPU to
-    itself, a thread of the parent gives them back, though no evaluation starts (the tail of a
-    run, a lone ``arena eval``): the piece would otherwise wait for them for ever."""
-    import subprocess
+def test_a_worker_started_ahead_takes_its_place_in_the_account_only_when_its_job_arrives(lock_dir):
+    """While a worker waits for its job its processes have imported everything but opened no
+    device context: the account holds nothing of it (an idle worker is no reason for work to
+    wait). Its job's arrival makes it stand, for its three processes, before they open their
+    contexts."""
+    from arena.channel import signed_reader, write_frame
+    from arena.processes import spawn_worker
 
-    from arena.processes import Spares, Worker
+    class Device:               # a GPU's kind, as far as starting a worker goes
+        gpu_key, runs_kernels, visible_devices, kind = KEY, True, {}, "cuda"
 
-    cap = 4 * PROCESS_BYTES
-    spares = Spares()
-    spares.WATCH_S = 0.02
-    idle = subprocess.Popen(["sleep", "120"], start_new_session=True)   # an idle worker's process
-    (tmp_path / "w").mkdir()
-    r, w = os.pipe()
-    spares.idle["kind"] = [Worker(idle, w, r, tmp_path / "w", (), 0.0)]
-    spares.watch("kind", KEY)
-    spares.watch("kind", KEY)                            # one thread a kind
-    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
-    acct.stand(1)
+    acct = MemoryAccount(open_account(KEY), 4 * PROCESS_BYTES)
+    worker = spawn_worker(Device())
     try:
-        assert idle.poll() is None and spares.idle["kind"]
-        other = hold(KEY, cap, 0, stand=2)               # standing beside it: 2 + 1 + 2.5 > 4, a drain
-        entered = threading.Event()
-
-        def work():
-            with acct.reserve(int(2.5 * PROCESS_BYTES), "a large config"):
-                entered.set()
-
-        t = threading.Thread(target=work)
-        t.start()
-        assert idle.wait(30) is not None                 # given back while the piece waits
-        assert spares.idle.get("kind", []) == [] and not (tmp_path / "w").exists()
-        release(other)
-        assert entered.wait(30)
-        t.join(30)
+        deadline = time.monotonic() + 120
+        while len(_children(worker.proc.pid)) < 2:      # its candidate's and baseline's processes, forked
+            assert worker.proc.poll() is None and time.monotonic() < deadline, "the worker did not fork its two"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert acct.held() == 0 and acct.standing() == 0
+        write_frame(worker.job_w, {"key": "00" * 32, "env": {}})      # no GPU here: the job then fails
+        frame = signed_reader(worker.res_r, bytes(32))()
+        assert frame is not None and frame["type"] == "failure"       # its failure, once it stood
+        raw = json.loads((lock_dir / f"{KEY}.memory").read_text() or "{}")    # as written, dead or alive
+        assert raw[f"{worker.proc.pid}:standing"]["bytes"] == 3 * PROCESS_BYTES
     finally:
-        idle.kill()
-    deadline = time.monotonic() + 10
-    while spares._watching and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not spares._watching                          # the thread ends with its idle workers
+        worker.discard()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    except OSError:
+        return []
+
+

@@ -219,9 +219,6 @@ def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     assert not spare.cwd.exists()
     (successor,) = ev.SPARES.idle[key]
     assert successor.proc.pid != spare.proc.pid
-    # given back when a piece of work needs the GPU to itself (arena.memory.wait_to_start)
-    assert ev.SPARES.drop(cpu) == 1 and successor.proc.wait(timeout=30) is not None
-    assert ev.SPARES.idle.get(key, []) == [] and not successor.cwd.exists()
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")
     assert ev._spare_key(cpu) == key           # handed over with the job
     monkeypatch.setenv("SOME_SETTING", "changed")
