@@ -21,9 +21,10 @@ correct for every shape.
   of BLOCK_K (EVEN_K).
 - When k is not a multiple of 16, rows of a and b do not start on 16-byte boundaries and
   every tile load falls back to narrow accesses; then both are first copied into buffers
-  whose rows are zero-padded to a multiple of BLOCK_K ((m + n) * k_pad * 2 more bytes
-  moved, small next to the product). This is the one allocation per call, and the reason
-  for it.
+  whose rows are zero-padded to a multiple of BLOCK_K, by a kernel of this file
+  (``_repack_rows``, one read and one write: (m + n) * k_pad * 2 more bytes; torch's copy
+  and fill would be copies and fills, not this solution's work). This is the one
+  allocation per call, and the reason for it.
 """
 
 import torch
@@ -98,10 +99,22 @@ def _config(m, n, device):
     return cfg
 
 
+@triton.jit
+def _repack_rows(src_ptr, dst_ptr, rows, cols, cols_pad, BLOCK: tl.constexpr):
+    """Row r of dst (cols_pad long) is row r of src (cols long) and then zeros; a row of dst
+    at or past ``rows`` is all zeros. One program a row: the padding is this kernel's work,
+    one read and one write of each element."""
+    row = tl.program_id(0).to(tl.int64)
+    for c0 in range(0, cols_pad, BLOCK):
+        c = c0 + tl.arange(0, BLOCK)
+        v = tl.load(src_ptr + row * cols + c, mask=(c < cols) & (row < rows), other=0)
+        tl.store(dst_ptr + row * cols_pad + c, v, mask=c < cols_pad)
+
+
 def _padded(t, rows, k, k_pad):
     out = torch.empty((rows, k_pad), dtype=t.dtype, device=t.device)
-    out[:, :k] = t
-    out[:, k:].view(torch.uint8).zero_()     # the fp8 bit pattern 0x00 is +0.0
+    # moved as bytes: the fp8 bit pattern 0x00 is +0.0
+    _repack_rows[(rows,)](t.view(torch.uint8), out.view(torch.uint8), rows, k, k_pad, BLOCK=1024, num_warps=4)
     return out
 
 

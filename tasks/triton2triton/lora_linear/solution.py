@@ -17,8 +17,10 @@ Two launches:
 
 When k is not a multiple of 8, rows of x and w do not start on 16-byte boundaries and the
 tile loads fall back to 2-byte accesses; then x and w are first copied into zero-padded
-buffers whose rows are a multiple of BLOCK_K (the copy moves (m + n) * k * 4 more bytes, a
-few % of the GEMM). Scratch buffers are allocated per call.
+buffers whose rows are a multiple of BLOCK_K, by a kernel of this file (``_repack_rows``, one
+read and one write: (m + n) * k * 4 more bytes; torch's fill and copy would be copies and
+fills, not this solution's work, and take half a skinny call's time). Scratch buffers are
+allocated per call.
 """
 
 import torch
@@ -135,9 +137,21 @@ def _gemm_config(m, n, n_sm):
     return options[-1]
 
 
+@triton.jit
+def _repack_rows(src_ptr, dst_ptr, rows, cols, cols_pad, BLOCK: tl.constexpr):
+    """Row r of dst (cols_pad long) is row r of src (cols long) and then zeros; a row of dst
+    at or past ``rows`` is all zeros. One program a row: the padding is this kernel's work,
+    one read and one write of each element."""
+    row = tl.program_id(0).to(tl.int64)
+    for c0 in range(0, cols_pad, BLOCK):
+        c = c0 + tl.arange(0, BLOCK)
+        v = tl.load(src_ptr + row * cols + c, mask=(c < cols) & (row < rows), other=0)
+        tl.store(dst_ptr + row * cols_pad + c, v, mask=c < cols_pad)
+
+
 def _padded(t, rows, k, k_pad):
-    out = torch.zeros((rows, k_pad), dtype=t.dtype, device=t.device)
-    out[:, :k] = t
+    out = torch.empty((rows, k_pad), dtype=t.dtype, device=t.device)
+    _repack_rows[(rows,)](t, out, rows, k, k_pad, BLOCK=1024, num_warps=4)
     return out
 
 

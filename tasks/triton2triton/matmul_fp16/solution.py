@@ -14,7 +14,9 @@
   no m / n masks; the k mask is compiled out when k is a multiple of BLOCK_K (EVEN_K).
 - Vector loads need rows that start on 16-byte boundaries: k % 8 == 0 for a, n % 8 == 0 for
   b. When that does not hold, a and/or b are first copied into padded buffers (a's rows to a
-  multiple of BLOCK_K with zeros, b's rows to a multiple of 8, b's extra rows zero): at most
+  multiple of BLOCK_K with zeros, b's rows to a multiple of 8, b's extra rows zero), by a
+  kernel of this file (``_repack_rows``: torch's copy and fills would be copies and fills,
+  not this solution's work): at most
   (m * k + k * n) * 4 more bytes moved, against narrow 2-byte loads in every k step
   otherwise. Row lengths and k are handed to the kernel in units of 8 elements, so the
   compiler knows the 16-byte alignment. These copies are the one allocation per call, and
@@ -99,14 +101,22 @@ def _config(m, n, device):
     return cfg
 
 
+@triton.jit
+def _repack_rows(src_ptr, dst_ptr, rows, cols, cols_pad, BLOCK: tl.constexpr):
+    """Row r of dst (cols_pad long) is row r of src (cols long) and then zeros; a row of dst
+    at or past ``rows`` is all zeros. One program a row: the padding is this kernel's work,
+    one read and one write of each element."""
+    row = tl.program_id(0).to(tl.int64)
+    for c0 in range(0, cols_pad, BLOCK):
+        c = c0 + tl.arange(0, BLOCK)
+        v = tl.load(src_ptr + row * cols + c, mask=(c < cols) & (row < rows), other=0)
+        tl.store(dst_ptr + row * cols_pad + c, v, mask=c < cols_pad)
+
+
 def _padded(t, rows, cols, rows_pad, cols_pad):
     """t [rows, cols] copied into a [rows_pad, cols_pad] buffer whose extra entries are zero."""
     out = torch.empty((rows_pad, cols_pad), dtype=t.dtype, device=t.device)
-    out[:rows, :cols] = t
-    if cols_pad > cols:
-        out[:rows, cols:].zero_()
-    if rows_pad > rows:
-        out[rows:, :].zero_()
+    _repack_rows[(rows_pad,)](t, out, rows, cols, cols_pad, BLOCK=1024, num_warps=4)
     return out
 
 
