@@ -1,16 +1,17 @@
 """The processes of an evaluation: how they are started, what they may see, how they talk.
 
 - The parent (``arena.evaluate``) starts a trusted process (``python -m arena.trusted``),
-  ahead of time where it can (``Spares``: torch imported, the GPU's context open while it
-  waits for a job), and reads its signed frames.
+  ahead of time where it can (``Spares``: torch imported while it waits for a job), and
+  reads its signed frames.
 - The trusted process starts its candidate process (``arena.candidate``'s main) ahead of its
   own job: forked from it once torch and the harness are imported and before any device
   context is open, so a worker imports once, not three times (the CPU is what 12 workers
-  starting side by side wait for). The child then opens its own context and starts the
-  profiler. The trusted process talks to it through ``CandidatePeer``: one request, one
-  reply, each under a deadline; the reply is decoded as untrusted (``arena.protocol``). A
-  second process of the same kind runs the task's baseline: both sides of a comparison are
-  called, and timed, by the same code in the same kind of process.
+  starting side by side wait for). The child opens its own context, and starts the
+  profiler, when the job arrives (``OpenRequest``). The trusted process talks to it through
+  ``CandidatePeer``: one request, one reply, each under a deadline; the reply is decoded as
+  untrusted (``arena.protocol``). A second process of the same kind runs the task's
+  baseline: both sides of a comparison are called, and timed, by the same code in the same
+  kind of process.
 
 Both children get the parent's environment without secrets, the harness's package on
 their path, scratch folders of their own, and (the candidate process) a filesystem sandbox
@@ -162,8 +163,9 @@ def _spare_key(device: Any) -> str:
 
 
 def spawn_worker(device: Any) -> Worker:
-    """Start a trusted process: it imports torch and the harness, opens the GPU's context and
-    starts its candidate process while it waits for a job."""
+    """Start a trusted process: while it waits for a job it imports torch and the harness and
+    forks its candidate's process (on a GPU, its baseline's too); they open the GPU's context
+    when the job arrives."""
     workers = cache_root() / "workers"
     workers.mkdir(parents=True, exist_ok=True)
     cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
@@ -195,7 +197,8 @@ class Spares:
     processes have imported everything. A worker started ahead holds no device memory: its
     processes open their device contexts, and take their place in the GPU's memory account,
     when its job arrives (``arena.trusted``). No more wait idle for a kind than jobs of it are
-    running, and no more than ``MAX_IDLE`` in all (the oldest go first): each is three
+    running, none of a kind no job runs in when one of another kind starts (a changed
+    environment), and no more than ``MAX_IDLE`` in all (the oldest go first): each is three
     processes of about a GB of host memory. ``ARENA_SPARE_WORKERS=0`` turns this off (every job
     then starts its own worker)."""
 
@@ -225,6 +228,11 @@ class Spares:
         if got is None:
             got = spawn_worker(device)
         if want:
+            with self.lock:     # workers of an environment no job runs in now are not waited for
+                stale = [p for k, ps in self.idle.items() if k != key and not self.running.get(k) for p in ps]
+                self.idle = {k: ps for k, ps in self.idle.items() if k == key or self.running.get(k)}
+            for p in stale:
+                p.discard()
             spare = spawn_worker(device)
             with self.lock:
                 self.idle.setdefault(key, []).append(spare)

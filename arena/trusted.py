@@ -534,6 +534,18 @@ def preload_device(kernel_cache: str) -> None:
     timer_preload(profiler=False, kernel_cache=kernel_cache)
 
 
+def open_devices(peers: list[CandidatePeer], kernel_cache: str) -> None:
+    """The device of this process and of its peers, opened side by side as the job arrives (a
+    process that cannot answer is the harness's failure: no candidate code has run)."""
+    opening = [(p, p.start(OpenRequest(kernel_cache=kernel_cache))) for p in peers]
+    try:
+        preload_device(kernel_cache)
+    except BaseException:  # noqa: BLE001 - the job then fails where the device is needed, with its message
+        pass
+    for p, nonce in opening:
+        p.finish(nonce, time.monotonic() + OPEN_S)
+
+
 def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
     """A process of the candidate process's kind, in this process's folder ``name``."""
     scratch = Path.cwd() / name
@@ -562,24 +574,16 @@ def main(argv: list[str]) -> int:
         return 2
     os.environ.update(job.get("env") or {})     # this job's caches (read when first used; the baseline's process too)
     send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
-    opening: list[tuple[CandidatePeer, int]] = []
-    if mode == "gpu":
-        if len(argv) > 3:
-            # from now on its processes are in the GPU's memory account: they open their device contexts
-            from arena.memory import MemoryAccount
+    if mode == "gpu" and len(argv) > 3:
+        # from now on its processes are in the GPU's memory account: they open their device contexts
+        from arena.memory import MemoryAccount
 
-            MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
-        kernels = str(job.get("kernel_cache") or "")
-        opening = [(p, p.start(OpenRequest(kernel_cache=kernels))) for p in peers]   # they open theirs meanwhile
-        try:
-            preload_device(kernels)
-        except BaseException:  # noqa: BLE001 - as above
-            pass
+        MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
     if len(peers) == 1 and job.get("timing") and job.get("baseline"):
         peers.append(_peer(mode, "b"))
     try:
-        for p, nonce in opening:
-            p.finish(nonce, time.monotonic() + OPEN_S)
+        if mode == "gpu":
+            open_devices(peers, str(job.get("kernel_cache") or ""))
         ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 else None)
         ev.run()
         send(encode(DoneFrame()))

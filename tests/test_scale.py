@@ -223,6 +223,11 @@ def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     assert ev._spare_key(cpu) == key           # handed over with the job
     monkeypatch.setenv("SOME_SETTING", "changed")
     assert ev._spare_key(cpu) != key           # not a worker started with another environment
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED", v.message
+    # the idle worker of the environment no job runs in any more is given back
+    assert successor.proc.wait(timeout=30) is not None and not successor.cwd.exists()
+    assert list(ev.SPARES.idle) == [ev._spare_key(cpu)]
     assert ev.kill_live_workers() == 0
     assert ev.SPARES.idle == {}
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "0")
