@@ -238,7 +238,8 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     GPU (exclusive lock held) and the timed device spans themselves (every side). Of the lock
     (from each correctness result and each split's ``lock`` frame of its timing): the seconds
     this evaluation held it shared (other evaluations' timed rounds waited meanwhile), its
-    longest shared section, and the seconds let go for host-only work (compiling); where it
+    longest shared section, how many shared sections it entered (``shared_n``: each one a wait
+    behind any writer queued) and the seconds let go for host-only work (compiling); where it
     took the lock exclusive, the number of sections, of tries that found readers inside and
     the seconds its writer waited for them (``writer_wait_s``, part of the lock wait); where it
     waited for room in the GPU's memory account, how often and how long (``memory_waits``,
@@ -258,7 +259,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     def lock_counters(r: Mapping[str, Any]) -> None:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
-        for k in ("exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits"):
+        for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits"):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])
         out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))

@@ -77,6 +77,7 @@ class GpuLock:
         self.shared_s = 0.0      # seconds inside shared sections (writers kept waiting)
         self.longest_shared_s = 0.0
         self.off_gpu_s = 0.0     # seconds let go inside shared sections for host-only work
+        self.shared_n = 0        # shared sections entered (a take-back after host-only work too)
         self.exclusive_n = 0     # exclusive sections taken, and the tries a drain did not finish in time
         self.failed_tries = 0
         self._since = 0.0
@@ -93,6 +94,7 @@ class GpuLock:
         fcntl.flock(self.rw, fcntl.LOCK_SH)
         self._since = time.monotonic()
         self.waited_s += self._since - t0
+        self.shared_n += 1
 
     def _leave_shared(self) -> None:
         fcntl.flock(self.rw, fcntl.LOCK_UN)

@@ -383,7 +383,8 @@ class Evaluation:
         account, or their growth since an earlier reading."""
         lk = self.gpu_lock
         now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
-               "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries, "writer_wait_s": lk.writer_waited_s,
+               "shared_n": lk.shared_n, "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries,
+               "writer_wait_s": lk.writer_waited_s,
                "alone_s": lk.alone_s, "memory_wait_s": self.memory.waited_s, "memory_waits": self.memory.waits}
         if since is None:
             lk.longest_shared_s = 0.0

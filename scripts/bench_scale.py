@@ -235,6 +235,10 @@ def from_records(paths: list[str]) -> None:
         print(f"  exclusive sections: {n_ex:.0f} ({n_ex / len(phases):.1f} per evaluation), tries that found "
               f"readers inside: {tries:.0f}; of the lock wait, {w_wait:.1f} s as a writer (readers draining), "
               f"{total['lock_wait_s'] - w_wait:.1f} s as a reader (behind writers)")
+        n_sh = sum(p.get("shared_n", 0.0) for p in phases.values())
+        if n_sh:
+            print(f"  shared sections: {n_sh:.0f} ({n_sh / len(phases):.1f} per evaluation), the wait as a reader "
+                  f"{1000 * (total['lock_wait_s'] - w_wait) / n_sh:.1f} ms a section on average")
         longest = sorted(((p.get("longest_shared_s", 0.0), k[1]) for k, p in phases.items()), reverse=True)
         print("  longest shared sections: " + ", ".join(f"{t} {s:.2f} s" for s, t in longest[:6]))
     from datetime import datetime

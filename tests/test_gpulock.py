@@ -210,7 +210,7 @@ def test_phase_times_from_frame_arrivals():
         (3.0, StageFrame(stage="correctness", config="a")),
         (4.5, CorrectnessFrame(split="", config="a", result=CorrectnessResult(
             status=Status.PASSED, lock={"lock_wait_s": 0.5, "shared_s": 0.5, "longest_shared_s": 0.25,
-                                        "off_gpu_s": 0.125}))),
+                                        "off_gpu_s": 0.125, "shared_n": 3}))),
         (4.5, StageFrame(stage="performance", config="a")),
         (5.0, StageFrame(stage="performance", config="b")),     # a split's configs timed together
         (7.5, LockFrame(split="", stats={"lock_wait_s": 1.0, "shared_s": 0.25, "longest_shared_s": 0.125,
@@ -225,7 +225,8 @@ def test_phase_times_from_frame_arrivals():
                                    "lock_wait_s": 1.625, "worker_s": 8.0, "warm_s": 0.5, "profiler_s": 0.25,
                                    "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
                                    "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
-                                   "exclusive_n": 1.0, "load_reference_s": 0.25, "load_timer_s": 0.5}
+                                   "shared_n": 3.0, "exclusive_n": 1.0, "load_reference_s": 0.25,
+                                   "load_timer_s": 0.5}
 
 
 def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
@@ -267,6 +268,7 @@ def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
     tw.join(60)
     assert order == ["r in", "w in", "w out", "r back"]
     assert reader.off_gpu_s > 0 and reader.waited_s >= 0.09
+    assert reader.shared_n == 2 and writer.shared_n == 0     # entered, and taken back after the compile
 
 
 def test_a_shared_section_inside_an_exclusive_one_is_part_of_it():
