@@ -47,16 +47,16 @@ def test_the_dispatcher_and_flags_the_candidate_changes_do_not_reach_the_referen
 
 def test_a_runtime_class_patched_by_the_candidate_leaves_the_baselines_time_alone(cpu, tmp_path):
     """The candidate patches the class that launches every Triton kernel so that each launch but
-    its own sleeps 50 ms: in a shared process the baseline's time would grow by that much and
+    its own sleeps 250 ms: in a shared process the baseline's time would grow by that much and
     the candidate would read several times faster. Timed on the host's clock (the cpu backend,
-    where the baseline takes ~20 ms), it reads no faster than the baseline it copies."""
+    where the baseline takes ~20 ms), it reads about as fast as the baseline it copies."""
     path = tmp_path / "kernel.py"
     path.write_text(KERNEL.replace("_axpy_kernel", "_axpy_copy") +
                     "\nimport time\nfrom triton.runtime.interpreter import InterpretedFunction\n"
                     "_run = InterpretedFunction.run\n"
                     "def _slow(self, *args, **kwargs):\n"
                     "    if 'axpy_copy' not in repr(self.fn):\n"
-                    "        time.sleep(0.05)\n"
+                    "        time.sleep(0.25)\n"
                     "    return _run(self, *args, **kwargs)\n"
                     "InterpretedFunction.run = _slow\n")
     task = load_task(AXPY)
@@ -64,9 +64,10 @@ def test_a_runtime_class_patched_by_the_candidate_leaves_the_baselines_time_alon
     (v,) = evaluate(task, Candidate(task, path), configs, cpu, timing=True,
                     timing_params={"host_clock": True, "min_pairs": 6, "max_pairs": 24, "cap_s": 3.0})
     assert v.status is Status.PASSED, v.message
-    # the same kernel on both sides: ~1x, however busy the machine (the sides are interleaved); the
-    # patch reaching the baseline would read >= 3.5x (50 ms added to a ~20 ms call)
-    assert v.speedup is not None and v.speedup < 1.5, v.speedup
+    # the same kernel on both sides: ~1x (the sides are interleaved), though a machine busy with other
+    # tests has read 1.72x once; the patch reaching the baseline would read >= 6x even with the call
+    # twice as slow (250 ms added to a ~20-40 ms call)
+    assert v.speedup is not None and v.speedup < 2.5, v.speedup
 
 
 PROBE = """
