@@ -29,10 +29,9 @@ from typing import Any, Callable
 
 from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
-                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, OpenRequest, ReadyReply,
-                            MapRequest, QuitRequest, ReleaseRequest, REQUESTS, SampledReply, SampleRequest, SessionReply,
-                            SetupFailReply,
-                            SetupRequest,
+                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
+                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, SampledReply, SampleRequest,
+                            SessionReply, SetupFailReply, SetupRequest,
                             StepSample, decode, encode)
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
