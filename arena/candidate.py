@@ -77,7 +77,6 @@ class CandidateProcess:
         try:
             from arena.timing.timer import preload as timer_preload
 
-            self.torch.cuda.init()
             timer_preload(kernel_cache=kernel_cache)
         except BaseException:  # noqa: BLE001
             pass

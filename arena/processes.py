@@ -481,10 +481,10 @@ class _Forked:
 
 def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str]) -> _Forked:
     """The candidate process as a fork of this one (no device context here yet, torch already
-    imported, so the child starts in milliseconds instead of importing everything again). The child keeps only its own descriptors (not this process's job and
-    result pipes, nor the GPU's lock), its own folder, environment and log, and runs
-    ``arena.candidate``'s main; it is forked before this process reads its job, so it holds
-    nothing of the task."""
+    imported, so the child starts in milliseconds instead of importing everything again). The
+    child keeps only its own descriptors (not this process's job and result pipes, nor the
+    GPU's lock), its own folder, environment and log, and runs ``arena.candidate``'s main; it
+    is forked before this process reads its job, so it holds nothing of the task."""
     log = os.open(cwd / "candidate.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     pid = os.fork()
     if pid:

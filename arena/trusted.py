@@ -506,8 +506,8 @@ def compiled_side(ev: Evaluation) -> Side:
 def preload_imports(mode: str) -> None:
     """The imports every process of an evaluation needs (torch, Triton, the harness's modules;
     on a GPU also what the profiler's first start imports, torch's compiler stack: 5.6 s of one
-    core on an H100's host), done once in this process before its candidate's and baseline's processes are
-    forked from it. Nothing here opens a device context or reads the job."""
+    core on an H100's host), done once in this process before its candidate's and baseline's
+    processes are forked from it. Nothing here opens a device context or reads the job."""
     import torch
 
     if mode == "gpu":
@@ -523,24 +523,16 @@ def preload_imports(mode: str) -> None:
     del torch
 
 
-def preload_device(kernel_cache: str) -> None:
-    """This process's device context and the timer's own kernels, as the job arrives. Not the
-    profiler: its first start (CUPTI) is for the processes that make timed calls, and for this
-    one only when it times a side itself (Evaluation.load)."""
-    import torch
-
-    from arena.timing.timer import preload as timer_preload
-
-    torch.cuda.init()
-    timer_preload(profiler=False, kernel_cache=kernel_cache)
-
-
 def open_devices(peers: list[CandidatePeer], kernel_cache: str) -> None:
     """The device of this process and of its peers, opened side by side as the job arrives (a
     process that cannot answer is the harness's failure: no candidate code has run)."""
+    from arena.timing.timer import preload as timer_preload
+
     opening = [(p, p.start(OpenRequest(kernel_cache=kernel_cache))) for p in peers]
     try:
-        preload_device(kernel_cache)
+        # not the profiler: its first start is for the processes that make timed calls, and for this one
+        # only when it times a side itself (Evaluation.load)
+        timer_preload(profiler=False, kernel_cache=kernel_cache)
     except BaseException:  # noqa: BLE001 - the job then fails where the device is needed, with its message
         pass
     for p, nonce in opening:

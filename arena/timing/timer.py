@@ -106,7 +106,8 @@ def preload(profiler: bool = True, kernel_cache: str = "") -> None:
     our flush and marker kernels, for the argument kinds DeviceTimer calls them with (0.6 s of
     one core each). ``kernel_cache``: a Triton cache for these two kernels only, shared by
     every worker of the harness (hidden from candidates by their sandbox), so a process finds
-    them compiled. No kernel runs."""
+    them compiled. Opens the device's context first. No kernel runs."""
+    torch.cuda.init()
     if profiler:
         from torch.profiler import ProfilerActivity, profile
 
