@@ -42,6 +42,7 @@ class CandidateHandle:
         self.peer = peer
         self.trusted = trusted
         self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
+        self.served_us = 0.0     # the host time of the timed steps there, in all (the rest of a round trip: the channel)
 
     def _notice(self, notice: CompilingNotice) -> None:
         if notice.on:
@@ -127,6 +128,7 @@ class CandidateHandle:
     def sample(self, call: Any) -> None:
         reply = self.request(SampleRequest(slot=call.slot, copy_out=call.copy_out), SampledReply)
         self.host_us.append(reply.host_us)
+        self.served_us += reply.served_us
 
     def end(self) -> tuple[list, list, float]:
         reply = self.request(EndRequest(), SessionReply)

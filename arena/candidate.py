@@ -310,6 +310,7 @@ class CandidateProcess:
         """One timed call in the open session."""
         if self.session is None:
             raise RuntimeError("a sample outside a session")
+        t_in = time.perf_counter()
         self.threads.before()
         spent = [0.0]
 
@@ -324,7 +325,7 @@ class CandidateProcess:
             if threads:
                 raise _Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
                                                            f"{', '.join(threads[:8])}")
-        return SampledReply(host_us=round(spent[0] * 1e6, 3))
+        return SampledReply(host_us=round(spent[0] * 1e6, 3), served_us=round((time.perf_counter() - t_in) * 1e6, 3))
 
     def end(self) -> Any:
         session, self.session = self.session, None

@@ -243,7 +243,9 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     took the lock exclusive, the number of sections, of tries that found readers inside and
     the seconds its writer waited for them (``writer_wait_s``, part of the lock wait); where it
     waited for room in the GPU's memory account, how often and how long (``memory_waits``,
-    ``memory_wait_s``: outside the lock). Inside
+    ``memory_wait_s``: outside the lock); inside the exclusive sections, the host's seconds by
+    part (``alone_<part>_s``: arena.timing.timer's parts, and ``served``, the remote steps'
+    own time in their processes, the rest of those steps being the channel). Inside
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
     timer, profiler, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
@@ -259,7 +261,8 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     def lock_counters(r: Mapping[str, Any]) -> None:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
-        for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits"):
+        for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits",
+                  *(k for k in r if re.fullmatch(r"alone_[a-z]{1,12}_s", k))):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])
         out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))

@@ -496,10 +496,12 @@ class CalledReply:
 @frame
 @dataclass
 class SampledReply:
-    """A timed call made: its host time (the call alone, microseconds), as that process saw it."""
+    """A timed call made: its host time (the call alone, microseconds), as that process saw it,
+    and the host time of the whole step there (flush, call, synchronize, markers, checks)."""
 
     type: ClassVar[str] = "sampled"
     host_us: float = 0.0
+    served_us: float = 0.0
 
 
 @dataclass

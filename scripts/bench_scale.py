@@ -220,12 +220,14 @@ def from_records(paths: list[str]) -> None:
         keys = ("build_s", "start_s", "load_s", "correctness_s", "timing_s", "lock_wait_s", "warm_s", "profiler_s",
                 "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s", "shared_s", "off_gpu_s")
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("load_") and k != "load_s"}))
+        keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("alone_") and k != "alone_s"}))
         total = {k: sum(p.get(k, 0.0) for p in phases.values()) for k in keys}
         whole = sum(evals[k] for k in phases)
         print(f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
               f"is inside load, correctness and timing; warm, profiler, refresh and timed_gpu inside timing; shared: "
               f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
-              f"load):")
+              f"load; alone_*: inside alone, the host's time by part, served the remote steps' time in their "
+              f"processes, inside step):")
         for k in keys:
             print(f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
                   f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")

@@ -177,7 +177,8 @@ def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
     result = {}
 
     def run():
-        result["v"] = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], device)
+        result["v"] = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], device, timing=True,
+                               timing_params={"host_clock": True, "min_pairs": 3, "max_pairs": 3})
 
     hold = 0.5
     files = [lock_dir() / f"cuda-GPU-stand-in.{part}" for part in ("turnstile", "rw")]
@@ -198,6 +199,11 @@ def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
     assert v.phases["lock_wait_s"] >= hold - 0.01
     assert v.phases["worker_s"] >= v.phases["lock_wait_s"]
     assert v.phases["start_s"] > 0 and v.phases["worker_s"] >= v.phases["start_s"]
+    # the host's time inside its own timed sections, by part: within the time it held the lock alone,
+    # and the candidate's steps' own time in its process within their round trips
+    parts = sum(v.phases.get(f"alone_{p}_s", 0.0) for p in ("prepare", "sync", "step", "after", "rounds"))
+    assert 0.0 < parts <= v.phases["alone_s"] + 0.01
+    assert 0.0 < v.phases["alone_served_s"] <= v.phases["alone_step_s"]
 
 
 def test_phase_times_from_frame_arrivals():
@@ -214,7 +220,8 @@ def test_phase_times_from_frame_arrivals():
         (4.5, StageFrame(stage="performance", config="a")),
         (5.0, StageFrame(stage="performance", config="b")),     # a split's configs timed together
         (7.5, LockFrame(split="", stats={"lock_wait_s": 1.0, "shared_s": 0.25, "longest_shared_s": 0.125,
-                                         "alone_s": 0.5, "exclusive_n": 1})),
+                                         "alone_s": 0.5, "exclusive_n": 1, "alone_step_s": 0.25,
+                                         "alone_served_s": 0.125, "alone_../x_s": 9.0})),
         (7.5, PerformanceFrame(split="", config="a", result=PerformanceResult(
             status=Status.PASSED, warm_s=0.5, profiler_s=0.25, refresh_s=0.75,
             spans_us={"baseline": [1e5, 2e5], "candidate": [3e5]}))),
@@ -226,7 +233,7 @@ def test_phase_times_from_frame_arrivals():
                                    "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
                                    "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
                                    "shared_n": 3.0, "exclusive_n": 1.0, "load_reference_s": 0.25,
-                                   "load_timer_s": 0.5}
+                                   "load_timer_s": 0.5, "alone_step_s": 0.25, "alone_served_s": 0.125}
 
 
 def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():

@@ -184,6 +184,13 @@ class Session:
         return out, warnings
 
 
+def _alone_parts() -> dict[str, float]:
+    """Host seconds inside timed sections, by what they went to: a step's ``prepare`` (new
+    inputs, poisoned outputs), the ``sync`` after it, the ``step`` itself (a remote one: the
+    round trip to its process), its ``after``, and the ``rounds``' own work between steps."""
+    return {"prepare": 0.0, "sync": 0.0, "step": 0.0, "after": 0.0, "rounds": 0.0}
+
+
 class DeviceTimer:
     """Owns the flush buffer and the markers for one device."""
 
@@ -195,6 +202,7 @@ class DeviceTimer:
         self._flush_grid = (triton.cdiv(self._n, _FLUSH_BLOCK),)
         self._tick = 0
         self.profiler_s = 0.0
+        self.alone_parts = _alone_parts()
 
     def flush(self) -> None:
         if self.flush_buf is None:
@@ -276,10 +284,17 @@ class DeviceTimer:
                 local_session.open()
             try:
                 with alone():
+                    parts = self.alone_parts
+                    clock = time.perf_counter
+                    t = clock()
                     for steps in rounds:
+                        t0 = clock()
+                        parts["rounds"] += t0 - t      # the rounds' own work (new sets, kept ones)
                         for side, prepare, call, after in steps:
                             prepare()
+                            t1 = clock()
                             self.synchronize()   # our fills and checks are done before the flush starts
+                            t2 = clock()
                             if isinstance(call, RemoteCall):
                                 if not any(call.remote is r for r in begun):
                                     raise RuntimeError("a remote step whose remote has no session open")
@@ -290,8 +305,16 @@ class DeviceTimer:
                                     raise RuntimeError("a local step in a session with none here")
                                 local_session.step(call)
                                 where.append((side, 0))
+                            t3 = clock()
                             after()
+                            t = clock()
+                            parts["prepare"] += t1 - t0
+                            parts["sync"] += t2 - t1
+                            parts["step"] += t3 - t2
+                            parts["after"] += t - t3
+                            t0 = t
                     self.synchronize()
+                    parts["rounds"] += clock() - t
             finally:
                 if local_session is not None:
                     out, warn = local_session.close()
@@ -331,6 +354,7 @@ class HostTimer(DeviceTimer):
 
     def __init__(self) -> None:
         self.profiler_s = 0.0
+        self.alone_parts = _alone_parts()
 
     def flush(self) -> None:
         pass
