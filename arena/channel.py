@@ -80,6 +80,19 @@ def _write_all(fd: int, buf: bytes) -> None:
         buf = buf[n:]
 
 
+def take_frame(buf: bytearray) -> bytes | None:
+    """The body of the first whole frame in ``buf`` (bytes read so far from a channel that is
+    not blocking), taken out of it; None while it holds no whole frame."""
+    if len(buf) < 4:
+        return None
+    (n,) = struct.unpack_from("<I", buf)
+    if len(buf) < 4 + n:
+        return None
+    body = bytes(buf[4:4 + n])
+    del buf[:4 + n]
+    return body
+
+
 def _read_body(fd: int) -> bytes | None:
     head = _read_exact(fd, 4)
     if head is None:

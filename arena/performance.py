@@ -214,8 +214,10 @@ def _run_rounds(ev: "Evaluation", timings: list["ConfigTiming"], budget: float) 
         checked now, inside the section (ending it instead would cost a drain of the other
         evaluations' work, far more than the checks)."""
         if sum(c.kept_bytes() for c in timings) + ct.kept_per_round() > budget / 2:
+            t0 = time.perf_counter()
             for c in timings:
                 c.verify_kept()
+            ev.timer.alone_parts["checks"] += time.perf_counter() - t0
 
     for ct in timings:
         ct.room = room
@@ -460,7 +462,8 @@ class ConfigTiming:
         from arena.timing.timer import Timed
 
         self.rule = {"min_pairs": int(tp.get("min_pairs", 10)), "max_pairs": int(tp.get("max_pairs", 400)),
-                     "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0))}
+                     "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0)),
+                     "paired_with": "candidate", "side_rse": float(tp.get("side_rse", 0.03))}
         self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=self.fill, retire=self.retire,
                            split=self.split_host_bound)
         self.plain = None

@@ -23,10 +23,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import queue
 import re
 import secrets
 import shutil
+import select
 import signal
 import subprocess
 import sys
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from arena.channel import read_frame, write_frame
+from arena.channel import take_frame, write_frame
 from arena.protocol import CANDIDATE_REPLIES, CompilingNotice, ProtocolError, decode, encode
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -319,21 +319,48 @@ class CandidatePeer:
                     stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
         for fd in (req_r, rep_w, notice_w):
             os.close(fd)
-        os.set_blocking(self.notice_r, False)
-        self.q: queue.Queue = queue.Queue()
-        self.gone: CandidateGone | None = None
-        threading.Thread(target=self._read, daemon=True).start()
+        self._channel()
 
-    def _read(self) -> None:
+    def _channel(self) -> None:
+        """Replies are read in the thread that waits for them, without blocking (a partial frame
+        the candidate wrote cannot hold the deadline up). No reader thread: one wake-up a reply
+        fewer, and the process stays one a later peer can be forked from (``_forkable``)."""
+        os.set_blocking(self.notice_r, False)
+        os.set_blocking(self.rep_r, False)
+        self._buf = bytearray()
+        self._eof = False
+        self._poll = select.poll()
+        self._poll.register(self.rep_r, select.POLLIN)
+        self.gone: CandidateGone | None = None
+
+    def _next(self, timeout: float | None) -> tuple[str, Any] | None:
+        """The next frame on the reply channel: ("frame", the decoded frame, or None at its end),
+        ("garbled", why), or None if none came within ``timeout`` seconds."""
+        end = None if timeout is None else time.monotonic() + timeout
         while True:
+            body = take_frame(self._buf)
+            if body is not None:
+                try:
+                    return "frame", json.loads(body)
+                except ValueError as exc:
+                    return "garbled", str(exc)
+            if self._eof:
+                return "frame", None
+            wait = None if end is None else end - time.monotonic()
+            if wait is not None and wait <= 0:
+                return None
+            if not self._poll.poll(None if wait is None else max(1, int(wait * 1000) + 1)):
+                continue
             try:
-                raw = read_frame(self.rep_r)
-            except Exception as exc:  # noqa: BLE001 - a garbled channel ends it
-                self.q.put(("garbled", str(exc)))
-                return
-            self.q.put(("frame", raw))
-            if raw is None:
-                return
+                data = os.read(self.rep_r, 1 << 20)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if data:
+                self._buf += data
+            else:
+                self._eof = True
 
     def request(self, frame: Any, deadline: float | None = None,
                 on_notice: Callable[[CompilingNotice], None] | None = None) -> Any:
@@ -358,10 +385,10 @@ class CandidatePeer:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 self._end("timeout", "")
-            try:
-                kind, raw = self.q.get(timeout=None if left is None else max(left, 0.001))
-            except queue.Empty:
+            got = self._next(left)
+            if got is None:
                 continue
+            kind, raw = got
             if kind == "garbled":
                 self._end("protocol", f"a garbled frame on the candidate's channel: {raw}")
             if raw is None:

@@ -72,3 +72,114 @@ def test_a_candidate_process_frame_of_another_direction_is_refused():
     with pytest.raises(ProtocolError, match="not JSON"):
         loads(b"{not json", CANDIDATE_REPLIES)
     assert decode(json.loads(json.dumps(frame)), REPORTS).result.status is Status.PASSED
+
+
+class _Channel:
+    """A CandidatePeer whose process is a stand-in (``sleep``) and whose reply pipe the test
+    writes, as a candidate's code could."""
+
+    def __init__(self, tmp_path):
+        import os
+        import subprocess
+
+        from arena.processes import CandidatePeer
+
+        self.peer = peer = CandidatePeer.__new__(CandidatePeer)
+        self.proc = peer.proc = subprocess.Popen(["sleep", "60"])
+        peer.req_w = os.open(os.devnull, os.O_WRONLY)
+        peer.rep_r, self.w = os.pipe()
+        peer.notice_r, self.notice_w = os.pipe()
+        peer.cwd = tmp_path
+        CandidatePeer._channel(peer)
+
+    def write(self, data: bytes) -> None:
+        import os
+
+        os.write(self.w, data)
+
+    def close(self):
+        import os
+
+        self.proc.kill()
+        self.proc.wait()
+        for fd in (self.w, self.notice_w, self.peer.req_w, self.peer.rep_r, self.peer.notice_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _framed(obj) -> bytes:
+    import struct
+
+    body = json.dumps(obj).encode()
+    return struct.pack("<I", len(body)) + body
+
+
+def test_a_reply_is_read_whole_however_it_arrives_and_a_partial_one_cannot_hold_the_deadline_up(tmp_path):
+    """The trusted process reads its candidate's replies without blocking: a frame that comes
+    in pieces is put together; one the candidate leaves half-written ends at the deadline, as a
+    timeout, and its process is stopped."""
+    import time
+
+    from arena.processes import CandidateGone
+    from arena.protocol import AckReply, encode
+
+    ch = _Channel(tmp_path)
+    try:
+        data = _framed({"nonce": 5, "frame": encode(AckReply())})
+        ch.write(data[:3])
+        assert ch.peer._next(0.05) is None          # not whole yet
+        ch.write(data[3:10])
+        assert ch.peer._next(0.05) is None
+        ch.write(data[10:] + data)                  # the rest, and a second frame in the same read
+        assert ch.peer.finish(5, time.monotonic() + 5) == AckReply()
+        assert ch.peer.finish(5, time.monotonic() + 5) == AckReply()
+        ch.write(data[:-1])                         # half a frame, and then nothing
+        t0 = time.monotonic()
+        with pytest.raises(CandidateGone) as gone:
+            ch.peer.finish(5, time.monotonic() + 0.3)
+        assert gone.value.why == "timeout" and 0.25 < time.monotonic() - t0 < 10
+        assert ch.proc.poll() is not None           # killed
+    finally:
+        ch.close()
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"\x05\x00\x00\x00{nope", "protocol"),                          # not JSON
+    (_framed({"nonce": 6, "frame": {"type": "ack"}}), "protocol"),   # another request's nonce
+    (b"", "died"),                                                   # the channel closed
+])
+def test_a_reply_that_breaks_the_channel_ends_the_candidate(data, why, tmp_path):
+    import os
+    import time
+
+    from arena.processes import CandidateGone
+
+    ch = _Channel(tmp_path)
+    try:
+        if data:
+            ch.write(data)
+        else:
+            os.close(ch.w)
+        with pytest.raises(CandidateGone) as gone:
+            ch.peer.finish(5, time.monotonic() + 5)
+        assert gone.value.why == why
+    finally:
+        ch.close()
+
+
+def test_a_worker_forks_both_of_its_processes(tmp_path):
+    """The candidate's process and the baseline's are both forks of the trusted one: the first
+    one's channel starts no thread that would make the process unsound to fork again."""
+    from arena.processes import CandidatePeer, _Forked, child_env
+    from arena.protocol import AckReply, OpenRequest
+
+    peers = [CandidatePeer("cpu", tmp_path / name, child_env(tmp_path / name, tmp_path / "triton", interpret=True),
+                           fork=True) for name in ("c", "b")]
+    try:
+        assert all(isinstance(p.proc, _Forked) for p in peers)
+        assert all(p.request(OpenRequest(kernel_cache="")) == AckReply() for p in peers)
+    finally:
+        for p in peers:
+            p.close()

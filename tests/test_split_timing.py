@@ -137,6 +137,7 @@ def test_kept_sets_past_their_memory_are_checked_inside_the_section(make):
     assert all(r["n_sets"] == 4 and r["rounds"] == 3 for r in res.values())
     assert ev.gpu_lock.exclusive_n == 1
     assert modes.count("exclusive") == 2 * 4 * 4          # the checks of rounds 1-4 and 5-8, 4 sets each
+    assert timer.alone_parts["checks"] > 0                  # and the record's phases count their time
 
 
 def test_a_candidate_wrong_only_while_timed_fails_its_config(make):

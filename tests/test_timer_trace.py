@@ -151,6 +151,7 @@ class _FakeTimer:
         self.plain_sessions = 0
         self.plain_sides: set[str] = set()
         self.profiler_s = 0.0
+        self.alone_parts = {"checks": 0.0}
         self.rng = random.Random(7)
         self.log: list[str] = []
 
@@ -279,6 +280,7 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
     monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
     timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
     timer.profiler_s = 0.0
+    timer.alone_parts = tm._alone_parts()
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
 
@@ -348,6 +350,7 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
     monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
     timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
     timer.profiler_s = 0.0
+    timer.alone_parts = tm._alone_parts()
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
     remote = Remote()
@@ -375,3 +378,74 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
                   ("cand", lambda: None, tm.RemoteCall(short, 8), lambda: None)]
     with pytest.raises(RuntimeError, match="samples for 2 steps"):
         timer.sample_rounds([steps], remotes=[short])
+
+
+class _SetDependentTimer(_FakeTimer):
+    """Spans that spread as the input sets do (each set's inputs cost ``spread`` more or less
+    work, for every side alike), times the sides' own noise."""
+
+    def __init__(self, spread: float, noise: float, seed: int = 3):
+        super().__init__(noise)
+        self.spread = spread
+        self.set_rng = random.Random(seed)
+        self.cost = 1.0
+
+    def new_set(self):
+        self.cost = 1.0 + self.spread * self.set_rng.uniform(-1, 1)
+
+    def sample_rounds(self, rounds, alone, profiled=True, remotes=(), local=True):
+        out = []
+        with alone():
+            for steps in rounds:
+                for side, prepare, call, after in steps:
+                    prepare()
+                    call()
+                    after()
+                    base = self.bases.get(side, 50_000.0) * self.cost
+                    out.append((side, base * (1 + self.noise * self.rng.uniform(-1, 1)), base, {}))
+        self.sessions += 1
+        return out, []
+
+
+def _set_dependent(spread: float, noise: float, **rule):
+    """Pairs of a baseline and a candidate on the same sets (a new set's cost drawn at the
+    baseline's prepare, which comes first or second by round: the candidate's call on a set
+    is made right before or after the baseline's on it)."""
+    from arena.timing.timer import Timed, time_many
+
+    timer = _SetDependentTimer(spread, noise)
+    seen: set[tuple[int, int]] = set()
+    rnd = [0]
+
+    def prepare(i):
+        if (rnd[0], i) not in seen:           # the set's first call this round: its inputs are made
+            seen.add((rnd[0], i))
+            timer.new_set()
+
+    sides = {name: {"prepare": prepare, "call": lambda i: None, "after": lambda i: None}
+             for name in ("baseline", "candidate")}
+    item = Timed(sides, 8, fill=lambda r: rnd.__setitem__(0, r), **rule)
+    time_many(timer, [item])
+    return item.result
+
+
+def test_sides_whose_time_follows_the_input_set_stop_when_their_ratio_is_known():
+    """A 30% spread from set to set and 0.1% of noise: each side's median needs hundreds of
+    pairs to reach 1%, the ratio of the two is known to it at once; with each side's median to
+    be known to 3%, about a hundred."""
+    from arena.timing import stats
+
+    res = _set_dependent(0.3, 0.001, min_pairs=10, max_pairs=400, paired_with="candidate")
+    n = len(res.spans_us["candidate"])
+    assert 10 <= n < 200
+    assert all(stats.rse_of_median(res.spans_us[s]) < 0.03 for s in ("baseline", "candidate"))
+    assert all(stats.rse_of_median(res.spans_us[s]) >= 0.01 for s in ("baseline", "candidate"))
+    # without the pairing, the same calls run to max_pairs
+    unpaired = _set_dependent(0.3, 0.001, min_pairs=10, max_pairs=400, paired_with=None)
+    assert len(unpaired.spans_us["candidate"]) == 400
+
+
+def test_a_noisy_ratio_does_not_stop_the_pairs_early():
+    """The same spread, and 20% of noise of each side's own: the ratio is not known to 1% either."""
+    res = _set_dependent(0.3, 0.2, min_pairs=10, max_pairs=400, paired_with="candidate")
+    assert len(res.spans_us["candidate"]) == 400
