@@ -208,12 +208,12 @@ def _run_rounds(ev: "Evaluation", timings: list["ConfigTiming"], budget: float) 
 
     torch = ev.torch
 
-    def room(ct: ConfigTiming) -> None:
+    def room(ct: ConfigTiming, round_no: int) -> None:
         """Before a round inside an exclusive section: the sets kept for the checks may take half
         as much memory as a round's sets; if this round's would pass that, the kept ones are
         checked now, inside the section (ending it instead would cost a drain of the other
         evaluations' work, far more than the checks)."""
-        if sum(c.kept_bytes() for c in timings) + ct.kept_per_round() > budget / 2:
+        if sum(c.kept_bytes() for c in timings) + ct.kept_per_round(round_no) > budget / 2:
             t0 = time.perf_counter()
             for c in timings:
                 c.verify_kept()
@@ -287,7 +287,7 @@ def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max
     if ev.compiled is not None:
         side_list.append(("compiled", ev.compiled))
     shared = ev.gpu_lock.shared
-    ct = ConfigTiming(ev, config, n_sets, side_list, int(tp.get("check_sets", 4)))
+    ct = ConfigTiming(ev, config, n_sets, side_list, int(tp.get("check_sets", 4)), int(tp.get("check_sets_after", 1)))
     ct.per_set = _per_set_bytes(ev, config)
     t_warm = time.perf_counter()
     try:
@@ -339,15 +339,17 @@ class ConfigTiming:
     Every call starts from the set's inputs as made: a side's inputs updated in place (inout)
     by its last call on the set (the warm-up calls one set again and again) are made again
     from the set's seed before its next one, outside the timed window.
-    After each round a share of its sets (``check_sets`` of 16) is drawn and kept, the rest let
-    go; after the exclusive section the kept ones are checked against the reference on inputs
+    After each round a share of its sets (``check_sets`` of 16, ``check_sets_after`` after the
+    first timed round) is drawn and kept, the rest let go; after the exclusive section the kept ones are checked against the reference on inputs
     made again from each set's seed (which also shows the inputs were left alone), in shared
     sections: no call could know whether its output would be checked (METHODOLOGY.md). Only
     when the kept sets would take more memory than allowed are they checked inside the
     section."""
 
-    def __init__(self, ev: "Evaluation", config: Any, n_sets: int, side_list: list, check_sets: int):
+    def __init__(self, ev: "Evaluation", config: Any, n_sets: int, side_list: list, check_sets: int,
+                 check_sets_after: int = 1):
         self.ev, self.config, self.n_sets, self.check_sets = ev, config, n_sets, check_sets
+        self.check_sets_after = check_sets_after
         self.slots_of: dict[str, list[SharedSet]] = {}   # the candidate's and the baseline's buffers, per set
         self.private_ins: list[list] = []           # the same inputs for this process's own sides, per set
         self.outs: dict[str, list[list]] = {}       # this process's own sides' outputs, per set
@@ -361,7 +363,7 @@ class ConfigTiming:
         self.timed = None
         self.plain = None          # the trusted host-bound sides' item, timed without the profiler
         self.per_set = 0
-        self.room: Callable[[ConfigTiming], None] | None = None   # makes room for a round's kept sets
+        self.room: Callable[[ConfigTiming, int], None] | None = None   # makes room for a round's kept sets
         self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.compared]
         self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
         self.inout = bool(ev.task.inout_inputs)
@@ -535,17 +537,21 @@ class ConfigTiming:
         """New sets for a round (inside the exclusive section, before its first flush): each
         set's inputs are made right before its first call."""
         if self.room is not None:
-            self.room(self)
+            self.room(self, round_no)
         self.use()
         self.seeds = [None] * self.n_sets
         self.ev.sync()
 
-    def checked_per_round(self) -> int:
-        """``check_sets`` of 16 sets a round (every set if 0); of fewer sets, as large a share,
-        one at least."""
+    def checked_per_round(self, round_no: int = 0) -> int:
+        """``check_sets`` of 16 sets in the warm-up's round and the first timed one (every set if
+        0), ``check_sets_after`` of 16 in each later one; of fewer sets, as large a share, one at
+        least. A median moves only if more than half the calls are off: each check catches such
+        a candidate with a chance above one half, so a long config's later rounds need fewer
+        (and the sets kept for them fit in memory, to be checked after the section, not in it)."""
         if self.check_sets <= 0:
             return self.n_sets
-        return min(self.n_sets, max(1, -(-self.check_sets * self.n_sets // 16)))
+        share = self.check_sets if round_no <= 0 else self.check_sets_after
+        return min(self.n_sets, max(1, -(-share * self.n_sets // 16)))
 
     def retire(self, round_no: int) -> None:
         """After a round: keep ``checked_per_round()`` of the sets it used, drawn now (their
@@ -554,8 +560,8 @@ class ConfigTiming:
         from arena.check.inputs import clone
 
         used = [i for i, seed in enumerate(self.seeds) if seed is not None]
-        if self.checked_per_round() < len(used):
-            used = self.ev.rng.sample(used, self.checked_per_round())
+        if self.checked_per_round(round_no) < len(used):
+            used = self.ev.rng.sample(used, self.checked_per_round(round_no))
         for i in used:
             st = self.slots_of["candidate"][i]
             self.kept.append({"seed": self.seeds[i], "ins": [clone(t) for t in st.ins],
@@ -631,10 +637,10 @@ class ConfigTiming:
         return sum(storage(t).numel() * t.element_size() for st in self.kept for t in (*st["ins"], *st["outs"])
                    if t is not None)
 
-    def kept_per_round(self) -> int:
-        """Device memory the sets kept from one round take (their inputs and the candidate's
-        outputs: at most half of ``per_set``)."""
-        return self.checked_per_round() * self.per_set // 2
+    def kept_per_round(self, round_no: int = 0) -> int:
+        """Device memory the sets kept from round ``round_no`` take (their inputs and the
+        candidate's outputs: at most half of ``per_set`` a set)."""
+        return self.checked_per_round(round_no) * self.per_set // 2
 
     def result(self, own: set[str] | None = None) -> PerformanceResult:
         samples = self.timed.result

@@ -449,3 +449,27 @@ def test_a_noisy_ratio_does_not_stop_the_pairs_early():
     """The same spread, and 20% of noise of each side's own: the ratio is not known to 1% either."""
     res = _set_dependent(0.3, 0.2, min_pairs=10, max_pairs=400, paired_with="candidate")
     assert len(res.spans_us["candidate"]) == 400
+
+
+def test_a_warm_up_takes_its_shared_sections_in_slices_not_one_a_call():
+    """25 ms of 1 ms calls: one shared section, not 25 (each entry may queue behind a writer);
+    calls of 60 ms: past the 50 ms slice after each one, so a section a call, and a timed round
+    elsewhere never waits longer than a slice and a call."""
+    import contextlib
+    import time as _time
+
+    import arena.timing.timer as tm
+
+    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
+    timer.flush = timer.marker = timer.synchronize = lambda: None
+    for call_s, calls_min, sections_max in ((0.001, 20, 1), (0.06, 3, 3)):
+        entered, calls = [], []
+
+        @contextlib.contextmanager
+        def around():
+            entered.append(1)
+            yield
+
+        timer.warm_up(lambda: (calls.append(1), _time.sleep(call_s)), around=around)
+        assert len(calls) >= calls_min
+        assert len(entered) == sections_max if call_s > 0.01 else len(entered) <= sections_max

@@ -225,23 +225,33 @@ class DeviceTimer:
         return Session(self, profiled)
 
     def warm_up(self, call: Callable[[], None], *, min_calls: int = 3, min_s: float = 0.025,
-                around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> None:
+                around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                slice_s: float = 0.05) -> None:
         """Call until at least min_calls calls have been made and they took min_s seconds in all
-        (JIT, autotune), each inside an ``around()`` section of its own (the GPU's shared lock,
-        so a timed round elsewhere waits for one call at most; a Triton compile lets it go)."""
-        with around():
-            self.flush()
-            self.marker()
-            self.synchronize()
+        (JIT, autotune), inside ``around()`` sections (the GPU's shared lock; a Triton compile
+        lets it go) of about ``slice_s`` each: a timed round elsewhere waits for one slice at
+        most, and a warm-up enters a section or two, not one a call (each entry may queue
+        behind a waiting writer)."""
         busy = 0.0
         calls = 0
+        first = True
         while calls < min_calls or busy < min_s:
             with around():
-                start = time.perf_counter()
-                call()
-                self.synchronize()
-                busy += time.perf_counter() - start
-            calls += 1
+                t_section = time.perf_counter()
+                if first:
+                    self.flush()
+                    self.marker()
+                    self.synchronize()
+                    first = False
+                while True:
+                    start = time.perf_counter()
+                    call()
+                    self.synchronize()
+                    busy += time.perf_counter() - start
+                    calls += 1
+                    if (calls >= min_calls and busy >= min_s) or calls > 10_000 \
+                            or time.perf_counter() - t_section >= slice_s:
+                        break
             if calls > 10_000:
                 break
 
