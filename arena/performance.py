@@ -20,6 +20,7 @@ take of the baseline's, by more than ``INCIDENTAL_MAX``.
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import time
 from pathlib import Path
@@ -542,26 +543,36 @@ class ConfigTiming:
         self.seeds = [None] * self.n_sets
         self.ev.sync()
 
-    def checked_per_round(self, round_no: int = 0) -> int:
-        """``check_sets`` of 16 sets in the warm-up's round and the first timed one (every set if
-        0), ``check_sets_after`` of 16 in each later one; of fewer sets, as large a share, one at
-        least. A median moves only if more than half the calls are off: each check catches such
-        a candidate with a chance above one half, so a long config's later rounds need fewer
-        (and the sets kept for them fit in memory, to be checked after the section, not in it)."""
+    def check_share(self, round_no: int = 0) -> float:
+        """How many of a round's sets are kept for the checks: ``check_sets`` of 16 in the
+        warm-up's round and the first timed one (one at least; every set if 0), then
+        ``check_sets_after`` of 16 of the calls, on average: a round of fewer sets keeps one with
+        that chance (a config of one set a round kept every set of its ten-round first batch,
+        past the memory for them, and was checked inside the exclusive section). A median moves
+        only if more than half the calls are off, and each check catches such a candidate with
+        a chance above one half."""
         if self.check_sets <= 0:
-            return self.n_sets
-        share = self.check_sets if round_no <= 0 else self.check_sets_after
-        return min(self.n_sets, max(1, -(-share * self.n_sets // 16)))
+            return float(self.n_sets)
+        if round_no <= 0:
+            return float(min(self.n_sets, max(1, -(-self.check_sets * self.n_sets // 16))))
+        return min(float(self.n_sets), self.check_sets_after * self.n_sets / 16)
+
+    def checked_per_round(self, round_no: int = 0) -> int:
+        """The most sets round ``round_no`` keeps (``check_share`` rounded up)."""
+        return math.ceil(self.check_share(round_no))
 
     def retire(self, round_no: int) -> None:
-        """After a round: keep ``checked_per_round()`` of the sets it used, drawn now (their
-        inputs as the candidate was given them and what is compared: its outputs and its inout
-        inputs as the call left them, copied: the buffers serve the next round); let the rest go."""
+        """After a round: keep its share of the sets it used (``check_share``: a whole number of
+        them, and one more with the chance of the fraction), drawn now (their inputs as the
+        candidate was given them and what is compared: its outputs and its inout inputs as the
+        call left them, copied: the buffers serve the next round); let the rest go."""
         from arena.check.inputs import clone
 
         used = [i for i, seed in enumerate(self.seeds) if seed is not None]
-        if self.checked_per_round(round_no) < len(used):
-            used = self.ev.rng.sample(used, self.checked_per_round(round_no))
+        share = self.check_share(round_no)
+        k = int(share) + (1 if self.ev.rng.random() < share - int(share) else 0)
+        if k < len(used):
+            used = self.ev.rng.sample(used, k)
         for i in used:
             st = self.slots_of["candidate"][i]
             self.kept.append({"seed": self.seeds[i], "ins": [clone(t) for t in st.ins],

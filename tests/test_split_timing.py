@@ -141,6 +141,18 @@ def test_kept_sets_past_their_memory_are_checked_inside_the_section(make):
     assert timer.alone_parts["checks"] > 0                  # and the record's phases count their time
 
 
+def test_a_config_of_one_set_a_round_keeps_one_of_its_later_rounds_sets_in_sixteen(make):
+    """One set a round (its sets may take one set's memory): ten rounds for the ten pairs. The
+    warm-up's set and the first round's are checked; each later round's is kept with a chance
+    of 1 in 16 (it was every one, ten sets past the memory for them)."""
+    timer = FakeTimer()
+    ev, frames, _ = make(GOOD, timer, max_set_bytes=40_000)
+    _time(ev, _configs(1000))
+    (r,) = _performance(frames).values()
+    assert r["status"] == "PASSED" and r["n_sets"] == 1 and r["rounds"] == 10
+    assert 2 <= r["timed_checks"] <= 2 + 5       # 2 + a binomial(9, 1/16): above 7 once in 200,000 runs
+
+
 def test_a_candidate_wrong_only_while_timed_fails_its_config(make):
     wrong_later = ("calls = [0]\n"
                    "def axpy(x, y, out, n, alpha):\n"
