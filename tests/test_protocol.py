@@ -171,15 +171,24 @@ def test_a_reply_that_breaks_the_channel_ends_the_candidate(data, why, tmp_path)
 
 def test_a_worker_forks_both_of_its_processes(tmp_path):
     """The candidate's process and the baseline's are both forks of the trusted one: the first
-    one's channel starts no thread that would make the process unsound to fork again."""
-    from arena.processes import CandidatePeer, _Forked, child_env
-    from arena.protocol import AckReply, OpenRequest
+    one's channel starts no thread that would make the process unsound to fork again. In a
+    process of its own, as a worker's trusted process is (a test runner's threads would make
+    this one unforkable whatever the channel does)."""
+    import subprocess
+    import sys
 
-    peers = [CandidatePeer("cpu", tmp_path / name, child_env(tmp_path / name, tmp_path / "triton", interpret=True),
-                           fork=True) for name in ("c", "b")]
-    try:
-        assert all(isinstance(p.proc, _Forked) for p in peers)
-        assert all(p.request(OpenRequest(kernel_cache="")) == AckReply() for p in peers)
-    finally:
-        for p in peers:
-            p.close()
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from arena.processes import CandidatePeer, child_env\n"
+        "from arena.protocol import OpenRequest\n"
+        "d = Path(sys.argv[1])\n"
+        "peers = [CandidatePeer('cpu', d / n, child_env(d / n, d / 'triton', interpret=True), fork=True)\n"
+        "         for n in ('c', 'b')]\n"
+        "print([type(p.proc).__name__ for p in peers], [type(p.request(OpenRequest(kernel_cache=''))).__name__\n"
+        "                                              for p in peers])\n"
+        "for p in peers:\n"
+        "    p.close()\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['_Forked', '_Forked'] ['AckReply', 'AckReply']"
