@@ -42,7 +42,7 @@ class CandidateHandle:
         self.peer = peer
         self.trusted = trusted
         self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
-        self.served_us = 0.0     # the host time of the timed steps there, in all (the rest of a round trip: the channel)
+        self.served_us = 0.0     # the timed steps' host time there, in all (the rest of their round trips: the channel)
 
     def _notice(self, notice: CompilingNotice) -> None:
         if notice.on:

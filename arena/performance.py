@@ -341,11 +341,11 @@ class ConfigTiming:
     by its last call on the set (the warm-up calls one set again and again) are made again
     from the set's seed before its next one, outside the timed window.
     After each round a share of its sets (``check_sets`` of 16, ``check_sets_after`` after the
-    first timed round) is drawn and kept, the rest let go; after the exclusive section the kept ones are checked against the reference on inputs
-    made again from each set's seed (which also shows the inputs were left alone), in shared
-    sections: no call could know whether its output would be checked (METHODOLOGY.md). Only
-    when the kept sets would take more memory than allowed are they checked inside the
-    section."""
+    first timed round: ``check_share``) is drawn and kept, the rest let go; after the exclusive
+    section the kept ones are checked against the reference on inputs made again from each
+    set's seed (which also shows the inputs were left alone), in shared sections: no call
+    could know whether its output would be checked (METHODOLOGY.md). Only when the kept sets
+    would take more memory than allowed are they checked inside the section."""
 
     def __init__(self, ev: "Evaluation", config: Any, n_sets: int, side_list: list, check_sets: int,
                  check_sets_after: int = 1):
