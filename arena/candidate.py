@@ -325,7 +325,8 @@ class CandidateProcess:
             if threads:
                 raise _Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
                                                            f"{', '.join(threads[:8])}")
-        return SampledReply(host_us=round(spent[0] * 1e6, 3), served_us=round((time.perf_counter() - t_in) * 1e6, 3))
+        served = time.perf_counter() - t_in
+        return SampledReply(host_us=round(spent[0] * 1e6, 3), served_us=round(served * 1e6, 3))
 
     def end(self) -> Any:
         session, self.session = self.session, None

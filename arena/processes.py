@@ -9,9 +9,9 @@
   starting side by side wait for). The child opens its own context, and starts the
   profiler, when the job arrives (``OpenRequest``). The trusted process talks to it through
   ``CandidatePeer``: one request, one reply, each under a deadline; the reply is decoded as
-  untrusted (``arena.protocol``). A second process of the same kind runs the task's
-  baseline: both sides of a comparison are called, and timed, by the same code in the same
-  kind of process.
+  untrusted (``arena.protocol``). A second process of the same kind, forked the same way on
+  a GPU, runs the task's baseline: both sides of a comparison are called, and timed, by the
+  same code in the same kind of process.
 
 Both children get the parent's environment without secrets, the harness's package on
 their path, scratch folders of their own, and (the candidate process) a filesystem sandbox

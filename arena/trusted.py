@@ -387,7 +387,7 @@ class Evaluation:
                "writer_wait_s": lk.writer_waited_s,
                "alone_s": lk.alone_s, "memory_wait_s": self.memory.waited_s, "memory_waits": self.memory.waits}
         if self.timer is not None:       # where the timed sections' host time went (arena.timing.timer)
-            for part, secs in getattr(self.timer, "alone_parts", {}).items():
+            for part, secs in self.timer.alone_parts.items():
                 now[f"alone_{part}_s"] = secs
             now["alone_served_s"] = sum(h.served_us for h in (self.remote, self.base_remote) if h is not None) / 1e6
         if since is None:
