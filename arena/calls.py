@@ -43,6 +43,7 @@ class CandidateHandle:
         self.trusted = trusted
         self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
         self.served_us = 0.0     # the timed steps' host time there, in all (the rest of their round trips: the channel)
+        self.served_parts: dict[str, float] = {}   # ... by part (arena.timing.timer.STEP_PARTS), seconds
 
     def _notice(self, notice: CompilingNotice) -> None:
         if notice.on:
@@ -131,7 +132,13 @@ class CandidateHandle:
         self.served_us += reply.served_us
 
     def end(self) -> tuple[list, list, float]:
+        from arena.timing.timer import STEP_PARTS
+
         reply = self.request(EndRequest(), SessionReply)
+        for part in STEP_PARTS:   # that process's own account (diagnostics only): known parts, sane values
+            secs = reply.parts.get(part)
+            if isinstance(secs, (int, float)) and 0.0 <= secs < 1e6:
+                self.served_parts[part] = self.served_parts.get(part, 0.0) + float(secs)
         warnings = []
         for w in reply.warnings:
             j, _, text = w.partition(": ")

@@ -104,6 +104,7 @@ class CandidateProcess:
             if isinstance(req, CallRequest):
                 return self.call(req)
             if isinstance(req, BeginRequest):
+                self.timer.step_parts = dict.fromkeys(self.timer.step_parts, 0.0)
                 self.session = self.timer.session(req.profiled)
                 self.session.open()
                 return AckReply()
@@ -312,6 +313,7 @@ class CandidateProcess:
             raise RuntimeError("a sample outside a session")
         t_in = time.perf_counter()
         self.threads.before()
+        checks = time.perf_counter() - t_in
         spent = [0.0]
 
         def call() -> None:
@@ -320,12 +322,15 @@ class CandidateProcess:
             spent[0] = time.perf_counter() - t0
 
         self.session.step(call)
+        t_out = time.perf_counter()
         if not self.spec.trusted:
             threads = self.threads.after()
             if threads:
                 raise _Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
                                                            f"{', '.join(threads[:8])}")
-        served = time.perf_counter() - t_in
+        end = time.perf_counter()
+        self.timer.step_parts["threads"] += checks + end - t_out
+        served = end - t_in
         return SampledReply(host_us=round(spent[0] * 1e6, 3), served_us=round(served * 1e6, 3))
 
     def end(self) -> Any:
@@ -337,7 +342,8 @@ class CandidateProcess:
         self.guard("the candidate's timed calls")
         return SessionReply(samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
                             warnings=[f"{j}: {w}" for j, w in warnings],
-                            profiler_s=round(self.timer.profiler_s - prof0, 3))
+                            profiler_s=round(self.timer.profiler_s - prof0, 3),
+                            parts={k: round(v, 6) for k, v in self.timer.step_parts.items()})
 
     # -- checks --------------------------------------------------------------------------------
     def guard(self, when: str) -> None:

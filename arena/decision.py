@@ -245,7 +245,8 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     waited for room in the GPU's memory account, how often and how long (``memory_waits``,
     ``memory_wait_s``: outside the lock); inside the exclusive sections, the host's seconds by
     part (``alone_<part>_s``: arena.timing.timer's parts, and ``served``, the remote steps'
-    own time in their processes, the rest of those steps being the channel). Inside
+    own time in their processes, the rest of those steps being the channel, and of ``served``
+    the parts those processes counted: ``alone_<flush|call|wait|marker|threads>_s``). Inside
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
     timer, profiler, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,

@@ -521,6 +521,7 @@ class SessionReply:
     samples: list[StepSample] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)     # "<step index>: <warning>"
     profiler_s: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)  # the steps' host seconds there, by part (timer.STEP_PARTS)
 
 
 @frame

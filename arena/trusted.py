@@ -389,7 +389,11 @@ class Evaluation:
         if self.timer is not None:       # where the timed sections' host time went (arena.timing.timer)
             for part, secs in self.timer.alone_parts.items():
                 now[f"alone_{part}_s"] = secs
-            now["alone_served_s"] = sum(h.served_us for h in (self.remote, self.base_remote) if h is not None) / 1e6
+            handles = [h for h in (self.remote, self.base_remote) if h is not None]
+            now["alone_served_s"] = sum(h.served_us for h in handles) / 1e6
+            for h in handles:         # of served, by part (arena.timing.timer.STEP_PARTS)
+                for part, secs in h.served_parts.items():
+                    now[f"alone_{part}_s"] = now.get(f"alone_{part}_s", 0.0) + secs
         if since is None:
             lk.longest_shared_s = 0.0
             return now

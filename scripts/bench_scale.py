@@ -227,7 +227,8 @@ def from_records(paths: list[str]) -> None:
               f"is inside load, correctness and timing; warm, profiler, refresh and timed_gpu inside timing; shared: "
               f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
               f"load; alone_*: inside alone, the host's time by part, served the remote steps' time in their "
-              f"processes, inside step):")
+              f"processes, inside step; of served, flush, call, wait (the synchronize after the call), marker and "
+              f"threads (the thread checks), as those processes counted them):")
         for k in keys:
             print(f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
                   f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")

@@ -204,6 +204,11 @@ def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
     parts = sum(v.phases.get(f"alone_{p}_s", 0.0) for p in ("prepare", "sync", "step", "after", "rounds"))
     assert 0.0 < parts <= v.phases["alone_s"] + 0.01
     assert 0.0 < v.phases["alone_served_s"] <= v.phases["alone_step_s"]
+    # and the served time by part, as the processes that made the calls counted it: the calls
+    # themselves and the thread checks around them, within the served time
+    served = sum(v.phases.get(f"alone_{p}_s", 0.0) for p in ("flush", "call", "wait", "marker", "threads"))
+    assert v.phases["alone_call_s"] > 0.0 and v.phases["alone_threads_s"] > 0.0
+    assert served <= v.phases["alone_served_s"] + 0.01
 
 
 def test_phase_times_from_frame_arrivals():

@@ -281,6 +281,7 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
     timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
     timer.profiler_s = 0.0
     timer.alone_parts = tm._alone_parts()
+    timer.step_parts = tm._step_parts()
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
 
@@ -351,6 +352,7 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
     timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
     timer.profiler_s = 0.0
     timer.alone_parts = tm._alone_parts()
+    timer.step_parts = tm._step_parts()
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
     remote = Remote()

@@ -149,19 +149,28 @@ class Session:
         self.timer.profiler_s += time.perf_counter() - t0
 
     def step(self, call: Callable[[], None]) -> None:
+        parts, clock = self.timer.step_parts, time.perf_counter
+        t0 = clock()
         self.timer.flush()
         ev0 = torch.cuda.Event(enable_timing=True)
         ev1 = torch.cuda.Event(enable_timing=True)
         ev0.record()
+        t1 = clock()
         call()
+        t2 = clock()
         if not self.profiled:       # a trusted call: its work is on this stream
             ev1.record()
             torch.cuda.synchronize()
         else:
             torch.cuda.synchronize()
             ev1.record()
+        t3 = clock()
         self.timer.marker()
         self.events.append((ev0, ev1))
+        parts["flush"] += t1 - t0
+        parts["call"] += t2 - t1
+        parts["wait"] += t3 - t2
+        parts["marker"] += clock() - t3
 
     def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
         torch.cuda.synchronize()
@@ -182,6 +191,18 @@ class Session:
             if overlapped:
                 warnings.append((j, OVERLAP_WARNING))
         return out, warnings
+
+
+STEP_PARTS = ("flush", "call", "wait", "marker", "threads")
+
+
+def _step_parts() -> dict[str, float]:
+    """Host seconds of a process's timed steps (``Session.step``), by part: the ``flush`` and
+    the start event, the ``call``, the ``wait`` for the device after it (the end event
+    included), the end ``marker``; and the ``threads`` check around a remote step (made by
+    the process that serves it, arena.candidate). A remote's are summed into its reply at
+    the session's end, and land in the record as ``alone_<part>_s`` (inside ``served``)."""
+    return dict.fromkeys(STEP_PARTS, 0.0)
 
 
 def _alone_parts() -> dict[str, float]:
@@ -205,6 +226,7 @@ class DeviceTimer:
         self._tick = 0
         self.profiler_s = 0.0
         self.alone_parts = _alone_parts()
+        self.step_parts = _step_parts()
 
     def flush(self) -> None:
         if self.flush_buf is None:
@@ -367,6 +389,7 @@ class HostTimer(DeviceTimer):
     def __init__(self) -> None:
         self.profiler_s = 0.0
         self.alone_parts = _alone_parts()
+        self.step_parts = _step_parts()
 
     def flush(self) -> None:
         pass
@@ -388,7 +411,9 @@ class _HostSession(Session):
     def step(self, call: Callable[[], None]) -> None:
         t0 = time.perf_counter()
         call()
-        self.events.append((t0, time.perf_counter()))
+        t1 = time.perf_counter()
+        self.events.append((t0, t1))
+        self.timer.step_parts["call"] += t1 - t0
 
     def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
         return [((t1 - t0) * 1e6, (t1 - t0) * 1e6, {}) for t0, t1 in self.events], []
