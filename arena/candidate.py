@@ -125,6 +125,9 @@ class CandidateProcess:
 
         t0 = time.perf_counter()
         self.open()
+        # bytecode beside the sources only, as Python keeps it by default: the harness's own cache of it
+        # (arena.processes.bytecode_prefix) lies outside the roots the audit hook loads bytecode from
+        sys.pycache_prefix = None
         os.environ.update(req.env)
         self.spec = req.candidate
         self.candidate_file = str(Path(req.candidate.path).resolve()) if req.candidate.path else ""

@@ -21,6 +21,7 @@ that hides the tasks, the caches and the checkout (``sandbox_spec``).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import re
@@ -54,6 +55,58 @@ def cache_root() -> Path:
     return root()
 
 
+@functools.lru_cache(maxsize=1)
+def bytecode_prefix() -> Path | None:
+    """Where the harness's processes keep the bytecode of the interpreter's packages when those
+    have none that Python can use and none would be written beside them (an image installed
+    without bytecode, on a read-only file system or with ``PYTHONDONTWRITEBYTECODE`` set):
+    ``cache_root()/pycache``, else None (Python's own place). Without it every worker compiles
+    torch's compiler stack from source again: most of the CPU time of a run's trusted
+    processes, measured on an H200's host. Probed on torch's own ``__init__``; the candidate's
+    sandbox hides the prefix (``sandbox_spec``), so only the harness's processes write it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    dont_write = sys.dont_write_bytecode or bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    return cache_root() / "pycache" if needs_bytecode_prefix(Path(spec.origin), dont_write) else None
+
+
+def needs_bytecode_prefix(source: Path, dont_write: bool) -> bool:
+    """Would every process compile ``source`` again: no bytecode Python can use beside it, and
+    none written there (``dont_write``, or a folder it cannot write)?"""
+    import importlib.util
+
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    if _bytecode_valid(cached, source):
+        return False
+    folder = cached.parent if cached.parent.exists() else source.parent
+    return dont_write or not os.access(folder, os.W_OK)
+
+
+def _bytecode_valid(cached: Path, source: Path) -> bool:
+    """Is ``cached`` bytecode Python would load for ``source`` (its magic number, and the
+    source's time and size for a timestamp-based file)?"""
+    import importlib.util
+
+    try:
+        head = cached.read_bytes()[:16]
+        st = source.stat()
+    except OSError:
+        return False
+    if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & 1:                           # hash-based: checked against the source's hash, or not at all
+        return True
+    return int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF and \
+        int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF
+
+
 def harness_pythonpath(env: Mapping[str, str]) -> str:
     """$PYTHONPATH for a child process of the harness: the package first, then ``env``'s own."""
     return str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -69,6 +122,10 @@ def child_env(scratch: Path, triton_dir: Path, *, interpret: bool, visible: Mapp
     env["TRITON_CACHE_DIR"] = str(triton_dir)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(triton_dir / "inductor")
     env["CUDA_CACHE_PATH"] = str(scratch / "nv")
+    prefix = bytecode_prefix()
+    if prefix is not None and not env.get("PYTHONPYCACHEPREFIX"):
+        env["PYTHONPYCACHEPREFIX"] = str(prefix)    # written there, in the harness's cache, not beside the sources
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(visible)
     if interpret:
         env["TRITON_INTERPRET"] = "1"

@@ -376,6 +376,7 @@ class Evaluation:
         self.mark("setup")
         self.remote.load()
         self.mark("candidate")
+        freeze_heap()     # the task's sides and the timer, loaded
         self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
 
     def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
@@ -529,6 +530,41 @@ def preload_imports(mode: str) -> None:
     import arena.taskdef.loader  # noqa: F401
     import arena.timing.timer  # noqa: F401
     del torch
+    if mode == "gpu":
+        prime_triton()
+
+
+def prime_triton() -> None:
+    """What every process's first Triton compile (the timer's own kernels, as its job arrives)
+    would do again in each: the key of Triton's installation, a hash of its compiler's and
+    language's sources and of its library (about a second of one core; cached per process), and
+    the modules that compile imports. Done here, before the forks, the forked processes have
+    them. Only this Triton's own code runs; no device is touched."""
+    import importlib
+
+    try:
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+    except Exception:  # noqa: BLE001 - another Triton: its first compile does it, as before
+        pass
+    for name in ("triton.compiler.compiler", "triton.experimental.gluon"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def freeze_heap() -> None:
+    """What exists now (the harness, torch, the task) set aside from the cycle collector: each
+    config's collection (``release_memory``) then walks the objects made since, not torch's
+    hundreds of thousands (60 ms or more a collection, measured with torch's compiler stack
+    imported). What is set aside is never garbage the collection is for: the device memory of
+    a config's buffers."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def open_devices(peers: list[CandidatePeer], kernel_cache: str) -> None:
@@ -562,6 +598,7 @@ def main(argv: list[str]) -> int:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
+    freeze_heap()     # before the forks: the forked processes start with it set aside too
     # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
     # this one now: everything imported once, no device context (none can be forked). While the worker
     # waits for its job (started ahead: arena.processes.Spares) none of its processes holds device memory.
