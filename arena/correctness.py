@@ -112,18 +112,18 @@ def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
     shared = ev.gpu_lock.shared
     slot = None
     try:
-        with shared():
+        with shared("slot"):
             slot = ev.new_slot()
         for seed in seeds:
             # three shared sections per seed (arena.gpulock), each ending with the device idle: a timed round
             # elsewhere waits for the piece in flight, not for a whole check (a compile lets the lock go)
-            with shared():
+            with shared("call"):
                 ev.fill_inputs(seed, slot.ins)
                 for o in slot.outs:
                     poison_(o)
                 ev.sync()
                 ev.remote.call(slot.id, trace=True)
-            with shared():
+            with shared("reference"):
                 where = slot.slot.overrun()
                 if where is not None:
                     worst.status, worst.seed = Status.RUNTIME_ERROR, seed
@@ -137,7 +137,7 @@ def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
                     return worst
                 expected = ev.expected(fresh)
                 ev.sync()
-            with shared():
+            with shared("compare"):
                 for spec, out, ref in zip(ev.task.compared, ev.compared(slot.ins, slot.outs), expected):
                     if out is None:       # an inout input the config leaves out
                         continue

@@ -246,7 +246,10 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     ``memory_wait_s``: outside the lock); inside the exclusive sections, the host's seconds by
     part (``alone_<part>_s``: arena.timing.timer's parts, and ``served``, the remote steps'
     own time in their processes, the rest of those steps being the channel, and of ``served``
-    the parts those processes counted: ``alone_<flush|call|wait|marker|threads>_s``). Inside
+    the parts those processes counted: ``alone_<flush|call|wait|marker|threads>_s``); of the
+    shared sections, by what they were for (``arena.gpulock``'s labels), the seconds held
+    (``held_<label>_s``) and the part past 0.1 s into a section (``over_<label>_s``: what keeps a
+    waiting writer out longer than its window). Inside
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
     timer, profiler, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
@@ -263,7 +266,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
         for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits",
-                  *(k for k in r if re.fullmatch(r"alone_[a-z]{1,12}_s", k))):
+                  *(k for k in r if re.fullmatch(r"(alone|held|over)_[a-z]{1,12}_s", k))):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])
         out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))

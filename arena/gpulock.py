@@ -59,6 +59,9 @@ def open_fds(gpu_key: str) -> tuple[int, int]:
     return fds[0], fds[1]
 
 
+LONG_S = 0.1   # a shared section longer than this outlasts a writer's window (GpuLock.window_s's default)
+
+
 class GpuLock:
     """The worker's side: shared and exclusive sections over the two descriptors. Counts the
     seconds spent waiting, holding it shared and alone, for the record."""
@@ -78,6 +81,9 @@ class GpuLock:
         self.longest_shared_s = 0.0
         self.off_gpu_s = 0.0     # seconds let go inside shared sections for host-only work
         self.shared_n = 0        # shared sections entered (a take-back after host-only work too)
+        self.held_by: dict[str, float] = {}    # seconds held shared, by what the section was for (its label)
+        self.over_by: dict[str, float] = {}    # ... of which past LONG_S into a section: what keeps writers out
+        self._label = "other"
         self.exclusive_n = 0     # exclusive sections taken, and the tries a drain did not finish in time
         self.failed_tries = 0
         self._since = 0.0
@@ -101,12 +107,18 @@ class GpuLock:
         held = time.monotonic() - self._since
         self.shared_s += held
         self.longest_shared_s = max(self.longest_shared_s, held)
+        self.held_by[self._label] = self.held_by.get(self._label, 0.0) + held
+        if held > LONG_S:
+            self.over_by[self._label] = self.over_by.get(self._label, 0.0) + held - LONG_S
 
     @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
+    def shared(self, label: str = "other") -> Iterator[None]:
+        """A shared section; ``label`` says what it is for, in the counters (``held_by``,
+        ``over_by``)."""
         if not self.active or self.mode is not None:    # no lock, or already inside a section
             yield
             return
+        self._label = label
         self._enter_shared()
         self.mode = "shared"
         try:

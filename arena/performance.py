@@ -292,7 +292,7 @@ def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max
     ct.per_set = _per_set_bytes(ev, config)
     t_warm = time.perf_counter()
     try:
-        with shared():
+        with shared("sets"):
             ct.make_sets()
         # the trusted sides first
         budget_s = float(tp.get("torch_compile_budget_s", 120.0))
@@ -303,7 +303,7 @@ def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max
                 # compiles on its first call of a shape, within a time budget
                 with _time_limit(budget_s if name == "compiled" else None):
                     ev.timer.warm_up(lambda side=side: (side["prepare"](0), ev.sync(), side["call"](0),
-                                                        side["after"](0)), around=shared)
+                                                        side["after"](0)), around=lambda: shared("warm"))
             except GateFailure as exc:
                 if name != "compiled":
                     raise
@@ -593,7 +593,7 @@ class ConfigTiming:
             self.use()
         i = 0
         while i < len(kept):
-            with ev.gpu_lock.shared():
+            with ev.gpu_lock.shared("verify"):
                 t_section = time.perf_counter()
                 while i < len(kept) and (time.perf_counter() - t_section < slice_s):
                     st = kept[i]
@@ -617,7 +617,7 @@ class ConfigTiming:
         sets = self.slots_of.get("candidate", [])
         if not sets:
             return
-        with self.ev.gpu_lock.shared():
+        with self.ev.gpu_lock.shared("guards"):
             hit = bool(self.ev.torch.stack([st.slot.overrun_flag() for st in sets]).any())
         if hit:
             where = next(w for w in (st.slot.overrun() for st in sets) if w is not None)

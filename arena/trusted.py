@@ -278,7 +278,7 @@ class Evaluation:
                 if maker is not None:
                     maker.renew()
             gc.collect()
-            with self.gpu_lock.shared():
+            with self.gpu_lock.shared("release"):
                 self.torch.cuda.empty_cache()
                 try:
                     self.torch.cuda.ipc_collect()
@@ -387,6 +387,10 @@ class Evaluation:
                "shared_n": lk.shared_n, "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries,
                "writer_wait_s": lk.writer_waited_s,
                "alone_s": lk.alone_s, "memory_wait_s": self.memory.waited_s, "memory_waits": self.memory.waits}
+        for label, secs in lk.held_by.items():     # the shared sections, by what they were for
+            now[f"held_{label}_s"] = secs
+        for label, secs in lk.over_by.items():
+            now[f"over_{label}_s"] = secs
         if self.timer is not None:       # where the timed sections' host time went (arena.timing.timer)
             for part, secs in self.timer.alone_parts.items():
                 now[f"alone_{part}_s"] = secs

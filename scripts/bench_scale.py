@@ -221,6 +221,7 @@ def from_records(paths: list[str]) -> None:
                 "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s", "shared_s", "off_gpu_s")
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("load_") and k != "load_s"}))
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("alone_") and k != "alone_s"}))
+        keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith(("held_", "over_"))}))
         total = {k: sum(p.get(k, 0.0) for p in phases.values()) for k in keys}
         whole = sum(evals[k] for k in phases)
         print(f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
@@ -228,7 +229,8 @@ def from_records(paths: list[str]) -> None:
               f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
               f"load; alone_*: inside alone, the host's time by part, served the remote steps' time in their "
               f"processes, inside step; of served, flush, call, wait (the synchronize after the call), marker and "
-              f"threads (the thread checks), as those processes counted them):")
+              f"threads (the thread checks), as those processes counted them; held_*: the shared sections by what they "
+              f"were for, over_* their part past 0.1 s, which keeps a waiting writer out past its window):")
         for k in keys:
             print(f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
                   f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")

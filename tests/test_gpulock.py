@@ -149,6 +149,21 @@ def test_readers_share_and_other_gpus_are_independent():
             pass
 
 
+def test_shared_sections_are_counted_by_what_they_were_for():
+    lk = _lock()
+    with lk.shared("reference"):
+        time.sleep(0.15)                  # past a writer's window: 0.05 s of it kept a writer out
+    with lk.shared("reference"):
+        pass
+    with lk.shared():
+        lk.let_go()                       # a compile inside: not held meanwhile
+        time.sleep(0.2)
+        lk.take_back()
+    assert 0.15 <= lk.held_by["reference"] < 0.3 and 0.05 <= lk.over_by["reference"] < 0.2
+    assert lk.held_by["other"] < 0.1 and "other" not in lk.over_by
+    assert abs(sum(lk.held_by.values()) - lk.shared_s) < 1e-9
+
+
 def test_no_lock_on_the_cpu():
     assert detect("cpu").gpu_key is None
     assert Device(kind="cuda", name="H200", vendor="nvidia", arch="sm_90", uuid="GPU-1").gpu_key == "cuda-GPU-1"
@@ -226,7 +241,8 @@ def test_phase_times_from_frame_arrivals():
         (5.0, StageFrame(stage="performance", config="b")),     # a split's configs timed together
         (7.5, LockFrame(split="", stats={"lock_wait_s": 1.0, "shared_s": 0.25, "longest_shared_s": 0.125,
                                          "alone_s": 0.5, "exclusive_n": 1, "alone_step_s": 0.25,
-                                         "alone_served_s": 0.125, "alone_../x_s": 9.0})),
+                                         "alone_served_s": 0.125, "alone_../x_s": 9.0, "held_warm_s": 0.25,
+                                         "over_warm_s": 0.125, "over_Warm_s": 1.0})),
         (7.5, PerformanceFrame(split="", config="a", result=PerformanceResult(
             status=Status.PASSED, warm_s=0.5, profiler_s=0.25, refresh_s=0.75,
             spans_us={"baseline": [1e5, 2e5], "candidate": [3e5]}))),
@@ -238,7 +254,8 @@ def test_phase_times_from_frame_arrivals():
                                    "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
                                    "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
                                    "shared_n": 3.0, "exclusive_n": 1.0, "load_reference_s": 0.25,
-                                   "load_timer_s": 0.5, "alone_step_s": 0.25, "alone_served_s": 0.125}
+                                   "load_timer_s": 0.5, "alone_step_s": 0.25, "alone_served_s": 0.125,
+                                   "held_warm_s": 0.25, "over_warm_s": 0.125}
 
 
 def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
