@@ -292,8 +292,7 @@ def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max
     ct.per_set = _per_set_bytes(ev, config)
     t_warm = time.perf_counter()
     try:
-        with shared("sets"):
-            ct.make_sets()
+        ct.make_sets(around=lambda: shared("sets"))
         # the trusted sides first
         budget_s = float(tp.get("torch_compile_budget_s", 120.0))
         for name in sorted(ct.sides, key=lambda n: n == "candidate"):
@@ -443,18 +442,27 @@ class ConfigTiming:
 
         return {"prepare": prepare, "call": local_call, "after": local_after}
 
-    def make_sets(self) -> None:
+    def make_sets(self, around: Callable[[], Any] = contextlib.nullcontext) -> None:
         """The buffers of every set of a round: the candidate's and the baseline's mapped in their
-        processes, this process's own sides' here."""
+        processes, this process's own sides' here. Each set's buffers of a process in a section
+        of ``around()`` of its own (the GPU's shared lock): allocating and mapping sixteen sets
+        of two processes in one section kept a waiting timed round out for most of a second."""
         self.use()
         for name, side in self.side_handles.items():
             have = self.slots_of.setdefault(name, [])
             while len(have) < self.n_sets:
-                have.append(self.ev.new_slot(side))
+                with around():
+                    have.append(self.ev.new_slot(side))
         local = [name for name in self.sides if name not in self.side_handles]
         for name in local:
-            self.outs[name] = [self.ev.allocate_outputs() for _ in range(self.n_sets)]
-        self.private_ins = [self.ev.allocate_inputs() for _ in range(self.n_sets)] if local else []
+            outs = self.outs[name] = []
+            for _ in range(self.n_sets):
+                with around():
+                    outs.append(self.ev.allocate_outputs())
+        self.private_ins = []
+        for _ in range(self.n_sets if local else 0):
+            with around():
+                self.private_ins.append(self.ev.allocate_inputs())
         self.seeds = [None] * self.n_sets
 
     def close(self) -> None:
