@@ -39,6 +39,9 @@ from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, Corr
 from arena.records import Status
 from arena.sides import Side
 
+# the most of torch's cached device memory (freed blocks) a trusted process keeps after a config: inside its
+# standing entry of the memory account (arena.memory.PROCESS_BYTES, 1 GiB, its context ~0.7 GiB)
+KEEP_CACHED_BYTES = 128 * 2**20
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
 
 
@@ -268,9 +271,14 @@ class Evaluation:
                     copy_into(dst, src)
         del made
 
-    def release_memory(self) -> None:
+    def release_memory(self, *, all_of_it: bool = False) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing
-        it can use them (after each config)."""
+        it can use them (after each config). Up to ``KEEP_CACHED_BYTES`` of them stay (a later
+        config's buffers reuse them): giving a block back is a ``cudaFree`` the GPU's lock
+        holds shared, which keeps a waiting timed round out, and what stays fits in this
+        process's standing entry of the memory account (``arena.memory.PROCESS_BYTES``, of which
+        its context takes about 0.7 GiB). ``all_of_it``: every cached block (before a retry for
+        want of memory)."""
         if self.gpu:
             import gc
 
@@ -278,12 +286,15 @@ class Evaluation:
                 if maker is not None:
                     maker.renew()
             gc.collect()
-            with self.gpu_lock.shared("release"):
-                self.torch.cuda.empty_cache()
+            cuda = self.torch.cuda
+            with self.gpu_lock.shared("ipc"):
                 try:
-                    self.torch.cuda.ipc_collect()
+                    cuda.ipc_collect()
                 except Exception:  # noqa: BLE001 - nothing shared to collect
                     pass
+            if all_of_it or cuda.memory_reserved() - cuda.memory_allocated() > KEEP_CACHED_BYTES:
+                with self.gpu_lock.shared("release"):
+                    cuda.empty_cache()
 
     # -- the run --------------------------------------------------------------------------------
     def run(self) -> None:
