@@ -235,11 +235,23 @@ def test_noisy_sides_take_batches_that_grow_up_to_max_pairs():
     timer, calls, refreshes = _FakeTimer(0.5), [], []
     res = time_paired(timer, _sides(calls), 8, min_pairs=10, max_pairs=200, target_rse=1e-6, cap_s=60,
                       refresh=refreshes.append)
-    # batches of 2 rounds, then 16 (the most a batch takes: no number of pairs brings these medians to 1e-6),
-    # then 7 (what max_pairs still needs): three sessions, not 25
-    assert timer.sessions == 3 and res.rounds == 25
+    # batches of 2 rounds, then the 23 that max_pairs still needs (no number of pairs brings these medians to
+    # 1e-6; a batch takes up to BATCH_PAIRS, 32 rounds of 8 sets): two sessions, not 25
+    assert timer.sessions == 2 and res.rounds == 25
     assert len(res.spans_us["candidate"]) == 200 and refreshes == list(range(1, 25))
     assert calls.count("baseline") == calls.count("candidate") == 200
+
+
+def test_a_batch_of_few_sets_a_round_takes_more_rounds():
+    """A config whose input sets are few for want of memory (2 a round): its batches are capped
+    in pairs (BATCH_PAIRS), not in rounds, or reaching max_pairs would take a section for every
+    32 pairs: 5 rounds (10 pairs), then the 95 that max_pairs still needs."""
+    from arena.timing.timer import BATCH_PAIRS, time_paired
+
+    assert BATCH_PAIRS == 256
+    timer = _FakeTimer(0.5)
+    res = time_paired(timer, _sides([]), 2, min_pairs=10, max_pairs=200, target_rse=1e-6, cap_s=60)
+    assert timer.sessions == 2 and res.rounds == 100 and len(res.spans_us["candidate"]) == 200
 
 
 def test_a_later_batch_takes_the_rounds_the_spread_so_far_wants():

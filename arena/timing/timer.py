@@ -42,6 +42,7 @@ FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
 OVERLAP_WARNING = "device work overlapped the end marker"
 _FLUSH_BLOCK = 4096
+BATCH_PAIRS = 256         # the most pairs a batch of an item takes: with 16 sets a round, 16 rounds
 WANTED_MARGIN = 1.25      # a later batch: the rounds the spread so far says the stopping rule wants, and a quarter
 Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
@@ -655,17 +656,18 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
     An item's rounds run in batches: the first has the rounds ``min_pairs`` needs; each later
     one twice as many as the one before, or the rounds its stopping rule wants from the spread
     seen so far with a margin (``Timed.pairs_wanted``, times ``WANTED_MARGIN``) where those are
-    more: at most 16, and no more than ``max_pairs`` needs. Every exclusive section waits for
-    the other evaluations' GPU work to drain, so a batch too short costs a section more, and
-    one too long a few rounds. The stopping rule is checked after each batch, the time cap
-    (the item's own seconds) also between its rounds. A section runs the next batch of every unfinished item, one item after
+    more: at most the rounds of ``BATCH_PAIRS`` pairs (16 rounds of 16 sets; a config whose
+    sets are few for want of memory takes more rounds of fewer sets), and no more than
+    ``max_pairs`` needs. Every exclusive section waits for the other evaluations' GPU work to
+    drain, so a batch too short costs a section more, and one too long a few rounds. The
+    stopping rule is checked after each batch, the time cap (the item's own seconds) also
+    between its rounds. A section runs the next batch of every unfinished item, one item after
     the other, in one ``alone()`` section (the GPU's exclusive lock: taking it waits for every
     other evaluation's GPU work to drain, so it is taken once for all of them): first the
     items timed without the profiler, then the others under one profiler session
     (``DeviceTimer.sample_phases``). ``between()`` runs after each section, outside it (the
-    checks of the timed outputs). An
-    exception leaves every item as it was before the section's samples, so the call can be
-    made again. ``remotes``: the processes that make the steps whose call is a ``RemoteCall``."""
+    checks of the timed outputs). An exception leaves every item as it was before the
+    section's samples, so the call can be made again. ``remotes``: the processes that make the steps whose call is a ``RemoteCall``."""
     items = list(items)
     while True:
         for it in items:                 # an item split off below is planned in this pass too
@@ -684,7 +686,7 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
             else:
                 wanted = WANTED_MARGIN * it.pairs_wanted() - it.n()
                 rounds = math.ceil(wanted / it.n_sets) if math.isfinite(wanted) else 0
-                it.batch = it.todo = max(1, min(max(2 * it.batch, rounds), 16,
+                it.batch = it.todo = max(1, min(max(2 * it.batch, rounds), BATCH_PAIRS // it.n_sets,
                                                 -(-(it.max_pairs - it.n()) // it.n_sets)))
         plans = [(plan, profiled) for profiled in (False, True)
                  if (plan := [it for it in items if not it.done and it.profiled == profiled])]
