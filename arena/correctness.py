@@ -84,7 +84,7 @@ def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
         for retry in range(OOM_RETRIES):
             if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:
                 break
-            ev.release_memory(all_of_it=True)
+            ev.release_memory()
             time.sleep(0.5 * 6 ** retry)
             result = _check_once(ev, config)
         ev.release_memory()

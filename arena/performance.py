@@ -199,7 +199,7 @@ def _retry(ev: "Evaluation", result: PerformanceResult, retry: int) -> bool:
     give theirs back after each config), it is."""
     if not ev.gpu or result.status is Status.PASSED or not out_of_memory(result.message) or ev.lost:
         return False
-    ev.release_memory(all_of_it=True)
+    ev.release_memory()
     time.sleep(0.5 * 6 ** retry)
     return True
 

@@ -39,9 +39,6 @@ from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, Corr
 from arena.records import Status
 from arena.sides import Side
 
-# the most of torch's cached device memory (freed blocks) a trusted process keeps after a config: inside its
-# standing entry of the memory account (arena.memory.PROCESS_BYTES, 1 GiB, its context ~0.7 GiB)
-KEEP_CACHED_BYTES = 128 * 2**20
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
 
 
@@ -271,14 +268,14 @@ class Evaluation:
                     copy_into(dst, src)
         del made
 
-    def release_memory(self, *, all_of_it: bool = False) -> None:
+    def release_memory(self) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing
-        it can use them (after each config). Up to ``KEEP_CACHED_BYTES`` of them stay (a later
-        config's buffers reuse them): giving a block back is a ``cudaFree`` the GPU's lock
-        holds shared, which keeps a waiting timed round out, and what stays fits in this
-        process's standing entry of the memory account (``arena.memory.PROCESS_BYTES``, of which
-        its context takes about 0.7 GiB). ``all_of_it``: every cached block (before a retry for
-        want of memory)."""
+        it can use them (after each config). Outside the GPU lock: it runs no kernel (a
+        ``cudaFree`` a block), and held shared it kept a waiting timed round out for as long as
+        it lasted, the most of any shared section past writers' windows (85 s of a 12-worker
+        run on an H200). Timed kernels beside another process's allocations and frees, far
+        more of them than a run makes, kept their medians within 0.2%
+        (scripts/gpu_free_interference.py)."""
         if self.gpu:
             import gc
 
@@ -286,15 +283,11 @@ class Evaluation:
                 if maker is not None:
                     maker.renew()
             gc.collect()
-            cuda = self.torch.cuda
-            with self.gpu_lock.shared("ipc"):
-                try:
-                    cuda.ipc_collect()
-                except Exception:  # noqa: BLE001 - nothing shared to collect
-                    pass
-            if all_of_it or cuda.memory_reserved() - cuda.memory_allocated() > KEEP_CACHED_BYTES:
-                with self.gpu_lock.shared("release"):
-                    cuda.empty_cache()
+            self.torch.cuda.empty_cache()
+            try:
+                self.torch.cuda.ipc_collect()
+            except Exception:  # noqa: BLE001 - nothing shared to collect
+                pass
 
     # -- the run --------------------------------------------------------------------------------
     def run(self) -> None:
