@@ -117,8 +117,8 @@ def test_noisy_configs_take_later_sections_together(make):
     ev, frames, _ = make(GOOD, timer, max_pairs=64, target_rse=1e-6)
     _time(ev, _configs(1000, 2000))
     res = _performance(frames)
-    # batches of 1 and 3 rounds (16 + 48 = max_pairs) for each config: two sections, not four
-    assert timer.sessions == 2 and ev.gpu_lock.exclusive_n == 2
+    # batches of 1, 2 and 1 rounds (16 + 32 + 16 = max_pairs) for each config: three sections, not six
+    assert timer.sessions == 3 and ev.gpu_lock.exclusive_n == 3
     assert all(len(r["spans_us"]["baseline"]) == 64 and r["rounds"] == 4 for r in res.values())
     # the warm-up's output, 4 of the first round's 16 sets and 1 of each later round's
     assert all(r["timed_checks"] == 1 + 4 + 3 * 1 for r in res.values())
@@ -284,10 +284,10 @@ def test_the_unprofiled_and_the_profiled_rounds_of_a_pass_share_one_exclusive_se
     r = _performance(frames)["n1000"]
     assert r["status"] == "PASSED" and r["timers"] == {"baseline": "events", "candidate": "span"}
     assert len(r["spans_us"]["baseline"]) == len(r["spans_us"]["candidate"]) == 64
-    # the candidate's batches of 1 and 3 rounds (16 + 48 = max_pairs), the baseline's without the profiler from
-    # the second pass on, likewise: three passes, and a section each (four, the two kinds apart)
-    assert (timer.sessions, timer.plain_sessions) == (2, 2)
-    assert timer.sections == ev.gpu_lock.exclusive_n == 3
+    # the candidate's batches of 1, 2 and 1 rounds (16 + 32 + 16 = max_pairs), the baseline's without the profiler
+    # from the second pass on, likewise: four passes, and a section each (six, the two kinds apart)
+    assert (timer.sessions, timer.plain_sessions) == (3, 3)
+    assert timer.sections == ev.gpu_lock.exclusive_n == 4
 
 
 @pytest.mark.parametrize("busy, baseline_timer", [(1.0, "span"), (0.6, "events")])
@@ -333,10 +333,10 @@ def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_i
     r = _performance(frames)["n1000"]
     assert r["timers"] == {"baseline": "events", "candidate": "events"}
     assert timer.plain_sides == {"baseline", "candidate"} and timer.sessions == 1
-    # the unprofiled item has its own stopping rule: rounds of 16 sets in batches of 1 and 6 rounds, up to
+    # the unprofiled item has its own stopping rule: rounds of 16 sets in batches of 1, 2 and 4 rounds, up to
     # UNPROFILED_MAX_PAIRS (100) in whole rounds
     assert len(r["spans_us"]["baseline"]) == len(r["spans_us"]["candidate"]) == 112
-    assert timer.plain_sessions == 2
+    assert timer.plain_sessions == 3
 
 
 def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():

@@ -42,8 +42,6 @@ FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
 OVERLAP_WARNING = "device work overlapped the end marker"
 _FLUSH_BLOCK = 4096
-BATCH_PAIRS = 256         # the most pairs a batch of an item takes: with 16 sets a round, 16 rounds
-WANTED_MARGIN = 1.25      # a later batch: the rounds the spread so far says the stopping rule wants, and a quarter
 Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
 
@@ -604,26 +602,6 @@ class Timed:
         quiet = n >= self.min_pairs and (all(r < self.target_rse for r in rse.values()) or self._paired_quiet(rse))
         return quiet or n >= self.max_pairs or (self.own_s > self.cap_s and n >= min(self.min_pairs, 3))
 
-    def pairs_wanted(self) -> float:
-        """The pairs its stopping rule would want, had the spread of its samples so far held (a
-        median's RSE goes as one over the square root of the sample count): the fewer of the
-        two ways ``finished`` may hold. Infinite where no spread is known yet."""
-        n = self.n()
-        spans = self.result.spans_us
-        if n < 3 or not self.sides:
-            return math.inf
-
-        def need(rse: float, target: float) -> float:
-            return n * (rse / target) ** 2 if math.isfinite(rse) else math.inf
-
-        rse = {s: stats.rse_of_median(spans[s]) for s in self.sides}
-        each = max(need(r, self.target_rse) for r in rse.values())
-        ratios = self._ratio_rses()
-        if ratios is None:
-            return each
-        return min(each, max([need(r, self.side_rse) for r in rse.values()]
-                             + [need(r, self.target_rse) for r in ratios.values()]))
-
     def _ratio_rses(self) -> dict[str, float] | None:
         """Where the sides are paired with ``paired_with``: the RSE of the median of each other
         side's ratios to it (infinite where they were not sampled together)."""
@@ -653,13 +631,8 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
     """Interleaved samples of the sides of every item (a split's configs) until each item's
     stopping rule holds, in as few exclusive sections as the rule and memory allow.
 
-    An item's rounds run in batches: the first has the rounds ``min_pairs`` needs; each later
-    one twice as many as the one before, or the rounds its stopping rule wants from the spread
-    seen so far with a margin (``Timed.pairs_wanted``, times ``WANTED_MARGIN``) where those are
-    more: at most the rounds of ``BATCH_PAIRS`` pairs (16 rounds of 16 sets; a config whose
-    sets are few for want of memory takes more rounds of fewer sets), and no more than
-    ``max_pairs`` needs. Every exclusive section waits for the other evaluations' GPU work to
-    drain, so a batch too short costs a section more, and one too long a few rounds. The
+    An item's rounds run in batches: the first has the rounds ``min_pairs`` needs, each later
+    one twice as many as the one before (at most 16, and no more than ``max_pairs`` needs); the
     stopping rule is checked after each batch, the time cap (the item's own seconds) also
     between its rounds. A section runs the next batch of every unfinished item, one item after
     the other, in one ``alone()`` section (the GPU's exclusive lock: taking it waits for every
@@ -684,10 +657,7 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
             if it.finished():
                 it.done = True
             else:
-                wanted = WANTED_MARGIN * it.pairs_wanted() - it.n()
-                rounds = math.ceil(wanted / it.n_sets) if math.isfinite(wanted) else 0
-                it.batch = it.todo = max(1, min(max(2 * it.batch, rounds), BATCH_PAIRS // it.n_sets,
-                                                -(-(it.max_pairs - it.n()) // it.n_sets)))
+                it.batch = it.todo = max(1, min(2 * it.batch, 16, -(-(it.max_pairs - it.n()) // it.n_sets)))
         plans = [(plan, profiled) for profiled in (False, True)
                  if (plan := [it for it in items if not it.done and it.profiled == profiled])]
         if not plans:
