@@ -270,12 +270,7 @@ class Evaluation:
 
     def release_memory(self) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing
-        it can use them (after each config). Outside the GPU lock: it runs no kernel (a
-        ``cudaFree`` a block), and held shared it kept a waiting timed round out for as long as
-        it lasted, the most of any shared section past writers' windows (85 s of a 12-worker
-        run on an H200). Timed kernels beside another process's allocations and frees, far
-        more of them than a run makes, kept their medians within 0.2%
-        (scripts/gpu_free_interference.py)."""
+        it can use them (after each config)."""
         if self.gpu:
             import gc
 
@@ -283,11 +278,12 @@ class Evaluation:
                 if maker is not None:
                     maker.renew()
             gc.collect()
-            self.torch.cuda.empty_cache()
-            try:
-                self.torch.cuda.ipc_collect()
-            except Exception:  # noqa: BLE001 - nothing shared to collect
-                pass
+            with self.gpu_lock.shared("release"):
+                self.torch.cuda.empty_cache()
+                try:
+                    self.torch.cuda.ipc_collect()
+                except Exception:  # noqa: BLE001 - nothing shared to collect
+                    pass
 
     # -- the run --------------------------------------------------------------------------------
     def run(self) -> None:

@@ -2,9 +2,9 @@
 
 The trusted process of every evaluation gives the blocks torch's allocator caches back to the
 device after each config (``arena.trusted.Evaluation.release_memory``: ``empty_cache``, a
-``cudaFree`` per block, no kernel). Held under the GPU lock's shared mode, it keeps a waiting
-timed round out for as long as it lasts. This measures what it would do to a timed round
-running beside it: the harness's own timer (``DeviceTimer``: flush, start event, call,
+``cudaFree`` per block, no kernel), inside a shared section of the GPU lock, which keeps a
+waiting timed round out for as long as it lasts. This measures what it would do to a timed
+round running beside it, were it done outside the lock: the harness's own timer (``DeviceTimer``: flush, start event, call,
 synchronize, end event, marker; the span read from the profiler) times three kernels here,
 in blocks that alternate between a quiet GPU and one where another process allocates and
 frees device memory as fast as it can (``torch.empty`` then ``empty_cache``, sizes 2 MiB to
@@ -34,8 +34,7 @@ def churn(go, stop, count) -> None:
         if not go.wait(0.01):
             continue
         for size in sizes:
-            x = torch.empty(size, dtype=torch.uint8, device="cuda")
-            del x
+            torch.empty(size, dtype=torch.uint8, device="cuda")     # allocated, then freed at once
             torch.cuda.empty_cache()
             n += 1
         with count.get_lock():

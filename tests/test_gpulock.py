@@ -484,20 +484,3 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     monkeypatch.setattr(correctness, "_check_once", lambda ev, config: CorrectnessResult(
         status=Status.RUNTIME_ERROR, message=oom))
     assert correctness.check_config(ev, "a").status is Status.RUNTIME_ERROR
-
-
-def test_the_cache_is_given_back_outside_the_gpu_lock():
-    """Giving cached blocks back runs no kernel: held shared, it kept a waiting timed round out
-    for as long as it lasted. The trusted process gives them back holding no lock."""
-    import types
-
-    from arena import trusted
-
-    lock = GpuLock(*open_fds("cuda-GPU-release"))
-    calls: list[str] = []
-    cuda = types.SimpleNamespace(empty_cache=lambda: calls.append(f"empty {lock.mode}"),
-                                 ipc_collect=lambda: calls.append(f"ipc {lock.mode}"))
-    ev = types.SimpleNamespace(gpu=True, slots=None, base_slots=None, gpu_lock=lock,
-                               torch=types.SimpleNamespace(cuda=cuda))
-    trusted.Evaluation.release_memory(ev)
-    assert calls == ["empty None", "ipc None"] and lock.shared_n == 0 and not lock.held_by

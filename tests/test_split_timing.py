@@ -274,22 +274,6 @@ def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(make)
     assert ev.gpu_lock.exclusive_n == 2
 
 
-def test_the_unprofiled_and_the_profiled_rounds_of_a_pass_share_one_exclusive_section(make):
-    """Once a host-bound trusted side goes on without the profiler, each later pass runs its
-    rounds first and the candidate's profiled ones after them, in one exclusive section (each
-    section waits for the other evaluations' GPU work to drain): one section a pass, not two."""
-    timer = FakeTimer(noise=0.5, bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 0.6})
-    ev, frames, _ = make(GOOD, timer, target_rse=1e-6, max_pairs=64)
-    _time(ev, _configs(1000))
-    r = _performance(frames)["n1000"]
-    assert r["status"] == "PASSED" and r["timers"] == {"baseline": "events", "candidate": "span"}
-    assert len(r["spans_us"]["baseline"]) == len(r["spans_us"]["candidate"]) == 64
-    # the candidate's batches of 1, 2 and 1 rounds (16 + 32 + 16 = max_pairs), the baseline's without the profiler
-    # from the second pass on, likewise: four passes, and a section each (six, the two kinds apart)
-    assert (timer.sessions, timer.plain_sessions) == (3, 3)
-    assert timer.sections == ev.gpu_lock.exclusive_n == 4
-
-
 @pytest.mark.parametrize("busy, baseline_timer", [(1.0, "span"), (0.6, "events")])
 def test_a_host_bound_trusted_side_whose_kernels_fill_its_span_stays_under_the_profiler(make, busy, baseline_timer):
     """The profiler's cost per launch opens gaps between a host-bound call's kernels; one kernel

@@ -149,7 +149,6 @@ class _FakeTimer:
         self.plain = plain or {}      # a side's time when timed without the profiler (else as with it)
         self.sessions = 0
         self.plain_sessions = 0
-        self.sections = 0
         self.plain_sides: set[str] = set()
         self.profiler_s = 0.0
         self.alone_parts = {"checks": 0.0}
@@ -164,43 +163,35 @@ class _FakeTimer:
             with around():
                 call()
 
-    def sample_phases(self, phases, alone):
-        """Each phase under a session of its own in each of its remotes (begun before the section,
-        or inside it after that remote's earlier phase ended), all phases in one section."""
+    def sample_rounds(self, rounds, alone, profiled=True, remotes=(), local=True):
         from arena.timing.timer import RemoteCall
 
-        self.sections += 1
+        if profiled:
+            self.sessions += 1
+        else:
+            self.plain_sessions += 1
         out = []
-        begun: list = []
+        for r in remotes:
+            r.begin(profiled)
         try:
             with alone():
-                for ph in phases:
-                    if ph.profiled:
-                        self.sessions += 1
-                    else:
-                        self.plain_sessions += 1
-                    for r in ph.remotes:
-                        if any(r is b for b in begun):
-                            r.end()
-                        r.begin(ph.profiled)
-                        begun.append(r)
-                    for steps in ph.rounds:
-                        for side, prepare, call, after in steps:
-                            prepare()
-                            if isinstance(call, RemoteCall):     # another process makes the call
-                                call.remote.sample(call)
-                            else:
-                                call()
-                            after()
-                            base = self.bases.get(side, 50_000.0)
-                            if not ph.profiled:
-                                self.plain_sides.add(side)
-                                base = self.plain.get(side, base)
-                            span = base * (1 + self.noise * self.rng.uniform(-1, 1))
-                            activity = {"kernel": span * self.busy[side]} if ph.profiled and side in self.busy else {}
-                            out.append((side, span, base, activity))
+                for steps in rounds:
+                    for side, prepare, call, after in steps:
+                        prepare()
+                        if isinstance(call, RemoteCall):     # another process makes the call
+                            call.remote.sample(call)
+                        else:
+                            call()
+                        after()
+                        base = self.bases.get(side, 50_000.0)
+                        if not profiled:
+                            self.plain_sides.add(side)
+                            base = self.plain.get(side, base)
+                        span = base * (1 + self.noise * self.rng.uniform(-1, 1))
+                        activity = {"kernel": span * self.busy[side]} if profiled and side in self.busy else {}
+                        out.append((side, span, base, activity))
         finally:
-            for r in {id(r): r for r in begun}.values():
+            for r in remotes:
                 r.end()
         return out, []
 
@@ -257,10 +248,9 @@ def test_the_time_cap_ends_a_batch_between_rounds(monkeypatch):
     assert res.rounds == 4 and res.wall_s == pytest.approx(0.15)
 
 
-def _device_stood_in(monkeypatch):
-    """A DeviceTimer whose device is stood in for: its flush and marker and every ``kernel(name,
-    ns)`` land on a timeline of the test's (``acts``, on the clock ``clock[0]``, in ns), which is
-    what the profiler then reads; the events read the same clock."""
+def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypatch):
+    """DeviceTimer.sample_rounds with the device stood in for: a flush and a marker kernel per
+    step, the renewal between rounds adds kernels outside every window."""
     import contextlib
 
     import torch
@@ -278,7 +268,7 @@ def _device_stood_in(monkeypatch):
         def __init__(self, **kw):
             self.t = 0
 
-        def record(self, *a):
+        def record(self):
             self.t = clock[0]
 
         def elapsed_time(self, other):
@@ -294,15 +284,6 @@ def _device_stood_in(monkeypatch):
     timer.step_parts = tm._step_parts()
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
-    return timer, kernel, acts, clock
-
-
-def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypatch):
-    """DeviceTimer.sample_rounds with the device stood in for: a flush and a marker kernel per
-    step, the renewal between rounds adds kernels outside every window."""
-    import contextlib
-
-    timer, kernel, acts, clock = _device_stood_in(monkeypatch)
 
     def rounds():
         for r in range(3):
@@ -329,9 +310,25 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
     """A step whose call is a RemoteCall goes to its process's session (a profiler sees only
     its own process's work); the sessions' samples come back in step order, and one that
     answers with too few samples for its steps is an error."""
+    import contextlib
+
+    import torch
+
     import arena.timing.timer as tm
 
-    timer, kernel, acts, clock = _device_stood_in(monkeypatch)
+    clock = [0]
+    acts: list[tuple[int, int, str]] = []
+
+    def kernel(name: str, ns: int) -> None:
+        acts.append((clock[0], clock[0] + ns, name))
+        clock[0] += ns + 1_000
+
+    class Event:
+        def record(self, *a):
+            pass
+
+        def elapsed_time(self, other):
+            return 0.0
 
     class Remote:
         def __init__(self):
@@ -348,6 +345,16 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
             n = sum(1 for e in self.log if e[0] == "sample")
             return [(100.0 + k, 101.0 + k, {"cand": 100.0 + k}) for k in range(n)], [(1, "overlap")], 0.25
 
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: Event())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
+    timer.profiler_s = 0.0
+    timer.alone_parts = tm._alone_parts()
+    timer.step_parts = tm._step_parts()
+    timer.flush = lambda: kernel(FLUSH, 30_000)
+    timer.marker = lambda: kernel(MARKER, 1_000)
     remote = Remote()
     steps = [("base", lambda: None, lambda: kernel("base", 5_000), lambda: None),
              ("cand", lambda: None, tm.RemoteCall(remote, 7), lambda: None),
@@ -375,69 +382,6 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
         timer.sample_rounds([steps], remotes=[short])
 
 
-def test_a_process_in_both_phases_of_a_section_ends_one_session_and_begins_the_next_inside_it(monkeypatch):
-    """DeviceTimer.sample_phases: every session a process has opens before the section where it is
-    that process's first, and ends after it where it is its last; between its phases, inside
-    the one exclusive section, it ends its session of events and begins the profiled one. The
-    samples come back in step order across the phases and sessions."""
-    import contextlib
-
-    import arena.timing.timer as tm
-
-    log: list = []
-    timer, kernel, acts, clock = _device_stood_in(monkeypatch)
-
-    class Remote:
-        def __init__(self):
-            self.n = 0
-            self.profiled = None
-
-        def begin(self, profiled):
-            log.append(("begin", profiled))
-            self.n, self.profiled = 0, profiled
-
-        def sample(self, call):
-            log.append(("sample", call.slot))
-            self.n += 1
-
-        def end(self):
-            log.append(("end", self.profiled))
-            base = 300.0 if self.profiled else 200.0
-            return [(base + k, base + k, {}) for k in range(self.n)], [], 0.0
-
-    @contextlib.contextmanager
-    def alone():
-        log.append("enter")
-        try:
-            yield
-        finally:
-            log.append("exit")
-
-    class Local(tm.Session):
-        def open(self):
-            log.append(("open here", self.profiled))
-            super().open()
-
-    timer.session = lambda profiled=True: Local(timer, profiled)
-    remote = Remote()
-    plain = [[("base", lambda: None, tm.RemoteCall(remote, 1), lambda: None),
-              ("base", lambda: None, tm.RemoteCall(remote, 2), lambda: None)]]
-    profiled = [[("cand", lambda: None, lambda: kernel("cand", 7_000), lambda: None),
-                 ("base", lambda: None, tm.RemoteCall(remote, 3), lambda: None)]]
-    out, warnings = timer.sample_phases([tm.Phase(plain, False, [remote], False),
-                                         tm.Phase(profiled, True, [remote], True)], alone=alone)
-    assert log == [("begin", False), ("open here", True), "enter", ("sample", 1), ("sample", 2),
-                   ("end", False), ("begin", True), ("sample", 3), "exit", ("end", True)]
-    assert [(side, round(span)) for side, span, _, _ in out] == [("base", 200), ("base", 201), ("cand", 7),
-                                                                ("base", 300)]
-    assert warnings == []
-    # a phase whose steps a process makes that is not among its own has no session there
-    log.clear()
-    with pytest.raises(RuntimeError, match="no session open"):
-        timer.sample_phases([tm.Phase(plain, False, [], True)], alone=alone)
-    assert log == [("open here", False), "enter", "exit"]
-
-
 class _SetDependentTimer(_FakeTimer):
     """Spans that spread as the input sets do (each set's inputs cost ``spread`` more or less
     work, for every side alike), times the sides' own noise."""
@@ -451,10 +395,10 @@ class _SetDependentTimer(_FakeTimer):
     def new_set(self):
         self.cost = 1.0 + self.spread * self.set_rng.uniform(-1, 1)
 
-    def sample_phases(self, phases, alone):
+    def sample_rounds(self, rounds, alone, profiled=True, remotes=(), local=True):
         out = []
         with alone():
-            for steps in (steps for ph in phases for steps in ph.rounds):
+            for steps in rounds:
                 for side, prepare, call, after in steps:
                     prepare()
                     call()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -211,9 +210,8 @@ def _alone_parts() -> dict[str, float]:
     inputs, poisoned outputs), the ``sync`` after it, the ``step`` itself (a remote one: the
     round trip to its process), its ``after``, and the ``rounds``' own work between steps; of
     that, the ``checks`` of timed outputs made inside the section, for want of memory
-    (arena.performance counts them); and the ``sessions`` ended and begun between a section's
-    phases (``DeviceTimer.sample_phases``)."""
-    return {"prepare": 0.0, "sync": 0.0, "step": 0.0, "after": 0.0, "rounds": 0.0, "checks": 0.0, "sessions": 0.0}
+    (arena.performance counts them)."""
+    return {"prepare": 0.0, "sync": 0.0, "step": 0.0, "after": 0.0, "rounds": 0.0, "checks": 0.0}
 
 
 class DeviceTimer:
@@ -291,76 +289,39 @@ class DeviceTimer:
                       alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
                       profiled: bool = True, remotes: Sequence[Remote] = (), local: bool = True
                       ) -> tuple[list[tuple[str, float, float, dict[str, float]]], list[tuple[int, str]]]:
-        """``sample_phases`` of one phase."""
-        return self.sample_phases([Phase(rounds, profiled, remotes, local)], alone=alone)
-
-    def sample_phases(self, phases: Sequence["Phase"], *,
-                      alone: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-                      ) -> tuple[list[tuple[str, float, float, dict[str, float]]], list[tuple[int, str]]]:
-        """Several rounds of steps, phase after phase, under one ``alone()`` section (the GPU's
+        """Several rounds of steps under one profiler session (a session costs ~170 ms of host
+        time, METHODOLOGY.md). The rounds run inside one ``alone()`` section (the GPU's
         exclusive lock: taking it waits for every other evaluation's GPU work to drain, so a
-        section takes it once, not once a round or a phase). A phase's rounds run under one
-        session in each process that makes its steps: a profiler session (~170 ms of host time
-        to start, stop and read, METHODOLOGY.md), or, ``profiled=False`` (trusted sides only),
-        none: a sample is then the events around the call on its stream, as both its span and
-        its events. ``rounds`` may do work of its own before it yields the next round
-        (renewing inputs): that work runs after a marker and before the next flush, so it falls
-        in no sample's window.
+        section takes it once, not once a round); the profiler's start, stop and read-out are
+        host work and run outside it. ``rounds`` may do work of its own before it yields the
+        next round (renewing inputs): that work runs after a marker and before the next flush,
+        so it falls in no sample's window.
 
         A step whose call is a ``RemoteCall`` is made by its remote, another process, which
         keeps a session of its own over its steps (a profiler records only the device work of
-        the process it runs in); ``local=False``: the phase makes no step here.
+        the process it runs in): every one of ``remotes`` has a session open over the rounds.
+        ``local=False``: no step is made here, and this process opens no session. The samples
+        come back in step order.
 
-        A process keeps one session at a time. Its session for the first phase it takes part
-        in opens before the section, and its last one ends after it: the profiler's start, stop
-        and read-out are host work, outside the GPU's exclusive hold. Where a process takes
-        part in a later phase too, its earlier session ends and the later one opens inside the
-        section, between the phases; put the unprofiled phase first, so that what ends inside
-        is a session of events, and only a profiler's start comes inside. The samples come back
-        in step order."""
-        who_of = [([(0, None)] if ph.local else []) + [(id(r), r) for r in ph.remotes] for ph in phases]
-        open_: dict[int, tuple[int, Any]] = {}       # process (0 here, else id(remote)) -> (phase, session)
-        out_of: dict[tuple[int, int], list[Sample]] = {}
-        warn_of: dict[tuple[int, int], dict[int, str]] = {}
-        where: list[tuple[str, tuple[int, int]]] = []     # (side, (process, phase)) per step
-
-        def begin(k: int, who: int, remote: Any) -> None:
-            if remote is None:
-                session = self.session(phases[k].profiled)
-                session.open()
-                open_[who] = (k, session)
-            else:
-                remote.begin(phases[k].profiled)
-                open_[who] = (k, remote)
-
-        def end(who: int) -> None:
-            k, session = open_.pop(who)
-            if isinstance(session, Session):
-                out, warn = session.close()
-            else:
-                out, warn, secs = session.end()
-                self.profiler_s += secs
-            out_of[(who, k)], warn_of[(who, k)] = out, dict(warn)
-
+        ``profiled=False`` (trusted sides only): no profiler session; a sample is the events
+        around the call on its stream, as both its span and its events."""
+        where: list[tuple[str, int]] = []         # (side, whose session: 0 here, else id(remote)) per step
+        out_of: dict[int, list[Sample]] = {}
+        warn_of: dict[int, dict[int, str]] = {}
+        begun: list[Remote] = []
+        local_session = self.session(profiled) if local else None
         try:
-            for k, whos in enumerate(who_of):
-                for who, remote in whos:
-                    if who not in open_:        # its first phase
-                        begin(k, who, remote)
-            with alone():
-                parts = self.alone_parts
-                clock = time.perf_counter
-                t = clock()
-                for k, ph in enumerate(phases):
-                    t0 = clock()
-                    for who, remote in who_of[k]:
-                        if open_.get(who, (None,))[0] != k:
-                            if who in open_:
-                                end(who)
-                            begin(k, who, remote)
+            for r in remotes:
+                r.begin(profiled)
+                begun.append(r)
+            if local_session is not None:
+                local_session.open()
+            try:
+                with alone():
+                    parts = self.alone_parts
+                    clock = time.perf_counter
                     t = clock()
-                    parts["sessions"] += t - t0
-                    for steps in ph.rounds:
+                    for steps in rounds:
                         t0 = clock()
                         parts["rounds"] += t0 - t      # the rounds' own work (new sets, kept ones)
                         for side, prepare, call, after in steps:
@@ -369,16 +330,15 @@ class DeviceTimer:
                             self.synchronize()   # our fills and checks are done before the flush starts
                             t2 = clock()
                             if isinstance(call, RemoteCall):
-                                who = id(call.remote)
-                                if open_.get(who, (None,))[0] != k or not any(who == w for w, _ in who_of[k]):
+                                if not any(call.remote is r for r in begun):
                                     raise RuntimeError("a remote step whose remote has no session open")
                                 call.remote.sample(call)
+                                where.append((side, id(call.remote)))
                             else:
-                                if open_.get(0, (None,))[0] != k:
+                                if local_session is None:
                                     raise RuntimeError("a local step in a session with none here")
-                                open_[0][1].step(call)
-                                who = 0
-                            where.append((side, (who, k)))
+                                local_session.step(call)
+                                where.append((side, 0))
                             t3 = clock()
                             after()
                             t = clock()
@@ -387,48 +347,36 @@ class DeviceTimer:
                             parts["step"] += t3 - t2
                             parts["after"] += t - t3
                             t0 = t
-                self.synchronize()
-                parts["rounds"] += clock() - t
+                    self.synchronize()
+                    parts["rounds"] += clock() - t
+            finally:
+                if local_session is not None:
+                    out, warn = local_session.close()
+                    out_of[0], warn_of[0] = out, dict(warn)
         finally:
-            failure = None
-            for who in [w for w in open_ if w == 0] + [w for w in open_ if w != 0]:   # this process's first
-                try:
-                    end(who)
-                except BaseException as exc:  # noqa: BLE001 - every session is ended; the first failure raised
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-        counts: dict[tuple[int, int], int] = {}
-        for _, key in where:
-            counts[key] = counts.get(key, 0) + 1
-        for key, n in counts.items():
-            if len(out_of.get(key, ())) != n:
-                raise RuntimeError(f"a timing session gave {len(out_of.get(key, ()))} samples for {n} steps "
-                                   f"({'here' if key[0] == 0 else 'remote'})")
+            for r in begun:
+                out, warn, secs = r.end()
+                out_of[id(r)], warn_of[id(r)] = out, dict(warn)
+                self.profiler_s += secs
+        counts: dict[int, int] = {}
+        for _, who in where:
+            counts[who] = counts.get(who, 0) + 1
+        for who, n in counts.items():
+            if len(out_of.get(who, ())) != n:
+                raise RuntimeError(f"a timing session gave {len(out_of.get(who, ()))} samples for {n} steps "
+                                   f"({'here' if who == 0 else 'remote'})")
         samples: list[tuple[str, float, float, dict[str, float]]] = []
         warnings: list[tuple[int, str]] = []
-        taken: dict[tuple[int, int], int] = {}
-        for j, (side, key) in enumerate(where):
-            i = taken.get(key, 0)
-            span, ev, activity = out_of[key][i]
-            w = warn_of[key].get(i)
+        k: dict[int, int] = {}
+        for j, (side, who) in enumerate(where):
+            i = k.get(who, 0)
+            span, ev, activity = out_of[who][i]
+            w = warn_of[who].get(i)
             if w:
                 warnings.append((j, w))
-            taken[key] = i + 1
+            k[who] = i + 1
             samples.append((side, span, ev, activity))
         return samples, warnings
-
-
-@dataclass
-class Phase:
-    """Rounds of steps that ``DeviceTimer.sample_phases`` runs under one session in each
-    process that makes them: ``profiled`` or not, ``remotes`` the other processes that make
-    some of its steps, ``local`` whether this process makes some."""
-
-    rounds: Iterable[Sequence[Step]]
-    profiled: bool = True
-    remotes: Sequence[Remote] = ()
-    local: bool = True
 
 
 class HostTimer(DeviceTimer):
@@ -602,27 +550,21 @@ class Timed:
         quiet = n >= self.min_pairs and (all(r < self.target_rse for r in rse.values()) or self._paired_quiet(rse))
         return quiet or n >= self.max_pairs or (self.own_s > self.cap_s and n >= min(self.min_pairs, 3))
 
-    def _ratio_rses(self) -> dict[str, float] | None:
-        """Where the sides are paired with ``paired_with``: the RSE of the median of each other
-        side's ratios to it (infinite where they were not sampled together)."""
+    def _paired_quiet(self, rse: dict[str, float]) -> bool:
         ref = self.paired_with
-        if ref not in self.sides or len(self.sides) < 2:
-            return None
+        if ref not in self.sides or len(self.sides) < 2 or any(r >= self.side_rse for r in rse.values()):
+            return False
         spans = self.result.spans_us
         k = len(spans[ref])       # the sides still timed here were sampled together, in the same order
-        out = {}
         for s in self.sides:
             if s == ref:
                 continue
+            if len(spans[s]) != k:
+                return False
             ratios = [a / b for a, b in zip(spans[s], spans[ref]) if a > 0 and b > 0]
-            out[s] = stats.rse_of_median(ratios) if len(spans[s]) == k and len(ratios) == k else math.inf
-        return out
-
-    def _paired_quiet(self, rse: dict[str, float]) -> bool:
-        ratios = self._ratio_rses()
-        if ratios is None or any(r >= self.side_rse for r in rse.values()):
-            return False
-        return all(r < self.target_rse for r in ratios.values())
+            if len(ratios) < k or stats.rse_of_median(ratios) >= self.target_rse:
+                return False
+        return True
 
 
 def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
@@ -635,12 +577,12 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
     one twice as many as the one before (at most 16, and no more than ``max_pairs`` needs); the
     stopping rule is checked after each batch, the time cap (the item's own seconds) also
     between its rounds. A section runs the next batch of every unfinished item, one item after
-    the other, in one ``alone()`` section (the GPU's exclusive lock: taking it waits for every
-    other evaluation's GPU work to drain, so it is taken once for all of them): first the
-    items timed without the profiler, then the others under one profiler session
-    (``DeviceTimer.sample_phases``). ``between()`` runs after each section, outside it (the
-    checks of the timed outputs). An exception leaves every item as it was before the
-    section's samples, so the call can be made again. ``remotes``: the processes that make the steps whose call is a ``RemoteCall``."""
+    the other, under one profiler session and one ``alone()`` section (the GPU's exclusive
+    lock: taking it waits for every other evaluation's GPU work to drain, so it is taken once
+    for all of them); the items timed without the profiler get a section of their own.
+    ``between()`` runs after each section, outside it (the checks of the timed outputs). An
+    exception leaves every item as it was before the section's samples, so the call can be
+    made again. ``remotes``: the processes that make the steps whose call is a ``RemoteCall``."""
     items = list(items)
     while True:
         for it in items:                 # an item split off below is planned in this pass too
@@ -658,21 +600,21 @@ def time_many(timer: DeviceTimer, items: Sequence[Timed], *,
                 it.done = True
             else:
                 it.batch = it.todo = max(1, min(2 * it.batch, 16, -(-(it.max_pairs - it.n()) // it.n_sets)))
-        plans = [(plan, profiled) for profiled in (False, True)
-                 if (plan := [it for it in items if not it.done and it.profiled == profiled])]
-        if not plans:
+        plans = [[it for it in items if not it.done and it.profiled == profiled] for profiled in (True, False)]
+        if not any(plans):
             return
-        _section(timer, plans, alone, between, remotes)
+        for plan, profiled in zip(plans, (True, False)):
+            if plan:
+                _section(timer, plan, profiled, alone, between, remotes)
 
 
-def _section(timer: DeviceTimer, plans: list[tuple[list[Timed], bool]],
+def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
              alone: Callable[[], contextlib.AbstractContextManager], between: Callable[[], None] | None,
              remotes: Sequence[Remote] = ()) -> None:
-    """One exclusive section: the next batch of rounds of every item of the plans, a phase of
-    the section each (their items timed with the profiler or without)."""
+    """One exclusive section: the next batch of rounds of every item of the plan."""
     log: list[tuple[Timed, int]] = []      # the item and the number of steps of each round run
 
-    def rounds(plan: list[Timed]) -> Iterator[list[Step]]:
+    def rounds() -> Iterator[list[Step]]:
         for it in plan:
             while it.todo > 0:
                 if it.todo < it.batch and it.own_s > it.cap_s:
@@ -695,11 +637,9 @@ def _section(timer: DeviceTimer, plans: list[tuple[list[Timed], bool]],
                 it.own_s += time.perf_counter() - t0
 
     prof0 = timer.profiler_s
-    phases = [Phase(rounds(plan), profiled,
-                    [r for r in remotes if any(h.get("remote_of") is r for it in plan for h in it.sides.values())],
-                    any("remote" not in h for it in plan for h in it.sides.values()))
-              for plan, profiled in plans]
-    samples, warnings = timer.sample_phases(phases, alone=alone)
+    local = any("remote" not in h for it in plan for h in it.sides.values())
+    used = [r for r in remotes if any(h.get("remote_of") is r for it in plan for h in it.sides.values())]
+    samples, warnings = timer.sample_rounds(rounds(), alone=alone, profiled=profiled, remotes=used, local=local)
     if between is not None:
         between()            # before the samples count: if it raises, they do not
     share = (timer.profiler_s - prof0) / max(1, len({id(it) for it, _ in log}))
@@ -720,9 +660,8 @@ def _section(timer: DeviceTimer, plans: list[tuple[list[Timed], bool]],
         k += n_steps
     for it in {id(it): it for it, _ in log}.values():
         it.result.profiler_s += share
-    for plan, _ in plans:
-        for it in plan:
-            it.result.wall_s = it.own_s
+    for it in plan:
+        it.result.wall_s = it.own_s
 
 
 def time_paired(timer: DeviceTimer, sides: dict[str, dict[str, Callable[[int], None]]], n_sets: int, *,
