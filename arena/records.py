@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gzip
 import hashlib
 import json
 import math
@@ -353,13 +354,17 @@ def current(verdicts: Iterable[Verdict]) -> list[Verdict]:
 
 def read(path: Path) -> Iterator[Verdict]:
     """The complete records of a file, in order (a torn last line is skipped), superseded ones included
-    (``current`` keeps those that stand)."""
+    (``current`` keeps those that stand). A file named ``*.gz`` is read through gzip (the records kept
+    under reports/validation); one cut short ends where it was cut."""
     if not path.is_file():
         return
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break
-            raw = raw.strip()
-            if raw:
-                yield Verdict.from_dict(json.loads(raw))
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        try:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                raw = raw.strip()
+                if raw:
+                    yield Verdict.from_dict(json.loads(raw))
+        except EOFError:        # a compressed file cut short
+            return

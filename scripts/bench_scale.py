@@ -3,6 +3,7 @@ spent in timed GPU work.
 
     python3 scripts/bench_scale.py builds [SELECTOR] [--jobs N]     # cold then cached HIP builds
     python3 scripts/bench_scale.py records RECORDS.jsonl [...]       # evaluation figures of a run
+    python3 scripts/bench_scale.py compare RUN1.jsonl RUN2.jsonl [...]   # several runs on the tasks all finished
     python3 scripts/bench_scale.py triton [SELECTOR] [--jobs N] [--parallel P]   # Triton warm-up, on a GPU
 
 ``builds`` compiles every .hip file of the selected tasks into an empty cache (cold; one at a
@@ -13,7 +14,11 @@ HIP->CUDA route where nvcc exists, gfx90a where hipcc exists). ``records`` reads
 the timed GPU time (samples x median, both sides) over the evaluation wall time, where each
 evaluation's time went (build, worker start, load, correctness, timing and inside it the
 warm-up, the profiler, the input renewal and the timed spans; the wait for the GPU's lock),
-and the run's span from the first start to the last end. ``triton`` compiles the selected
+and the run's span from the first start to the last end. ``compare`` puts several runs' records
+side by side (runs stopped at a time finish different tasks): on the evaluations every run
+finished, the exclusive sections, the seconds alone on the GPU, the timed device work, the
+baseline's samples, the writers' and all lock waits and the evaluations' wall, summed, and the
+exclusive sections by category. ``triton`` compiles the selected
 tasks' Triton files (baseline, solution) ahead for this machine's GPU, as a run's prebuild
 does, on seen + held-out (cold, then again from the warm folders); then each file's entry is
 called once per config on the GPU in a fresh process, with an empty Triton cache and with
@@ -257,6 +262,36 @@ def from_records(paths: list[str]) -> None:
               f"{100 * timed_frac_num / max(span, 1e-9):.1f}% of it")
 
 
+def compare(paths: list[str]) -> None:
+    from arena.records import read
+
+    rows = (("exclusive sections", "exclusive_n", "{:.0f}"), ("alone on the GPU (s)", "alone_s", "{:.1f}"),
+            ("timed device work (s)", "timed_gpu_s", "{:.1f}"), ("baseline pairs", "pairs", "{:,.0f}"),
+            ("writers' wait (s)", "writer_wait_s", "{:.1f}"), ("lock wait, all (s)", "lock_wait_s", "{:,.0f}"),
+            ("evaluations' wall (s)", "wall_s", "{:,.0f}"))
+    runs = []
+    for p in paths:
+        evals: dict[tuple, dict] = {}    # an evaluation's phases are the same in each of its splits' records
+        for v in read(Path(p)):
+            e = evals.setdefault((v.agent, v.task_id, v.repeat), {**(v.phases or {}), "pairs": 0.0, "wall_s": 0.0,
+                                                                  "category": v.category})
+            e["pairs"] += sum(c.baseline.n for c in v.configs if c.baseline)
+            e["wall_s"] = max(e["wall_s"], v.wall_s)
+        runs.append(evals)
+    common = set.intersection(*(set(r) for r in runs)) if runs else set()
+    names = [Path(p).name.removesuffix(".gz").removesuffix(".jsonl") for p in paths]
+    print(f"{len(common)} evaluations finished in all {len(runs)} runs; their sums:\n")
+    print("| | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for label, key, fmt in rows:
+        print(f"| {label} | " + " | ".join(fmt.format(sum(float(r[k].get(key) or 0.0) for k in common))
+                                         for r in runs) + " |")
+    for cat in sorted({runs[0][k]["category"] for k in common}):
+        keys = [k for k in common if runs[0][k]["category"] == cat]
+        print(f"| exclusive sections, {cat} ({len(keys)}) | "
+              + " | ".join(f"{sum(float(r[k].get('exclusive_n') or 0.0) for k in keys):.0f}" for r in runs) + " |")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -265,6 +300,8 @@ def main() -> int:
     b.add_argument("--jobs", type=int)
     r = sub.add_parser("records")
     r.add_argument("paths", nargs="+")
+    c = sub.add_parser("compare")
+    c.add_argument("paths", nargs="+")
     t = sub.add_parser("triton")
     t.add_argument("selector", nargs="?", default="triton2triton")
     t.add_argument("--jobs", type=int)
@@ -279,6 +316,8 @@ def main() -> int:
         triton(a.selector, a.jobs, a.parallel)
     elif a.cmd == "_first_calls":
         first_calls(a.task_dir, a.path)
+    elif a.cmd == "compare":
+        compare(a.paths)
     else:
         from_records(a.paths)
     return 0

@@ -14,7 +14,6 @@ python3 scripts/trust_table.py RECORDS.jsonl [MORE.jsonl ...]
 from __future__ import annotations
 
 import collections
-import gzip
 import io
 import statistics
 import sys
@@ -25,19 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from arena import records  # noqa: E402
 from arena.performance import INCIDENTAL_MAX  # noqa: E402
-from arena.records import Verdict  # noqa: E402
-
-
-def _read(path: Path) -> list[Verdict]:
-    if path.suffix == ".gz":
-        tmp = Path("/tmp") / path.stem
-        tmp.write_bytes(gzip.decompress(path.read_bytes()))
-        path = tmp
-    return list(records.read(path))
 
 
 def main(paths: list[str]) -> int:
-    vs = [v for p in paths for v in _read(Path(p))]
+    vs = [v for p in paths for v in records.read(Path(p))]
     out = io.StringIO()
 
     def say(line: str = "") -> None:

@@ -189,3 +189,21 @@ def test_the_task_s_code_running_out_of_memory_is_the_harness_s_failure():
     assert bad.status is Status.TASK_ERROR and bad.message == "the reference failed: ValueError: shapes do not match"
     assert not Status.TASK_ERROR.scored and not Status.HARNESS_ERROR.scored and not Status.NOT_RUNNABLE.scored
     assert all(s.scored for s in Status if s.kind not in ("infra", "not_runnable"))
+
+
+def test_a_compressed_records_file_reads_as_its_records_and_one_cut_short_up_to_the_cut(tmp_path):
+    """The records kept under reports/validation are gzip files: read like a plain one; one cut
+    short (a copy that stopped) gives the records before the cut."""
+    import gzip
+
+    plain = tmp_path / "r.jsonl"
+    for i in range(3):
+        append(plain, full_verdict(i))
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [v.repeat for v in read(packed)] == [0, 1, 2]
+    assert [dumps(v) for v in read(packed)] == [dumps(v) for v in read(plain)]
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed.read_bytes()[:-12])         # the end of the stream lost
+    assert [v.repeat for v in read(cut)] == [0, 1, 2][:len(list(read(cut)))]
+    assert len(list(read(cut))) >= 2
