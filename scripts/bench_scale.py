@@ -41,10 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _q(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+from arena.timing.stats import quantile  # noqa: E402
 
 
 def builds(selector: str, jobs: int | None) -> None:
@@ -70,7 +67,7 @@ def builds(selector: str, jobs: int | None) -> None:
             cached = [build_hip(f, target=target, arch=arch, cache_dir=Path(cache)).seconds for f in files]
         secs = [s for s, _, ok in cold if ok]
         print(f"\n{target} {arch}: cold build per kernel median {statistics.median(secs):.2f} s, "
-              f"p90 {_q(secs, 0.9):.2f} s, max {max(secs):.2f} s ({sum(not ok for *_, ok in cold)} failed); "
+              f"p90 {quantile(secs, 0.9):.2f} s, max {max(secs):.2f} s ({sum(not ok for *_, ok in cold)} failed); "
               f"all {len(files)} in parallel on {jobs or os.cpu_count()} threads: {parallel:.1f} s; "
               f"cached median {statistics.median(cached) * 1000:.1f} ms")
         for s, f, _ in sorted(cold, reverse=True)[:5]:
@@ -206,17 +203,17 @@ def from_records(paths: list[str]) -> None:
     for (agent, task), w in by_task.items():
         tasks[task] += w
     print(f"{len(vs)} verdicts of {len(evals)} evaluations, {len(tasks)} tasks")
-    print(f"wall per evaluation (all its splits): median {statistics.median(walls):.1f} s, p90 {_q(walls, 0.9):.1f} s, "
+    print(f"wall per evaluation (all its splits): median {statistics.median(walls):.1f} s, p90 {quantile(walls, 0.9):.1f} s, "
           f"max {max(walls):.1f} s")
     tw = list(tasks.values())
     print(f"wall per task (all agents and splits of the run): median {statistics.median(tw):.1f} s, "
-          f"p90 {_q(tw, 0.9):.1f} s, total {sum(tw) / 60:.1f} min of evaluation")
+          f"p90 {quantile(tw, 0.9):.1f} s, total {sum(tw) / 60:.1f} min of evaluation")
     if timed_frac_den:
         print(f"timed GPU work (samples x median, both sides) / wall of timed evaluations: "
               f"{100 * timed_frac_num / timed_frac_den:.1f}%")
     if cold_builds:
         print(f"uncached HIP builds inside evaluations: median {statistics.median(cold_builds):.2f} s, "
-              f"p90 {_q(cold_builds, 0.9):.2f} s (n={len(cold_builds)})")
+              f"p90 {quantile(cold_builds, 0.9):.2f} s (n={len(cold_builds)})")
     phases: dict[tuple, dict[str, float]] = {}
     for v in vs:
         if v.phases:

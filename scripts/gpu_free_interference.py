@@ -4,8 +4,9 @@ The trusted process of every evaluation gives the blocks torch's allocator cache
 device after each config (``arena.trusted.Evaluation.release_memory``: ``empty_cache``, a
 ``cudaFree`` per block, no kernel), inside a shared section of the GPU lock, which keeps a
 waiting timed round out for as long as it lasts. This measures what it would do to a timed
-round running beside it, were it done outside the lock: the harness's own timer (``DeviceTimer``: flush, start event, call,
-synchronize, end event, marker; the span read from the profiler) times three kernels here,
+round running beside it, were it done outside the lock: the harness's own timer
+(``DeviceTimer``: flush, start event, call, synchronize, end event, marker; the span read
+from the profiler) times three kernels here,
 in blocks that alternate between a quiet GPU and one where another process allocates and
 frees device memory as fast as it can (``torch.empty`` then ``empty_cache``, sizes 2 MiB to
 2 GiB; no kernel of its own).
@@ -41,17 +42,13 @@ def churn(go, stop, count) -> None:
             count.value = n
 
 
-def quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
-
-
 def main() -> int:
     blocks = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     samples = int(sys.argv[2]) if len(sys.argv) > 2 else 60
     import torch
 
     sys.path.insert(0, ".")
+    from arena.timing.stats import quantile
     from arena.timing.timer import DeviceTimer, preload
 
     ctx = mp.get_context("spawn")

@@ -28,6 +28,7 @@ def main() -> int:
     import torch
 
     sys.path.insert(0, str(ROOT))
+    from arena.timing.stats import quantile
     from arena.timing.timer import DeviceTimer, preload
 
     spec = importlib.util.spec_from_file_location(
@@ -63,11 +64,11 @@ def main() -> int:
                 timer.flush = flushed
             nothing = lambda: None  # noqa: E731
             out_, _ = timer.sample_round([("c", nothing, call, nothing) for _ in range(samples)])
-            spans = sorted(s for _, s, _, _ in out_)
+            spans = [s for _, s, _, _ in out_]
             host = timer.step_parts["call"] / samples * 1e6
             timer.step_parts["call"] = 0.0
-            print(f"| {name} | {label} | {statistics.median(spans):.1f} ({spans[len(spans) // 10]:.1f}-"
-                  f"{spans[9 * len(spans) // 10]:.1f}) | {host:.1f} |")
+            print(f"| {name} | {label} | {statistics.median(spans):.1f} ({quantile(spans, 0.1):.1f}-"
+                  f"{quantile(spans, 0.9):.1f}) | {host:.1f} |")
     return 0
 
 

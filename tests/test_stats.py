@@ -103,3 +103,12 @@ def test_geomean_ci():
     assert geomean_ci([(1.5, 3.0)]) == pytest.approx((1.5, 3.0))
     assert geomean_ci([]) is None
     assert geomean_ci([(0.0, 2.0), (1.0, 2.0)]) is None
+
+
+def test_quantile_is_a_sample_taken_at_its_rank():
+    from arena.timing.stats import quantile
+
+    xs = [5.0, 1.0, 4.0, 2.0, 3.0, 10.0, 7.0, 6.0, 9.0, 8.0]
+    assert [quantile(xs, q) for q in (0.0, 0.1, 0.5, 0.9, 1.0)] == [1.0, 2.0, 6.0, 10.0, 10.0]
+    assert quantile([3.5], 0.9) == 3.5
+    assert quantile([], 0.5) != quantile([], 0.5)        # NaN for no samples

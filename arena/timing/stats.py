@@ -13,6 +13,13 @@ def median(xs: Sequence[float]) -> float:
     return float(np.median(np.asarray(xs, dtype=float)))
 
 
+def quantile(xs: Sequence[float], q: float) -> float:
+    """The sample at rank ``q`` of the sorted samples (nearest rank, the lower one): for the
+    tables of scripts, which quote samples as taken. NaN for none."""
+    ys = sorted(xs)
+    return float(ys[min(len(ys) - 1, int(q * len(ys)))]) if ys else math.nan
+
+
 def iqr(xs: Sequence[float]) -> float:
     q75, q25 = np.percentile(np.asarray(xs, dtype=float), [75, 25])
     return float(q75 - q25)
