@@ -340,8 +340,16 @@ class CandidateProcess:
         session, self.session = self.session, None
         if session is None:
             return SessionReply()
+        from arena.timing.timer import OURS, TraceCutError
+
         prof0 = self.timer.profiler_s
-        samples, warnings = session.close()
+        try:
+            samples, warnings = session.close()
+        except TraceCutError as exc:       # our kernels are launched as counted: the extra ones are its own
+            raise _Refused(Status.INTEGRITY_VIOLATION,
+                           f"the device trace of the candidate's timed calls does not cut into samples: the "
+                           f"harness's timing kernels ({', '.join(OURS)}) are not there as it launched them (a "
+                           f"kernel of the candidate's named like one of them): {exc}") from None
         self.guard("the candidate's timed calls")
         return SessionReply(samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
                             warnings=[f"{j}: {w}" for j, w in warnings],

@@ -6,8 +6,11 @@ that launches two short kernels with host work between them (the logsumexp_rows 
 few rows: a partial kernel, two ``torch.empty``, a combine kernel) reads its kernels' own time
 when the host has issued both before the device reaches them (they queue behind the flush),
 and the host's gap between them when it has not. This times that call with the harness's
-timer under three head starts: the flush as the harness makes it; a flush eight times as
-long; and a synchronize after the flush (no head start: the device waits for every launch).
+timer as it is (behind its gate: the device waits until the host has made the whole call),
+and without the gate under three head starts: the flush as the harness makes it; a flush eight
+times as long; and a synchronize after the flush (no head start: the device waits for every
+launch). Last, a call that synchronizes inside, to show the gate opening by itself once and
+that call timed without it from then on.
 
 Run on a GPU machine from the repository root, a few times (each run is a fresh process):
     python scripts/gpu_launch_race.py [SAMPLES]
@@ -18,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,9 +56,13 @@ def main() -> int:
         for _ in range(10):
             call()
         torch.cuda.synchronize()
-        for label, timer in (("the harness's flush", DeviceTimer(llc)), ("a flush 8x as long", DeviceTimer(8 * llc)),
-                             ("none (synchronize after the flush)", DeviceTimer(llc))):
-            if label.startswith("none"):
+        for label, timer in (("the harness's timer (gated)", DeviceTimer(llc)),
+                             ("no gate: the harness's flush", DeviceTimer(llc)),
+                             ("no gate: a flush 8x as long", DeviceTimer(8 * llc)),
+                             ("no gate: none (synchronize after the flush)", DeviceTimer(llc))):
+            if label.startswith("no gate"):
+                timer.ungated.add("c")
+            if label.endswith("after the flush)"):
                 flush = timer.flush
 
                 def flushed(flush=flush):
@@ -69,6 +77,18 @@ def main() -> int:
             timer.step_parts["call"] = 0.0
             print(f"| {name} | {label} | {statistics.median(spans):.1f} ({quantile(spans, 0.1):.1f}-"
                   f"{quantile(spans, 0.9):.1f}) | {host:.1f} |")
+
+    def waits_inside():
+        sol.logsumexp_rows(x, out, rows, vocab)
+        out.sum().item()
+
+    timer = DeviceTimer(llc)
+    t0 = time.perf_counter()
+    out_, warnings = timer.sample_round([("c", nothing, waits_inside, nothing) for _ in range(samples)])
+    wall = time.perf_counter() - t0
+    spans = [s for _, s, _, _ in out_]
+    print(f"\na call that synchronizes inside ({name}): warnings {warnings}, ungated {sorted(timer.ungated)}, "
+          f"span median {statistics.median(spans):.1f} us, {samples} samples in {wall:.2f} s")
     return 0
 
 

@@ -134,6 +134,44 @@ def test_side_stream_work_starting_before_a_delayed_flush_is_not_hidden():
     assert warnings or spans[0] >= 170.0                      # at least the part after the flush starts
 
 
+def _timeline():
+    """A device timeline of the test's: its activities, ``kernel(name, ns)`` that puts one after
+    the last, and its clock (ns)."""
+    clock = [0]
+    acts: list[tuple[int, int, str]] = []
+
+    def kernel(name: str, ns: int) -> None:
+        acts.append((clock[0], clock[0] + ns, name))
+        clock[0] += ns + 1_000
+
+    return acts, kernel, clock
+
+
+class _UntimedEvent:
+    def record(self, *a):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+def _stood_in_timer(tm, kernel):
+    """A DeviceTimer whose kernels are entries on a timeline of the test's (``kernel(name, ns)``),
+    its gate's flag a plain tensor."""
+    import torch
+
+    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
+    timer.profiler_s = 0.0
+    timer.alone_parts = tm._alone_parts()
+    timer.step_parts = tm._step_parts()
+    timer.gate_flag, timer.ungated = None, set()
+    timer.flush = lambda: kernel(FLUSH, 30_000)
+    timer.marker = lambda: kernel(MARKER, 1_000)
+    timer._pinned_flag = lambda: torch.zeros(2, dtype=torch.int32)
+    timer._launch_gate = lambda: kernel(GATE, 4_000)
+    return timer
+
+
 class _FakeTimer:
     """Stands in for DeviceTimer: runs the steps of every round it is given (inside ``alone()``;
     a remote step by the remote, in a session of the remote's) and returns spans drawn from
@@ -257,12 +295,7 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
 
     import arena.timing.timer as tm
 
-    clock = [0]
-    acts: list[tuple[int, int, str]] = []
-
-    def kernel(name: str, ns: int) -> None:
-        acts.append((clock[0], clock[0] + ns, name))
-        clock[0] += ns + 1_000
+    acts, kernel, clock = _timeline()
 
     class Event:
         def __init__(self, **kw):
@@ -278,12 +311,7 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
-    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
-    timer.profiler_s = 0.0
-    timer.alone_parts = tm._alone_parts()
-    timer.step_parts = tm._step_parts()
-    timer.flush = lambda: kernel(FLUSH, 30_000)
-    timer.marker = lambda: kernel(MARKER, 1_000)
+    timer = _stood_in_timer(tm, kernel)
 
     def rounds():
         for r in range(3):
@@ -316,19 +344,7 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
 
     import arena.timing.timer as tm
 
-    clock = [0]
-    acts: list[tuple[int, int, str]] = []
-
-    def kernel(name: str, ns: int) -> None:
-        acts.append((clock[0], clock[0] + ns, name))
-        clock[0] += ns + 1_000
-
-    class Event:
-        def record(self, *a):
-            pass
-
-        def elapsed_time(self, other):
-            return 0.0
+    acts, kernel, _ = _timeline()
 
     class Remote:
         def __init__(self):
@@ -347,14 +363,9 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
 
     monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: Event())
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
     monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
-    timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
-    timer.profiler_s = 0.0
-    timer.alone_parts = tm._alone_parts()
-    timer.step_parts = tm._step_parts()
-    timer.flush = lambda: kernel(FLUSH, 30_000)
-    timer.marker = lambda: kernel(MARKER, 1_000)
+    timer = _stood_in_timer(tm, kernel)
     remote = Remote()
     steps = [("base", lambda: None, lambda: kernel("base", 5_000), lambda: None),
              ("cand", lambda: None, tm.RemoteCall(remote, 7), lambda: None),
@@ -453,18 +464,20 @@ def test_a_noisy_ratio_does_not_stop_the_pairs_early():
     assert len(res.spans_us["candidate"]) == 400
 
 
-def test_a_warm_up_takes_its_shared_sections_in_slices_not_one_a_call():
+def test_a_warm_up_takes_its_shared_sections_in_slices_not_one_a_call(monkeypatch):
     """25 ms of 1 ms calls: one shared section, not 25 (each entry may queue behind a writer);
     calls of 60 ms: past the 50 ms slice after each one, so a section a call, and a timed round
-    elsewhere never waits longer than a slice and a call."""
+    elsewhere never waits longer than a slice and a call. (On a clock of the test's: a loaded
+    machine's sleeps overshoot.)"""
     import contextlib
-    import time as _time
 
     import arena.timing.timer as tm
 
+    now = [0.0]
+    monkeypatch.setattr(tm, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
     timer = tm.DeviceTimer.__new__(tm.DeviceTimer)
     timer.flush = timer.marker = timer.synchronize = lambda: None
-    for call_s, calls_min, sections_max in ((0.001, 20, 1), (0.06, 3, 3)):
+    for call_s, calls_min, sections in ((0.001, 25, 1), (0.06, 3, 3)):
         entered, calls = [], []
 
         @contextlib.contextmanager
@@ -472,6 +485,184 @@ def test_a_warm_up_takes_its_shared_sections_in_slices_not_one_a_call():
             entered.append(1)
             yield
 
-        timer.warm_up(lambda: (calls.append(1), _time.sleep(call_s)), around=around)
+        def call(call_s=call_s):
+            calls.append(1)
+            now[0] += call_s
+
+        timer.warm_up(call, around=around)
         assert len(calls) >= calls_min
-        assert len(entered) == sections_max if call_s > 0.01 else len(entered) <= sections_max
+        assert len(entered) == sections
+
+
+# -- the gate: a kernel of ours between the flush and the call, holding the stream until the host has made the
+# whole call (arena.timing.timer: a call of several launches no longer races the flush)
+
+GATE = "_arena_gate_kernel"
+
+
+def gated_sample(t0: int, call: list[tuple[int, int, str]], *, hold_ns: int = 80_000) -> tuple[list, int]:
+    """A sample whose gate spins ``hold_ns`` after the flush (the host making the call), then the call's
+    kernels back to back (times relative to the gate's end)."""
+    f0, f1 = t0, t0 + 30_000
+    g1 = f1 + hold_ns
+    acts = [(f0, f1, FLUSH), (f1, g1, GATE)]
+    end = g1
+    for s, e, name in call:
+        acts.append((g1 + s, g1 + e, name))
+        end = max(end, g1 + e)
+    acts.append((end + 2_000, end + 3_000, MARKER))
+    return acts, end + 10_000
+
+
+def test_the_gate_is_in_no_span_and_the_call_counts_from_its_first_kernel():
+    acts, t = gated_sample(0, [(1_000, 4_000, "partial"), (5_000, 7_000, "combine")])
+    acts2, _ = gated_sample(t, [(500, 2_500, "partial"), (3_000, 5_000, "combine")], hold_ns=900_000)
+    spans, warnings = cut_spans(acts + acts2, 2, gates=[True, True])
+    # the gate's own time (the host's time making the call) is in neither span, however long
+    assert spans == [6.0, 4.5] and warnings == []
+
+
+def test_a_step_without_a_gate_beside_gated_ones():
+    a1, t = gated_sample(0, [(1_000, 3_000, "k")])
+    a2, t = sample(t, [(1_000, 3_000, "k"), (40_000, 42_000, "k2")], checks=False)   # ungated: the gap counts
+    spans, _ = cut_spans(a1 + a2, 2, gates=[True, False])
+    assert spans == [2.0, 41.0]
+
+
+@pytest.mark.parametrize("name", [GATE, GATE + "_fast", "my" + GATE + "_work"])
+def test_a_call_kernel_named_like_the_gate_fails_the_cut_and_is_not_left_out(name):
+    # a kernel of the call whose name holds our gate's would be left out of its span if names alone
+    # decided; the cut counts our gates against the steps that put one, so the trace does not cut
+    acts, _ = gated_sample(0, [(1_000, 900_000, name), (901_000, 902_000, "k")])
+    with pytest.raises(RuntimeError, match="cannot be cut"):
+        cut_spans(acts, 1, gates=[True])
+    bare, _ = sample(0, [(1_000, 900_000, name)])
+    with pytest.raises(RuntimeError, match="cannot be cut"):
+        cut_spans(bare, 1)                       # no gate given, one named like it in the trace
+
+
+def test_gates_in_the_wrong_windows_fail_the_cut():
+    a1, t = gated_sample(0, [(1_000, 3_000, "k")])
+    a2, _ = sample(t, [(1_000, 3_000, "k")], checks=False)
+    with pytest.raises(RuntimeError, match="cannot be cut"):
+        cut_spans(a1 + a2, 2, gates=[False, True])   # as many gates as put, in the other window
+    with pytest.raises(RuntimeError, match="cannot be cut"):
+        cut_spans(a1 + a2, 2, gates=[True])          # a flag for one step of two
+
+
+def test_the_gate_kernel_compiles_for_both_vendors_with_a_clock_and_uncached_reads(monkeypatch):
+    # the gate spins on pinned host memory the host writes: each read must reach memory (a cached read
+    # would never see the host's write, and every call would wait for the time-out), and it must time out
+    # on the device's own clock (a call that synchronizes inside waits for it)
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from arena.timing.timer import GATE_KERNEL, _arena_gate_kernel
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    sig = {"flag": "*i32", "limit_ns": "i32", "HIP": "constexpr"}
+    for target, hip, clock, read in ((GPUTarget("cuda", 90, 32), False, "%globaltimer", "ld.volatile.global"),
+                                     (GPUTarget("hip", "gfx942", 64), True, "s_memrealtime", "sc0 sc1")):
+        k = triton.compile(triton.compiler.ASTSource(fn=_arena_gate_kernel, signature=sig, constexprs={"HIP": hip}),
+                           target=target)
+        asm = k.asm["ptx"] if not hip else k.asm["amdgcn"]
+        loads = [ln for ln in asm.splitlines() if ("ld." in ln or "global_load" in ln) and "param" not in ln]
+        assert GATE_KERNEL == GATE and k.name == GATE
+        assert clock in asm and loads and all(read in ln for ln in loads), (target.backend, loads)
+
+
+def test_a_side_whose_call_waits_for_the_device_is_timed_without_the_gate_from_then_on(monkeypatch):
+    """The device stood in for: a synchronize finds the gate still shut when the host has not opened it
+    (the call waits inside, the gate opens by itself after its time-out). That side's first sample says
+    so, and its later steps put no gate; the other side's keep theirs."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    acts, kernel, _ = _timeline()
+
+    timer = _stood_in_timer(tm, kernel)
+    gates_seen: list[tuple[str, bool]] = []
+
+    def synchronize():
+        flag = timer.gate_flag
+        if flag is not None and int(flag[1]) == -1:       # a gate is waiting on the device
+            flag[1] = 0 if int(flag[0]) else 1              # opened by the host, or by itself
+
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    real_gate = timer.gate
+
+    def gate(who):
+        put = real_gate(who)
+        gates_seen.append((who, put))
+        return put
+
+    timer.gate = gate
+
+    def waits_inside():
+        kernel("s", 5_000)
+        torch.cuda.synchronize()              # e.g. .item() on a result
+        kernel("s2", 5_000)
+
+    steps = [("a", lambda: None, lambda: kernel("a", 5_000), lambda: None),
+             ("s", lambda: None, waits_inside, lambda: None)]
+    out, warnings = timer.sample_rounds([steps, steps[::-1], steps])
+    assert gates_seen == [("a", True), ("s", True), ("s", False), ("a", True), ("a", True), ("s", False)]
+    assert warnings == [(1, tm.UNGATED_WARNING)]
+    assert tm.UNGATED_WARNING.split(":")[0] == "ungated"      # the config's flag (arena.decision)
+    assert timer.ungated == {"s"}
+    assert [side for side, *_ in out] == ["a", "s", "s", "a", "a", "s"]
+
+    # unprofiled (a trusted side): the same, and its warning comes back too
+    acts.clear()
+    timer.ungated.clear()
+    gates_seen.clear()
+    out, warnings = timer.sample_rounds([steps, steps], profiled=False)
+    assert warnings == [(1, tm.UNGATED_WARNING)]
+    assert gates_seen == [("a", True), ("s", True), ("a", True), ("s", False)]
+
+
+def test_a_call_that_raises_opens_the_gate(monkeypatch):
+    import torch
+
+    import arena.timing.timer as tm
+
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: types.SimpleNamespace(record=lambda *a: None))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    timer = _stood_in_timer(tm, lambda name, ns: None)
+    session = tm.Session(timer, profiled=False)
+
+    def broken():
+        raise ValueError("the candidate's call failed")
+
+    with pytest.raises(ValueError):
+        session.step(broken, "candidate")
+    assert int(timer.gate_flag[0]) == 1       # the device is not left behind a shut gate
+
+
+def test_a_trace_that_does_not_cut_in_the_candidates_process_is_its_integrity_violation():
+    """Our flush, gate and marker kernels are launched as counted; in the candidate's process, a
+    trace that does not cut holds kernels of the candidate's named like ours
+    (tests/exploits/candidates/spoof_harness_names.py on a GPU): its failure, not the harness's."""
+    from arena.candidate import CandidateProcess
+    from arena.protocol import EndRequest, FailReply
+    from arena.records import Status
+    from arena.timing.timer import GATE_KERNEL, _cut
+
+    class Session:
+        def close(self):
+            acts, _ = gated_sample(0, [(1_000, 90_000, GATE_KERNEL + "_axpy"), (91_000, 92_000, "_touch")])
+            return _cut(acts, 1, [True])
+
+    from arena.timing.timer import HostTimer
+
+    proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    proc.timer, proc.session = HostTimer(), Session()
+    reply = proc.handle(EndRequest())
+    assert isinstance(reply, FailReply) and reply.status is Status.INTEGRITY_VIOLATION
+    assert GATE_KERNEL in reply.message and "cannot be cut" in reply.message

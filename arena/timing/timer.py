@@ -1,12 +1,25 @@
 """Paired, interleaved GPU timing whose clock is the device's own (METHODOLOGY.md).
 
-Each sample is: [prepare] -> cache flush -> start event -> call -> device synchronize ->
-end event -> end marker -> [after]. The primary time is the device-side span of every
-kernel / copy on every stream between the flush kernel and the end marker, read from the
-profiler (CUPTI on CUDA, roctracer on ROCm); the events around the call plus a device-wide
-synchronize are a cross-check. The flush and the marker are kernels of ours with names of
-ours, so the trace can be cut into samples. Samples alternate A B / B A so neither side
-always runs right after the flush.
+Each sample is: [prepare] -> cache flush -> gate -> start event -> call -> gate opened ->
+device synchronize -> end event -> end marker -> [after]. The primary time is the device-side
+span of every kernel / copy on every stream between the flush kernel and the end marker, read
+from the profiler (CUPTI on CUDA, roctracer on ROCm); the events around the call plus a
+device-wide synchronize are a cross-check. The flush, the gate and the marker are kernels of
+ours with names of ours, so the trace can be cut into samples. Samples alternate A B / B A so
+neither side always runs right after the flush.
+
+The gate is a kernel that holds the stream until the host has made the whole call: it spins
+on a flag in pinned host memory that the host sets when the call returns. Without it, a call
+of several launches raced the flush: its second kernel's launch either was queued before the
+device got to it (the span: its kernels' own time) or was not (the span: the host's gap
+between launches too), and which one happened depended on the process (the logsumexp_rows
+solution on 16 rows read 6-50 us in different evaluations of the same file,
+scripts/gpu_launch_race.py). Behind the gate every call's device work runs as a queue the host
+has already filled, the same in every process: a figure is device time, for every side alike.
+A call that waits for the device inside (a synchronize, a copy to the host) would wait for the
+gate: the gate opens by itself after GATE_TIMEOUT_NS, and that side is timed without a gate
+from then on in this process (its span then holds its launch gaps, as before). NVBench holds
+its measured launches behind a blocking kernel with a time-out for the same reasons.
 
 A profiler session slows every kernel launch (CUPTI's per-launch work, about 5 us on an
 H200, more inside a timed round): a side whose call is many launches from Python (an eager
@@ -36,10 +49,19 @@ import triton.language as tl
 from arena.timing import stats
 
 log = logging.getLogger(__name__)
+_HIP = bool(getattr(torch.version, "hip", None))
 
 FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
+GATE_KERNEL = "_arena_gate_kernel"
+OURS = (FLUSH_KERNEL, MARKER_KERNEL, GATE_KERNEL)
+# how long the gate waits for the host before it opens by itself: far above any call's host time
+# (an eager reference of a hundred launches under the profiler: about 2 ms), short enough that the
+# one timed call of a side that synchronizes inside costs little
+GATE_TIMEOUT_NS = 20_000_000
 OVERLAP_WARNING = "device work overlapped the end marker"
+UNGATED_WARNING = ("ungated: the call waited for the device inside (the gate opened by itself); from then on "
+                   "it is timed without the gate, its launch gaps in its span")
 _FLUSH_BLOCK = 4096
 Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
@@ -53,6 +75,27 @@ def _arena_flush_kernel(buf, n, value, BLOCK: tl.constexpr):
 @triton.jit
 def _arena_end_marker_kernel(buf):
     tl.store(buf, 1)
+
+
+@triton.jit
+def _arena_gate_kernel(flag, limit_ns, HIP: tl.constexpr):
+    """Spin until the host sets ``flag[0]`` (pinned host memory, each read past every cache:
+    ``ld.volatile`` on NVIDIA, ``sc0 sc1`` on AMD) or
+    ``limit_ns`` have passed; ``flag[1]``: 1 if it opened by itself."""
+    if HIP:
+        t0 = tl.extra.hip.memrealtime() * 10        # a 100 MHz clock
+    else:
+        t0 = tl.extra.cuda.globaltimer()
+    waited = t0 - t0
+    shut = tl.load(flag, volatile=True, cache_modifier=".cv") == 0
+    while shut & (waited < limit_ns):
+        shut = tl.load(flag, volatile=True, cache_modifier=".cv") == 0
+        if HIP:
+            now = tl.extra.hip.memrealtime() * 10
+        else:
+            now = tl.extra.cuda.globaltimer()
+        waited = now - t0
+    tl.store(flag + 1, shut.to(tl.int32))
 
 
 @dataclass
@@ -119,6 +162,7 @@ def preload(profiler: bool = True, kernel_cache: str = "") -> None:
     try:
         _arena_flush_kernel.warmup(torch.float32, 2**24, 1.0, BLOCK=_FLUSH_BLOCK, grid=(1,))
         _arena_end_marker_kernel.warmup(torch.int32, grid=(1,))
+        _arena_gate_kernel.warmup(torch.int32, GATE_TIMEOUT_NS, HIP=_HIP, grid=(1,))
     finally:
         if old is None:
             os.environ.pop("TRITON_CACHE_DIR", None)
@@ -127,16 +171,19 @@ def preload(profiler: bool = True, kernel_cache: str = "") -> None:
 
 
 class Session:
-    """This process's part of a timing session: each ``step`` is [flush] -> start event ->
-    call -> synchronize -> end event -> [marker]; ``close`` cuts the profiler's trace into one
-    sample per step. ``profiled=False`` (trusted sides only): no profiler; a sample is the
-    events around the call on its stream, the end event recorded right after the call."""
+    """This process's part of a timing session: each ``step`` is [flush] -> [gate] -> start
+    event -> call -> gate opened -> synchronize -> end event -> [marker]; ``close`` cuts the
+    profiler's trace into one sample per step. ``profiled=False`` (trusted sides only): no
+    profiler; a sample is the events around the call on its stream, the end event recorded
+    right after the call (behind the gate: the call's device time, as under the profiler)."""
 
     def __init__(self, timer: "DeviceTimer", profiled: bool = True):
         self.timer = timer
         self.profiled = profiled
         self.events: list[tuple[Any, Any]] = []
         self.prof = None
+        self.ungated_at: list[int] = []     # the steps whose gate opened by itself
+        self.gated: list[bool] = []         # whether each step had a gate
 
     def open(self) -> None:
         if not self.profiled:
@@ -148,25 +195,36 @@ class Session:
         self.prof.__enter__()
         self.timer.profiler_s += time.perf_counter() - t0
 
-    def step(self, call: Callable[[], None]) -> None:
+    def step(self, call: Callable[[], None], who: str = "") -> None:
+        """One timed call; ``who``: the side it is, for the gate's time-outs (``DeviceTimer.gate``)."""
         parts, clock = self.timer.step_parts, time.perf_counter
         t0 = clock()
         self.timer.flush()
+        gated = self.timer.gate(who)
         ev0 = torch.cuda.Event(enable_timing=True)
         ev1 = torch.cuda.Event(enable_timing=True)
         ev0.record()
         t1 = clock()
-        call()
+        try:
+            call()
+        except BaseException:
+            self.timer.open_gate()
+            raise
         t2 = clock()
         if not self.profiled:       # a trusted call: its work is on this stream
             ev1.record()
+            self.timer.open_gate()
             torch.cuda.synchronize()
         else:
+            self.timer.open_gate()
             torch.cuda.synchronize()
             ev1.record()
+        if gated and self.timer.gate_done(who):
+            self.ungated_at.append(len(self.events))
         t3 = clock()
         self.timer.marker()
         self.events.append((ev0, ev1))
+        self.gated.append(gated)
         parts["flush"] += t1 - t0
         parts["call"] += t2 - t1
         parts["wait"] += t3 - t2
@@ -176,7 +234,7 @@ class Session:
         torch.cuda.synchronize()
         if not self.profiled:
             return [(ev0.elapsed_time(ev1) * 1000.0, ev0.elapsed_time(ev1) * 1000.0, {})
-                    for ev0, ev1 in self.events], []
+                    for ev0, ev1 in self.events], [(j, UNGATED_WARNING) for j in self.ungated_at]
         t0 = time.perf_counter()
         prof, self.prof = self.prof, None
         if prof is None:
@@ -184,12 +242,13 @@ class Session:
         prof.__exit__(None, None, None)
         acts = _device_activities(prof)
         self.timer.profiler_s += time.perf_counter() - t0
-        windows = _cut(acts, len(self.events))
+        windows = _cut(acts, len(self.events), self.gated)
         out, warnings = [], []
         for j, ((ev0, ev1), (span, activity, overlapped)) in enumerate(zip(self.events, windows)):
             out.append((span, ev0.elapsed_time(ev1) * 1000.0, activity))
             if overlapped:
                 warnings.append((j, OVERLAP_WARNING))
+        warnings += [(j, UNGATED_WARNING) for j in self.ungated_at]
         return out, warnings
 
 
@@ -227,6 +286,39 @@ class DeviceTimer:
         self.profiler_s = 0.0
         self.alone_parts = _alone_parts()
         self.step_parts = _step_parts()
+        self.gate_flag = None              # pinned host memory: [open, opened by itself]
+        self.ungated: set[str] = set()     # the sides whose call waited for the gate: timed without it here
+
+    def gate(self, who: str) -> bool:
+        """Hold this stream until ``open_gate`` (the call made): unless ``who``'s calls waited
+        for it before. Whether a gate was put."""
+        if who in self.ungated:
+            return False
+        if self.gate_flag is None:
+            self.gate_flag = self._pinned_flag()
+        flag = self.gate_flag.numpy()
+        flag[0], flag[1] = 0, -1
+        self._launch_gate()
+        return True
+
+    def _pinned_flag(self) -> torch.Tensor:
+        return torch.zeros(2, dtype=torch.int32).pin_memory()
+
+    def _launch_gate(self) -> None:
+        _arena_gate_kernel[(1,)](self.gate_flag, GATE_TIMEOUT_NS, HIP=_HIP)
+
+    def open_gate(self) -> None:
+        if self.gate_flag is not None:
+            self.gate_flag.numpy()[0] = 1
+
+    def gate_done(self, who: str) -> bool:
+        """After the device synchronized: did the gate open by itself (the call waited for the
+        device inside)? Then ``who`` is timed without a gate from now on."""
+        if int(self.gate_flag.numpy()[1]) != 1:
+            return False
+        self.ungated.add(who)
+        log.info("the gate opened by itself for %r: its calls wait for the device; timed without it", who)
+        return True
 
     def flush(self) -> None:
         if self.flush_buf is None:
@@ -337,7 +429,7 @@ class DeviceTimer:
                             else:
                                 if local_session is None:
                                     raise RuntimeError("a local step in a session with none here")
-                                local_session.step(call)
+                                local_session.step(call, side)
                                 where.append((side, 0))
                             t3 = clock()
                             after()
@@ -408,7 +500,7 @@ class _HostSession(Session):
     def open(self) -> None:
         pass
 
-    def step(self, call: Callable[[], None]) -> None:
+    def step(self, call: Callable[[], None], who: str = "") -> None:
         t0 = time.perf_counter()
         call()
         t1 = time.perf_counter()
@@ -432,37 +524,58 @@ def _device_activities(prof) -> list[tuple[int, int, str]]:
     return acts
 
 
-def cut_spans(acts: list[tuple[int, int, str]], n_steps: int) -> tuple[list[float], list[str]]:
+def cut_spans(acts: list[tuple[int, int, str]], n_steps: int, gates: Sequence[bool] | None = None
+              ) -> tuple[list[float], list[str]]:
     """The spans of ``cut_windows`` (microseconds) and its warnings."""
-    windows, warnings = cut_windows(acts, n_steps)
+    windows, warnings = cut_windows(acts, n_steps, gates)
     return [span for span, _ in windows], warnings
 
 
-def cut_windows(acts: list[tuple[int, int, str]], n_steps: int
+def cut_windows(acts: list[tuple[int, int, str]], n_steps: int, gates: Sequence[bool] | None = None
                 ) -> tuple[list[tuple[float, dict[str, float]]], list[str]]:
     """Cut a device timeline of (start_ns, end_ns, name) at our flush / marker kernels: the
     span of everything (any stream) that starts after a flush starts and before the next
     marker starts, and the device time of those activities by name (microseconds). Work the
     call put on another stream may begin while the flush still runs (it does not wait for
-    our stream): it is counted from its own start."""
-    windows = _cut(acts, n_steps)
+    our stream): it is counted from its own start. ``gates``: whether each step had a gate
+    (none if not given); our gate kernel is in no span, so a window must hold exactly the gates
+    its step was given: a kernel of the call named like one of ours fails the cut, it is not
+    left out."""
+    windows = _cut(acts, n_steps, gates)
     return [(span, activity) for span, activity, _ in windows], [OVERLAP_WARNING for *_, over in windows if over]
 
 
-def _cut(acts: list[tuple[int, int, str]], n_steps: int) -> list[tuple[float, dict[str, float], bool]]:
+class TraceCutError(RuntimeError):
+    """A device trace that does not cut into the samples its steps made: our flush, gate and
+    marker kernels are not there as launched (in a candidate's process: a kernel of its own
+    named like one of them)."""
+
+
+def _ours(name: str) -> bool:
+    return any(k in name for k in OURS)
+
+
+def _cut(acts: list[tuple[int, int, str]], n_steps: int, gates: Sequence[bool] | None = None
+         ) -> list[tuple[float, dict[str, float], bool]]:
     """``cut_windows``, with whether device work overlapped each window's end marker."""
     acts = sorted(acts)
+    gates = list(gates) if gates is not None else [False] * n_steps
     flushes = [a for a in acts if FLUSH_KERNEL in a[2]]
     markers = [a for a in acts if MARKER_KERNEL in a[2]]
-    if len(flushes) != n_steps or len(markers) != n_steps:
-        raise RuntimeError(f"timing trace has {len(flushes)} flush and {len(markers)} marker kernels "
-                           f"for {n_steps} samples: the trace cannot be cut into samples")
+    n_gates = sum(GATE_KERNEL in a[2] for a in acts)
+    if len(flushes) != n_steps or len(markers) != n_steps or len(gates) != n_steps or n_gates != sum(gates):
+        raise TraceCutError(f"timing trace has {len(flushes)} flush, {len(markers)} marker and {n_gates} gate "
+                           f"kernels for {n_steps} samples with {sum(gates)} gates: the trace cannot be cut "
+                           f"into samples")
     out = []
-    for (f0, _f1, _), (m0, _m1, _) in zip(flushes, markers):
+    for (f0, _f1, _), (m0, _m1, _), gated in zip(flushes, markers, gates):
         # everything that starts inside the window, and anything of the call's already running when the flush
         # starts (our own kernels run on one stream before the flush, so they end before it starts)
-        inside = [a for a in acts if (f0 <= a[0] < m0 or a[0] < f0 < a[1])
-                  and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]]
+        window = [a for a in acts if f0 <= a[0] < m0 or a[0] < f0 < a[1]]
+        if sum(GATE_KERNEL in a[2] for a in window) != int(gated):
+            raise TraceCutError("a timing window holds a gate kernel its step did not put, or lacks the one it "
+                               "did: the trace cannot be cut into samples")
+        inside = [a for a in window if not _ours(a[2])]
         overlapped = any(a[0] < m0 < a[1] and MARKER_KERNEL not in a[2] for a in acts)
         if not inside:
             out.append((0.0, {}, overlapped))
