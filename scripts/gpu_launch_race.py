@@ -87,7 +87,8 @@ def main() -> int:
     out_, warnings = timer.sample_round([("c", nothing, waits_inside, nothing) for _ in range(samples)])
     wall = time.perf_counter() - t0
     spans = [s for _, s, _, _ in out_]
-    print(f"\na call that synchronizes inside ({name}): warnings {warnings}, ungated {sorted(timer.ungated)}, "
+    print(f"\na call that synchronizes inside ({name}): {len(warnings)} samples warned "
+          f"{sorted({w.split(':')[0] for _, w in warnings})}, ungated {sorted(timer.ungated)}, "
           f"span median {statistics.median(spans):.1f} us, {samples} samples in {wall:.2f} s")
     return 0
 

@@ -60,8 +60,8 @@ OURS = (FLUSH_KERNEL, MARKER_KERNEL, GATE_KERNEL)
 # one timed call of a side that synchronizes inside costs little
 GATE_TIMEOUT_NS = 20_000_000
 OVERLAP_WARNING = "device work overlapped the end marker"
-UNGATED_WARNING = ("ungated: the call waited for the device inside (the gate opened by itself); from then on "
-                   "it is timed without the gate, its launch gaps in its span")
+UNGATED_WARNING = ("ungated: a call of this side waited for the device inside (the gate opened by itself), so "
+                   "it is timed without the gate in its process, its launch gaps in its span")
 _FLUSH_BLOCK = 4096
 Step = tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]   # side, prepare, call, after
 
@@ -182,7 +182,7 @@ class Session:
         self.profiled = profiled
         self.events: list[tuple[Any, Any]] = []
         self.prof = None
-        self.ungated_at: list[int] = []     # the steps whose gate opened by itself
+        self.ungated_at: list[int] = []     # the steps without a gate, or whose gate opened by itself
         self.gated: list[bool] = []         # whether each step had a gate
 
     def open(self) -> None:
@@ -219,7 +219,7 @@ class Session:
             self.timer.open_gate()
             torch.cuda.synchronize()
             ev1.record()
-        if gated and self.timer.gate_done(who):
+        if not gated or self.timer.gate_done(who):    # every sample without a gate says so (its config is flagged)
             self.ungated_at.append(len(self.events))
         t3 = clock()
         self.timer.marker()
