@@ -489,7 +489,9 @@ class ConfigTiming:
     def host_bound(self, name: str) -> bool:
         """A side whose calls' host time (launches from Python) is at least HOST_BOUND_RATIO
         of its span, and whose device sat idle inside its span (IDLE_SHARE_MIN at least): the
-        profiler's per-launch work stretches the gaps between its kernels."""
+        profiler's per-launch work stretches the gaps between its kernels. Behind the timer's
+        gate a call's kernels run from a queue already filled, with no such gaps: in practice
+        only a side timed without the gate (its call waits for the device inside) is one."""
         from arena.timing import stats
 
         result = self.timed.result
