@@ -667,3 +667,29 @@ def test_a_trace_that_does_not_cut_in_the_candidates_process_is_its_integrity_vi
     reply = proc.handle(EndRequest())
     assert isinstance(reply, FailReply) and reply.status is Status.INTEGRITY_VIOLATION
     assert GATE_KERNEL in reply.message and "cannot be cut" in reply.message
+
+
+def test_a_step_that_breaks_off_midway_tells_what_broke_it_not_the_trace(monkeypatch):
+    """Out of memory between the gate and the end marker (a crowded device): the trace then holds a
+    flush and a gate with no marker and cannot be cut; the error told is the one that broke the step
+    (it was the cut's, which named no cause)."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    acts, kernel, _ = _timeline()
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    timer = _stood_in_timer(tm, kernel)
+
+    def marker():
+        raise RuntimeError("CUDA error: out of memory")
+
+    timer.marker = marker
+    with pytest.raises(RuntimeError, match="out of memory"):
+        timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])
+    assert [a[2] for a in acts] == [FLUSH, GATE]

@@ -408,6 +408,7 @@ class DeviceTimer:
                 begun.append(r)
             if local_session is not None:
                 local_session.open()
+            made = False
             try:
                 with alone():
                     parts = self.alone_parts
@@ -441,9 +442,15 @@ class DeviceTimer:
                             t0 = t
                     self.synchronize()
                     parts["rounds"] += clock() - t
+                made = True
             finally:
                 if local_session is not None:
-                    out, warn = local_session.close()
+                    try:
+                        out, warn = local_session.close()
+                    except TraceCutError:
+                        if made:
+                            raise
+                        out, warn = [], []    # a step broke off midway: what broke it is the error to tell
                     out_of[0], warn_of[0] = out, dict(warn)
         finally:
             for r in begun:
