@@ -44,6 +44,8 @@ class CandidateHandle:
         self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
         self.served_us = 0.0     # the timed steps' host time there, in all (the rest of their round trips: the channel)
         self.served_parts: dict[str, float] = {}   # ... by part (arena.timing.timer.STEP_PARTS), seconds
+        self.tunes = False       # its file uses @triton.autotune (Evaluation.call_section)
+        self.tuned_on: set[str] = set()   # the configs it has been called on with the GPU alone
 
     def _notice(self, notice: CompilingNotice) -> None:
         if notice.on:

@@ -30,8 +30,8 @@ from typing import Any, Callable
 from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
                             EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
-                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, SampledReply, SampleRequest,
-                            SessionReply, SetupFailReply, SetupRequest,
+                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, ResumeRequest,
+                            SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
                             StepSample, decode, encode)
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
@@ -48,11 +48,13 @@ class _Refused(Exception):
 class CandidateProcess:
     """Serves the trusted process's requests, one at a time, each with one reply."""
 
-    def __init__(self, send: Callable[[Any], None], notice_fd: int | None, mode: str):
+    def __init__(self, send: Callable[[Any], None], notice_fd: int | None, mode: str,
+                 resume: Callable[[], None] | None = None):
         import torch
 
         self.torch = torch
         self.send = send
+        self.resume = resume or (lambda: None)   # waits for the trusted process's ResumeRequest
         self.notice_fd = notice_fd
         self.gpu = mode == "gpu"
         self.side: Side | None = None
@@ -216,7 +218,7 @@ class CandidateProcess:
 
     def _watch_compiles(self) -> None:
         """Triton's compiler, wrapped: the trusted process is told while a kernel compiles (host
-        work: it lets the GPU's shared lock go meanwhile), and the names of the kernels
+        work: it lets the GPU's lock go meanwhile, and says when it holds it again), and the names of the kernels
         compiled from the candidate's own file are kept (exact compiled names: a kernel is the
         candidate's only if this process compiled it from that file)."""
         try:
@@ -226,6 +228,7 @@ class CandidateProcess:
             return
         real = tc.compile
         send = self.send
+        resume = self.resume
         own = self.own
         candidate_file = self.candidate_file
 
@@ -235,6 +238,7 @@ class CandidateProcess:
                 kernel = real(src, *args, **kwargs)
             finally:
                 send(CompilingNotice(on=False))
+                resume()         # no launch of this process's until the trusted one holds the lock again
             fn = getattr(getattr(src, "fn", None), "fn", None)
             code = getattr(fn, "__code__", None)
             if code is not None and candidate_file and Path(code.co_filename).resolve() == Path(candidate_file):
@@ -426,7 +430,13 @@ def main(argv: list[str]) -> int:
     def send(frame: Any) -> None:             # every frame answers the request in progress
         write_frame(rep_fd, {"nonce": current["nonce"], "frame": encode(frame)})
 
-    proc = CandidateProcess(send, notice_fd, mode)
+    def resume() -> None:                     # after a compile: the trusted process holds the lock again
+        raw = read_frame(req_fd)
+        if raw is None:
+            os._exit(0)
+        decode(raw["frame"], (ResumeRequest,))
+
+    proc = CandidateProcess(send, notice_fd, mode, resume)
     while True:
         raw = read_frame(req_fd)
         if raw is None:

@@ -15,6 +15,11 @@ starve it. Work known to be host-only inside a shared section (Triton's JIT comp
 torch.compile's backend, wrapped by the worker) runs with the lock let go (``off_gpu``), so
 compiling holds up no timed round.
 
+A call that tunes itself (``@triton.autotune`` times each of its variants on its first call
+of a key) is made in an exclusive section taken ``yielding``: its compiles let the lock go
+and take it exclusive again afterwards, so the variants are timed with the GPU alone and
+the compiles keep no one off it.
+
 A shared section inside an exclusive one is part of it; an exclusive section is never taken
 inside a shared one (``flock`` would convert the lock, not nest it).
 
@@ -79,7 +84,7 @@ class GpuLock:
         self.alone_s = 0.0       # seconds inside exclusive sections (the GPU kept from everyone else)
         self.shared_s = 0.0      # seconds inside shared sections (writers kept waiting)
         self.longest_shared_s = 0.0
-        self.off_gpu_s = 0.0     # seconds let go inside shared sections for host-only work
+        self.off_gpu_s = 0.0     # seconds let go inside sections for host-only work
         self.shared_n = 0        # shared sections entered (a take-back after host-only work too)
         self.held_by: dict[str, float] = {}    # seconds held shared, by what the section was for (its label)
         self.over_by: dict[str, float] = {}    # ... of which past LONG_S into a section: what keeps writers out
@@ -88,6 +93,9 @@ class GpuLock:
         self.failed_tries = 0
         self._since = 0.0
         self._off_since = 0.0
+        self._alone_since = 0.0
+        self._yielding = False   # inside an exclusive section that host-only work lets go
+        self._back_to = "shared"  # the mode ``take_back`` restores
 
     @property
     def active(self) -> bool:
@@ -142,30 +150,53 @@ class GpuLock:
                 self.take_back()
 
     def let_go(self) -> bool:
-        """Inside a shared section: let the lock go for host-only work (``take_back`` ends
-        that); returns whether it did (not outside a shared section)."""
-        if not self.active or self.mode != "shared":
+        """Inside a shared section, or an exclusive one taken ``yielding``: let the lock go for
+        host-only work (``take_back`` ends that); returns whether it did."""
+        if not self.active or not (self.mode == "shared" or (self.mode == "exclusive" and self._yielding)):
             return False
-        self._leave_shared()
-        self.mode = "off"
+        if self.mode == "shared":
+            self._leave_shared()
+        else:
+            self._give_exclusive()
+        self._back_to, self.mode = self.mode, "off"
         self._off_since = time.monotonic()
         return True
 
     def take_back(self) -> None:
-        """The shared lock again, after ``let_go`` (nothing if it was not let go)."""
+        """The lock again, as it was before ``let_go`` (nothing if it was not let go): shared
+        behind any waiting writer, or exclusive once the readers inside have drained."""
         if self.mode != "off":
             return
         self.off_gpu_s += time.monotonic() - self._off_since
-        self._enter_shared()
-        self.mode = "shared"
+        if self._back_to == "exclusive":
+            self._take_exclusive()
+        else:
+            self._enter_shared()
+        self.mode = self._back_to
 
     @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, *, yielding: bool = False) -> Iterator[None]:
+        """An exclusive section. ``yielding``: host-only work inside (a compile) lets it go and
+        takes it again, exclusive, afterwards (``off_gpu``): for a call that tunes itself, whose
+        timings of its variants must have the GPU alone while its compiles need not."""
         if self.mode == "exclusive" or not self.active:
             yield
             return
         if self.mode is not None:
             raise RuntimeError("an exclusive section cannot be taken inside a shared one")
+        self._take_exclusive()
+        self.mode = "exclusive"
+        self._yielding = yielding
+        try:
+            yield
+        finally:
+            was, self.mode, self._yielding = self.mode, None, False
+            if was == "off":         # let go inside (a compile the candidate process never ended)
+                self.off_gpu_s += time.monotonic() - self._off_since
+            else:
+                self._give_exclusive()
+
+    def _take_exclusive(self) -> None:
         t0 = time.monotonic()
         tries = 0
         while not self._try_exclusive():
@@ -179,19 +210,16 @@ class GpuLock:
             # a long reader inside: the others go on meanwhile, for longer after each failed try
             pause = min(self.backoff_max_s, 0.02 * 2 ** tries)
             time.sleep(random.uniform(0.5, 1.0) * pause)
-        t1 = time.monotonic()
-        self.waited_s += t1 - t0
-        self.writer_waited_s += t1 - t0
+        self._alone_since = time.monotonic()
+        self.waited_s += self._alone_since - t0
+        self.writer_waited_s += self._alone_since - t0
         self.exclusive_n += 1
         self.failed_tries += tries
-        self.mode = "exclusive"
-        try:
-            yield
-        finally:
-            self.mode = None
-            fcntl.flock(self.rw, fcntl.LOCK_UN)
-            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
-            self.alone_s += time.monotonic() - t1
+
+    def _give_exclusive(self) -> None:
+        fcntl.flock(self.rw, fcntl.LOCK_UN)
+        fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.alone_s += time.monotonic() - self._alone_since
 
     def _try_exclusive(self) -> bool:
         """Take the turnstile (new readers wait from now on) and wait up to the window for the

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from arena.channel import take_frame, write_frame
-from arena.protocol import CANDIDATE_REPLIES, CompilingNotice, ProtocolError, decode, encode
+from arena.protocol import CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, decode, encode
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
@@ -458,7 +458,12 @@ class CandidatePeer:
                 self._end("protocol", str(exc))
             if isinstance(reply, CompilingNotice):
                 if on_notice is not None:
-                    on_notice(reply)
+                    on_notice(reply)          # the lock let go, or taken back
+                if not reply.on:              # the process waits until the lock is held again
+                    try:
+                        write_frame(self.req_w, {"nonce": nonce, "frame": encode(ResumeRequest())})
+                    except OSError:
+                        self._end("died", "")
                 continue
             return reply
 

@@ -431,6 +431,17 @@ class QuitRequest:
     type: ClassVar[str] = "quit"
 
 
+@frame
+@dataclass
+class ResumeRequest:
+    """The answer to a ``CompilingNotice(on=False)``, sent while the request is still in
+    progress: the trusted process holds the GPU's lock again, so the process that compiled
+    may go on launching (its GPU work after a compile never runs outside the lock, beside
+    another evaluation's timed round). Read only by the compile that waits for it."""
+
+    type: ClassVar[str] = "resume"
+
+
 REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
             KernelsRequest, QuitRequest)
 
@@ -537,7 +548,8 @@ class KernelsReply:
 @dataclass
 class CompilingNotice:
     """Sent while a request is in progress: the candidate's kernels are being compiled (host
-    work), so the trusted process may let the GPU's shared lock go meanwhile."""
+    work), so the trusted process may let the GPU's lock go meanwhile. After ``on=False`` the
+    process waits for a ``ResumeRequest``."""
 
     type: ClassVar[str] = "compiling"
     on: bool

@@ -192,3 +192,65 @@ def test_a_worker_forks_both_of_its_processes(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['_Forked', '_Forked'] ['AckReply', 'AckReply']"
+
+
+def test_after_a_compile_the_candidate_process_goes_on_only_when_the_lock_is_held_again(tmp_path, monkeypatch):
+    """A compile lets the GPU's lock go; the process that compiled must not launch its next
+    kernels until the trusted process has taken the lock back (else they run beside another
+    evaluation's timed round): the trusted side answers the end of a compile with a
+    ResumeRequest, after its notice handler (which takes the lock back) has returned, and
+    the candidate's compile waits for it."""
+    import os
+    import time
+
+    import triton.compiler
+    import triton.compiler.compiler
+
+    from arena.candidate import CandidateProcess
+    from arena.protocol import AckReply, CompilingNotice, ResumeRequest, decode, encode
+
+    # the trusted side
+    ch = _Channel(tmp_path)
+    req_r, ch.peer.req_w = os.pipe()
+    try:
+        order: list[str] = []
+        ch.write(_framed({"nonce": 7, "frame": encode(CompilingNotice(on=True))})
+                 + _framed({"nonce": 7, "frame": encode(CompilingNotice(on=False))})
+                 + _framed({"nonce": 7, "frame": encode(AckReply())}))
+
+        def on_notice(n):
+            order.append(f"lock {'let go' if n.on else 'taken back'}")
+            if not n.on:
+                assert not _readable(req_r), "the resume must not go out before the lock is held again"
+
+        assert ch.peer.finish(7, time.monotonic() + 5, on_notice) == AckReply()
+        assert order == ["lock let go", "lock taken back"]
+        from arena.channel import read_frame
+
+        assert _readable(req_r), "the end of a compile must be answered"
+        raw = read_frame(req_r)
+        assert raw["nonce"] == 7 and decode(raw["frame"], (ResumeRequest,)) == ResumeRequest()
+        assert not _readable(req_r), "one resume per compile"
+    finally:
+        os.close(req_r)
+        ch.close()
+
+    # the candidate's side
+    events: list = []
+
+    def fake_compile(src, *args, **kwargs):
+        events.append("compiling")
+        return "kernel"
+
+    monkeypatch.setattr(triton.compiler, "compile", fake_compile)
+    monkeypatch.setattr(triton.compiler.compiler, "compile", fake_compile)
+    proc = CandidateProcess(send=events.append, notice_fd=None, mode="cpu", resume=lambda: events.append("resumed"))
+    proc._watch_compiles()
+    assert triton.compiler.compile("src") == "kernel"
+    assert events == [CompilingNotice(on=True), "compiling", CompilingNotice(on=False), "resumed"]
+
+
+def _readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0.05)[0])
