@@ -15,13 +15,15 @@ def reference(x, target, rows, vocab, ignore_index, label_smoothing):
 
 
 def make_inputs(config, generator, device):
-    """Logits per row: shift + scale * N(0, 1); targets uniform, about 15% ignore_index (-100)."""
+    """Logits per row: shift + scale * N(0, 1); targets uniform, round(15%) of the rows (the
+    count fixed by the config, the rows drawn) ignore_index (-100)."""
     rows, vocab = int(config["rows"]), int(config["vocab"])
     z = torch.randn(rows, vocab, generator=generator, device=device)
     shift = 3.0 * torch.randn(rows, 1, generator=generator, device=device)
     scale = 0.5 + 2.5 * torch.rand(rows, 1, generator=generator, device=device)
     x = (shift + scale * z).to(torch.float16)
     target = torch.randint(0, vocab, (rows,), generator=generator, device=device, dtype=torch.int64)
-    ignored = torch.rand(rows, generator=generator, device=device) < 0.15
-    target = torch.where(ignored, torch.full_like(target, -100), target).to(torch.int32)
+    ignored = torch.randperm(rows, generator=generator, device=device)[: (15 * rows + 50) // 100]
+    target[ignored] = -100
+    target = target.to(torch.int32)
     return {"x": x, "target": target}

@@ -15,11 +15,14 @@ def reference(hidden, attention_mask, batch, seq, hidden_size):
 
 
 def make_inputs(config, generator, device):
-    """hidden = bias[h] + N(0, 1); right-padded masks with lengths uniform in [seq / 4, seq]."""
+    """hidden = bias[h] + N(0, 1); right-padded masks whose lengths are the evenly spaced
+    quantiles of the uniform distribution on [seq / 4, seq] (fixed by the config; the seed
+    draws which sequence gets which)."""
     batch, seq, hidden_size = int(config["batch"]), int(config["seq"]), int(config["hidden_size"])
     bias = torch.randn(1, 1, hidden_size, generator=generator, device=device)
     hidden = (bias + torch.randn(batch, seq, hidden_size, generator=generator, device=device)).to(torch.float16)
     lo = max(1, seq // 4)
-    lengths = torch.randint(lo, seq + 1, (batch, 1), generator=generator, device=device)
+    fixed = torch.tensor([lo + (2 * i + 1) * (seq - lo + 1) // (2 * batch) for i in range(batch)], device=device)
+    lengths = fixed[torch.randperm(batch, generator=generator, device=device)][:, None]
     mask = torch.arange(seq, device=device)[None, :] < lengths
     return {"hidden": hidden, "attention_mask": mask}

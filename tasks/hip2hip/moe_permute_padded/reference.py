@@ -28,12 +28,17 @@ def reference(x, topk_ids, expert_offsets, tokens, topk, experts, hidden):
 
 def make_inputs(config, generator, device):
     """Router-like choices: every token takes the topk largest of popularity[e] + Gumbel
-    noise (distinct experts), popularity ~ N(0, 1); expert_offsets is the exclusive scan
-    of the counts rounded up to multiples of 16."""
+    noise (distinct experts), popularity the evenly spaced quantiles of N(0, 1), the noise
+    drawn once per config (so the per-expert loads are fixed by the config); the seed
+    relabels the experts and shuffles the tokens. expert_offsets is the exclusive scan of
+    the counts rounded up to multiples of 16."""
     tokens, topk, experts = int(config["tokens"]), int(config["topk"]), int(config["experts"])
-    popularity = torch.randn(experts, generator=generator, device=device)
-    u = torch.rand(tokens, experts, generator=generator, device=device).clamp_(1e-12, 1.0 - 1e-7)
-    ids = torch.topk(popularity[None, :] - torch.log(-torch.log(u)), topk, dim=1).indices
+    fixed = torch.Generator().manual_seed(0x5EED + 1_000_003 * (1_000_003 * tokens + topk) + experts)
+    popularity = torch.special.ndtri((torch.arange(experts, dtype=torch.float64) + 0.5) / experts).float()
+    u = torch.rand(tokens, experts, generator=fixed).clamp_(1e-12, 1.0 - 1e-7)
+    ids = torch.topk(popularity[None, :] - torch.log(-torch.log(u)), topk, dim=1).indices.to(device)
+    relabel = torch.randperm(experts, generator=generator, device=device)
+    ids = relabel[ids][torch.randperm(tokens, generator=generator, device=device)]
     counts = torch.bincount(ids.reshape(-1), minlength=experts)
     padded = (counts + BLOCK_M - 1) // BLOCK_M * BLOCK_M
     offsets = torch.zeros(experts + 1, dtype=torch.int64, device=device)

@@ -19,13 +19,15 @@ def reference(q, k_cache, v_cache, block_tables, context_lens, num_seqs, q_heads
 
 
 def make_inputs(config, generator, device):
-    """context_lens uniform in [1, max_context], one (at a random index) exactly max_context;
-    block_tables a random permutation of the num_seqs * max_blocks pool blocks."""
+    """context_lens: one exactly max_context, the others the evenly spaced quantiles of the
+    uniform distribution on [1, max_context] (the config fixes the lengths, the seed which
+    sequence gets which); block_tables a random permutation of the num_seqs * max_blocks
+    pool blocks."""
     n = int(config["num_seqs"])
     max_context, block_size = int(config["max_context"]), int(config["block_size"])
     max_blocks = (max_context + block_size - 1) // block_size
-    lens = torch.randint(1, max_context + 1, (n,), generator=generator, device=device)
-    longest = int(torch.randint(0, n, (1,), generator=generator, device=device).item())
-    lens[longest] = max_context
+    rest = [1 + (2 * i + 1) * max_context // (2 * (n - 1)) for i in range(n - 1)]
+    fixed = torch.tensor([max_context] + rest, dtype=torch.int64)
+    lens = fixed.to(device)[torch.randperm(n, generator=generator, device=device)]
     table = torch.randperm(n * max_blocks, generator=generator, device=device).view(n, max_blocks)
     return {"block_tables": table.to(torch.int32), "context_lens": lens.to(torch.int32)}

@@ -17,11 +17,20 @@ def reference(x, ptr, num_nodes, segments, features):
     return out, arg
 
 
+def segment_lengths(total, count):
+    """Fixed by the config: 1 plus the evenly spaced quantiles of an exponential share of the
+    other total - count elements (what random distinct cut points give on average)."""
+    w = -torch.log1p(-(torch.arange(count, dtype=torch.float64) + 0.5) / count)
+    cum = torch.floor((total - count) * torch.cumsum(w, 0) / w.sum()).to(torch.int64)
+    cum[-1] = total - count
+    return 1 + torch.diff(cum, prepend=torch.zeros(1, dtype=torch.int64))
+
+
 def make_inputs(config, generator, device):
-    """x = ReLU(N(0, 1)); ptr: random distinct cut points, so every segment is non-empty."""
+    """x = ReLU(N(0, 1)); ptr: every segment non-empty, the lengths fixed by the config
+    (segment_lengths), their order drawn by the seed."""
     n, g, f = int(config["num_nodes"]), int(config["segments"]), int(config["features"])
     x = torch.relu(torch.randn(n, f, generator=generator, device=device))
-    cuts = torch.randperm(n - 1, generator=generator, device=device)[: g - 1] + 1
-    ptr = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.sort(cuts).values.to(torch.int64),
-                     torch.full((1,), n, dtype=torch.int64, device=device)])
+    lengths = segment_lengths(n, g).to(device)[torch.randperm(g, generator=generator, device=device)]
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.cumsum(lengths, 0)])
     return {"x": x.contiguous(), "ptr": ptr.contiguous()}

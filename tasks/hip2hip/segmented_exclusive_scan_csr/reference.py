@@ -12,10 +12,19 @@ def reference(x, ptr, n, segments):
     return out.to(torch.int32)
 
 
+def segment_lengths(total, count):
+    """Fixed by the config: 1 plus the evenly spaced quantiles of an exponential share of the
+    other total - count elements (what random distinct cut points give on average)."""
+    w = -torch.log1p(-(torch.arange(count, dtype=torch.float64) + 0.5) / count)
+    cum = torch.floor((total - count) * torch.cumsum(w, 0) / w.sum()).to(torch.int64)
+    cum[-1] = total - count
+    return 1 + torch.diff(cum, prepend=torch.zeros(1, dtype=torch.int64))
+
+
 def make_inputs(config, generator, device):
-    """ptr: segments - 1 random distinct cut points in [1, n), so every segment is non-empty."""
+    """ptr: every segment non-empty, the lengths fixed by the config (segment_lengths), their
+    order drawn by the seed."""
     n, g = int(config["n"]), int(config["segments"])
-    cuts = torch.randperm(n - 1, generator=generator, device=device)[: g - 1] + 1
-    ptr = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.sort(cuts).values.to(torch.int64),
-                     torch.full((1,), n, dtype=torch.int64, device=device)])
+    lengths = segment_lengths(n, g).to(device)[torch.randperm(g, generator=generator, device=device)]
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.cumsum(lengths, 0)])
     return {"ptr": ptr.contiguous()}

@@ -19,3 +19,12 @@ def reference(q, k_cache, v_cache, seq_lens, batch, heads, kv_heads, max_len, he
         p = torch.softmax(s, dim=-1)
         outs.append(torch.einsum("hn,hnd->hd", p, vv))
     return torch.stack(outs, dim=0)
+
+
+def make_inputs(config, generator, device):
+    """seq_lens: the evenly spaced quantiles of the uniform distribution on [1, max_len] (the
+    config fixes the lengths, the seed which sequence gets which)."""
+    batch, max_len = int(config["batch"]), int(config["max_len"])
+    fixed = torch.tensor([1 + (2 * i + 1) * max_len // (2 * batch) for i in range(batch)], device=device)
+    lens = fixed[torch.randperm(batch, generator=generator, device=device)]
+    return {"seq_lens": lens.to(torch.int32)}

@@ -12,16 +12,26 @@ def reference(input, grid, batch, channels, in_h, in_w, out_h, out_w):
 def make_inputs(config, generator, device):
     """Per image a random affine map near the identity (scale 0.8-1.2, rotation up to 15
     degrees, translation up to 0.1 in normalised units) applied to the output pixel centres,
-    plus a normal jitter of one input pixel per point."""
+    plus a normal jitter of one input pixel per point. The maps are fixed by the config (each
+    parameter at evenly spaced quantiles of its range, paired by a generator seeded by the
+    shape), so the share of points falling outside the image is the same for every seed; the
+    seed deals them out to the images, mirrors each in x and / or y (which keeps that share)
+    and draws the jitter."""
     b, ih, iw = int(config["batch"]), int(config["in_h"]), int(config["in_w"])
     oh, ow = int(config["out_h"]), int(config["out_w"])
+    g = torch.Generator().manual_seed(0x6E1D + (((b * 1031 + ih) * 1031 + iw) * 1031 + oh) * 1031 + ow)
+    quantiles = (torch.arange(b, dtype=torch.float64) + 0.5) / b
 
     def uniform(lo, hi):
-        return torch.rand(b, generator=generator, device=device).mul_(hi - lo).add_(lo)
+        return (quantiles[torch.randperm(b, generator=g)] * (hi - lo) + lo).float().to(device)
 
     scale = uniform(0.8, 1.2)
     angle = uniform(-math.pi / 12, math.pi / 12)
     tx, ty = uniform(-0.1, 0.1), uniform(-0.1, 0.1)
+    perm = torch.randperm(b, generator=generator, device=device)
+    mirror = torch.where(torch.rand(2, b, generator=generator, device=device) < 0.5, -1.0, 1.0)
+    scale, angle = scale[perm], angle[perm] * mirror[0] * mirror[1]
+    tx, ty = tx[perm] * mirror[0], ty[perm] * mirror[1]
     ys = (torch.arange(oh, device=device, dtype=torch.float32) * 2 + 1) / oh - 1
     xs = (torch.arange(ow, device=device, dtype=torch.float32) * 2 + 1) / ow - 1
     yy, xx = torch.meshgrid(ys, xs, indexing="ij")

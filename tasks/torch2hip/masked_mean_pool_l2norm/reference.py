@@ -16,11 +16,14 @@ def reference(hidden, attention_mask, batch, seq, dim):
 
 
 def make_inputs(config, generator, device):
-    """A padded batch: each sequence has a length drawn uniformly in [1, seq]; half of the rows
-    are padded on the right (encoder tokenizers), half on the left (decoder-based embedding
-    models): a kernel must read the mask, not assume a prefix. int64 0/1 as tokenizers return."""
+    """A padded batch: the sequence lengths are spread evenly over [1, seq] (the quantiles of a
+    uniform draw, fixed by the config: the same number of tokens for every seed), and the seed
+    deals them out to the rows; about half of the rows are padded on the right (encoder
+    tokenizers), half on the left (decoder-based embedding models): a kernel must read the
+    mask, not assume a prefix. int64 0/1 as tokenizers return."""
     batch, seq = int(config["batch"]), int(config["seq"])
-    lengths = torch.randint(1, seq + 1, (batch, 1), generator=generator, device=device)
+    lengths = 1 + (torch.arange(batch, device=device) * 2 + 1) * seq // (2 * batch)
+    lengths = lengths[torch.randperm(batch, generator=generator, device=device)].view(batch, 1)
     left = torch.rand(batch, 1, generator=generator, device=device) < 0.5
     pos = torch.arange(seq, device=device)[None, :]
     right_mask = pos < lengths

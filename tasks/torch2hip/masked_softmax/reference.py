@@ -18,10 +18,13 @@ def make_inputs(config, generator, device):
     """The additive mask of a chunked prefill over left-padded sequences, expanded to 4D as
     Hugging Face builds it: query i sits at absolute position k_len - q_len + i and sees keys
     j <= k_len - q_len + i (causal), except the pad_b leading padding keys of its sequence
-    (pad_b drawn per sequence in [0, min(k_len // 16, k_len - q_len)], so no row is fully
-    masked). Visible keys get 0, hidden keys torch.finfo(torch.float32).min."""
+    (pad_b in [0, min(k_len // 16, k_len - q_len)], so no row is fully masked: the pads are
+    spread evenly over that range, the quantiles of a uniform draw fixed by the config, and
+    the seed deals them out to the sequences). Visible keys get 0, hidden keys
+    torch.finfo(torch.float32).min."""
     b, q, k = int(config["batch"]), int(config["q_len"]), int(config["k_len"])
-    pad = torch.randint(0, min(k // 16, k - q) + 1, (b,), generator=generator, device=device)
+    pad = (torch.arange(b, device=device) * 2 + 1) * (min(k // 16, k - q) + 1) // (2 * b)
+    pad = pad[torch.randperm(b, generator=generator, device=device)]
     i = torch.arange(q, device=device).view(1, q, 1)
     j = torch.arange(k, device=device).view(1, 1, k)
     visible = (j <= i + (k - q)) & (j >= pad.view(b, 1, 1))

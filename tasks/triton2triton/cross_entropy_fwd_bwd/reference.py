@@ -35,8 +35,9 @@ def reference(logits, target, rows, vocab, ignore_index, loss_scale):
 def make_inputs(config, generator, device):
     """Logits N(0, 2^2), except each row's target logit, uniform in [2, log(vocab) + 6] (the
     other logits' log-sum-exp is ~log(vocab) + 2, so the target's probability ranges from
-    ~1e-5 to ~0.98 whatever the vocabulary). Targets uniform over the vocabulary; about 8% of
-    the rows and the last rows // 16 are ignore_index, row 0 never is."""
+    ~1e-5 to ~0.98 whatever the vocabulary). Targets uniform over the vocabulary; the last
+    rows // 16 rows and 8% of the others but row 0 (the count fixed by the config, which rows
+    drawn) are ignore_index."""
     rows, vocab = int(config["rows"]), int(config["vocab"])
     ignore_index = int(config["ignore_index"])
     logits = torch.empty((rows, vocab), dtype=torch.float16, device=device)
@@ -48,7 +49,8 @@ def make_inputs(config, generator, device):
     z_hi = math.log(vocab) + 6.0
     z_t = 2.0 + (z_hi - 2.0) * torch.rand((rows,), generator=generator, device=device)
     logits[torch.arange(rows, device=device), t] = z_t.to(torch.float16)
-    ignored = torch.rand((rows,), generator=generator, device=device) < 0.08
+    middle = rows - rows // 16 - 1                                  # rows 1 .. rows - rows // 16 - 1
+    ignored = torch.zeros((rows,), dtype=torch.bool, device=device)
+    ignored[1 + torch.randperm(middle, generator=generator, device=device)[:int(0.08 * middle + 0.5)]] = True
     ignored[rows - rows // 16:] = True
-    ignored[0] = False
     return {"logits": logits, "target": torch.where(ignored, torch.full_like(t, ignore_index), t)}

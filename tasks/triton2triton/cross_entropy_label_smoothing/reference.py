@@ -16,8 +16,10 @@ def reference(logits, target, tokens, vocab, eps, ignore_index):
 
 
 def make_inputs(config, generator, device):
-    """Targets uniform over the vocabulary; about 10% of them -100 (ignored)."""
+    """Targets uniform over the vocabulary; 10% of them (rounded; which ones drawn) -100
+    (ignored)."""
     tokens, vocab = int(config["tokens"]), int(config["vocab"])
     t = torch.randint(0, vocab, (tokens,), generator=generator, device=device, dtype=torch.int64)
-    drop = torch.rand((tokens,), generator=generator, device=device) < 0.1
+    drop = torch.zeros((tokens,), dtype=torch.bool, device=device)
+    drop[torch.randperm(tokens, generator=generator, device=device)[:int(0.1 * tokens + 0.5)]] = True
     return {"target": torch.where(drop, torch.full_like(t, -100), t)}

@@ -14,17 +14,19 @@ def reference(x, w, expert_offsets, rows, experts, k, n):
 
 
 def make_inputs(config, generator, device):
-    """Expert offsets of a routed batch: `rows` token copies assigned to experts with a
-    router-like skew (popularity softmax(N(0, 1)), so loads differ several-fold), about one
-    expert in eight receiving nothing (never the most popular one), then counted and
-    prefix-summed: offsets[0] = 0, offsets[experts] = rows."""
+    """Expert offsets of a routed batch with a router-like skew: expert popularities
+    exp(z) for evenly spaced quantiles z of N(0, 1) (loads differ several-fold), one expert in
+    eight receiving nothing (spread over the popularity ranks, never the most popular one),
+    loads rounded to add up to `rows`. The loads are fixed by the config; the seed draws which
+    expert gets which. offsets[0] = 0, offsets[experts] = rows."""
     rows, experts = int(config["rows"]), int(config["experts"])
-    logits = torch.randn(experts, generator=generator, device=device)
-    idx = torch.arange(experts, device=device)
-    dead = (torch.rand(experts, generator=generator, device=device) < 0.125) & (idx != torch.argmax(logits))
-    p = torch.softmax(logits, dim=0) * (~dead).float()
-    choice = torch.multinomial(p, rows, replacement=True, generator=generator)
-    counts = torch.bincount(choice, minlength=experts)
-    offsets = torch.zeros(experts + 1, dtype=torch.int64, device=device)
+    p = torch.exp(torch.special.ndtri((torch.arange(experts, dtype=torch.float64) + 0.5) / experts))
+    dead = (experts + 3) // 8                                  # ~ (experts - 1) / 8, rounded
+    p[((torch.arange(dead, dtype=torch.float64) + 0.5) * (experts - 1) / max(dead, 1)).long()] = 0.0
+    share = p / p.sum() * rows
+    counts = share.floor().long()
+    counts[torch.argsort(counts.double() - share)[:rows - int(counts.sum())]] += 1   # largest remainders
+    counts = counts[torch.randperm(experts, generator=generator, device=device).cpu()]
+    offsets = torch.zeros(experts + 1, dtype=torch.int64)
     offsets[1:] = torch.cumsum(counts, 0)
-    return {"expert_offsets": offsets.to(torch.int32)}
+    return {"expert_offsets": offsets.to(torch.int32).to(device)}

@@ -16,9 +16,10 @@ def reference(x, cu_seqlens, total_tokens, num_seqs, hidden, max_seqlen):
 
 
 def make_inputs(config, generator, device):
-    """cu_seqlens for num_seqs lengths adding up to total_tokens: one, at a random position,
-    is max_seqlen; the others split the rest in proportion to log-normal weights (sigma
-    0.75), each in [1, max_seqlen], the rounding remainder spread over those with room."""
+    """cu_seqlens for num_seqs lengths adding up to total_tokens: one is max_seqlen; the others
+    split the rest in proportion to evenly spaced quantiles of a log-normal (sigma 0.75), each
+    in [1, max_seqlen], the rounding remainder spread over those with room. The lengths are
+    fixed by the config; the seed draws their order."""
     n = int(config["num_seqs"])
     total = int(config["total_tokens"])
     longest = int(config["max_seqlen"])
@@ -26,7 +27,7 @@ def make_inputs(config, generator, device):
     others = []
     if n > 1:
         rest = total - longest
-        w = torch.exp(0.75 * torch.randn(n - 1, generator=generator, device=device)).double().cpu()
+        w = torch.exp(0.75 * torch.special.ndtri((torch.arange(n - 1, dtype=torch.float64) + 0.5) / (n - 1)))
         others = (w / w.sum() * rest).floor().long().clamp(1, longest).tolist()
         left = rest - sum(others)
         while left != 0:
@@ -41,8 +42,8 @@ def make_inputs(config, generator, device):
                 left -= step
                 if left == 0:
                     break
-    pos = int(torch.randint(0, n, (1,), generator=generator, device=device).item())
-    lens = others[:pos] + [longest] + others[pos:]
+    lens = others + [longest]
+    lens = [lens[i] for i in torch.randperm(n, generator=generator, device=device).tolist()]
     cu = [0]
     for length in lens:
         cu.append(cu[-1] + length)

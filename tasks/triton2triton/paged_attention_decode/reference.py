@@ -23,15 +23,21 @@ def reference(q, k_cache, v_cache, block_tables, context_lens, num_seqs, q_heads
 
 
 def make_inputs(config, generator, device):
-    """context_lens uniform in [1, max_context], one of them (at a random position) exactly
-    max_context; block_tables a random permutation of the num_seqs * max_blocks pool blocks,
-    so every entry is a valid block and no sequence's blocks are contiguous."""
+    """context_lens: one is exactly max_context, the others are evenly spaced quantiles of the
+    uniform on [1, max_context], rounded to add up to (num_seqs - 1) * (max_context + 1) // 2
+    (the lengths are fixed by the config; the seed draws which sequence gets which);
+    block_tables a random permutation of the num_seqs * max_blocks pool blocks, so every entry
+    is a valid block and no sequence's blocks are contiguous."""
     n = int(config["num_seqs"])
     max_context = int(config["max_context"])
     block_size = int(config["block_size"])
     max_blocks = (max_context + block_size - 1) // block_size
-    lens = torch.randint(1, max_context + 1, (n,), generator=generator, device=device)
-    longest = int(torch.randint(0, n, (1,), generator=generator, device=device).item())
-    lens[longest] = max_context
+    m = n - 1
+    q = 0.5 + (torch.arange(m, dtype=torch.float64) + 0.5) * max_context / max(m, 1)   # mean (max_context + 1) / 2
+    lens = q.floor().long()
+    left = m * (max_context + 1) // 2 - int(lens.sum())
+    lens[torch.argsort(lens.double() - q)[:left]] += 1          # largest remainders first
+    lens = torch.cat([lens, torch.tensor([max_context])]).clamp(1, max_context)
+    lens = lens[torch.randperm(n, generator=generator, device=device).cpu()].to(device)
     table = torch.randperm(n * max_blocks, generator=generator, device=device).view(n, max_blocks)
     return {"block_tables": table.to(torch.int32), "context_lens": lens.to(torch.int32)}

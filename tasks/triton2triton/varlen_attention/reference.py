@@ -26,9 +26,10 @@ def reference(q, k, v, cu_seqlens, total_tokens, num_seqs, heads, kv_heads, head
 
 
 def make_inputs(config, generator, device):
-    """cu_seqlens for num_seqs lengths adding up to total_tokens: one (at a random position) is
-    max_seqlen, the others split the rest in proportion to log-normal weights (sigma 0.75),
-    each kept in [1, max_seqlen] (the rounding remainder goes to the sequences with room)."""
+    """cu_seqlens for num_seqs lengths adding up to total_tokens: one is max_seqlen, the others
+    split the rest in proportion to evenly spaced quantiles of a log-normal (sigma 0.75), each
+    kept in [1, max_seqlen] (the rounding remainder goes to the sequences with room). The
+    lengths are fixed by the config; the seed draws their order."""
     n = int(config["num_seqs"])
     total = int(config["total_tokens"])
     longest = int(config["max_seqlen"])
@@ -36,7 +37,7 @@ def make_inputs(config, generator, device):
     rest = total - longest
     lens = []
     if n > 1:
-        w = torch.exp(0.75 * torch.randn(n - 1, generator=generator, device=device)).double().cpu()
+        w = torch.exp(0.75 * torch.special.ndtri((torch.arange(n - 1, dtype=torch.float64) + 0.5) / (n - 1)))
         raw = (w / w.sum() * rest).floor().long().clamp(1, longest).tolist()
         left = rest - sum(raw)
         i = 0
@@ -52,8 +53,8 @@ def make_inputs(config, generator, device):
                 left += step
             i += 1
         lens = raw
-    pos = int(torch.randint(0, n, (1,), generator=generator, device=device).item())
-    lens.insert(pos, longest)
+    lens.append(longest)
+    lens = [lens[i] for i in torch.randperm(n, generator=generator, device=device).tolist()]
     cu = [0]
     for length in lens:
         cu.append(cu[-1] + length)
