@@ -16,7 +16,8 @@ from arena.correctness import GateFailure
 from arena.processes import CandidateGone, CandidatePeer
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest, FailReply,
                             KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
-                            ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest)
+                            ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
+                            TuningNotice)
 from arena.records import Status
 from arena.tracebacks import bounded
 
@@ -33,7 +34,8 @@ MESSAGE_CHARS = 4000      # of a failure's message from a process that makes cal
 class CandidateHandle:
     """This process's side of a process that makes calls: the candidate's, or (``trusted``)
     the one that runs the task's baseline. Requests run under the current stage's deadline;
-    a compile there lets this process's shared GPU lock go meanwhile; every failure comes
+    a compile there lets this process's shared GPU lock go meanwhile, an autotuner timing its
+    variants there takes it exclusive meanwhile; every failure comes
     back as a ``GateFailure``: the candidate's own (``fatal`` when its process can do no
     more), or for the baseline's process the task's (``TASK_ERROR``)."""
 
@@ -44,14 +46,18 @@ class CandidateHandle:
         self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
         self.served_us = 0.0     # the timed steps' host time there, in all (the rest of their round trips: the channel)
         self.served_parts: dict[str, float] = {}   # ... by part (arena.timing.timer.STEP_PARTS), seconds
-        self.tunes = False       # its file uses @triton.autotune (Evaluation.call_section)
-        self.tuned_on: set[str] = set()   # the configs it has been called on with the GPU alone
 
-    def _notice(self, notice: CompilingNotice) -> None:
-        if notice.on:
-            self.ev.gpu_lock.let_go()
+    def _notice(self, notice: CompilingNotice | TuningNotice) -> None:
+        lock = self.ev.gpu_lock
+        if isinstance(notice, TuningNotice):     # an autotuner times its variants: the GPU alone meanwhile
+            if notice.on:
+                lock.alone_inside()
+            else:
+                lock.share_again()
+        elif notice.on:
+            lock.let_go()
         else:
-            self.ev.gpu_lock.take_back()
+            lock.take_back()
 
     def request(self, frame: Any, expect: type) -> Any:
         try:
@@ -66,6 +72,7 @@ class CandidateHandle:
                 raise GateFailure(status, exc.message or what, fatal=True) from None
             finally:
                 self.ev.gpu_lock.take_back()        # a compile the process never said was over
+                self.ev.gpu_lock.share_again()      # a tuning likewise
             if isinstance(reply, FailReply):      # what that process says is data: bounded here
                 raise GateFailure(reply.status, reply.message[:MESSAGE_CHARS],
                                   fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION,

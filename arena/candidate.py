@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -31,7 +32,7 @@ from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
                             EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
                             OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, ResumeRequest,
-                            SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
+                            SampledReply, SampleRequest, SessionReply, TuningNotice, SetupFailReply, SetupRequest,
                             StepSample, decode, encode)
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
@@ -169,6 +170,8 @@ class CandidateProcess:
         except ImportError:
             pass
         self._watch_compiles()
+        if self.gpu:
+            self._watch_tuning()
         if not self.gpu:
             # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
             # common functions get implementations of its own operations)
@@ -234,6 +237,7 @@ class CandidateProcess:
 
         def compile(src: Any, *args: Any, **kwargs: Any) -> Any:
             send(CompilingNotice(on=True))
+            resume()
             try:
                 kernel = real(src, *args, **kwargs)
             finally:
@@ -249,6 +253,15 @@ class CandidateProcess:
 
         tc.compile = compile
         tcc.compile = compile
+
+    def _watch_tuning(self) -> None:
+        """Triton's autotuner, wrapped (``watch_tuning``): the trusted process holds the GPU's
+        lock exclusive while it times its variants."""
+        try:
+            from triton.runtime.autotuner import Autotuner
+        except ImportError:
+            return
+        watch_tuning(Autotuner, self.send, self.resume)
 
     def map(self, req: MapRequest) -> Any:
         from arena.buffers import open_slot
@@ -407,6 +420,35 @@ def preload() -> None:
 
     import arena.buffers  # noqa: F401
     import arena.guard  # noqa: F401
+
+
+def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], None]) -> None:
+    """Wrap an autotuner class (Triton's ``Autotuner``): the first time one of its launches
+    times a variant (``_bench``: a key it has not seen), the trusted process is told and takes
+    the GPU alone before the timing starts; when the outermost launch returns, it is told the
+    tuning is over. Each notice waits for the trusted process's answer."""
+    real_run, real_bench = tuner.run, tuner._bench
+    state = threading.local()
+
+    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(state, "depth", 0) and not getattr(state, "alone", False):
+            send(TuningNotice(on=True))
+            resume()
+            state.alone = True
+        return real_bench(self, *args, **kwargs)
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state.depth = getattr(state, "depth", 0) + 1
+        try:
+            return real_run(self, *args, **kwargs)
+        finally:
+            state.depth -= 1
+            if state.depth == 0 and getattr(state, "alone", False):
+                state.alone = False
+                send(TuningNotice(on=False))
+                resume()
+
+    tuner.run, tuner._bench = run, _bench
 
 
 def main(argv: list[str]) -> int:

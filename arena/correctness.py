@@ -116,9 +116,8 @@ def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
             slot = ev.new_slot()
         for seed in seeds:
             # three shared sections per seed (arena.gpulock), each ending with the device idle: a timed round
-            # elsewhere waits for the piece in flight, not for a whole check (a compile lets the lock go); a
-            # candidate that tunes itself makes its first call of the config alone (Evaluation.call_section)
-            with ev.call_section(ev.remote, "call"):
+            # elsewhere waits for the piece in flight, not for a whole check (a compile lets the lock go)
+            with shared("call"):
                 ev.fill_inputs(seed, slot.ins)
                 for o in slot.outs:
                     poison_(o)

@@ -15,10 +15,11 @@ starve it. Work known to be host-only inside a shared section (Triton's JIT comp
 torch.compile's backend, wrapped by the worker) runs with the lock let go (``off_gpu``), so
 compiling holds up no timed round.
 
-A call that tunes itself (``@triton.autotune`` times each of its variants on its first call
-of a key) is made in an exclusive section taken ``yielding``: its compiles let the lock go
-and take it exclusive again afterwards, so the variants are timed with the GPU alone and
-the compiles keep no one off it.
+While an autotuner times its variants inside a shared section (``@triton.autotune``, on its
+first call of a key, in the candidate's or the baseline's process), the section has the GPU
+alone (``alone_inside``, ``share_again``): another evaluation's kernels beside it would pick
+the variant (a starting kernel tuned beside them read 1,783 us in one evaluation and 3,597 us
+in another).
 
 A shared section inside an exclusive one is part of it; an exclusive section is never taken
 inside a shared one (``flock`` would convert the lock, not nest it).
@@ -84,7 +85,7 @@ class GpuLock:
         self.alone_s = 0.0       # seconds inside exclusive sections (the GPU kept from everyone else)
         self.shared_s = 0.0      # seconds inside shared sections (writers kept waiting)
         self.longest_shared_s = 0.0
-        self.off_gpu_s = 0.0     # seconds let go inside sections for host-only work
+        self.off_gpu_s = 0.0     # seconds let go inside shared sections for host-only work
         self.shared_n = 0        # shared sections entered (a take-back after host-only work too)
         self.held_by: dict[str, float] = {}    # seconds held shared, by what the section was for (its label)
         self.over_by: dict[str, float] = {}    # ... of which past LONG_S into a section: what keeps writers out
@@ -94,8 +95,7 @@ class GpuLock:
         self._since = 0.0
         self._off_since = 0.0
         self._alone_since = 0.0
-        self._yielding = False   # inside an exclusive section that host-only work lets go
-        self._back_to = "shared"  # the mode ``take_back`` restores
+        self._raised = False     # a shared section taken exclusive (``alone_inside``)
 
     @property
     def active(self) -> bool:
@@ -133,7 +133,10 @@ class GpuLock:
             yield
         finally:
             was, self.mode = self.mode, None
-            if was == "off":         # let go inside (a compile the candidate process never ended)
+            if self._raised:         # taken alone inside (a tuning the candidate process never ended)
+                self._raised = False
+                self._give_exclusive()
+            elif was == "off":       # let go inside (a compile the candidate process never ended)
                 self.off_gpu_s += time.monotonic() - self._off_since
             else:
                 self._leave_shared()
@@ -150,35 +153,47 @@ class GpuLock:
                 self.take_back()
 
     def let_go(self) -> bool:
-        """Inside a shared section, or an exclusive one taken ``yielding``: let the lock go for
-        host-only work (``take_back`` ends that); returns whether it did."""
-        if not self.active or not (self.mode == "shared" or (self.mode == "exclusive" and self._yielding)):
+        """Inside a shared section: let the lock go for host-only work (``take_back`` ends
+        that); returns whether it did (not outside a shared section, nor inside an exclusive one)."""
+        if not self.active or self.mode != "shared":
             return False
-        if self.mode == "shared":
-            self._leave_shared()
-        else:
-            self._give_exclusive()
-        self._back_to, self.mode = self.mode, "off"
+        self._leave_shared()
+        self.mode = "off"
         self._off_since = time.monotonic()
         return True
 
     def take_back(self) -> None:
-        """The lock again, as it was before ``let_go`` (nothing if it was not let go): shared
-        behind any waiting writer, or exclusive once the readers inside have drained."""
+        """The shared lock again, after ``let_go`` (nothing if it was not let go)."""
         if self.mode != "off":
             return
         self.off_gpu_s += time.monotonic() - self._off_since
-        if self._back_to == "exclusive":
-            self._take_exclusive()
-        else:
-            self._enter_shared()
-        self.mode = self._back_to
+        self._enter_shared()
+        self.mode = "shared"
+
+    def alone_inside(self) -> bool:
+        """Inside a shared section: the GPU alone from here until ``share_again`` (an autotuner
+        timing its variants in a call: another evaluation's kernels beside it would pick its
+        variant); returns whether it took it (not outside a shared section, nor inside an
+        exclusive one)."""
+        if not self.active or self.mode != "shared":
+            return False
+        self._leave_shared()
+        self._take_exclusive()
+        self.mode = "exclusive"
+        self._raised = True
+        return True
+
+    def share_again(self) -> None:
+        """Back to the shared section after ``alone_inside`` (nothing if it was not taken)."""
+        if not self._raised:
+            return
+        self._raised = False
+        self._give_exclusive()
+        self._enter_shared()
+        self.mode = "shared"
 
     @contextlib.contextmanager
-    def exclusive(self, *, yielding: bool = False) -> Iterator[None]:
-        """An exclusive section. ``yielding``: host-only work inside (a compile) lets it go and
-        takes it again, exclusive, afterwards (``off_gpu``): for a call that tunes itself, whose
-        timings of its variants must have the GPU alone while its compiles need not."""
+    def exclusive(self) -> Iterator[None]:
         if self.mode == "exclusive" or not self.active:
             yield
             return
@@ -186,15 +201,11 @@ class GpuLock:
             raise RuntimeError("an exclusive section cannot be taken inside a shared one")
         self._take_exclusive()
         self.mode = "exclusive"
-        self._yielding = yielding
         try:
             yield
         finally:
-            was, self.mode, self._yielding = self.mode, None, False
-            if was == "off":         # let go inside (a compile the candidate process never ended)
-                self.off_gpu_s += time.monotonic() - self._off_since
-            else:
-                self._give_exclusive()
+            self.mode = None
+            self._give_exclusive()
 
     def _take_exclusive(self) -> None:
         t0 = time.monotonic()

@@ -299,13 +299,10 @@ def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max
             side = ct.sides[name]
             try:
                 # as in a timed sample: the harness's own work is done before the call starts; torch.compile
-                # compiles on its first call of a shape, within a time budget; a side that tunes itself
-                # (@triton.autotune) makes its first call of the config with the GPU alone
-                handle = side.get("remote_of")
+                # compiles on its first call of a shape, within a time budget
                 with _time_limit(budget_s if name == "compiled" else None):
                     ev.timer.warm_up(lambda side=side: (side["prepare"](0), ev.sync(), side["call"](0),
-                                                        side["after"](0)),
-                                     around=lambda handle=handle: ev.call_section(handle, "warm"))
+                                                        side["after"](0)), around=lambda: shared("warm"))
             except GateFailure as exc:
                 if name != "compiled":
                     raise

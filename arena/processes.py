@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from arena.channel import take_frame, write_frame
-from arena.protocol import CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, decode, encode
+from arena.protocol import (CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, TuningNotice, decode,
+                            encode)
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
@@ -355,7 +356,8 @@ class CandidatePeer:
     ``request(frame, deadline)`` sends one request and returns its reply (a frame of
     ``CANDIDATE_REPLIES``). Requests carry a fresh random nonce that the reply must echo, so
     a frame the candidate writes into the channel itself does not pass for the harness's.
-    ``CompilingNotice``s that arrive meanwhile go to ``on_notice``. A reply that breaks the
+    Notices that arrive meanwhile (``CompilingNotice``, ``TuningNotice``) go to ``on_notice``,
+    and each is answered with a ``ResumeRequest`` once it returns. A reply that breaks the
     protocol, a process that died or a deadline that passed end the peer (CandidateGone); a
     process ended by the audit hook leaves a notice on a pipe of its own, which says why."""
 
@@ -420,7 +422,7 @@ class CandidatePeer:
                 self._eof = True
 
     def request(self, frame: Any, deadline: float | None = None,
-                on_notice: Callable[[CompilingNotice], None] | None = None) -> Any:
+                on_notice: Callable[[Any], None] | None = None) -> Any:
         return self.finish(self.start(frame), deadline, on_notice)
 
     def start(self, frame: Any) -> int:
@@ -435,7 +437,7 @@ class CandidatePeer:
         return nonce
 
     def finish(self, nonce: int, deadline: float | None = None,
-               on_notice: Callable[[CompilingNotice], None] | None = None) -> Any:
+               on_notice: Callable[[Any], None] | None = None) -> Any:
         if self.gone is not None:
             raise self.gone
         while True:
@@ -456,14 +458,13 @@ class CandidatePeer:
                 reply = decode(raw["frame"], CANDIDATE_REPLIES)
             except ProtocolError as exc:
                 self._end("protocol", str(exc))
-            if isinstance(reply, CompilingNotice):
+            if isinstance(reply, (CompilingNotice, TuningNotice)):
                 if on_notice is not None:
-                    on_notice(reply)          # the lock let go, or taken back
-                if not reply.on:              # the process waits until the lock is held again
-                    try:
-                        write_frame(self.req_w, {"nonce": nonce, "frame": encode(ResumeRequest())})
-                    except OSError:
-                        self._end("died", "")
+                    on_notice(reply)          # the lock let go, taken back, taken alone or shared again
+                try:                          # the process waits until then
+                    write_frame(self.req_w, {"nonce": nonce, "frame": encode(ResumeRequest())})
+                except OSError:
+                    self._end("died", "")
                 continue
             return reply
 

@@ -434,10 +434,11 @@ class QuitRequest:
 @frame
 @dataclass
 class ResumeRequest:
-    """The answer to a ``CompilingNotice(on=False)``, sent while the request is still in
-    progress: the trusted process holds the GPU's lock again, so the process that compiled
-    may go on launching (its GPU work after a compile never runs outside the lock, beside
-    another evaluation's timed round). Read only by the compile that waits for it."""
+    """The answer to a notice (``CompilingNotice``, ``TuningNotice``), sent while the request
+    is still in progress, once the trusted process has done what the notice asks of the GPU's
+    lock: the process that sent it may go on (its GPU work after a compile never runs outside
+    the lock, beside another evaluation's timed round; an autotuner times its variants only
+    once the GPU is held alone). Read only by the code that waits for it."""
 
     type: ClassVar[str] = "resume"
 
@@ -548,11 +549,25 @@ class KernelsReply:
 @dataclass
 class CompilingNotice:
     """Sent while a request is in progress: the candidate's kernels are being compiled (host
-    work), so the trusted process may let the GPU's lock go meanwhile. After ``on=False`` the
+    work), so the trusted process may let the GPU's lock go meanwhile. After each, the
     process waits for a ``ResumeRequest``."""
 
     type: ClassVar[str] = "compiling"
     on: bool
 
 
-CANDIDATE_REPLIES = (ReadyReply, SetupFailReply, LoadedReply, AckReply, FailReply, CalledReply, SampledReply, SessionReply, KernelsReply, CompilingNotice)
+@frame
+@dataclass
+class TuningNotice:
+    """Sent while a request is in progress: Triton's autotuner is about to time its variants
+    (``on``: a key it has not seen), or has chosen one. The trusted process holds the GPU's
+    lock exclusive meanwhile, so that no other evaluation's kernels run beside the timings
+    (beside them, a starting kernel's autotuner chose a variant twice as slow in one
+    evaluation of two). After each, the process waits for a ``ResumeRequest``."""
+
+    type: ClassVar[str] = "tuning"
+    on: bool
+
+
+CANDIDATE_REPLIES = (ReadyReply, SetupFailReply, LoadedReply, AckReply, FailReply, CalledReply, SampledReply, SessionReply, KernelsReply, CompilingNotice,
+                     TuningNotice)

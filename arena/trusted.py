@@ -139,19 +139,6 @@ class Evaluation:
         """This config's shapes and scalars for the calls that follow."""
         self._env = self.task.env(config)
         self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
-        self._config_key = repr(sorted(self._env.items()))
-
-    def call_section(self, side: Any, label: str) -> contextlib.AbstractContextManager:
-        """The GPU's lock around work that calls ``side`` on the current config: shared, except
-        the first such work of a side that tunes itself (``@triton.autotune`` times each of its
-        variants on its first call of a key and keeps the fastest). That one has the GPU alone,
-        so that other evaluations' kernels do not pick its variant (``block_fp8_gemm``'s starting
-        kernel, tuned in a shared section, read 1,783 us in one evaluation and 3,597 us in
-        another); its compiles let the lock go meanwhile (``GpuLock.exclusive(yielding=True)``)."""
-        if getattr(side, "tunes", False) and self._config_key not in side.tuned_on:
-            side.tuned_on.add(self._config_key)
-            return self.gpu_lock.exclusive(yielding=True)
-        return self.gpu_lock.shared(label)
 
     def make_inputs(self, seed: int) -> dict[str, Any]:
         from arena.check.inputs import make_inputs
@@ -329,9 +316,6 @@ class Evaluation:
                                              llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing,
                                              probe=probe.handle))
         self._mark = time.perf_counter()
-        from arena.toolchain.autotune import file_uses_autotune
-
-        self.remote.tunes = spec.language == "triton" and file_uses_autotune(spec.path)
         self.reference = self.load_reference()
         self.mark("reference")
         self.baseline = None
@@ -345,7 +329,6 @@ class Evaluation:
                 entry="reference" if b["language"] == "reference" else self.task.entry,
                 n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
                 scalar_types=[s.type for s in self.task.scalars], library=b.get("library") or "", trusted=True)
-            self.base_remote.tunes = base_spec.language == "triton" and file_uses_autotune(base_spec.path)
             self.base_slots = SlotMaker(self.torch_device, Path(self.job["baseline_dir"]) / "slots")
             base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
             base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))

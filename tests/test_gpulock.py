@@ -20,7 +20,6 @@ from arena.records import Status
 from arena.taskdef.loader import load_task
 
 AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
-AUTOTUNED = Path(__file__).parent / "fixtures" / "triton_wrappers" / "axpy_autotuned.py"
 
 
 @pytest.fixture(autouse=True)
@@ -322,59 +321,53 @@ def test_a_shared_section_inside_an_exclusive_one_is_part_of_it():
             pass
 
 
-def test_a_yielding_exclusive_section_lets_the_gpu_go_while_compiling_and_has_it_alone_again():
-    """A call that tunes itself (``@triton.autotune``) is made with the GPU alone, but its
-    compiles let the lock go: other evaluations' work goes on meanwhile, and the timings of
-    its variants wait until that work has drained."""
-    tuner, other = _lock(), _lock()
-    entered, release = threading.Event(), threading.Event()
+def test_an_autotuner_timing_its_variants_has_the_gpu_alone_inside_a_shared_section():
+    """A call in a shared section whose autotuner times its variants (a key it has not
+    seen): the section takes the GPU alone once the other readers inside have left, keeps
+    newcomers out meanwhile, and shares it again afterwards. A section that ends while alone
+    (the process never said the tuning was over) gives the lock back."""
+    tuner, other = _lock(window_s=30.0), _lock()
+    inside, leave, entered = threading.Event(), threading.Event(), threading.Event()
+
+    def read_long():
+        with other.shared():
+            inside.set()
+            leave.wait(60)
 
     def read():
         with other.shared():
             entered.set()
-            release.wait(60)
 
-    with tuner.exclusive(yielding=True):
+    with tuner.shared("call"):
+        t = threading.Thread(target=read_long)
+        t.start()
+        assert inside.wait(60)
+        alone = threading.Event()
+        up = threading.Thread(target=lambda: (tuner.alone_inside(), alone.set()))
+        up.start()
+        assert not alone.wait(0.3), "the timings must wait for the other evaluation's work to leave"
+        leave.set()
+        assert alone.wait(60)
+        up.join(60)
+        t.join(60)
+        assert tuner.mode == "exclusive"
         t = threading.Thread(target=read)
         t.start()
         assert not entered.wait(0.3), "another evaluation got in while the variants were timed"
-        assert tuner.let_go()               # a variant compiles
-        assert entered.wait(60), "a compile must not keep the GPU from everyone else"
-        taken = threading.Event()
-        back = threading.Thread(target=lambda: (tuner.take_back(), taken.set()))   # the compile is over
-        back.start()
-        assert not taken.wait(0.3), "the next variant's timing must wait for the reader inside"
-        release.set()
-        assert taken.wait(60)
-        back.join(60)
+        tuner.share_again()
+        assert entered.wait(60), "the section is shared again once the tuning is over"
         t.join(60)
-        assert tuner.mode == "exclusive"
-        entered.clear()
-        t = threading.Thread(target=read)
-        t.start()
-        assert not entered.wait(0.3), "the section is exclusive again after the compile"
-    assert entered.wait(60)
+        assert tuner.mode == "shared" and tuner.exclusive_n == 1
+    assert tuner.alone_inside() is False, "outside a shared section there is nothing to take alone"
+    with tuner.shared():
+        assert tuner.alone_inside()
+    entered.clear()
+    t = threading.Thread(target=read)
+    t.start()
+    assert entered.wait(60), "a section that ended alone gave the lock back"
     t.join(60)
-    assert tuner.exclusive_n == 2 and tuner.off_gpu_s > 0
-    with tuner.exclusive():                 # not yielding: a compile inside keeps the GPU
-        assert tuner.let_go() is False and tuner.mode == "exclusive"
-
-
-def test_a_candidate_that_tunes_itself_makes_its_first_call_of_each_config_alone(tmp_path):
-    """``@triton.autotune`` times its variants on its first call of a key and keeps the
-    fastest: that call, and only that one per config, takes the GPU's lock exclusive."""
-    task = load_task(AXPY)
-    device = _CpuWithLock(**detect("cpu").to_dict())
-    params = {"host_clock": True, "min_pairs": 3, "max_pairs": 3}
-    phases = {}
-    for name, path in (("plain", AXPY / "baseline.py"), ("tuned", AUTOTUNED)):
-        (v,) = evaluate(task, Candidate(task, path), ["smoke"], device, timing=True, timing_params=params,
-                        work_dir=tmp_path / name)
-        assert v.status is Status.PASSED, v.message
-        phases[name] = v.phases
-    n = len(task.configs("smoke"))
-    assert n >= 2
-    assert phases["tuned"]["exclusive_n"] == phases["plain"]["exclusive_n"] + n
+    with tuner.exclusive():                 # a timed round: already alone
+        assert tuner.alone_inside() is False and tuner.mode == "exclusive"
 
 
 def test_the_worker_lets_the_lock_go_while_triton_compiles(monkeypatch):

@@ -194,7 +194,7 @@ def test_a_worker_forks_both_of_its_processes(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "['_Forked', '_Forked'] ['AckReply', 'AckReply']"
 
 
-def test_after_a_compile_the_candidate_process_goes_on_only_when_the_lock_is_held_again(tmp_path, monkeypatch):
+def test_after_a_notice_the_candidate_process_goes_on_only_when_the_lock_is_as_it_asked(tmp_path, monkeypatch):
     """A compile lets the GPU's lock go; the process that compiled must not launch its next
     kernels until the trusted process has taken the lock back (else they run beside another
     evaluation's timed round): the trusted side answers the end of a compile with a
@@ -207,30 +207,36 @@ def test_after_a_compile_the_candidate_process_goes_on_only_when_the_lock_is_hel
     import triton.compiler.compiler
 
     from arena.candidate import CandidateProcess
-    from arena.protocol import AckReply, CompilingNotice, ResumeRequest, decode, encode
+    from arena.protocol import AckReply, CompilingNotice, ResumeRequest, TuningNotice, decode, encode
 
     # the trusted side
     ch = _Channel(tmp_path)
     req_r, ch.peer.req_w = os.pipe()
     try:
         order: list[str] = []
-        ch.write(_framed({"nonce": 7, "frame": encode(CompilingNotice(on=True))})
-                 + _framed({"nonce": 7, "frame": encode(CompilingNotice(on=False))})
+        notices = [CompilingNotice(on=True), CompilingNotice(on=False), TuningNotice(on=True), TuningNotice(on=False)]
+        ch.write(b"".join(_framed({"nonce": 7, "frame": encode(n)}) for n in notices)
                  + _framed({"nonce": 7, "frame": encode(AckReply())}))
 
-        def on_notice(n):
-            order.append(f"lock {'let go' if n.on else 'taken back'}")
-            if not n.on:
-                assert not _readable(req_r), "the resume must not go out before the lock is held again"
-
-        assert ch.peer.finish(7, time.monotonic() + 5, on_notice) == AckReply()
-        assert order == ["lock let go", "lock taken back"]
         from arena.channel import read_frame
 
-        assert _readable(req_r), "the end of a compile must be answered"
-        raw = read_frame(req_r)
-        assert raw["nonce"] == 7 and decode(raw["frame"], (ResumeRequest,)) == ResumeRequest()
-        assert not _readable(req_r), "one resume per compile"
+        answered = [0]
+
+        def drain():
+            while _readable(req_r):
+                raw = read_frame(req_r)
+                assert raw["nonce"] == 7 and decode(raw["frame"], (ResumeRequest,)) == ResumeRequest()
+                answered[0] += 1
+
+        def on_notice(n):
+            order.append(n)
+            drain()
+            assert answered[0] == len(order) - 1, "a notice is answered once the lock is as it asks, not before"
+
+        assert ch.peer.finish(7, time.monotonic() + 5, on_notice) == AckReply()
+        assert order == notices
+        drain()
+        assert answered[0] == len(notices), "every notice is answered, once"
     finally:
         os.close(req_r)
         ch.close()
@@ -247,10 +253,53 @@ def test_after_a_compile_the_candidate_process_goes_on_only_when_the_lock_is_hel
     proc = CandidateProcess(send=events.append, notice_fd=None, mode="cpu", resume=lambda: events.append("resumed"))
     proc._watch_compiles()
     assert triton.compiler.compile("src") == "kernel"
-    assert events == [CompilingNotice(on=True), "compiling", CompilingNotice(on=False), "resumed"]
+    assert events == [CompilingNotice(on=True), "resumed", "compiling", CompilingNotice(on=False), "resumed"]
 
 
 def _readable(fd: int) -> bool:
     import select
 
     return bool(select.select([fd], [], [], 0.05)[0])
+
+
+def test_an_autotuner_times_its_variants_only_once_the_gpu_is_held_alone():
+    """Triton's autotuner times each variant (``_bench``) on its first launch of a key: the
+    process says so before the first timing and waits for the answer, says when the launch
+    is over, and says nothing for a key it has tuned (a stand-in with the autotuner's shape:
+    ``run`` times the variants of a new key, then launches the fastest)."""
+    from arena.candidate import watch_tuning
+    from arena.protocol import TuningNotice
+
+    events: list = []
+
+    class Tuner:
+        def __init__(self, inner=None):
+            self.cache = {}
+            self.inner = inner       # another autotuner this one's launch runs
+
+        def _bench(self, x, config):
+            events.append(f"time {config}")
+            return {"a": 2.0, "b": 1.0}[config]
+
+        def run(self, x):
+            if self.inner is not None:
+                return self.inner.run(x) + Tuner(None).run(x)
+            if x not in self.cache:
+                self.cache[x] = min("ab", key=lambda c: self._bench(x, config=c))
+            events.append(f"launch {self.cache[x]}")
+            return self.cache[x]
+
+    watch_tuning(Tuner, events.append, lambda: events.append("resumed"))
+    t = Tuner()
+    assert t.run(1) == "b"
+    assert events == [TuningNotice(on=True), "resumed", "time a", "time b", "launch b", TuningNotice(on=False),
+                      "resumed"]
+    events.clear()
+    assert t.run(1) == "b"
+    assert events == ["launch b"], "a key already tuned is launched without a word"
+
+    # an autotuner whose launch runs others, each with a new key: one notice each way, around all
+    events.clear()
+    assert Tuner(Tuner()).run(2) == "bb"
+    assert events.count(TuningNotice(on=True)) == 1 and events.count(TuningNotice(on=False)) == 1
+    assert events[:2] == [TuningNotice(on=True), "resumed"] and events[-2:] == [TuningNotice(on=False), "resumed"]

@@ -1,10 +1,9 @@
 """``@triton.autotune`` where nothing can be benchmarked.
 
-On a GPU, an autotuned kernel tunes on its first call of each key, before any timed call (the
-cache keeps the winner, so timed calls launch it directly). The harness makes a side's first
-call of each config with the GPU alone when its file uses ``autotune``
-(``Evaluation.call_section``): tuning beside other evaluations' kernels picked a variant twice
-as slow in one evaluation of two. Two places cannot benchmark:
+On a GPU, an autotuned kernel tunes on its first call of each key (in the correctness gate
+or the warm-up), before any timed call (the cache keeps the winner, so timed calls launch it
+directly), with the GPU alone while it times its variants (``arena.candidate.watch_tuning``).
+Two places cannot benchmark:
 
 - Triton's interpreter (the cpu backend) has no driver: ``first_config_only`` makes every
   autotuner launch its first config (after its own pruning) instead of timing them all. The
@@ -78,29 +77,16 @@ def every_config() -> Iterator[None]:
 
 
 def uses_autotune(source: str) -> bool:
-    """Whether a Python file uses ``triton.autotune`` (or ``autotune``): as a decorator, or
-    called to wrap a function."""
+    """Whether a Python file decorates a function with ``triton.autotune`` (or ``autotune``)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return False
-
-    def named(node: ast.AST) -> bool:
-        target = node.func if isinstance(node, ast.Call) else node
-        return (target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")) == "autotune"
-
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(named(d) for d in node.decorator_list):
-            return True
-        if isinstance(node, ast.Call) and named(node):
-            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name == "autotune":
+                    return True
     return False
-
-
-def file_uses_autotune(path: str) -> bool:
-    """``uses_autotune`` of a file (False where it cannot be read)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return uses_autotune(f.read())
-    except OSError:
-        return False
