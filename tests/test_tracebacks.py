@@ -178,6 +178,7 @@ def test_the_trusted_side_bounds_a_failure_and_keeps_its_status():
     """A failure reply crosses the trust boundary bounded; its status is the reply's own."""
     from arena.calls import CandidateHandle
     from arena.correctness import GateFailure
+    from arena.gpulock import GpuLock
     from arena.protocol import CANDIDATE_REPLIES, FailReply, decode, encode
 
     reply = decode(encode(FailReply(status=Status.RUNTIME_ERROR, message="m" * 1_000_000,
@@ -185,7 +186,7 @@ def test_the_trusted_side_bounds_a_failure_and_keeps_its_status():
                    CANDIDATE_REPLIES)
     peer = SimpleNamespace(request=lambda frame, deadline, notice: reply)
     ev = SimpleNamespace(deadline=None, stage_name="correctness", stage_limit=1.0,
-                         gpu_lock=SimpleNamespace(take_back=lambda: None))
+                         gpu_lock=GpuLock(None, None))     # no lock (the cpu's)
     with pytest.raises(GateFailure) as info:
         CandidateHandle(ev, peer).call(1)
     exc = info.value
