@@ -32,8 +32,8 @@ from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
                             EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
                             OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, ResumeRequest,
-                            SampledReply, SampleRequest, SessionReply, TuningNotice, SetupFailReply, SetupRequest,
-                            StepSample, decode, encode)
+                            SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest, StepSample,
+                            TuningNotice, decode, encode)
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
 from arena.tracebacks import candidate_traceback, describe
@@ -221,9 +221,9 @@ class CandidateProcess:
 
     def _watch_compiles(self) -> None:
         """Triton's compiler, wrapped: the trusted process is told while a kernel compiles (host
-        work: it lets the GPU's lock go meanwhile, and says when it holds it again), and the names of the kernels
-        compiled from the candidate's own file are kept (exact compiled names: a kernel is the
-        candidate's only if this process compiled it from that file)."""
+        work: it lets the GPU's lock go meanwhile, and says when it holds it again), and the
+        names of the kernels compiled from the candidate's own file are kept (exact compiled
+        names: a kernel is the candidate's only if this process compiled it from that file)."""
         try:
             import triton.compiler as tc
             import triton.compiler.compiler as tcc
@@ -472,7 +472,7 @@ def main(argv: list[str]) -> int:
     def send(frame: Any) -> None:             # every frame answers the request in progress
         write_frame(rep_fd, {"nonce": current["nonce"], "frame": encode(frame)})
 
-    def resume() -> None:                     # after a compile: the trusted process holds the lock again
+    def resume() -> None:                     # after a notice: the lock is as the notice asked
         raw = read_frame(req_fd)
         if raw is None:
             os._exit(0)
