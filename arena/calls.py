@@ -1,21 +1,25 @@
 """The trusted process's handles on the processes that make calls (the candidate's, and the
 one that runs the task's baseline), and the buffers of one call.
 
-Every request runs under the current stage's deadline; a compile in that process lets the
-trusted process's shared GPU lock go meanwhile; every failure comes back as a
-``GateFailure``: the candidate's own, or for the baseline's process the task's.
+Every request runs under the current stage's deadline. Every request to the candidate's
+process that may run candidate code (its import, its calls, a finalizer a release runs: all
+but ``arena.protocol.HARNESS_ONLY``) runs inside a section of the GPU's lock, and that
+process's word that it is only compiling does not let the lock go: only the baseline's
+process, which runs the task's own code, is believed. Every failure comes back as a ``GateFailure``: the candidate's own, or
+for the baseline's process the task's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.correctness import GateFailure
 from arena.processes import CandidateGone, CandidatePeer
-from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest, FailReply,
-                            KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
+from arena.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest,
+                            FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
                             ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
                             TuningNotice)
 from arena.records import Status
@@ -33,11 +37,14 @@ MESSAGE_CHARS = 4000      # of a failure's message from a process that makes cal
 
 class CandidateHandle:
     """This process's side of a process that makes calls: the candidate's, or (``trusted``)
-    the one that runs the task's baseline. Requests run under the current stage's deadline;
-    a compile there lets this process's shared GPU lock go meanwhile, an autotuner timing its
-    variants there takes it exclusive meanwhile; every failure comes
-    back as a ``GateFailure``: the candidate's own (``fatal`` when its process can do no
-    more), or for the baseline's process the task's (``TASK_ERROR``)."""
+    the one that runs the task's baseline. Requests run under the current stage's deadline,
+    the candidate's inside a section of the GPU's lock (a shared one where none is held yet).
+    An autotuner timing its variants there takes the lock exclusive meanwhile; a compile in
+    the baseline's process lets it go meanwhile (the candidate's word is not taken for it: its
+    process, once the lock was let go, could run anything beside another evaluation's timed
+    round). Every failure comes back as a ``GateFailure``: the candidate's own (``fatal``
+    when its process can do no more), or for the baseline's process the task's
+    (``TASK_ERROR``)."""
 
     def __init__(self, ev: "Evaluation", peer: CandidatePeer, *, trusted: bool = False):
         self.ev = ev
@@ -54,15 +61,22 @@ class CandidateHandle:
                 lock.alone_inside()
             else:
                 lock.share_again()
+        elif not self.trusted:                   # the candidate's compile: the lock stays held
+            return
         elif notice.on:
             lock.let_go()
         else:
             lock.take_back()
 
     def request(self, frame: Any, expect: type) -> Any:
+        # a shared section where none is held (or nothing, inside one): candidate code may run now. Those
+        # taken here (the import, a release: short, a few an evaluation) go ahead of waiting writers
+        section = contextlib.nullcontext() if self.trusted or isinstance(frame, HARNESS_ONLY) else \
+            self.ev.gpu_lock.shared(frame.type, queue=False)
         try:
             try:
-                reply = self.peer.request(frame, self.ev.deadline, self._notice)
+                with section:
+                    reply = self.peer.request(frame, self.ev.deadline, self._notice)
             except CandidateGone as exc:
                 status, what = _GONE[exc.why]
                 if exc.why == "timeout":

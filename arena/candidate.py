@@ -15,12 +15,23 @@ libraries, ctypes, processes); a HIP candidate's library was checked symbol by s
 was built (``arena.toolchain.objcheck``). Its own calls are timed here, because a device
 profiler sees only the work of the process it runs in: the seal and thread watch of
 ``arena.guard`` keep the candidate's code away from that timer between calls.
+
+Candidate code runs only while a request of the trusted process is served, and its work is
+done before the reply. Signals are blocked and the collector is off here except while the
+candidate's own code runs (its import, its calls), so a handler it installs (a timer's, say)
+does not run while this process waits for a request, when the trusted process may be timing
+the baseline in another process, and a finalizer of its garbage runs only inside its code or
+where the harness collects; and the device is synchronized before every reply, so work that
+candidate code launched while a request was served (a finalizer a release ran, a handler that
+ran as a call began) is over before the trusted process goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import signal
 import sys
 import threading
 import time
@@ -37,6 +48,45 @@ from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, Ca
 from arena.records import Status
 from arena.sides import Side, SideError, call_status
 from arena.tracebacks import candidate_traceback, describe
+
+
+# Every signal but the faults a crash raises (which must still end the process as they would)
+_ASYNC_SIGNALS = frozenset(signal.valid_signals()) - {
+    signal.SIGKILL, signal.SIGSTOP, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT,
+    signal.SIGTRAP, signal.SIGSYS}
+_SIGMASK, _BLOCK, _UNBLOCK = signal.pthread_sigmask, signal.SIG_BLOCK, signal.SIG_UNBLOCK   # ours, before any candidate's
+
+
+def between_requests() -> None:
+    """From here on, until ``candidate_code`` lets them: signals wait (in this thread, and the
+    threads it starts) and the collector is off (a finalizer of the candidate's garbage runs
+    only inside its code, or where the harness collects, inside a section of the GPU's lock)."""
+    _SIGMASK(_BLOCK, _ASYNC_SIGNALS)
+    gc.disable()
+
+
+@contextlib.contextmanager
+def candidate_code() -> Any:
+    """Signals delivered and the collector on while candidate code runs; both held again when
+    it returns (or raises: a handler that raises as signals are let through is still inside)."""
+    try:
+        gc.enable()
+        _SIGMASK(_UNBLOCK, _ASYNC_SIGNALS)
+        yield
+    finally:
+        gc.disable()
+        _SIGMASK(_BLOCK, _ASYNC_SIGNALS)
+
+
+@contextlib.contextmanager
+def harness_code() -> Any:
+    """Inside candidate code, a stretch of the harness's own with signals held (the threads a
+    compiler starts there inherit the mask, and so never take a signal between requests)."""
+    before = _SIGMASK(_BLOCK, _ASYNC_SIGNALS)
+    try:
+        yield
+    finally:
+        _SIGMASK(signal.SIG_SETMASK, before)
 
 
 class _Refused(Exception):
@@ -203,7 +253,8 @@ class CandidateProcess:
         """The candidate's code runs from here on."""
         t0 = time.perf_counter()
         try:
-            self.side = Side(self.spec, role="candidate")
+            with candidate_code():
+                self.side = Side(self.spec, role="candidate")
         except SideError as exc:
             raise _Refused(exc.status, exc.message,
                            traceback=self._traceback(exc.origin) if exc.origin is not None else None) from None
@@ -239,7 +290,8 @@ class CandidateProcess:
             send(CompilingNotice(on=True))
             resume()
             try:
-                kernel = real(src, *args, **kwargs)
+                with harness_code():
+                    kernel = real(src, *args, **kwargs)
             finally:
                 send(CompilingNotice(on=False))
                 resume()         # no launch of this process's until the trusted one holds the lock again
@@ -282,7 +334,8 @@ class CandidateProcess:
     def _invoke(self, slot: int, copy_out: bool) -> None:
         ins, outs, scalars, _, _ = self._slot(slot)
         try:
-            self.side(ins, outs, scalars, copy_out=copy_out)
+            with candidate_code():
+                self.side(ins, outs, scalars, copy_out=copy_out)
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
             raise _Refused(call_status(exc), describe(exc)[:2000],
                            context_lost=self._lost(), traceback=self._traceback(exc)) from None
@@ -402,6 +455,22 @@ class CandidateProcess:
         if self.gpu:
             self.torch.cuda.synchronize()
 
+    def settle(self, reply: Any) -> Any:
+        """The reply to a request, once the device is idle: whatever candidate code launched
+        while the request was served is over before the trusted process reads it. A device
+        error here is the candidate's, and its context is lost."""
+        if not self.gpu or not self.torch.cuda.is_initialized():
+            return reply
+        try:
+            self.torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
+            if isinstance(reply, FailReply):
+                reply.context_lost = True
+                return reply
+            return FailReply(status=Status.RUNTIME_ERROR, message=f"{type(exc).__name__}: {exc}"[:2000],
+                             context_lost=True)
+        return reply
+
     def _lost(self) -> bool:
         """Is the device context gone (a sticky error: nothing more can run in this process)?"""
         if not self.gpu:
@@ -452,6 +521,7 @@ def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], N
 
 
 def main(argv: list[str]) -> int:
+    between_requests()
     req_fd, rep_fd = int(argv[0]), int(argv[1])
     notice_fd = int(argv[2]) if argv[2] != "-" else None
     mode = argv[3] if len(argv) > 3 else "cpu"
@@ -488,7 +558,7 @@ def main(argv: list[str]) -> int:
         if isinstance(req, QuitRequest):
             break
         try:
-            reply = proc.handle(req)
+            reply = proc.settle(proc.handle(req))
         except BaseException as exc:  # noqa: BLE001 - what broke here is told, then the process ends
             send(FailReply(status=Status.RUNTIME_ERROR, message=f"{type(exc).__name__}: {exc}\n"
                                                                 f"{traceback.format_exc()[-2000:]}"))

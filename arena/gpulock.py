@@ -101,11 +101,12 @@ class GpuLock:
     def active(self) -> bool:
         return self.turnstile is not None and self.rw is not None
 
-    def _enter_shared(self) -> None:
+    def _enter_shared(self, queue: bool = True) -> None:
         t0 = time.monotonic()
-        fcntl.flock(self.turnstile, fcntl.LOCK_EX)   # behind any waiting writer
-        fcntl.flock(self.turnstile, fcntl.LOCK_UN)
-        fcntl.flock(self.rw, fcntl.LOCK_SH)
+        if queue:
+            fcntl.flock(self.turnstile, fcntl.LOCK_EX)   # behind any waiting writer
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        fcntl.flock(self.rw, fcntl.LOCK_SH)           # never beside a writer that holds it
         self._since = time.monotonic()
         self.waited_s += self._since - t0
         self.shared_n += 1
@@ -120,14 +121,16 @@ class GpuLock:
             self.over_by[self._label] = self.over_by.get(self._label, 0.0) + held - LONG_S
 
     @contextlib.contextmanager
-    def shared(self, label: str = "other") -> Iterator[None]:
+    def shared(self, label: str = "other", *, queue: bool = True) -> Iterator[None]:
         """A shared section; ``label`` says what it is for, in the counters (``held_by``,
-        ``over_by``)."""
+        ``over_by``). ``queue=False``: a short section, taken once in a while, that goes ahead
+        of a writer still waiting for the readers inside to drain (it delays that writer by its
+        own length, and still waits for one that holds the lock)."""
         if not self.active or self.mode is not None:    # no lock, or already inside a section
             yield
             return
         self._label = label
-        self._enter_shared()
+        self._enter_shared(queue)
         self.mode = "shared"
         try:
             yield

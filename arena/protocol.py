@@ -445,6 +445,12 @@ class ResumeRequest:
 
 REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
             KernelsRequest, QuitRequest)
+# Requests whose handling in the candidate process runs no candidate code: its signals are held,
+# its threads are gone, the collector is off meanwhile (no finalizer of the candidate's runs) and
+# nothing the candidate was handed is dropped. The rest may run candidate code (its import, its
+# calls, a finalizer that dropping a call's buffers runs), and are made inside a section of the
+# GPU's lock (arena.calls).
+HARNESS_ONLY = (BeginRequest, EndRequest, KernelsRequest)
 
 
 # ------------------------------------------------------------------------------------------

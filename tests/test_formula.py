@@ -197,6 +197,21 @@ def test_largest_allowed_exponent():
     assert evaluate("2 ** -256", {}) == 2.0**-256
 
 
+@pytest.mark.parametrize("text", ["0.5 ** -1000", "(-2) ** 1000", "(1 / n) ** -300"])
+def test_a_large_exponent_that_makes_the_power_grow_is_refused(text):
+    with pytest.raises(FormulaError, match="too large"):
+        evaluate(text, {"n": 4})
+
+
+def test_a_base_of_magnitude_at_most_one_takes_any_positive_exponent():
+    """(1 - 1/experts) ** rows: the chance that none of ``rows`` uniform draws picks a given
+    expert (moe_expert_gemv_fp16's roofline counts the experts a batch touches with it; its
+    shape space allows 512 rows)."""
+    assert evaluate("(1 - 1 / experts) ** rows", {"experts": 8, "rows": 512}) == pytest.approx((7 / 8) ** 512)
+    assert evaluate("1 ** 10000", {}) == 1 and evaluate("0 ** 10000", {}) == 0
+    assert evaluate("(-0.5) ** 1001", {}) == pytest.approx(-(0.5 ** 1001))
+
+
 # -- bugs found ---------------------------------------------------------------------------------------
 
 def test_nested_powers_cannot_build_huge_numbers():

@@ -103,6 +103,51 @@ def test_a_waiting_writer_goes_before_readers_that_came_later():
     assert w.waited_s >= 0.19 and r2.waited_s >= 0.39
 
 
+def test_a_short_section_that_does_not_queue_goes_ahead_of_a_waiting_writer_but_never_beside_one_inside():
+    """``queue=False`` (the candidate's import or a release, once in a while): while a writer
+    waits for the readers inside to drain, such a section enters at once; while a writer holds
+    the lock, it waits like any other."""
+    rw, turnstile = _files()[1], _files()[0]
+    r1, w, short = _lock(), _lock(window_s=30.0), _lock()
+    order: list[str] = []
+    r1_in, release_r1, w_in, release_w = (threading.Event() for _ in range(4))
+
+    def reader1():
+        with r1.shared():
+            r1_in.set()
+            release_r1.wait(60)
+
+    def writer():
+        with w.exclusive():
+            order.append("w in")
+            w_in.set()
+            release_w.wait(60)
+
+    def barge():
+        with short.shared("load", queue=False):
+            order.append("short in")
+
+    t1 = threading.Thread(target=reader1)
+    t1.start()
+    assert r1_in.wait(60)
+    tw = threading.Thread(target=writer)
+    tw.start()
+    _until(lambda: _holders(turnstile) == 1)      # the writer waits for reader 1, holding the turnstile
+    barge()
+    assert order == ["short in"], "a section that does not queue goes ahead of a writer still waiting"
+    release_r1.set()
+    assert w_in.wait(60)
+    tb = threading.Thread(target=barge)
+    tb.start()
+    _until(lambda: _waiters(rw) == 1)             # it waits for the writer inside
+    time.sleep(0.1)
+    assert order == ["short in", "w in"]
+    release_w.set()
+    for t in (t1, tw, tb):
+        t.join(60)
+    assert order == ["short in", "w in", "short in"]
+
+
 def test_a_long_reader_does_not_hold_everyone_up_behind_a_waiting_writer():
     order: list[str] = []
     long_reader, w, short_reader = _lock(), _lock(window_s=0.1), _lock()
@@ -368,6 +413,52 @@ def test_an_autotuner_timing_its_variants_has_the_gpu_alone_inside_a_shared_sect
     t.join(60)
     with tuner.exclusive():                 # a timed round: already alone
         assert tuner.alone_inside() is False and tuner.mode == "exclusive"
+
+
+def test_every_request_to_the_candidate_holds_the_gpu_and_its_word_that_it_compiles_lets_nothing_go():
+    """Candidate code may run while any request is served (its import, a finalizer that a
+    release runs), so each request to the candidate's process is made inside a section of the
+    GPU's lock: a shared one of its own where none is held (but those that run none of it:
+    ``HARNESS_ONLY``). A compile notice from that process
+    leaves the lock held: once let go, the process could launch anything beside another
+    evaluation's timed round, and only its own word says it is compiling. The baseline's
+    process, which runs the task's code, is believed: its compile lets the lock go."""
+    from types import SimpleNamespace
+
+    from arena.calls import CandidateHandle
+    from arena.protocol import AckReply, CompilingNotice, KernelsRequest, ReleaseRequest
+
+    rw = _files()[1]
+    lock = _lock()
+    seen: list = []
+
+    class Peer:
+        def request(self, frame, deadline, on_notice):
+            seen.append(("asked", lock.mode, _holders(rw)))
+            on_notice(CompilingNotice(on=True))
+            seen.append(("compiling", lock.mode, _holders(rw)))
+            on_notice(CompilingNotice(on=False))
+            return AckReply()
+
+    ev = SimpleNamespace(gpu_lock=lock, deadline=None, stage_name="correctness", stage_limit=60.0)
+    candidate = CandidateHandle(ev, Peer())
+    candidate.release([1])                  # no section held: one of its own
+    assert seen == [("asked", "shared", 1), ("compiling", "shared", 1)]
+    assert lock.mode is None and _holders(rw) == 0 and lock.held_by.get("release", 0) > 0
+    seen.clear()
+    with lock.shared("call"):               # inside a section: that one
+        candidate.request(ReleaseRequest(slots=[1]), AckReply)
+        assert lock.shared_n == 2
+    assert seen == [("asked", "shared", 1), ("compiling", "shared", 1)]
+    seen.clear()
+    candidate.request(KernelsRequest(), AckReply)     # runs no candidate code (HARNESS_ONLY): no section
+    assert seen == [("asked", None, 0), ("compiling", None, 0)]
+    seen.clear()
+    baseline = CandidateHandle(ev, Peer(), trusted=True)
+    with lock.shared("call"):
+        baseline.release([1])
+    assert seen == [("asked", "shared", 1), ("compiling", "off", 0)]
+    assert lock.off_gpu_s > 0
 
 
 def test_the_worker_lets_the_lock_go_while_triton_compiles(monkeypatch):

@@ -4,6 +4,8 @@
   a runtime class) reaches neither the reference's result nor the baseline's time.
 - The candidate's process holds nothing of the task beyond its own file: no module loaded
   from the task's reference or starting kernel, no reference function, no expected output.
+- Candidate code runs only inside its own requests: a signal handler it installs does not run
+  while its process waits for the next one.
 - A fault of the candidate's process is the candidate's failure in every split.
 """
 
@@ -68,6 +70,33 @@ def test_a_runtime_class_patched_by_the_candidate_leaves_the_baselines_time_alon
     # tests has read 1.72x once; the patch reaching the baseline would read >= 6x even with the call
     # twice as slow (250 ms added to a ~20-40 ms call)
     assert v.speedup is not None and v.speedup < 2.5, v.speedup
+
+
+def test_candidate_code_runs_only_inside_the_candidates_own_requests(cpu, tmp_path):
+    """A timer signal every millisecond, whose handler notes when it ran; the candidate answers
+    wrong in any call after the handler ran well clear of its calls (more than 2 ms after the
+    last one ended and before the next began). Between two calls the trusted process makes
+    inputs, runs the reference and times the baseline in another process: a handler running
+    there could launch work beside the baseline's timed calls. The candidate process blocks
+    signals outside the candidate's code, so a handler runs only inside its own calls (or as
+    one begins, with what was pending)."""
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL.replace("def axpy(", "def _axpy(") +
+                    "\nimport signal\nimport time\n"
+                    "_ran, _last = [], [None]\n"
+                    "signal.signal(signal.SIGALRM, lambda signum, frame: _ran.append(time.monotonic()))\n"
+                    "signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)\n"
+                    "def axpy(x, y, out, n, alpha):\n"
+                    "    now = time.monotonic()\n"
+                    "    between = _last[0] is not None and any(_last[0] + 0.002 < t < now - 0.002 for t in _ran)\n"
+                    "    _ran.clear()\n"
+                    "    _axpy(x, y, out, n, alpha + (1.0 if between else 0.0))\n"
+                    "    _last[0] = time.monotonic()\n")
+    task = load_task(AXPY)
+    configs = {"smoke": task.configs("smoke")[:2]}
+    (v,) = evaluate(task, Candidate(task, path), configs, cpu, timing=True,
+                    timing_params={"host_clock": True, "min_pairs": 6, "max_pairs": 12, "cap_s": 2.0})
+    assert v.status is Status.PASSED, v.message
 
 
 PROBE = """

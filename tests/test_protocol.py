@@ -303,3 +303,45 @@ def test_an_autotuner_times_its_variants_only_once_the_gpu_is_held_alone():
     assert Tuner(Tuner()).run(2) == "bb"
     assert events.count(TuningNotice(on=True)) == 1 and events.count(TuningNotice(on=False)) == 1
     assert events[:2] == [TuningNotice(on=True), "resumed"] and events[-2:] == [TuningNotice(on=False), "resumed"]
+
+
+def test_a_request_that_runs_no_candidate_code_runs_no_finalizer_of_the_candidates():
+    """Begin, end and kernels requests are made outside the GPU's lock (``HARNESS_ONLY``): no
+    candidate code may run while they are served. Garbage the candidate left, whose finalizer
+    could launch work, is not collected meanwhile, however soon the collector would run: it
+    runs only inside candidate code (or where the harness collects, inside a section)."""
+    import gc
+    import signal
+
+    from arena.candidate import CandidateProcess, between_requests, candidate_code
+    from arena.protocol import HARNESS_ONLY, KernelsReply, KernelsRequest
+
+    ran: list[str] = []
+
+    class Left:
+        def __del__(self):
+            ran.append("finalizer")
+
+    proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    req = KernelsRequest()
+    assert isinstance(req, HARNESS_ONLY)
+    threshold, mask = gc.get_threshold(), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    gc.collect()
+    try:
+        between_requests()           # as the candidate process's main does
+        gc.set_threshold(1)          # the collector would run at the next allocation
+        a, b = Left(), Left()
+        a.other, b.other = b, a
+        del a, b
+        assert proc.handle(req) == KernelsReply(names=[])
+        assert ran == [], "a finalizer of the candidate's ran while a harness-only request was served"
+        assert signal.SIGALRM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        with candidate_code():
+            assert signal.SIGALRM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            [object() for _ in range(3)]
+        assert ran == ["finalizer", "finalizer"], "inside candidate code the collector runs"
+        assert not gc.isenabled() and signal.SIGALRM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        gc.set_threshold(*threshold)
+        gc.enable()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -103,7 +103,9 @@ def _eval(node: ast.AST, env: Mapping[str, Any], text: str) -> Any:
         return env[node.id]
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env, text), _eval(node.right, env, text)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POW:
+        # a large exponent is refused where the power can grow (a base of magnitude at most 1 raised to a
+        # positive power cannot: the chance that none of ``rows`` draws hits a given expert, say)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POW and not (abs(left) <= 1 and right > 0):
             raise FormulaError(f"formula {text!r}: exponent {right} too large")
         try:
             value = _BINOPS[type(node.op)](left, right)
