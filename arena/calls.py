@@ -5,8 +5,8 @@ Every request runs under the current stage's deadline. Every request to the cand
 process that may run candidate code (its import, its calls, a finalizer a release runs: all
 but ``arena.protocol.HARNESS_ONLY``) runs inside a section of the GPU's lock, and that
 process's word that it is only compiling does not let the lock go: only the baseline's
-process, which runs the task's own code, is believed. Every failure comes back as a ``GateFailure``: the candidate's own, or
-for the baseline's process the task's.
+process, which runs the task's own code, is believed. Every failure comes back as a
+``GateFailure``: the candidate's own, or for the baseline's process the task's.
 """
 
 from __future__ import annotations
