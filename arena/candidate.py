@@ -459,17 +459,22 @@ class CandidateProcess:
     def settle(self, reply: Any) -> Any:
         """The reply to a request, once the device is idle: whatever candidate code launched
         while the request was served is over before the trusted process reads it. A device
-        error here is the candidate's, and its context is lost."""
+        error here is the candidate's, its context lost, once its code has been loaded; before
+        that it is the harness's (the setup's failure)."""
         if not self.gpu or not self.torch.cuda.is_initialized():
             return reply
         try:
             self.torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
+            message = f"{type(exc).__name__}: {exc}"[:2000]
             if isinstance(reply, FailReply):
                 reply.context_lost = True
                 return reply
-            return FailReply(status=Status.RUNTIME_ERROR, message=f"{type(exc).__name__}: {exc}"[:2000],
-                             context_lost=True)
+            if isinstance(reply, SetupFailReply):
+                return reply
+            if self.side is None:        # no candidate code has run here
+                return SetupFailReply(message=f"the device failed: {message}")
+            return FailReply(status=Status.RUNTIME_ERROR, message=message, context_lost=True)
         return reply
 
     def _lost(self) -> bool:

@@ -345,3 +345,35 @@ def test_a_request_that_runs_no_candidate_code_runs_no_finalizer_of_the_candidat
         gc.set_threshold(*threshold)
         gc.enable()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def test_every_reply_waits_for_the_device_and_a_failure_there_is_told_as_whose_it_is():
+    """The candidate process synchronizes the device before each reply (work launched while a
+    request was served is over before the trusted process goes on). A device error there is
+    the candidate's once its code is loaded (its context lost); before that, the harness's."""
+    from types import SimpleNamespace
+
+    from arena.candidate import CandidateProcess
+    from arena.protocol import AckReply, FailReply, SetupFailReply
+
+    synced: list[int] = []
+    broken = [False]
+
+    def synchronize():
+        synced.append(1)
+        if broken[0]:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    proc.gpu = True
+    proc.torch = SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: True, synchronize=synchronize))
+    assert proc.settle(AckReply()) == AckReply() and synced == [1]
+    broken[0] = True
+    before = proc.settle(AckReply())
+    assert isinstance(before, SetupFailReply) and "illegal memory access" in before.message
+    proc.side = object()           # the candidate's code loaded
+    after = proc.settle(AckReply())
+    assert isinstance(after, FailReply) and after.status is Status.RUNTIME_ERROR and after.context_lost
+    own = proc.settle(FailReply(status=Status.INCORRECT_SHAPE, message="its own"))
+    assert own.status is Status.INCORRECT_SHAPE and own.context_lost
+    assert len(synced) == 4
