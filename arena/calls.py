@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arena.correctness import GateFailure
 from arena.processes import CandidateGone, CandidatePeer
@@ -23,10 +23,9 @@ from arena.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, C
                             ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
                             TuningNotice)
 from arena.records import Status
+from arena.stage import EvaluationState
 from arena.tracebacks import bounded
 
-if TYPE_CHECKING:
-    from arena.trusted import Evaluation
 
 _GONE = {"died": (Status.CRASHED, "the candidate process died"),
          "timeout": (Status.TIMEOUT, "the candidate did not finish in time"),
@@ -46,7 +45,7 @@ class CandidateHandle:
     when its process can do no more), or for the baseline's process the task's
     (``TASK_ERROR``)."""
 
-    def __init__(self, ev: "Evaluation", peer: CandidatePeer, *, trusted: bool = False):
+    def __init__(self, ev: EvaluationState, peer: CandidatePeer, *, trusted: bool = False):
         self.ev = ev
         self.peer = peer
         self.trusted = trusted

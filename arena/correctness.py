@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arena.protocol import CorrectnessResult
 from arena.records import Status
+from arena.stage import EvaluationState
 
-if TYPE_CHECKING:
-    from arena.trusted import Evaluation
 
 OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
 
@@ -65,7 +64,7 @@ CHECK_OUTPUTS = 1 + 2 + 4 + 6
 CHECK_SLACK = 64 * 2**20
 
 
-def check_bytes(ev: "Evaluation", config: Any) -> int:
+def check_bytes(ev: EvaluationState, config: Any) -> int:
     from arena.taskdef.shapes import tensor_bytes
 
     env = ev.task.env(config)
@@ -73,7 +72,7 @@ def check_bytes(ev: "Evaluation", config: Any) -> int:
             CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.compared) + CHECK_SLACK)
 
 
-def check_config(ev: "Evaluation", config: Any) -> CorrectnessResult:
+def check_config(ev: EvaluationState, config: Any) -> CorrectnessResult:
     """The gate on one config. Its memory is set aside in the GPU's account first (waiting for
     room while other evaluations hold theirs: ``arena.memory``); if it still fails for want of
     device memory (the estimate was short, or memory outside the account was used), it is tried
@@ -100,7 +99,7 @@ def _merge_worst(worst: CorrectnessResult, stats: dict[str, Any]) -> None:
                 worst.where = stats.get("where")
 
 
-def _check_once(ev: "Evaluation", config: Any) -> CorrectnessResult:
+def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
     import torch
 
     from arena.check.compare import compare_output, poison_

@@ -30,10 +30,10 @@ from arena.memory import RESERVE_FRACTION
 from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, out_of_memory, task_failure
 from arena.protocol import PerformanceResult
 from arena.records import Status
+from arena.stage import EvaluationState
 
 if TYPE_CHECKING:
     from arena.calls import SharedSet
-    from arena.trusted import Evaluation
 
 HOST_BOUND_RATIO = 0.5   # a trusted side whose host time is this share of its span is also timed unprofiled
 # ... if its device was idle for this share of its span at least: the profiler's cost per launch stretches
@@ -58,7 +58,7 @@ UNPROFILED_MAX_PAIRS = 100
 INCIDENTAL_MAX = 0.5
 
 
-def time_split(ev: "Evaluation", split: str, configs: list) -> None:
+def time_split(ev: EvaluationState, split: str, configs: list) -> None:
     """Time every config of a split (each passed the correctness gate) and send the results
     in config order, up to the first config that failed, then the GPU lock's counters of
     the split's timing."""
@@ -82,7 +82,7 @@ TIMING_SHARE = 0.5
 FAIR_SHARE = 0.4 / RESERVE_FRACTION      # 0.4 of the device's memory: a split's sets when evaluations share it
 
 
-def _per_set_bytes(ev: "Evaluation", config: Any) -> int:
+def _per_set_bytes(ev: EvaluationState, config: Any) -> int:
     """Device memory an input set takes while timed, from the signature's shapes: its inputs
     three times (the candidate's, this process's sides' copy, made again for the check), its
     outputs four times (every side's) and its inputs updated in place once more (kept for the
@@ -103,24 +103,24 @@ def _fair_share(capacity: int, tp: dict[str, Any]) -> float:
     return FAIR_SHARE * capacity / max(1, int(tp.get("gpu_share", 1)))
 
 
-def check_max(ev: "Evaluation", configs: list) -> int:
+def check_max(ev: EvaluationState, configs: list) -> int:
     """The largest of the configs' checks (``check_bytes``)."""
     return max((check_bytes(ev, c) for c in configs), default=0)
 
 
-def _n_sets(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any]) -> int:
+def _n_sets(ev: EvaluationState, config: Any, budget: float, tp: dict[str, Any]) -> int:
     """Input sets a round: 16 (the 10 pairs the stopping rule wants at least fit in one
     round), fewer if they would not fit in the memory budget."""
     return int(max(1, min(int(tp.get("max_sets", 16)), budget // max(_per_set_bytes(ev, config), 1))))
 
 
-def _memory(ev: "Evaluation") -> tuple[int, int]:
+def _memory(ev: EvaluationState) -> tuple[int, int]:
     if ev.gpu:
         return ev.torch.cuda.mem_get_info()
     return 64 * 2**30, 64 * 2**30
 
 
-def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any, PerformanceResult]]:
+def time_configs(ev: EvaluationState, split: str, configs: list) -> list[tuple[Any, PerformanceResult]]:
     """Each config's inputs, compiles, warm-up and checks run in short shared sections beside
     other evaluations' work (arena.gpulock); then the timed rounds of all of them run in as
     few exclusive sections as their stopping rules and memory allow
@@ -157,7 +157,7 @@ def time_configs(ev: "Evaluation", split: str, configs: list) -> list[tuple[Any,
         return _time_configs(ev, split, configs, tp, budget, per_config)
 
 
-def _time_configs(ev: "Evaluation", split: str, configs: list, tp: dict[str, Any], budget: float,
+def _time_configs(ev: EvaluationState, split: str, configs: list, tp: dict[str, Any], budget: float,
                   per_config: float) -> list[tuple[Any, PerformanceResult]]:
     torch = ev.torch
     if ev.compiled is not None:
@@ -193,7 +193,7 @@ def _time_configs(ev: "Evaluation", split: str, configs: list, tp: dict[str, Any
             ct.close()
 
 
-def _retry(ev: "Evaluation", result: PerformanceResult, retry: int) -> bool:
+def _retry(ev: EvaluationState, result: PerformanceResult, retry: int) -> bool:
     """The config failed for want of device memory and may be tried again: the memory this
     process caches is given back and, after a pause (longer for a later retry: the others
     give theirs back after each config), it is."""
@@ -204,7 +204,7 @@ def _retry(ev: "Evaluation", result: PerformanceResult, retry: int) -> bool:
     return True
 
 
-def _run_rounds(ev: "Evaluation", timings: list["ConfigTiming"], budget: float) -> list[tuple[Any, PerformanceResult]]:
+def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: float) -> list[tuple[Any, PerformanceResult]]:
     from arena.timing.timer import time_many
 
     torch = ev.torch
@@ -261,7 +261,7 @@ def _run_rounds(ev: "Evaluation", timings: list["ConfigTiming"], budget: float) 
     return out
 
 
-def _own_kernels(ev: "Evaluation") -> set[str] | None:
+def _own_kernels(ev: EvaluationState) -> set[str] | None:
     """The kernels this evaluation built from the candidate's file (None: the candidate is
     the task's own reference, torch's kernels by definition)."""
     if ev.candidate_trusted:
@@ -278,7 +278,7 @@ def _own_kernels(ev: "Evaluation") -> set[str] | None:
     return set(ev.remote.kernels()) & defined
 
 
-def _ready(ev: "Evaluation", config: Any, budget: float, tp: dict[str, Any], max_sets: int | None) -> "ConfigTiming":
+def _ready(ev: EvaluationState, config: Any, budget: float, tp: dict[str, Any], max_sets: int | None) -> "ConfigTiming":
     """One config made ready for its timed rounds: its buffers made and mapped, its sides
     warmed up (JIT, autotune, torch.compile's compile) in shared sections, the warm-up's
     outputs checked."""
@@ -346,7 +346,7 @@ class ConfigTiming:
     could know whether its output would be checked (METHODOLOGY.md). Only when the kept sets
     would take more memory than allowed are they checked inside the section."""
 
-    def __init__(self, ev: "Evaluation", config: Any, n_sets: int, side_list: list, check_sets: int,
+    def __init__(self, ev: EvaluationState, config: Any, n_sets: int, side_list: list, check_sets: int,
                  check_sets_after: int = 1):
         self.ev, self.config, self.n_sets, self.check_sets = ev, config, n_sets, check_sets
         self.check_sets_after = check_sets_after

@@ -1,6 +1,9 @@
 """The package's modules import each other in one direction: no circle, counting the imports
-inside functions too (a lazy import is still a dependency), and no package named like the
-folders tools read as build output or tests."""
+inside functions and under ``TYPE_CHECKING`` too (a lazy import, or one for annotations only,
+is still a dependency, as import graph tools count it) and a package's ``__init__`` as a
+module of its own (a module that takes names from its package's ``__init__``, which imports
+that module, is a circle as import graph tools see it), and no package named like the folders
+tools read as build output or tests."""
 
 from __future__ import annotations
 
@@ -10,23 +13,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "arena"
 
 
-def _module(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+def _module(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = {_module(p): p for p in ROOT.rglob("*.py")}
+def _graph(root: Path = ROOT) -> dict[str, set[str]]:
+    modules = {_module(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         tree = ast.parse(path.read_text())
-        typing_only = {id(n) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and
-                       ast.unparse(stmt.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-                       for body in stmt.body for n in ast.walk(body)}
         for node in ast.walk(tree):
-            if id(node) in typing_only:       # annotations only: nothing is imported when the code runs
-                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -35,7 +33,8 @@ def _graph() -> dict[str, set[str]]:
                 if node.level:
                     base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] +
                                     ([base] if base else []))
-                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+                # ``from package import module`` depends on that module; any other name is the package's own
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
             for t in targets:
                 if t in modules and t != name:
                     graph[name].add(t)
@@ -50,8 +49,6 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[m] = 1
         stack.append(m)
         for n in sorted(graph[m]):
-            if n == m.rsplit(".", 1)[0] or m == n.rsplit(".", 1)[0]:
-                continue                     # a package and its own modules
             if state.get(n) == 1:
                 return stack[stack.index(n):] + [n]
             if n not in state:
@@ -78,6 +75,23 @@ def test_no_import_circles():
 def test_a_circle_is_found():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_annotation_imports_and_package_names_are_dependencies(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def make():\n    from pkg.a import A\n    return A()\n")
+    (pkg / "a.py").write_text("from pkg import make\nfrom pkg.sub import b\nclass A: ...\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n")
+    graph = _graph(pkg)
+    assert graph["pkg.a"] == {"pkg", "pkg.sub.b"}        # a name from the package; a module of a package
+    assert graph["pkg.sub.b"] == {"pkg.a"}                 # for annotations only
+    assert _cycle(graph) == ["pkg", "pkg.a", "pkg"]          # the package's lazy import of the module it serves
+    graph["pkg.a"] = {"pkg.sub.b"}
+    assert _cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]  # through an import for annotations
+    graph["pkg.sub.b"] = set()
+    assert _cycle(graph) is None
 
 
 def test_no_package_named_like_build_output_or_tests():

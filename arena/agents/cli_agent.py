@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from arena.agents import AgentContext, Proposal
+from arena.agents.base import AgentContext, Proposal
 from arena.agents.feedback_server import SOCKET_DIR, TOOL_NAME, FeedbackServer
 from arena.agents.isolation import bubblewrap_missing, bwrap_argv, run_budgeted
 from arena.agents.usage import parse_usage

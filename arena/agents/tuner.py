@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.agents import AgentContext, Proposal
+from arena.agents.base import AgentContext, Proposal
 from arena.agents.feedback_server import TOOL_NAME, FeedbackServer
 from arena.taskdef.loader import Task
 from arena.workspace import editable_name, make_workspace, scratch_root
