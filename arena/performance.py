@@ -50,12 +50,16 @@ UNPROFILED_MAX_PAIRS = 100
 # candidate may need some (zeroing an accumulator, padding operands to an aligned buffer, a state
 # update the task's signature makes an out-of-place copy), but they are not the work. Their share of
 # the device time of a candidate's timed calls may pass the baseline's own share (measured in the same
-# rounds) by at most this much. Where the baseline does the work with kernels, a copy doing it is
-# refused (a strided copy as a transpose: 100%); where the task's own starting point copies (an
-# out-of-place state update), so may the candidate. The figure is set from an estimate, not yet a
-# measurement on the GPU: the shipped solution that pads its operands (triton2triton/matmul_fp16 on
-# its odd held-out shapes) spends about 20-30% of its device time in copies.
-INCIDENTAL_MAX = 0.5
+# rounds) by at most this much. Where the baseline does the work with kernels, a copy doing it, or a
+# part of it, is refused (on an H200, a strided copy as a transpose: 100% of the device time; as half
+# of one, a tiled kernel of its own doing the other half: 83%); where the task's own starting point
+# copies (an out-of-place state update), so may the candidate. Measured on an H200 over every shipped
+# solution and specialised kernel, seen and held-out (1,711 configs; records
+# 2026-11-24-cuda-h200-between-requests-solutions-*), the most any passes its baseline's share by is
+# 11.4 points (hip2hip/avgpool_global, stem-224-b1, held-out), then 7.3 and 5.8, and 1,685 configs
+# spend under 1% of their time in copies and fills; on four random shapes a task (656 configs,
+# 2026-11-25-cuda-h200-solutions-random-records), 8.0 points at most. The limit is over twice the most.
+INCIDENTAL_MAX = 0.25
 
 
 def time_split(ev: EvaluationState, split: str, configs: list) -> None:
