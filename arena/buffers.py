@@ -5,12 +5,19 @@ the call, reads them back from its own memory. The candidate process maps only t
 of the calls it is asked to make (a "slot": one call's inputs and outputs), never the
 reference's results, the baseline's outputs or the inputs of a call it has not reached.
 
-- On a GPU the buffers are device memory shared through the runtime's IPC handles (CUDA IPC
-  on NVIDIA, HIP IPC on ROCm), by torch's own sharing of device tensors between processes.
-  Such a handle maps the whole allocation block a tensor lives in, so the trusted process
-  allocates candidate-visible buffers from a memory pool of their own
-  (``torch.cuda.MemPool``): no block of that pool ever holds anything but slots.
-- On the cpu backend they are files in the candidate's scratch folder, mapped by both sides.
+- On an NVIDIA GPU a slot is an allocation of its own of CUDA's virtual memory management,
+  handed to the other process as a file descriptor (``arena.devices.vmm``): it needs no uid in
+  common, so that process runs as a uid of its own (``arena.sandbox.confine``).
+- On ROCm the buffers are device memory shared through the runtime's IPC handles, by torch's
+  own sharing of device tensors between processes. Such a handle maps the whole allocation
+  block a tensor lives in, so the trusted process allocates candidate-visible buffers from a
+  memory pool of their own (``torch.cuda.MemPool``): no block of that pool ever holds
+  anything but slots.
+- On the cpu backend a slot is a sealed memfd (it can be neither shrunk nor grown, so no
+  mapping of it faults in the trusted process), handed over as a descriptor too.
+
+A slot handed over as a descriptor travels beside its ``MapRequest`` on the process's control
+socket (``arena.processes.CandidatePeer.send_fd``); ``Slot.fd`` is it.
 
 Every tensor of a slot is followed by a guard band (and the first one is preceded by one) of
 a random byte the candidate is not told: a kernel that writes past the end of a buffer it was given
@@ -33,7 +40,6 @@ import mmap
 import os
 import pickle
 import secrets
-from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -108,14 +114,15 @@ def _views(base: torch.Tensor, layout: Sequence[Any]) -> list[torch.Tensor | Non
 
 
 class Slot:
-    """One call's tensors in the trusted process, the handle the candidate maps them by, and
-    the guard bands around them."""
+    """One call's tensors in the trusted process, the handle the candidate maps them by (and the
+    descriptor that goes with it, or -1), and the guard bands around them."""
 
     def __init__(self, base: torch.Tensor, layout: list, guards: list[tuple[int, int]], handle: str,
-                 names: Sequence[str] = (), path: Path | None = None, mapped: Any = None):
+                 names: Sequence[str] = (), fd: int = -1, mapped: Any = None):
         self._on_close: Any = None          # the maker's count of open slots
         self.tensors = _views(base, layout)
         self.handle = handle
+        self.fd = fd
         self._base = base
         self._guards = [base[o:o + n] for o, n in guards]
         names = list(names) or [f"buffer {k}" for k in range(len(layout))]
@@ -123,7 +130,6 @@ class Slot:
         self._byte = 0x11 + secrets.randbelow(0xDD)     # a byte neither zero, nor all ones, nor NaN's
         for g in self._guards:
             g.fill_(self._byte)
-        self._path = path
         self._mapped = mapped
 
     def overrun_flag(self) -> torch.Tensor:
@@ -147,28 +153,28 @@ class Slot:
         self.tensors = []
         self._guards = []
         self._base = None
+        self._mapped = None                 # a device mapping goes with its last tensor
         if self._on_close is not None:
             self._on_close, done = None, self._on_close
             done()
-        if self._path is not None:
+        if self.fd >= 0:
             try:
-                self._path.unlink()
+                os.close(self.fd)
             except OSError:
                 pass
-            self._path = None
+            self.fd = -1
 
 
 class SlotMaker:
     """Allocates slots for one evaluation: ``device`` is "cuda" (a GPU of either vendor) or
-    "cpu"; ``folder`` is where the cpu backend's slot files go (a folder the candidate
-    process may read and write)."""
+    "cpu"; ``by_fd``: slots are handed over as descriptors (``arena.processes.shares_by_fd``)."""
 
-    def __init__(self, device: str, folder: Path | None = None):
+    def __init__(self, device: str, by_fd: bool = True):
         self.device = device
-        self.folder = folder
+        self.by_fd = by_fd
         self.pool = None
-        self.isolated = device == "cpu"     # no other data of the trusted process can share a slot's block
-        if device != "cpu":
+        self.isolated = device == "cpu" or by_fd    # no other data of the trusted process can share a slot's memory
+        if device != "cpu" and not by_fd:
             try:
                 self.pool = torch.cuda.MemPool()
                 self.isolated = True
@@ -176,18 +182,23 @@ class SlotMaker:
                 self.pool = None
 
         self.live = 0                       # slots allocated and not yet closed
+        self.live_bytes = 0                 # ... and their bytes
 
-    def _closed(self) -> None:
+    def _closed(self, nbytes: int) -> None:
         self.live -= 1
+        self.live_bytes -= nbytes
 
     def allocate(self, specs: Sequence[TensorSpec | None], names: Sequence[str] = ()) -> Slot:
         layout, guards, size = plan(specs)
         if self.device == "cpu":
-            slot = self._file_slot(layout, guards, size, names)
+            slot = self._memfd_slot(layout, guards, size, names)
+        elif self.by_fd:
+            slot = self._vmm_slot(layout, guards, size, names)
         else:
-            slot = self._device_slot(layout, guards, size, names)
+            slot = self._ipc_slot(layout, guards, size, names)
         self.live += 1
-        slot._on_close = self._closed
+        self.live_bytes += size
+        slot._on_close = lambda: self._closed(size)
         return slot
 
     def renew(self) -> bool:
@@ -199,21 +210,29 @@ class SlotMaker:
         self.pool = torch.cuda.MemPool()
         return True
 
-    def _file_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
-        assert self.folder is not None
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"slot-{secrets.token_hex(8)}.bin"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    def _memfd_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
+        import fcntl
+
+        fd = os.memfd_create("arena-slot", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             mapped = mmap.mmap(fd, size)
-        finally:
+        except BaseException:
             os.close(fd)
-        handle = json.dumps({"kind": "file", "path": str(path), "size": size, "layout": layout})
+            raise
+        handle = json.dumps({"kind": "memfd", "size": size, "layout": layout})
         base = torch.frombuffer(mapped, dtype=torch.uint8, count=size)
-        return Slot(base, layout, guards, handle, names, path, mapped)
+        return Slot(base, layout, guards, handle, names, fd, mapped)
 
-    def _device_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
+    def _vmm_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
+        from arena.devices import vmm
+
+        mapping, fd = vmm.allocate(size)         # the descriptor: the slot's to send, and to close
+        handle = json.dumps({"kind": "vmm", "size": mapping.size, "layout": layout})
+        return Slot(mapping.tensor()[:size], layout, guards, handle, names, fd)
+
+    def _ipc_slot(self, layout: list, guards: list, size: int, names: Sequence[str]) -> Slot:
         from torch.multiprocessing.reductions import reduce_tensor
 
         if self.pool is not None:
@@ -225,20 +244,24 @@ class SlotMaker:
         return Slot(base, layout, guards, json.dumps({"kind": "ipc", "payload": payload, "layout": layout}), names)
 
 
-def open_slot(handle: str) -> tuple[list[torch.Tensor | None], Any]:
-    """The candidate process's side: the tensors a handle stands for, and an object that keeps
-    their mapping alive (drop both to unmap)."""
+def open_slot(handle: str, fd: int = -1) -> tuple[list[torch.Tensor | None], Any]:
+    """The candidate process's side: the tensors a handle (and the descriptor ``fd`` that came
+    with it) stands for, and an object that keeps their mapping alive (drop both to unmap)."""
     h = json.loads(handle)
     layout = [None if e is None else (int(e[0]), str(e[1]), [int(x) for x in e[2]],
                                       [int(x) for x in e[3]] if len(e) > 3 and e[3] is not None else None)
               for e in h["layout"]]
-    if h["kind"] == "file":
-        fd = os.open(h["path"], os.O_RDWR)
+    if h["kind"] == "memfd":
         try:
             mapped = mmap.mmap(fd, int(h["size"]))
         finally:
             os.close(fd)
         return _views(torch.frombuffer(mapped, dtype=torch.uint8, count=int(h["size"])), layout), mapped
+    if h["kind"] == "vmm":
+        from arena.devices import vmm
+
+        base = vmm.open_fd(fd, int(h["size"])).tensor()
+        return _views(base, layout), base
     rebuild, args = pickle.loads(base64.b64decode(h["payload"]))     # from the trusted process only
     base = rebuild(*args)
     return _views(base, layout), base

@@ -32,6 +32,10 @@ _GONE = {"died": (Status.CRASHED, "the candidate process died"),
          "forbidden": (Status.FORBIDDEN_CALL, "the candidate did what candidates may not"),
          "protocol": (Status.INTEGRITY_VIOLATION, "the candidate process broke the protocol")}
 MESSAGE_CHARS = 4000      # of a failure's message from a process that makes calls
+# the requests after which the candidate's device memory is checked at once (outside any section of the GPU's
+# lock they were made in); after its calls, each config's checked calls and each exclusive section's timed
+# ones, the stages check it (arena.correctness, arena.performance)
+_CHECKED = {LoadRequest: "its import", ReleaseRequest: "a release of buffers"}
 
 
 class CandidateHandle:
@@ -67,7 +71,7 @@ class CandidateHandle:
         else:
             lock.take_back()
 
-    def request(self, frame: Any, expect: type) -> Any:
+    def request(self, frame: Any, expect: type, fd: int = -1) -> Any:
         # a shared section where none is held (or nothing, inside one): candidate code may run now. Those
         # taken here (the import, a release: short, a few an evaluation) go ahead of waiting writers
         section = contextlib.nullcontext() if self.trusted or isinstance(frame, HARNESS_ONLY) else \
@@ -75,6 +79,8 @@ class CandidateHandle:
         try:
             try:
                 with section:
+                    if fd >= 0:
+                        self.peer.send_fd(fd, frame.slot)
                     reply = self.peer.request(frame, self.ev.deadline, self._notice)
             except CandidateGone as exc:
                 status, what = _GONE[exc.why]
@@ -97,6 +103,8 @@ class CandidateHandle:
                 self.peer.close()
                 raise GateFailure(Status.INTEGRITY_VIOLATION, f"the candidate process answered a {frame.type!r} "
                                                               f"request with {reply.type!r}", fatal=True)
+            if not self.trusted and type(frame) in _CHECKED:     # its code ran: what it holds now
+                self.ev.check_device_memory(f"after {_CHECKED[type(frame)]}")
             return reply
         except GateFailure as exc:
             if self.trusted:      # the task's baseline failed: not the candidate's fault, and not fatal to it
@@ -104,10 +112,17 @@ class CandidateHandle:
                                   traceback=exc.traceback) from None
             raise
 
-    def start_setup(self, setup: SetupRequest) -> None:
+    def start_setup(self, setup: SetupRequest, fd: int = -1) -> None:
         """The candidate process prepares itself (sandbox, timer, seal, audit hook) while this
-        one loads the task's side; ``finish_setup`` takes its reply."""
-        self._pending = self.peer.start(setup)
+        one loads the task's side; ``finish_setup`` takes its reply. ``fd``: the descriptor of
+        the setup's probe of the buffers."""
+        try:
+            if fd >= 0:
+                self.peer.send_fd(fd, 0)
+            self._pending = self.peer.start(setup)
+        except CandidateGone as exc:
+            raise GateFailure(Status.HARNESS_ERROR, f"the candidate process failed before the candidate was loaded: "
+                                                    f"{exc.message}", fatal=True) from None
 
     def finish_setup(self) -> ReadyReply:
         """No candidate code has run yet: a failure here is the harness's."""
@@ -132,8 +147,9 @@ class CandidateHandle:
             exc.fatal = True
             raise
 
-    def map(self, slot: int, handle: str, scalars: list) -> None:
-        self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars)), AckReply)
+    def map(self, slot: int, handle: str, scalars: list, fd: int = -1) -> None:
+        """Map a call's buffers there (``fd``: the descriptor they come as, sent first)."""
+        self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars)), AckReply, fd=fd)
 
     def release(self, slots: list[int]) -> None:
         self.request(ReleaseRequest(slots=slots), AckReply)

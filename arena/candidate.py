@@ -1,8 +1,10 @@
 """The candidate process: the only process that runs candidate code.
 
-The trusted process (``arena.trusted``) starts ``python -m arena.candidate REQ_FD REP_FD
-NOTICE_FD MODE`` and sends it requests (``arena.protocol``): load the candidate, map a call's
-buffers, call, time calls. This process holds the candidate's file and nothing else of the
+The trusted process (``arena.trusted``) starts it (``main``: forked from itself, or ``python -m
+arena.candidate``), and it confines itself first (``arena.sandbox.confine``: its own uid and
+namespaces, limits, a seccomp filter); then it takes requests (``arena.protocol``): load the
+candidate, map a call's buffers (they come as descriptors on its control socket), call, time
+calls. This process holds the candidate's file and nothing else of the
 task: it never loads the reference, the baseline or the task's folder (its filesystem
 sandbox hides them), never sees an expected output, and gets a call's buffers only when the
 call is made. Whatever candidate code changes here (classes, the environment, torch's flags,
@@ -32,6 +34,7 @@ import contextlib
 import gc
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -101,13 +104,16 @@ class CandidateProcess:
     """Serves the trusted process's requests, one at a time, each with one reply."""
 
     def __init__(self, send: Callable[[Any], None], notice_fd: int | None, mode: str,
-                 resume: Callable[[], None] | None = None):
+                 resume: Callable[[], None] | None = None, ctl: socket.socket | None = None,
+                 private_tmp: bool = False):
         import torch
 
         self.torch = torch
         self.send = send
         self.resume = resume or (lambda: None)   # waits for the trusted process's ResumeRequest
         self.notice_fd = notice_fd
+        self.ctl = ctl                           # the calls' buffers arrive on it as descriptors
+        self.private_tmp = private_tmp
         self.gpu = mode == "gpu"
         self.side: Side | None = None
         self.spec: CandidateSpec | None = None
@@ -191,8 +197,15 @@ class CandidateProcess:
         if req.sandbox:
             from arena.sandbox import restrict
 
-            why = restrict(req.sandbox["hide"], req.sandbox["read"], req.sandbox["write"])
+            write = list(req.sandbox["write"])
+            if self.private_tmp:              # its own tmpfs, in its own mount namespace (arena.sandbox.confine)
+                write.append(os.environ["TMPDIR"])
+            why = restrict(req.sandbox["hide"], req.sandbox["read"], write)
             applied, reason = why is None, why or ""
+            if not applied:                 # nothing bounds what it reads: no reading past file permissions
+                from arena.sandbox.confine import landlock_missing
+
+                landlock_missing()
         if req.timing:
             if self.gpu:
                 from arena.timing.timer import DeviceTimer
@@ -238,7 +251,7 @@ class CandidateProcess:
         if req.probe:             # the buffers of the calls to come are shared the same way
             from arena.buffers import open_slot
 
-            (probe,), keep = open_slot(req.probe)
+            (probe,), keep = open_slot(req.probe, self._fd_of(req.probe, 0))
             probe[1] = probe[0] + 1
             self._sync()
             del probe, keep
@@ -319,13 +332,25 @@ class CandidateProcess:
     def map(self, req: MapRequest) -> Any:
         from arena.buffers import open_slot
 
-        tensors, keep = open_slot(req.handle)
+        tensors, keep = open_slot(req.handle, self._fd_of(req.handle, req.slot))
         n_in = self.spec.n_inputs
         ins, outs = tensors[:n_in], tensors[n_in:]
         meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
         self.slots[req.slot] = (ins, outs, list(req.scalars), keep, meta)
         self._sync()
         return AckReply()
+
+    def _fd_of(self, handle: str, tag: int) -> int:
+        """The descriptor a slot's buffers come as (sent on the control socket ahead of the
+        request that maps them, with ``tag``); -1 for buffers shared otherwise."""
+        if '"kind": "ipc"' in handle:
+            return -1
+        data, fds, _, _ = socket.recv_fds(self.ctl, 64, 1)
+        for extra in fds[1:]:
+            os.close(extra)
+        if len(data) != 8 or int.from_bytes(data, "little", signed=True) != tag or not fds:
+            raise RuntimeError(f"the buffers of slot {tag} did not come with its request")
+        return fds[0]
 
     def _slot(self, slot: int) -> tuple[list, list, list, Any, list]:
         if slot not in self.slots:
@@ -527,10 +552,18 @@ def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], N
 
 
 def main(argv: list[str]) -> int:
+    """``REQ_FD REP_FD NOTICE_FD MODE CTL_FD STATUS_FD PLAN``: the channel's pipes, cpu or gpu, the
+    control socket (the confinement's report out, the calls' buffers in), the pipe its
+    namespace's init tells its end on, and its confinement (``arena.sandbox.confine.Plan``)."""
+    from arena.sandbox import confine
+
+    ctl = socket.socket(fileno=int(argv[4]))
+    plan = confine.Plan.from_json(argv[6])
+    confine.enter(plan, ctl, int(argv[5]))
     between_requests()
     req_fd, rep_fd = int(argv[0]), int(argv[1])
     notice_fd = int(argv[2]) if argv[2] != "-" else None
-    mode = argv[3] if len(argv) > 3 else "cpu"
+    mode = argv[3]
     try:
         preload()
     except BaseException:  # noqa: BLE001 - what fails here fails again where it is needed, with its message
@@ -554,7 +587,7 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         decode(raw["frame"], (ResumeRequest,))
 
-    proc = CandidateProcess(send, notice_fd, mode, resume)
+    proc = CandidateProcess(send, notice_fd, mode, resume, ctl, private_tmp=plan.namespaces)
     while True:
         raw = read_frame(req_fd)
         if raw is None:

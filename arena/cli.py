@@ -586,10 +586,12 @@ def cmd_device(args: argparse.Namespace) -> int:
     compilers = {t: compiler_found(t) for t in TARGETS}
     builds = hip_builds(d, compilers)
     ceilings, source = ceilings_for(d)
+    sandbox = sandbox_defences(d)
     if args.json:
         print(json.dumps({**d.to_dict(), "compilers": {c["compiler"]: {k: c[k] for k in ("path", "version", "problem")}
                                                        for c in compilers.values()},
-                          "hip_builds": builds, "ceilings": {"source": source, **(ceilings or {})}}, indent=2))
+                          "hip_builds": builds, "ceilings": {"source": source, **(ceilings or {})},
+                          "sandbox": sandbox}, indent=2))
         return 0
     table = Table(title="device", show_header=False)
     for k, v in d.to_dict().items():
@@ -603,12 +605,26 @@ def cmd_device(args: argparse.Namespace) -> int:
             f"{c['path']}: unusable: {c['problem']}" if c["path"] else "not found"
         table.add_row(c["compiler"], _lit(found))
     table.add_row("HIP builds", _lit(builds))
+    for defence, why in sandbox.items():
+        table.add_row(f"sandbox: {defence}", _lit("yes" if why is None else f"missing: {why}"))
     table.add_row("roofline ceilings", _lit(
         f"{source}: " + ", ".join(f"{k} {v / 1e12:.3g} T{'B' if k == 'bytes_per_s' else 'FLOP'}/s"
                                   for k, v in ceilings.items()) if ceilings else
         "none (the cpu backend, or a GPU with no datasheet entry: run arena device --measure)"))
     console.print(table)
     return 0
+
+
+def sandbox_defences(device) -> dict[str, str | None]:
+    """Each defence a candidate's process gets here (``arena.sandbox``), None where it is had,
+    else why not; and the device-memory allowance, which needs the driver's per-process count."""
+    from arena.devices.usage import DeviceUsage
+    from arena.sandbox import confine
+
+    found = {k: v for k, v in confine.features().items() if k != "landlock abi"}
+    if device.runs_kernels:
+        found["device memory allowance"] = DeviceUsage(device.kind, device.uuid, device.index).why
+    return found
 
 
 def hip_builds(device, compilers: dict[str, dict]) -> str:

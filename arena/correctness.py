@@ -80,14 +80,47 @@ def check_config(ev: EvaluationState, config: Any) -> CorrectnessResult:
     need = check_bytes(ev, config) if ev.memory.active else 0
     with ev.memory.reserve(need, f"checking {getattr(config, 'name', config)}", wait=ev.waiting):
         result = _check_once(ev, config)
-        for retry in range(OOM_RETRIES):
-            if not (ev.gpu and result.status is not Status.PASSED and out_of_memory(result.message)) or ev.lost:
-                break
-            ev.release_memory()
-            time.sleep(0.5 * 6 ** retry)
+        retry = 0
+        while retry_after_oom(ev, result, retry):
+            retry += 1
             result = _check_once(ev, config)
         ev.release_memory()
     return result
+
+
+HOARD_WAIT_S = 60.0     # the most a check waits for another evaluation's candidate to give back what it hoards
+
+
+def retry_after_oom(ev: EvaluationState, result: Any, retry: int) -> bool:
+    """A result (``CorrectnessResult`` or ``PerformanceResult``) that failed for want of device
+    memory, after ``retry`` retries: try again? Not where the candidate's process holds more
+    than its allowance: the result becomes its failure (``ev.fatal``). Where another
+    evaluation's candidate does, after waiting until it no longer does (its own evaluation
+    stops it at its next check). Otherwise up to ``OOM_RETRIES`` times, after the memory this
+    process caches is given back and a pause (the others give theirs back after each config):
+    the shortage is the harness's."""
+    if not ev.gpu or result.status is Status.PASSED or not out_of_memory(result.message) or ev.lost:
+        return False
+    cause = ev.memory_cause()
+    if isinstance(cause, GateFailure):
+        result.status, result.message = cause.status, cause.message
+        ev.fatal = cause
+        return False
+    if retry >= OOM_RETRIES:
+        return False
+    ev.release_memory()
+    if cause is not None:
+        end = time.monotonic() + HOARD_WAIT_S
+        while isinstance(cause, str) and time.monotonic() < end:
+            time.sleep(0.5)
+            cause = ev.memory_cause()
+        if isinstance(cause, GateFailure):
+            result.status, result.message = cause.status, cause.message
+            ev.fatal = cause
+            return False
+    else:
+        time.sleep(0.5 * 6 ** retry)
+    return True
 
 
 def _merge_worst(worst: CorrectnessResult, stats: dict[str, Any]) -> None:
@@ -151,6 +184,8 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
                     _merge_worst(worst, stats)
                 del expected, fresh
                 ev.sync()
+        # what its process holds after its calls, outside the GPU lock's sections (arena.trusted)
+        ev.check_device_memory(f"after its calls of {getattr(config, 'name', config)}")
     except GateFailure as exc:
         worst.status, worst.message, worst.traceback = exc.status, exc.message, list(exc.traceback)
         if exc.fatal:

@@ -110,6 +110,19 @@ def protocol_violation(split_configs: Mapping[str, list[Config]], frames: Sequen
     return None
 
 
+def sandbox_record(f: SandboxFrame) -> dict[str, Any]:
+    """The record's account of the candidate process's confinement: ``sandbox``, the defences
+    applied (comma-separated, in ``DEFENCES`` order), and ``sandbox_missing``, each defence it
+    went without and why."""
+    from arena.sandbox.confine import DEFENCES
+
+    defences = dict(f.defences) or {"landlock": "" if f.applied else f.reason}
+    order = [d for d in DEFENCES if d in defences] + sorted(set(defences) - set(DEFENCES))
+    applied = [d for d in order if not defences[d]]
+    missing = {d: defences[d] for d in order if defences[d]}
+    return {"sandbox": ", ".join(applied) or "none", **({"sandbox_missing": missing} if missing else {})}
+
+
 def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequence[Any],
              exit_info: Mapping[str, Any], base: dict[str, Any], build_info: dict[str, Any],
              device: Device) -> list[Verdict]:
@@ -124,7 +137,7 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         if isinstance(f, StageFrame):
             last_stage = f
         elif isinstance(f, SandboxFrame):
-            build_info["sandbox"] = "landlock" if f.applied else f"none: {f.reason}"
+            build_info.update(sandbox_record(f))
         elif isinstance(f, CorrectnessFrame) and violation is None:
             cfg = next(c for c in split_configs[f.split] if c.name == f.config)
             r = f.result
@@ -173,9 +186,15 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         end_status, end_msg, end_tb = failure.status, failure.message, list(failure.traceback)
     elif not done:
         rc = exit_info["returncode"]
-        end_status = Status.HARNESS_ERROR
         sig = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
-        end_msg = f"the trusted process died ({sig}) without a result"
+        if any(isinstance(f, LoadedFrame) for f in frames):
+            # the candidate's code had run, and the harness sent no signal: no route to "not scored" (Status.scored)
+            end_status = Status.CRASHED
+            end_msg = f"the evaluation's trusted process died ({sig}) after the candidate's code had run; the " \
+                      f"harness did not end it, so the failure is the candidate's"
+        else:
+            end_status = Status.HARNESS_ERROR
+            end_msg = f"the trusted process died ({sig}) without a result"
     if end_status in (Status.TIMEOUT, Status.HARNESS_ERROR) and exit_info.get("log_tail"):
         end_msg += "\n--- trusted process output (tail) ---\n" + exit_info["log_tail"][-1500:]
 

@@ -29,8 +29,9 @@ from arena.channel import ForgedFrame, signed_reader, write_frame
 from arena.decision import assemble, phase_times
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.protocol import REPORTS, ProtocolError, StageFrame, decode
+from arena.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
 from arena.records import ConfigResult, Status, Verdict, file_sha256
+from arena.sandbox import confine
 from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
@@ -331,8 +332,11 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     }
     frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by)
     verdicts = assemble(task, split_configs, [f for _, f in frames], exit_info, base, build_info, device)
+    held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
     for v in verdicts:
-        v.phases = {"build_s": build_info["seconds"], **exit_info["phases"]}
+        # the candidate process's device memory at its checks, against its allowance (arena.memory.allowance)
+        v.phases = {"build_s": build_info["seconds"], **exit_info["phases"],
+                    **{f"device_{k}": x for k, x in held.get(v.split, {}).items()}}
     return finish(verdicts)
 
 
@@ -384,7 +388,17 @@ def _caches(job: dict[str, Any], device: Device, task: Task) -> tuple[Path, Path
         own = {_file_bytes(task.kernel_file(r)) for r in ("baseline", "solution", "specialised")} - {b""}
         if _file_bytes(cand["path"]) in own:
             _seed_triton_cache(cand_dir, [Path(cand["path"])], device)
+    # written by the processes that make calls too, which run as uids of their own (arena.sandbox.confine)
+    for d in (trusted_dir, cand_dir, timer_cache()):
+        confine.share_dir(d)
     return trusted_dir, cand_dir
+
+
+def timer_cache() -> Path:
+    """The Triton cache of the timer's own kernels, shared by every worker of the harness."""
+    d = processes.cache_root() / "triton-timer"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
@@ -408,7 +422,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     sandbox = processes.sandbox_spec(hide=[task.path.parents[1], *private_dirs], read=readable,
                                      write=[worker.candidate_dir, cand_dir])
     job = {**job, "key": key.hex(), "sandbox": sandbox, "candidate_dir": str(worker.candidate_dir),
-           "baseline_dir": str(worker.baseline_dir), "kernel_cache": str(processes.cache_root() / "triton-timer"),
+           "baseline_dir": str(worker.baseline_dir), "kernel_cache": str(timer_cache()),
            "candidate_env": {"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
            "env": {"TRITON_CACHE_DIR": str(trusted_dir), "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
                    **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ}}}
@@ -501,7 +515,7 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
     except subprocess.TimeoutExpired:
         processes.kill_group(proc)
         rc = proc.wait()
-    processes.kill_group(proc)  # the candidate process and anything left in the group
+    processes.kill_group(proc)  # anything left in the group (the confined processes die with the trusted one)
     os.close(res_r)
     tail = ""
     try:

@@ -60,6 +60,11 @@ from arena.gpulock import lock_dir
 
 RESERVE_FRACTION = 0.85          # of the device's memory, the part the account hands out
 PROCESS_BYTES = 2**30            # a process's standing memory: its context (~0.7 GiB), workspaces, its own
+# a candidate's process may hold, beyond its context and the buffers of the calls it was given, this many
+# times a config's inputs and outputs, and this much at least (workspaces, an autotuner's flush buffer, the
+# caching allocator's blocks): past it at a check, it is the candidate's failure (arena.trusted)
+ALLOWANCE_IO = 4
+ALLOWANCE_FLOOR = 2 * 2**30
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
 _ids = itertools.count()
 
@@ -227,6 +232,45 @@ class MemoryAccount:
         if self.active and nbytes:
             self._try(f"{os.getpid()}:standing", nbytes, what or f"{n_processes} processes", standing=True)
 
+    def restand(self, nbytes: int, members: dict[int, int] | None = None) -> None:
+        """This evaluation's standing entry, set to what its processes really hold now (never
+        below what it stood for: ``stand``), and the allowances of its candidate processes
+        (``members``: pid -> bytes), which every evaluation on the GPU reads when it runs out of
+        memory (``over_allowance``)."""
+        declared = self._mine.get("standing", 0)
+        if not self.active or not declared:
+            return
+        key = f"{os.getpid()}:standing"
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held = self._read()
+            entry = held.get(key)
+            if entry is None:
+                return
+            entry["bytes"] = max(declared, int(nbytes))
+            if members is not None:
+                entry["members"] = {str(pid): int(b) for pid, b in members.items()}
+            self._write(held)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def over_allowance(self, used: dict[int, int]) -> list[tuple[int, int, int, str]]:
+        """The candidate processes on this GPU that hold more than their allowance, by ``used``
+        (pid -> bytes held, as the driver counts it): (pid, held, allowance, what)."""
+        if not self.active:
+            return []
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held = self._read()
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        out = []
+        for v in held.values():
+            for pid, allowance in (v.get("members") or {}).items():
+                if str(pid).isdigit() and used.get(int(pid), 0) > int(allowance):
+                    out.append((int(pid), used[int(pid)], int(allowance), str(v.get("what", ""))))
+        return out
+
     def sit(self) -> None:
         """Give the standing memory back (the evaluation's processes are gone)."""
         if self._mine.pop("standing", None) and self.active:
@@ -267,6 +311,13 @@ class MemoryAccount:
             self._mine.pop(key, None)
             if self.active and nbytes:
                 self._release(key)
+
+
+def allowance(io_bytes: int, mapped_bytes: int) -> int:
+    """Device memory a candidate's process may hold: its context, the buffers mapped to it
+    (``mapped_bytes``) and its own working memory, from the config's inputs and outputs
+    (``io_bytes``)."""
+    return PROCESS_BYTES + int(mapped_bytes) + max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
 
 
 def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3) -> float:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from arena.memory import RESERVE_FRACTION
-from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, out_of_memory, task_failure
+from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
 from arena.protocol import PerformanceResult
 from arena.records import Status
 from arena.stage import EvaluationState
@@ -187,7 +187,7 @@ def _time_configs(ev: EvaluationState, split: str, configs: list, tp: dict[str, 
                     result = _failure(exc)
                     if isinstance(exc, GateFailure) and exc.fatal:
                         ev.fatal = exc
-                    if attempt < OOM_RETRIES and _retry(ev, result, attempt):    # again, a quarter of the sets
+                    if retry_after_oom(ev, result, attempt):    # again, a quarter of the sets
                         max_sets = max(1, _n_sets(ev, config, per_config, tp) // 4)
                         continue
                     return out + [(config, result)]
@@ -195,17 +195,6 @@ def _time_configs(ev: EvaluationState, split: str, configs: list, tp: dict[str, 
     finally:
         for ct in timings:
             ct.close()
-
-
-def _retry(ev: EvaluationState, result: PerformanceResult, retry: int) -> bool:
-    """The config failed for want of device memory and may be tried again: the memory this
-    process caches is given back and, after a pause (longer for a later retry: the others
-    give theirs back after each config), it is."""
-    if not ev.gpu or result.status is Status.PASSED or not out_of_memory(result.message) or ev.lost:
-        return False
-    ev.release_memory()
-    time.sleep(0.5 * 6 ** retry)
-    return True
 
 
 def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: float) -> list[tuple[Any, PerformanceResult]]:
@@ -231,6 +220,7 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: floa
         ev.sync()
         for ct in timings:
             ct.verify_kept()
+        ev.check_device_memory("after its timed calls")       # and what its process holds (arena.trusted)
 
     retries: dict[int, int] = {}
     while True:
@@ -248,7 +238,7 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: floa
             for other in timings:
                 other.drop()
             retry = retries.get(id(ct), 0)
-            if retry < OOM_RETRIES and _retry(ev, result, retry):
+            if retry_after_oom(ev, result, retry):
                 retries[id(ct)] = retry + 1
                 if retry == 0:
                     ct.shrink()

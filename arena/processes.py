@@ -14,8 +14,10 @@
   same code in the same kind of process.
 
 Both children get the parent's environment without secrets, the harness's package on
-their path, scratch folders of their own, and (the candidate process) a filesystem sandbox
-that hides the tasks, the caches and the checkout (``sandbox_spec``).
+their path, scratch folders of their own (for their logs), and are confined by the kernel
+from their start (``arena.sandbox.confine``: their own uid, namespaces, limits, a seccomp
+filter whose refused calls this process hears of and names); the candidate process also gets a
+filesystem sandbox that hides the tasks, the caches and the checkout (``sandbox_spec``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import secrets
 import shutil
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -48,6 +52,7 @@ _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY
 _PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 # variables that change all the time and that nothing reads before the job: handed over with it
 PER_JOB_ENV = ("PYTEST_CURRENT_TEST",)
+CONFINE_S = 120.0       # the most a started process may take to confine itself and say how
 
 
 def cache_root() -> Path:
@@ -359,37 +364,72 @@ class CandidatePeer:
     Notices that arrive meanwhile (``CompilingNotice``, ``TuningNotice``) go to ``on_notice``,
     and each is answered with a ``ResumeRequest`` once it returns. A reply that breaks the
     protocol, a process that died or a deadline that passed end the peer (CandidateGone); a
-    process ended by the audit hook leaves a notice on a pipe of its own, which says why."""
+    process ended by the audit hook leaves a notice on a pipe of its own, which says why, and
+    one that made a system call its seccomp filter refuses is ended here, the call named.
 
-    def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False):
+    The process is confined by the kernel as it starts (``arena.sandbox.confine``, its
+    ``Plan`` made here): its report of what was applied (``confinement``), its pid as this
+    process sees it (``pid``: NVML's figure for it) and the filter's listener come back on the
+    control socket ``ctl``, which then carries the calls' buffers to it as descriptors."""
+
+    def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False,
+                 role: str = "candidate"):
+        from arena.sandbox import confine, seccomp
+
         self.cwd = cwd
+        self.role = role
         cwd.mkdir(parents=True, exist_ok=True)
+        # confined by the kernel before any of its code runs (arena.sandbox.confine): the plan is made here
+        self.plan = confine.plan(role, share_by_fd=shares_by_fd(mode))
+        env = {**env, "HOME": str(cwd), "USER": "arena", "LOGNAME": "arena"}     # no home, no entry in passwd
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.notice_r, notice_w = os.pipe()
-        argv = [str(req_r), str(rep_w), str(notice_w), mode]
-        if fork and _forkable():
-            self.proc = _fork_candidate(argv, (req_r, rep_w, notice_w), cwd, env)
-        else:
-            with open(cwd / "candidate.log", "ab") as logf:
-                # in the trusted process's group: the parent's kill of that group ends this one too
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-P", "-m", "arena.candidate", *argv], pass_fds=(req_r, rep_w, notice_w),
-                    stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
-        for fd in (req_r, rep_w, notice_w):
+        self.status_r, status_w = os.pipe()       # its wait status, from its namespace's init
+        self.ctl, ctl_child = confine.socketpair()
+        argv = [str(req_r), str(rep_w), str(notice_w), mode, str(ctl_child.fileno()), str(status_w),
+                self.plan.to_json()]
+        keep = (req_r, rep_w, notice_w, ctl_child.fileno(), status_w)
+        with confine.pid_namespace(self.plan.namespaces):
+            if fork and _forkable():
+                self.proc = _fork_candidate(argv, keep, cwd, env)
+            else:
+                with open(cwd / "candidate.log", "ab") as logf:
+                    # it makes a session of its own (arena.sandbox.confine): the trusted process's death ends it
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-P", "-m", "arena.candidate", *argv], pass_fds=keep,
+                        stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
+        for fd in (req_r, rep_w, notice_w, status_w):
             os.close(fd)
+        ctl_child.close()
+        self.listener: Any = None
+        try:
+            self.confinement, self.pid, listener = confine.receive(self.ctl, CONFINE_S)
+        except (OSError, ValueError) as exc:
+            self.confinement, self.pid, listener = {}, 0, None
+            self.confine_error = f"{type(exc).__name__}: {exc}"
+        else:
+            self.confine_error = ""
+        if listener is not None:
+            self.listener = seccomp.Listener(listener, learn=os.environ.get(seccomp.LEARN_ENV) or None)
+        self.ctl.shutdown(socket.SHUT_RD)         # nothing more is read from it: it carries descriptors there
+        self.ctl.setblocking(False)
         self._channel()
 
     def _channel(self) -> None:
         """Replies are read in the thread that waits for them, without blocking (a partial frame
         the candidate wrote cannot hold the deadline up). No reader thread: one wake-up a reply
-        fewer, and the process stays one a later peer can be forked from (``_forkable``)."""
+        fewer, and the process stays one a later peer can be forked from (``_forkable``). The
+        seccomp listener is watched beside the replies: a refused call ends the process."""
         os.set_blocking(self.notice_r, False)
         os.set_blocking(self.rep_r, False)
         self._buf = bytearray()
         self._eof = False
+        self._status: int | None = None
         self._poll = select.poll()
         self._poll.register(self.rep_r, select.POLLIN)
+        if self.listener is not None:
+            self._poll.register(self.listener.fd, select.POLLIN)
         self.gone: CandidateGone | None = None
 
     def _next(self, timeout: float | None) -> tuple[str, Any] | None:
@@ -408,8 +448,15 @@ class CandidatePeer:
             wait = None if end is None else end - time.monotonic()
             if wait is not None and wait <= 0:
                 return None
-            if not self._poll.poll(None if wait is None else max(1, int(wait * 1000) + 1)):
+            events = self._poll.poll(None if wait is None else max(1, int(wait * 1000) + 1))
+            if not events:
                 continue
+            if self.listener is not None and any(fd == self.listener.fd for fd, _ in events):
+                self.refused()
+                if all(ev & select.POLLIN == 0 for fd, ev in events if fd == self.listener.fd):
+                    self._poll.unregister(self.listener.fd)     # hung up: no filter user is left
+                if all(fd == self.listener.fd for fd, _ in events):
+                    continue
             try:
                 data = os.read(self.rep_r, 1 << 20)
             except BlockingIOError:
@@ -468,29 +515,66 @@ class CandidatePeer:
                 continue
             return reply
 
+    def refused(self) -> None:
+        """A call its seccomp filter refused, waiting on the listener: the process is ended, and
+        the peer with it (CandidateGone "forbidden", naming the call)."""
+        if self.listener is None:
+            return
+        got = self.listener.take()
+        if got is not None:
+            self.proc.kill()
+            self._end("forbidden", f"the {self.role}'s process made a system call its sandbox refuses: "
+                                   f"{got.describe()}")
+
     def _end(self, why: str, message: str) -> None:
         """Stop the process and raise why it can answer no more."""
         if self.proc.poll() is None and why != "died":
             self.proc.kill()
         try:
-            rc = self.proc.wait(timeout=30)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            rc = self.proc.wait()
+            self.proc.wait()
+        rc = self.returncode()
         from arena.audit import FORBIDDEN_EXIT
 
         notice = self._notice()
-        if notice is not None:
+        named = self.listener.take() if self.listener is not None and why != "forbidden" else None
+        if why == "forbidden":
+            pass
+        elif named is not None:
+            why, message = "forbidden", f"the {self.role}'s process made a system call its sandbox refuses: " \
+                                        f"{named.describe()}"
+        elif notice is not None:
             why, message = "forbidden", notice
         elif rc == FORBIDDEN_EXIT:      # the audit hook's exit, its notice pipe closed by the candidate first
             why, message = "forbidden", "the candidate did what candidates may not (the audit hook ended its process)"
+        elif rc == -signal.SIGSYS:      # the filter killed it (a call it refuses that no rule could name)
+            why, message = "forbidden", f"the {self.role}'s process made a system call its sandbox refuses (the " \
+                                        f"kernel ended it with SIGSYS)"
         elif why == "died":
             how = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
-            message = f"the candidate process died ({how})" + self._log_tail()
+            unconfined = f"; it never said how it was confined ({self.confine_error})" if self.confine_error else ""
+            message = f"the candidate process died ({how}){unconfined}" + self._log_tail()
         elif why == "timeout":
             message = "the candidate's call did not finish in time; its process was killed"
         self.gone = CandidateGone(why, message)
         raise self.gone
+
+    def returncode(self) -> int | None:
+        """How the confined process ended (as ``Popen.returncode``), once it has: told by its
+        namespace's init where it has one, else the process's own."""
+        rc = self.proc.poll()
+        if rc is None or not self.plan.namespaces:
+            return rc
+        if self._status is None:
+            try:
+                os.set_blocking(self.status_r, False)
+                data = os.read(self.status_r, 4)
+            except OSError:
+                data = b""
+            self._status = os.waitstatus_to_exitcode(struct.unpack("i", data)[0]) if len(data) == 4 else rc
+        return self._status
 
     def _notice(self) -> str | None:
         try:
@@ -524,11 +608,36 @@ class CandidatePeer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for fd in (self.req_w, self.rep_r, self.notice_r):
+        for fd in (self.req_w, self.rep_r, self.notice_r, self.status_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        self.ctl.close()
+        if self.listener is not None:
+            self.listener.close()
+
+    def kill(self) -> None:
+        """End the process now (and what it started: its namespace goes with it)."""
+        self.proc.kill()
+
+    def send_fd(self, fd: int, tag: int) -> None:
+        """A descriptor for the process (a call's buffers), sent ahead of the request that names
+        ``tag``. A process that reads none of them fills the channel: its failure."""
+        try:
+            socket.send_fds(self.ctl, [struct.pack("q", tag)], [fd])
+        except (BlockingIOError, OSError):
+            self._end("protocol", "the candidate process took none of the buffers sent to it")
+
+
+def shares_by_fd(mode: str) -> bool:
+    """Are a call's buffers handed to the processes that make calls as descriptors (arena.buffers:
+    memfd on the cpu, CUDA's virtual-memory handles), rather than the runtime's IPC handles
+    (ROCm, until measured there)?"""
+    if mode != "gpu":
+        return True
+    torch = sys.modules.get("torch")
+    return torch is None or not getattr(torch.version, "hip", None)
 
 
 def _forkable() -> bool:

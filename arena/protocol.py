@@ -249,9 +249,13 @@ class StageFrame:
 @frame
 @dataclass
 class SandboxFrame:
+    """How the candidate's process was confined: ``applied``/``reason`` for its filesystem
+    sandbox (Landlock); ``defences`` for each of its defences (``arena.sandbox.confine.DEFENCES``),
+    "" where applied, else why not."""
     type: ClassVar[str] = "sandbox"
     applied: bool
     reason: str = ""
+    defences: dict[str, str] = field(default_factory=dict)
 
 
 @frame
@@ -291,8 +295,12 @@ class LockFrame:
 @frame
 @dataclass
 class SplitDoneFrame:
+    """A split is done. ``memory``: the most device memory the candidate's process held at a
+    check during it, and its allowance then (``held_gib``, ``allowance_gib``, ``share``: the
+    largest ratio of the two), where they were read."""
     type: ClassVar[str] = "split_done"
     split: str
+    memory: dict[str, float] = field(default_factory=dict)
 
 
 @frame

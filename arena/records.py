@@ -56,7 +56,23 @@ class Status(str, enum.Enum):
         """Whether a verdict of this status counts in an agent's rates, speedups, drops and reward.
         Infrastructure failures do not (they are the harness's or the task's, and ``arena run
         --resume`` redoes them), nor does NOT_RUNNABLE (the machine cannot run the candidate:
-        HIP on the cpu backend). Everything else does, failures included."""
+        HIP on the cpu backend). Everything else does, failures included.
+
+        No route from the candidate to "not scored": a failure that happens after the
+        candidate's code has run is the candidate's unless the harness can show a cause of its
+        own. So:
+        - the trusted process dying after the candidate was loaded, with no signal the parent
+          sent (its own deadline), is CRASHED (``arena.decision.assemble``); before any
+          candidate code, HARNESS_ERROR;
+        - running out of device memory, in the trusted process or the baseline's, is the
+          candidate's RUNTIME_ERROR where its process holds more than its allowance then
+          (``arena.trusted.Evaluation.memory_cause``); where another evaluation's candidate does,
+          the check waits for it and is tried again; only where no process holds more than it
+          may is the shortage the harness's (HARNESS_ERROR, tried again);
+        - the candidate's process cannot reach the others (its own uid and PID namespace, a
+          seccomp filter: ``arena.sandbox``), so a failure of the task's own code (its
+          reference raising, its baseline failing but for memory) stays TASK_ERROR, and an
+          exception of the harness's own code, HARNESS_ERROR."""
         return _KIND[self] not in ("infra", "not_runnable")
 
     @property

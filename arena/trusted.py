@@ -31,7 +31,7 @@ from arena.channel import read_frame, signed_writer
 from arena.calls import CandidateHandle, SharedSet
 from arena.correctness import GateFailure, check_config, task_failure
 from arena.memory import MemoryAccount, capacity_of
-from arena.processes import CandidatePeer
+from arena.processes import CandidatePeer, shares_by_fd
 from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
                             LoadedFrame, LockFrame, OpenRequest, PerformanceFrame, PerformanceResult, SandboxFrame,
                             SetupRequest,
@@ -78,6 +78,13 @@ class Evaluation:
                                     capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0)
         # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
         self.memory.stand(2 + (base_peer is not None), "the evaluation's processes")
+        # what each of them holds, as the driver counts it: the candidate's is held to an allowance
+        from arena.devices.usage import DeviceUsage
+
+        self.usage = DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) \
+            if self.gpu else None
+        self._io_bytes = 0
+        self.held: dict[str, dict[str, float]] = {}      # per split: the candidate's most, at a check
         self._slot_ids = 0
         self._lost_at = ""
         self.current = None      # the config whose timing work runs now (arena.performance)
@@ -137,8 +144,73 @@ class Evaluation:
 
     def set_config(self, config: Any) -> None:
         """This config's shapes and scalars for the calls that follow."""
+        from arena.taskdef.shapes import tensor_bytes
+
         self._env = self.task.env(config)
         self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
+        self._io_bytes = tensor_bytes(self.task, self._env, self.task.inputs) + \
+            tensor_bytes(self.task, self._env, self.task.outputs)
+
+    # -- the candidate's device memory -------------------------------------------------------------
+    def allowance(self) -> int:
+        """What the candidate's process may hold on the device now (``arena.memory.allowance``)."""
+        from arena.memory import allowance
+
+        return allowance(self._io_bytes, self.slots.live_bytes if self.slots is not None else 0)
+
+    def check_device_memory(self, where: str) -> None:
+        """After the candidate's code ran: its process within its allowance, else its failure
+        (the process killed at once: what it holds is freed for the others). What this
+        evaluation's processes hold goes into the GPU's memory account, with the allowance."""
+        if self.usage is None or self.usage.handle is None or not self.remote.peer.pid:
+            return
+        used = self.usage.by_pid()
+        pid, allow = self.remote.peer.pid, self.allowance()
+        held = used.get(pid, 0)
+        split = getattr(self, "_stage_now", ("", "", ""))[1]
+        m = self.held.setdefault(split, {"held_gib": 0.0, "allowance_gib": 0.0, "share": 0.0})
+        if held / allow >= m["share"]:
+            m.update(held_gib=round(held / 2**30, 3), allowance_gib=round(allow / 2**30, 3),
+                     share=round(held / allow, 4))
+        # the processes that make calls, at what they hold (at least what they stood for); not this one, whose
+        # buffers and working sets are in the account already, reserved piece by piece
+        from arena.memory import PROCESS_BYTES
+
+        confined = [h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid]
+        self.memory.restand(PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in confined), {pid: allow})
+        if held > allow:
+            raise self._over(held, allow, where)
+
+    def _pids(self) -> set[int]:
+        return {os.getpid(), *(h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid)}
+
+    def _over(self, held: int, allow: int, where: str) -> GateFailure:
+        from arena.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
+
+        self.remote.peer.kill()
+        return GateFailure(Status.RUNTIME_ERROR,
+                           f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
+                           f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
+                           f"{ALLOWANCE_IO}x the config's inputs and outputs or {ALLOWANCE_FLOOR / 2**30:g} GiB at "
+                           f"least)", fatal=True)
+
+    def memory_cause(self) -> GateFailure | str | None:
+        """Why this process (or the baseline's) ran out of device memory, where a process is to
+        blame: the candidate's over its allowance (its failure), or a candidate process of
+        another evaluation over its own (a message: wait for it to be stopped). None: no process
+        holds more than it may, and the shortage is the harness's."""
+        if self.usage is None or self.usage.handle is None:
+            return None
+        used = self.usage.by_pid()
+        pid = self.remote.peer.pid
+        if pid and used.get(pid, 0) > self.allowance():
+            return self._over(used[pid], self.allowance(), "when this evaluation ran out of device memory")
+        mine = self._pids()
+        for other, held, allow, what in self.memory.over_allowance(used):
+            if other not in mine:
+                return f"process {other} of another evaluation ({what}) held {held / 2**30:.2f} GiB, past its " \
+                       f"allowance of {allow / 2**30:.2f} GiB"
+        return None
 
     def make_inputs(self, seed: int) -> dict[str, Any]:
         from arena.check.inputs import make_inputs
@@ -233,7 +305,7 @@ class Evaluation:
         shared = SharedSet(self._slot_ids, slot, slot.tensors[:n], slot.tensors[n:], remote)
         self.sync()
         try:
-            remote.map(shared.id, slot.handle, self._scalars)
+            remote.map(shared.id, slot.handle, self._scalars, slot.fd)
         except BaseException:
             slot.close()
             raise
@@ -305,7 +377,8 @@ class Evaluation:
                              scalar_types=[s.type for s in self.task.scalars], library=cand.get("library") or "",
                              forbidden=list(self.task.forbidden), trusted=self.candidate_trusted)
         timing = bool(self.job.get("timing"))
-        self.slots = SlotMaker(self.torch_device, Path(self.job["candidate_dir"]) / "slots")
+        by_fd = shares_by_fd("gpu" if self.gpu else "cpu")
+        self.slots = SlotMaker(self.torch_device, by_fd)
         # a probe of the buffer sharing, answered before any candidate code runs: its failure is the harness's
         probe = self.slots.allocate([(self.torch.int64, (2,))])
         token = self.rng.getrandbits(40)
@@ -314,7 +387,7 @@ class Evaluation:
         self.remote.start_setup(SetupRequest(candidate=spec, env=dict(self.job.get("candidate_env") or {}),
                                              sandbox=self.job.get("sandbox"),
                                              llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing,
-                                             probe=probe.handle))
+                                             probe=probe.handle), probe.fd)
         self._mark = time.perf_counter()
         self.reference = self.load_reference()
         self.mark("reference")
@@ -329,13 +402,13 @@ class Evaluation:
                 entry="reference" if b["language"] == "reference" else self.task.entry,
                 n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
                 scalar_types=[s.type for s in self.task.scalars], library=b.get("library") or "", trusted=True)
-            self.base_slots = SlotMaker(self.torch_device, Path(self.job["baseline_dir"]) / "slots")
+            self.base_slots = SlotMaker(self.torch_device, by_fd)
             base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
             base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
             self.sync()
             self.base_remote.start_setup(SetupRequest(
                 candidate=base_spec, env=dict(self.job.get("env") or {}), sandbox=None,
-                llc_bytes=int(self.device.get("llc_bytes") or 0), timing=True, probe=base_probe.handle))
+                llc_bytes=int(self.device.get("llc_bytes") or 0), timing=True, probe=base_probe.handle), base_probe.fd)
             self.baseline = self.base_remote
         self.mark("baseline")
         self.compiled = None
@@ -372,7 +445,10 @@ class Evaluation:
         if answer != token + 1:
             raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with the candidate process are not shared "
                                                     f"({self.slots.device}): the probe read {answer}, not {token + 1}")
-        self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason))
+        defences = {**self.remote.peer.confinement, "landlock": "" if ready.sandbox_applied else ready.sandbox_reason}
+        if self.usage is not None:
+            defences["device memory allowance"] = self.usage.why or ""
+        self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()
         self.mark("candidate")
@@ -436,7 +512,7 @@ class Evaluation:
             from arena.performance import time_split
 
             time_split(self, name, configs)
-        self.send(SplitDoneFrame(split=name))
+        self.send(SplitDoneFrame(split=name, memory=self.held.get(name, {})))
 
     def send_lock(self, split: str, stats: dict[str, float]) -> None:
         self.send(LockFrame(split=split, stats=stats))
@@ -588,16 +664,18 @@ def open_devices(peers: list[CandidatePeer], kernel_cache: str) -> None:
 
 
 def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
-    """A process of the candidate process's kind, in this process's folder ``name``."""
+    """A process of the candidate process's kind, in this process's folder ``name`` ("c": the
+    candidate's, "b": the baseline's)."""
     scratch = Path.cwd() / name
     env = {**os.environ, "TMPDIR": str(scratch), "TRITON_CACHE_DIR": str(scratch / "triton"),
            "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"), "CUDA_CACHE_PATH": str(scratch / "nv")}
-    return CandidatePeer(mode, scratch, env, fork=fork)
+    return CandidatePeer(mode, scratch, env, fork=fork, role="candidate" if name == "c" else "baseline")
 
 
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
+    os.umask(0o022 & ~0o020)    # what it writes in the shared caches stays writable by the confined processes
     try:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message

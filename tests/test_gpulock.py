@@ -440,7 +440,8 @@ def test_every_request_to_the_candidate_holds_the_gpu_and_its_word_that_it_compi
             on_notice(CompilingNotice(on=False))
             return AckReply()
 
-    ev = SimpleNamespace(gpu_lock=lock, deadline=None, stage_name="correctness", stage_limit=60.0)
+    ev = SimpleNamespace(gpu_lock=lock, deadline=None, stage_name="correctness", stage_limit=60.0,
+                         check_device_memory=lambda where: None)
     candidate = CandidateHandle(ev, Peer())
     candidate.release([1])                  # no section held: one of its own
     assert seen == [("asked", "shared", 1), ("compiling", "shared", 1)]
@@ -603,7 +604,8 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     from arena.memory import MemoryAccount
 
     ev = types.SimpleNamespace(gpu=True, lost=False, release_memory=lambda: released.append(1),
-                               memory=MemoryAccount(None, 0), waiting=contextlib.nullcontext)
+                               memory=MemoryAccount(None, 0), waiting=contextlib.nullcontext,
+                               memory_cause=lambda: None)
     oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB"
     outcomes = iter([CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom),
                      CorrectnessResult(status=Status.PASSED)])

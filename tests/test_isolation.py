@@ -100,7 +100,7 @@ def test_candidate_code_runs_only_inside_the_candidates_own_requests(cpu, tmp_pa
 
 
 PROBE = """
-import gc, json, sys, types
+import gc, json, socket, struct, sys, types
 from arena.candidate import CandidateProcess
 from arena.protocol import CandidateSpec, LoadRequest, MapRequest, CallRequest, SetupRequest
 from arena.buffers import SlotMaker
@@ -108,12 +108,13 @@ import torch
 from pathlib import Path
 
 task_dir, kernel, scratch = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+ours, theirs = socket.socketpair()          # the control socket the buffers come on
+proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu", ctl=theirs)
 spec = CandidateSpec(language="triton", path=kernel, entry="axpy", n_inputs=2, n_outputs=1,
                      scalar_types=["int64", "float32"])
 replies = [proc.handle(SetupRequest(candidate=spec)), proc.handle(LoadRequest())]
-slot = SlotMaker("cpu", scratch).allocate([(torch.float32, (1000,)), (torch.float32, (1000,)),
-                                           (torch.float32, (1000,))])
+slot = SlotMaker("cpu").allocate([(torch.float32, (1000,)), (torch.float32, (1000,)), (torch.float32, (1000,))])
+socket.send_fds(ours, [struct.pack("q", 1)], [slot.fd])
 replies += [proc.handle(MapRequest(slot=1, handle=slot.handle, scalars=[1000, 2.0])),
             proc.handle(CallRequest(slot=1))]
 found = []
@@ -168,15 +169,15 @@ def test_a_write_past_a_slot_buffer_is_caught_by_its_guard_band(tmp_path):
 
     from arena.buffers import SlotMaker, open_slot
 
-    slot = SlotMaker("cpu", tmp_path).allocate([(torch.float32, (1000,)), (torch.int8, (7,))], ["x", "out"])
-    (x, out), keep = open_slot(slot.handle)
+    slot = SlotMaker("cpu").allocate([(torch.float32, (1000,)), (torch.int8, (7,))], ["x", "out"])
+    (x, out), keep = open_slot(slot.handle, os.dup(slot.fd))
     x.fill_(3.0)
     out.fill_(1)
     assert slot.overrun() is None
     assert torch.equal(slot.tensors[0], x) and torch.equal(slot.tensors[1], out)
     torch.as_strided(x, (1001,), (1,))[1000] = 0.0
     assert slot.overrun() == "past the end of 'x'"
-    again = SlotMaker("cpu", tmp_path).allocate([(torch.float32, (10,))], ["y"])
-    (y,), keep2 = open_slot(again.handle)
+    again = SlotMaker("cpu").allocate([(torch.float32, (10,))], ["y"])
+    (y,), keep2 = open_slot(again.handle, os.dup(again.fd))
     torch.as_strided(y, (1,), (1,), y.storage_offset() - 1).fill_(1.0)
     assert again.overrun() == "before the start of 'y'"

@@ -83,6 +83,7 @@ class _Channel:
         import subprocess
 
         from arena.processes import CandidatePeer
+        from arena.sandbox.confine import Plan
 
         self.peer = peer = CandidatePeer.__new__(CandidatePeer)
         self.proc = peer.proc = subprocess.Popen(["sleep", "60"])
@@ -90,6 +91,8 @@ class _Channel:
         peer.rep_r, self.w = os.pipe()
         peer.notice_r, self.notice_w = os.pipe()
         peer.cwd = tmp_path
+        peer.listener, peer.role, peer.status_r = None, "candidate", os.open(os.devnull, os.O_RDONLY)
+        peer.plan = Plan(role="candidate")            # not confined: a stand-in of its own
         CandidatePeer._channel(peer)
 
     def write(self, data: bytes) -> None:
@@ -102,7 +105,7 @@ class _Channel:
 
         self.proc.kill()
         self.proc.wait()
-        for fd in (self.w, self.notice_w, self.peer.req_w, self.peer.rep_r, self.peer.notice_r):
+        for fd in (self.w, self.notice_w, self.peer.req_w, self.peer.rep_r, self.peer.notice_r, self.peer.status_r):
             try:
                 os.close(fd)
             except OSError:

@@ -162,17 +162,20 @@ def _processes_under(folder: Path) -> list[int]:
 
 def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
     """Ctrl-C while an evaluation runs a kernel that sleeps for an hour (under a 600 s stage
-    limit): the run stops it rather than waiting, records nothing, and leaves no process. No
-    duration is assumed: the kernel itself says when it runs (a file in its scratch folder),
-    and the test's limits only end a hang."""
+    limit): the run stops it rather than waiting, records nothing, and leaves no process (the
+    confined ones' namespace init keeps the worker's folder as its working directory). No
+    duration is assumed: the kernel itself says when it runs (a file in its Triton cache), and
+    the test's limits only end a hang."""
     import shutil
 
     tasks = tmp_path / "tasks"
     task = tasks / "triton2triton" / "axpy"
     shutil.copytree(AXPY, task, ignore=shutil.ignore_patterns("__pycache__"))
     (task / "task.yaml").write_text((task / "task.yaml").read_text() + "timeouts: {correctness_s: 600}\n")
-    (task / "baseline.py").write_text("import time\n\n\ndef axpy(x, y, out, n, alpha):\n"
-                                      "    open('in-flight', 'w').close()\n    time.sleep(3600)\n")
+    # its Triton cache: the one folder of the run's it may write (its own temporary folder is private)
+    (task / "baseline.py").write_text("import os\nimport time\n\n\ndef axpy(x, y, out, n, alpha):\n"
+                                      "    open(os.path.join(os.environ['TRITON_CACHE_DIR'], 'in-flight'), 'w').close()\n"
+                                      "    time.sleep(3600)\n")
     cache, out = tmp_path / "cache", tmp_path / "run"
     cmd = [sys.executable, "-m", "arena", "--tasks-dir", str(tasks), "run", "--agent", "baseline",
            "--tasks", "triton2triton/axpy", "--split", "smoke", "--device", "cpu", "--out", str(out), "--quiet"]
@@ -180,7 +183,7 @@ def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not list(cache.glob("workers/**/in-flight")):
+        while not list(cache.glob("triton/**/in-flight")):
             assert proc.poll() is None and time.monotonic() < deadline, "the kernel never ran"
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)

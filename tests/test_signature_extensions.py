@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -87,13 +88,13 @@ def test_a_strided_input_is_copied_and_cloned_memory_for_memory(task):
 
 
 def test_slots_carry_absent_and_strided_tensors_to_the_other_side(tmp_path):
-    maker = SlotMaker("cpu", tmp_path)
+    maker = SlotMaker("cpu")
     slot = maker.allocate([(torch.float32, (4, 6), (1, 4)), None, (torch.float32, (3, 5), (1, 0)),
                            (torch.float32, (2,))], ["g", "bias", "decay", "y"])
     g, absent, decay, y = slot.tensors
     assert absent is None and g.stride() == (1, 4) and decay.stride() == (1, 0) and y.is_contiguous()
     storage(g).copy_(torch.arange(24.0))
-    theirs, keep = open_slot(slot.handle)
+    theirs, keep = open_slot(slot.handle, os.dup(slot.fd))
     assert theirs[1] is None and theirs[0].stride() == (1, 4) and torch.equal(theirs[0], g)
     theirs[3].fill_(1.0)
     storage(theirs[2]).fill_(2.0)

@@ -1,0 +1,259 @@
+"""The processes that make calls are confined by the kernel (arena.sandbox.confine, .seccomp):
+seen from inside a candidate's process, and through what it can and cannot do to the others.
+Also the rule that no failure after the candidate's code ran is "not scored" without a cause
+the harness can show (Status.scored), and the device-memory allowance's bookkeeping."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.devices import detect
+from arena.evaluate import Candidate, evaluate
+from arena.records import Status
+from arena.sandbox import confine, seccomp
+from arena.taskdef.loader import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+AXPY = ROOT / "tests" / "fixtures" / "tasks" / "triton2triton" / "axpy"
+MISSING = {k: v for k, v in confine.features().items() if k != "landlock abi" and v}
+
+
+def _require(*defences: str) -> None:
+    missing = {d: MISSING[d] for d in defences if d in MISSING}
+    if missing:
+        if os.environ.get("ARENA_REQUIRE_TOOLCHAINS"):
+            pytest.fail(f"this machine lacks defences the tests need: {missing}")
+        pytest.skip(f"this machine lacks {missing}")
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return detect("cpu")
+
+
+def _run(tmp_path: Path, body: str, cpu) -> object:
+    """A Triton candidate of the axpy fixture whose call runs ``body`` (then the work)."""
+    path = tmp_path / "probe.py"
+    path.write_text("import json, os, resource, socket\nimport triton\nimport triton.language as tl\n\n\n"
+                    "@triton.jit\ndef _k(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):\n"
+                    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < n\n"
+                    "    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) + "
+                    "tl.load(y_ptr + offs, mask=mask), mask=mask)\n\n\n"
+                    "def axpy(x, y, out, n, alpha):\n" + "".join(f"    {line}\n" for line in body.splitlines()) +
+                    "    _k[(triton.cdiv(n, 1024),)](x, y, out, n, alpha, BLOCK=1024)\n")
+    task = load_task(AXPY)
+    (v,) = evaluate(task, Candidate(task, path, origin="test"), ["smoke"], cpu)
+    return v
+
+
+FACTS = """\
+facts = {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(),
+         "proc": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+         "init": "arena.trusted" in open("/proc/1/cmdline", "rb").read().decode(errors="replace"),
+         "oom": open("/proc/self/oom_score_adj").read().strip(),
+         "cap": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0],
+         "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+         "data": resource.getrlimit(resource.RLIMIT_DATA)[0],
+         "net": [l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]],
+         "shm": os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize,
+         "tmp": os.environ.get("TMPDIR"), "home": os.environ.get("HOME")}
+try:
+    open("/proc/1/environ", "rb").read()
+    facts["init_environ"] = "read"
+except OSError:
+    facts["init_environ"] = "refused"
+raise RuntimeError("FACTS" + json.dumps(facts))
+"""
+
+
+def test_seen_from_inside_the_candidate_process(tmp_path, cpu):
+    _require("uid", "pid namespace", "network namespace", "seccomp")
+    v = _run(tmp_path, FACTS, cpu)
+    assert v.status is Status.RUNTIME_ERROR, v.message
+    facts = json.loads(re.search(r"FACTS(\{.*\})", v.message).group(1))
+    assert facts["uid"] != 0 and facts["uid"] >= confine.UID_BASE
+    assert facts["pid"] == 2 and facts["ppid"] == 1          # its namespace's init is its parent
+    assert facts["proc"] == [1, 2]                           # nothing of the harness: init and itself
+    assert facts["init"] is False and facts["init_environ"] == "refused"
+    assert facts["oom"] == "1000"                            # the OOM killer takes it first
+    assert int(facts["cap"], 16) == 1 << confine.CAP_DAC_READ_SEARCH
+    assert facts["nproc"] == confine.nproc_limit() and facts["data"] > 0
+    assert facts["net"] == ["lo"]
+    assert facts["shm"] == confine.TMP_BYTES and facts["tmp"] == facts["home"] == confine.PRIVATE_TMP
+    assert "seccomp" in v.build["sandbox"] and "uid" in v.build["sandbox"] and not v.build.get("sandbox_missing")
+
+
+@pytest.mark.parametrize("call, named", [
+    ("os.setpriority(os.PRIO_PROCESS, 1, 19)", "setpriority(0, 1, 19)"),
+    ("resource.prlimit(1, resource.RLIMIT_CPU, (1, 1))", "prlimit64(1, 0)"),
+    ("os.sched_setaffinity(1, {0})", "sched_setaffinity(1)"),
+    ("os.setpriority(os.PRIO_USER, 0, 19)", "setpriority(2, 0, 19)"),
+    ("socket.socket(socket.AF_INET, socket.SOCK_DGRAM)", "socket(2,"),
+])
+def test_a_call_on_another_process_or_the_network_ends_the_candidate_named(tmp_path, cpu, call, named):
+    _require("pid namespace", "seccomp")
+    v = _run(tmp_path, call, cpu)
+    assert v.status is Status.FORBIDDEN_CALL, v.message
+    if not call.startswith("socket"):            # the audit hook refuses every socket event before the kernel
+        assert "system call its sandbox refuses" in v.message and named in v.message, v.message
+
+
+def _forked(code) -> tuple[dict, int, object, int, int]:
+    """A child confined as a candidate process is, running ``code()``: its report, its pid, the
+    listener, its namespace's init and the pipe the init tells its end on."""
+    a, b = confine.socketpair()
+    status_r, status_w = os.pipe()
+    plan = confine.plan("candidate")
+    with confine.pid_namespace(plan.namespaces):
+        pid = os.fork()
+    if pid == 0:                                    # pragma: no cover - the child
+        a.close()
+        os.close(status_r)
+        try:
+            confine.enter(plan, b, status_w)
+            code()
+        finally:
+            os._exit(0)
+    b.close()
+    os.close(status_w)
+    report, cpid, fd = confine.receive(a, 60)
+    a.close()
+    return report, cpid, seccomp.Listener(fd) if fd is not None else None, pid, status_r
+
+
+def _wait(pid: int, listener, timeout: float = 60.0) -> object:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = listener.take() if listener is not None else None
+        if got is not None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return got
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return None
+        time.sleep(0.005)
+    os.kill(pid, 9)
+    raise AssertionError("the confined child did not end")
+
+
+def test_seccomp_names_refused_calls_and_lets_the_allowed_ones_run():
+    _require("pid namespace", "seccomp", "uid")
+
+    def work():
+        import ctypes
+
+        subprocess.run(["true"], check=True)               # fork and exec: a compiler's way
+        os.setpriority(os.PRIO_PROCESS, 0, 5)                # its own priority
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38     # clone3: ENOSYS, glibc falls back
+        libc.unshare(0x10000000)                              # CLONE_NEWUSER: refused
+
+    report, cpid, listener, pid, status_r = _forked(work)
+    assert report["seccomp"] == "" and cpid > 0 and cpid != pid
+    got = _wait(pid, listener)
+    assert got is not None and got.name == "unshare", got
+
+
+def test_without_notification_a_refused_call_kills_the_process():
+    """Where the kernel or libseccomp cannot hold a call for its starter, the filter's default
+    kills the process (SIGSYS), which the trusted process reads as FORBIDDEN_CALL, unnamed."""
+    _require("seccomp")
+    pid = os.fork()
+    if pid == 0:                                    # pragma: no cover - the child
+        try:
+            seccomp.build(os.getpid(), notify=False).load()
+            os.getppid()                            # allowed
+            os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)      # another process: the default
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -31     # SIGSYS
+    assert os.getpriority(os.PRIO_PROCESS, 0) < 19
+
+
+def test_the_init_reports_how_the_confined_process_ended():
+    _require("pid namespace")
+    report, cpid, listener, pid, status_r = _forked(lambda: os.abort())
+    _wait(pid, listener)
+    data = os.read(status_r, 4)
+    assert len(data) == 4 and os.waitstatus_to_exitcode(int.from_bytes(data, sys.byteorder, signed=True)) == -6
+
+
+def test_the_trusted_process_dying_after_the_candidate_ran_is_the_candidates_failure():
+    from arena.decision import assemble
+    from arena.protocol import LoadedFrame, StageFrame
+
+    task = load_task(AXPY)
+    splits = {"smoke": task.configs("smoke")}
+    base = {"task_id": task.id, "category": task.category, "candidate": {}, "device": {}}
+    exit_info = {"timed_out": None, "returncode": -9, "log_tail": "", "stage": "correctness", "forged": None,
+                 "phases": {}}
+    before = assemble(task, splits, [StageFrame(stage="load")], exit_info, base, {}, detect("cpu"))
+    after = assemble(task, splits, [StageFrame(stage="load"), LoadedFrame(parts={}, lock_wait_s=0.0),
+                                    StageFrame(stage="correctness", split="smoke", config=splits["smoke"][0].name)],
+                     exit_info, base, {}, detect("cpu"))
+    assert before[0].status is Status.HARNESS_ERROR and not before[0].status.scored
+    assert after[0].status is Status.CRASHED and after[0].status.scored
+    assert "after the candidate's code had run" in after[0].configs[0].message
+
+
+def test_the_memory_account_counts_what_processes_hold_and_finds_one_over_its_allowance(tmp_path, monkeypatch):
+    from arena.memory import MemoryAccount, allowance, PROCESS_BYTES
+
+    monkeypatch.setenv("ARENA_LOCK_DIR", str(tmp_path))
+    fd = os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600)
+    mine = MemoryAccount(fd, 80 * 2**30)
+    mine.stand(3, "an evaluation")
+    assert mine.standing() == 3 * PROCESS_BYTES
+    allow = allowance(2**30, 3 * 2**30)
+    assert allow == PROCESS_BYTES + 3 * 2**30 + 4 * 2**30
+    mine.restand(10 * 2**30, {4242: allow})
+    assert mine.standing() == 10 * 2**30             # what they really hold, past what they stood for
+    assert mine.over_allowance({4242: allow}) == []
+    (over,) = mine.over_allowance({4242: allow + 1, 77: 50 * 2**30})
+    assert over[:3] == (4242, allow + 1, allow)
+    mine.restand(0)
+    assert mine.standing() == 3 * PROCESS_BYTES      # never below what it stood for
+
+
+class _Ev:
+    """The parts of an evaluation ``retry_after_oom`` uses."""
+
+    def __init__(self, causes):
+        self.gpu, self.lost, self.fatal, self.causes, self.released = True, False, None, list(causes), 0
+
+    def memory_cause(self):
+        return self.causes.pop(0) if self.causes else None
+
+    def release_memory(self):
+        self.released += 1
+
+
+def test_out_of_memory_is_the_candidates_when_its_process_is_over_its_allowance(monkeypatch):
+    from arena import correctness
+    from arena.correctness import GateFailure, retry_after_oom
+    from arena.protocol import CorrectnessResult
+
+    monkeypatch.setattr(correctness.time, "sleep", lambda s: None)
+    over = GateFailure(Status.RUNTIME_ERROR, "the candidate's process held 70 GiB", fatal=True)
+    r = CorrectnessResult(status=Status.HARNESS_ERROR, message="out of memory in making inputs")
+    ev = _Ev([over])
+    assert retry_after_oom(ev, r, 0) is False
+    assert r.status is Status.RUNTIME_ERROR and ev.fatal is over and r.status.scored
+    # a neighbour over its allowance: waited for, then tried again
+    r = CorrectnessResult(status=Status.HARNESS_ERROR, message="CUDA out of memory")
+    ev = _Ev(["process 9 of another evaluation held 70 GiB", "process 9 ...", None])
+    assert retry_after_oom(ev, r, 0) is True and ev.released == 1 and not ev.causes
+    # nobody over: the harness's shortage, tried again a few times, then kept as the harness's
+    ev = _Ev([])
+    assert retry_after_oom(ev, r, 0) is True
+    assert retry_after_oom(ev, r, correctness.OOM_RETRIES) is False and r.status is Status.HARNESS_ERROR
