@@ -176,13 +176,14 @@ class Evaluation:
         # buffers and working sets are in the account already, reserved piece by piece
         from arena.memory import PROCESS_BYTES
 
-        confined = [h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid]
-        self.memory.restand(PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in confined), {pid: allow})
+        self.memory.restand(PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in self._confined()),
+                            {pid: allow})
         if held > allow:
             raise self._over(held, allow, where)
 
-    def _pids(self) -> set[int]:
-        return {os.getpid(), *(h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid)}
+    def _confined(self) -> list[int]:
+        """The pids of this evaluation's processes that make calls (the candidate's, the baseline's)."""
+        return [h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid]
 
     def _over(self, held: int, allow: int, where: str) -> GateFailure:
         from arena.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
@@ -202,10 +203,10 @@ class Evaluation:
         if self.usage is None or self.usage.handle is None:
             return None
         used = self.usage.by_pid()
-        pid = self.remote.peer.pid
-        if pid and used.get(pid, 0) > self.allowance():
-            return self._over(used[pid], self.allowance(), "when this evaluation ran out of device memory")
-        mine = self._pids()
+        pid, allow = self.remote.peer.pid, self.allowance()
+        if pid and used.get(pid, 0) > allow:
+            return self._over(used[pid], allow, "when this evaluation ran out of device memory")
+        mine = {os.getpid(), *self._confined()}
         for other, held, allow, what in self.memory.over_allowance(used):
             if other not in mine:
                 return f"process {other} of another evaluation ({what}) held {held / 2**30:.2f} GiB, past its " \
@@ -675,7 +676,7 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
-    os.umask(0o022 & ~0o020)    # what it writes in the shared caches stays writable by the confined processes
+    os.umask(0o002)     # what it writes in the shared caches stays writable by the confined processes
     try:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message

@@ -257,3 +257,51 @@ def test_out_of_memory_is_the_candidates_when_its_process_is_over_its_allowance(
     ev = _Ev([])
     assert retry_after_oom(ev, r, 0) is True
     assert retry_after_oom(ev, r, correctness.OOM_RETRIES) is False and r.status is Status.HARNESS_ERROR
+
+
+def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
+    """The trusted process's checks of what the candidate's process holds (the driver's
+    per-process figure, faked here): within its allowance it is counted in the GPU's account;
+    past it, the process is killed and the candidate fails; a shortage with another
+    evaluation's candidate over its own is put down to that one."""
+    import types
+
+    from arena.correctness import GateFailure
+    from arena.memory import PROCESS_BYTES, MemoryAccount, allowance
+    from arena.trusted import Evaluation
+
+    killed: list[int] = []
+    used = {4242: 2 * 2**30, 4343: 3 * 2**30}
+    peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
+    ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
+                               remote=types.SimpleNamespace(peer=peer),
+                               base_remote=types.SimpleNamespace(peer=types.SimpleNamespace(pid=4343)),
+                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
+                               _stage_now=("correctness", "heldout", "c1"),
+                               memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
+                                                    80 * 2**30))
+    for name in ("allowance", "_confined", "_over", "check_device_memory", "memory_cause"):
+        setattr(ev, name, getattr(Evaluation, name).__get__(ev))
+    ev.memory.stand(3)
+    allow = allowance(2**20, 2**30)
+    ev.check_device_memory("after a call")
+    assert not killed and ev.held["heldout"]["held_gib"] == 2.0 and ev.held["heldout"]["share"] < 1
+    # counted at what they hold: this process's standing, the candidate's 2 GiB, the baseline's 3 GiB
+    assert ev.memory.standing() == PROCESS_BYTES + 5 * 2**30
+    assert ev.memory_cause() is None
+    used[9999] = 70 * 2**30                  # another evaluation's candidate, over the allowance it published
+    other = MemoryAccount(ev.memory.fd, 80 * 2**30)
+    other._mine["standing"] = PROCESS_BYTES
+    other._try(f"{os.getppid()}:standing", PROCESS_BYTES, "a neighbour", standing=True)
+    with open(tmp_path / "acct") as f:
+        data = json.load(f)
+    data[f"{os.getppid()}:standing"]["members"] = {"9999": 3 * 2**30}
+    with open(tmp_path / "acct", "w") as f:
+        json.dump(data, f)
+    assert "process 9999 of another evaluation" in ev.memory_cause()
+    used[4242] = allow + 1
+    with pytest.raises(GateFailure) as info:
+        ev.check_device_memory("after a call")
+    assert info.value.status is Status.RUNTIME_ERROR and info.value.fatal and killed == [4242]
+    assert "past its allowance" in info.value.message
+    assert isinstance(ev.memory_cause(), GateFailure)
