@@ -69,12 +69,26 @@ def why_not_scored(v: Verdict) -> str:
     return first[0] if first else v.status.value
 
 
+def verdict_note(v: Verdict) -> str:
+    """The note of a verdict's row: how the agent's run ended where it did not simply finish
+    (``arena.agents.base.outcome_text``), and why a verdict did not pass (for one that is not
+    scored, why it does not count); empty for a plain pass."""
+    from arena.agents.base import outcome_text
+
+    agent = outcome_text(v.agent_run)
+    if v.status.kind in ("agent", "service"):
+        return agent or why_not_scored(v) or v.status.value       # the agent's outcome is its message
+    why = why_not_scored(v) if not v.status.scored else \
+        "" if v.counts_as_pass else ((v.message or "").strip().splitlines() or [""])[0]
+    return "; ".join(p for p in (agent, why) if p)
+
+
 def _status_style(status: Status) -> str:
     if status is Status.PASSED:
         return "green"
     if status is Status.NOT_RUNNABLE:
         return "yellow"
-    if status.infra:
+    if status.infra or status.kind == "service":
         return "magenta"
     return "red"
 
@@ -189,9 +203,9 @@ def cmd_tasks_new(args: argparse.Namespace) -> int:
     from arena.taskdef.skeleton import write_new_task
 
     folder = write_new_task(_tasks_root(args) or DEFAULT_TASKS_DIR, args.id)
-    console.print(f"wrote {folder}; edit task.yaml, reference.py and the configs, then "
-                  f"`arena tasks validate {folder}` and `arena tasks check {args.id} --device cpu`",
-                  markup=False, highlight=False)
+    console.print(f"wrote {folder}; edit task.yaml (its TODO title, description and tags), reference.py (its TODO) "
+                  f"and the configs, then `arena tasks validate {folder}` (which refuses the TODOs left) and "
+                  f"`arena tasks check {args.id} --device cpu`", markup=False, highlight=False)
     return 0
 
 
@@ -293,16 +307,18 @@ def print_configs(v: Verdict) -> None:
     table = Table(title=_lit(f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: ") +
                         f"[{_status_style(v.status)}]{v.status.value}[/]")
     for col in ("config", "status", "max abs err", "norm err", "baseline µs", "candidate µs", "speedup (95% CI)",
-                "roofline", "flags"):
+                "roofline", "flags", "why"):
         table.add_column(col)
     for c in v.configs:
         ci = f" ({c.speedup_ci[0]:.2f}-{c.speedup_ci[1]:.2f})" if c.speedup_ci else ""
+        # a config that did not pass says why (one that was not run, what stopped the evaluation)
+        why = "" if c.status is Status.PASSED else ((c.message or "").strip().splitlines() or [""])[0][:120]
         table.add_row(_lit(c.name), f"[{_status_style(c.status)}]{c.status.value}[/]", _fmt(c.max_abs_err, ".2e"),
                       _fmt(c.norm_err, ".2e"), _fmt(c.baseline.median_us if c.baseline else None, ".1f"),
                       _fmt(c.candidate.median_us if c.candidate else None, ".1f"),
                       (_fmt(c.speedup, ".3f", "x") + ci) if c.speedup else "-",
                       _fmt(c.roofline_fraction * 100 if c.roofline_fraction else None, ".0f", "%"),
-                      _lit(",".join(c.flags)))
+                      _lit(",".join(c.flags)), _lit(why))
     console.print(table)
     if v.message and v.status is not Status.PASSED:
         console.print(v.message, highlight=False, markup=False)
@@ -356,7 +372,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         for v in verdicts:
             print_configs(v)
-    return 0 if all(v.status is Status.PASSED for v in verdicts) else 1
+    return eval_exit_code(verdicts)
+
+
+EXIT_NOT_RUNNABLE = 3
+
+
+def eval_exit_code(verdicts: list[Verdict]) -> int:
+    """0: every split passed; 3 (``EXIT_NOT_RUNNABLE``): none failed, but some could not run
+    here (NOT_RUNNABLE: HIP on the cpu backend), so a script can tell "not here" from "wrong";
+    1: any other (a failure, an infrastructure failure). Usage errors are 2."""
+    if all(v.status is Status.PASSED for v in verdicts):
+        return 0
+    if all(v.status in (Status.PASSED, Status.NOT_RUNNABLE) for v in verdicts):
+        return EXIT_NOT_RUNNABLE
+    return 1
 
 
 def print_run_summary(verdicts: list[Verdict], title: str) -> None:
@@ -370,7 +400,7 @@ def print_run_summary(verdicts: list[Verdict], title: str) -> None:
         table.add_row(_lit(v.agent), _lit(v.task_id), _lit(v.split), f"[{_status_style(v.status)}]{v.status.value}[/]",
                       f"{n_ok}/{len(v.configs)}" if ran else "-", _fmt(v.speedup, ".3f", "x"), ci,
                       _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"),
-                      _lit(why_not_scored(v)))
+                      _lit(verdict_note(v)))
     console.print(table)
     counts = tally(verdicts)
     console.print(_tally_text(counts), highlight=False)
@@ -379,7 +409,8 @@ def print_run_summary(verdicts: list[Verdict], title: str) -> None:
 def tally(verdicts) -> dict[str, int]:
     """Verdicts by what they mean for the score: passed, not passed (every scored failure,
     flagged passes included), not runnable here (NOT_RUNNABLE), infrastructure failures."""
-    out = {"passed": 0, "not passed": 0, "not runnable here": 0, "infrastructure failures": 0}
+    out = {"passed": 0, "not passed": 0, "not runnable here": 0, "infrastructure failures": 0,
+           "agents not served": 0}
     for v in verdicts:
         out[_tally_key(v)] += 1
     return out
@@ -390,6 +421,8 @@ def _tally_key(v: Verdict) -> str:
         return "not runnable here"
     if v.status.infra:
         return "infrastructure failures"
+    if v.status.kind == "service":
+        return "agents not served"
     return "passed" if v.counts_as_pass else "not passed"
 
 
@@ -403,6 +436,9 @@ def _tally_text(counts: dict[str, int], *, passed: bool = True) -> str:
     if counts["infrastructure failures"]:
         n = counts["infrastructure failures"]
         parts.append(f"[magenta]{n} infrastructure failure{'s' if n != 1 else ''} (not scored)[/]")
+    if counts["agents not served"]:
+        parts.append(f"[magenta]{counts['agents not served']} refused or unreached by the agent's model service "
+                     f"(not scored)[/]")
     return ", ".join(parts)
 
 
@@ -471,7 +507,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         counts[_tally_key(v)] += 1
         progress.update(bar, advance=1, tally=_tally_text(counts, passed=False))
         if not args.quiet:
-            why = why_not_scored(v)
+            why = verdict_note(v)
             progress.console.print(_lit(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} ") +
                                    f"[{_status_style(v.status)}]{v.status.value}[/] "
                                    f"{_fmt(v.speedup, '.3f', 'x')}" + (f"  {_lit(why)}" if why else ""),
@@ -484,13 +520,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries)
     all_records = records.current(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
-    infra = [v for v in all_records if v.status.infra]
+    infra = [v for v in all_records if v.status.infra or v.status.kind == "service"]
     if infra:
         limit = records.stated_retry_limit(out)
         left = sum(records.redoable(v.status, v.attempt, limit) for v in infra)
-        console.print(f"infrastructure failures: the same command with --resume redoes {left} of {len(infra)}"
-                      if left else "infrastructure failures: no retries left (--infra-retries raises the limit)",
+        what = "infrastructure failures and agents not served" if any(v.status.kind == "service" for v in infra) \
+            else "infrastructure failures"
+        console.print(f"{what}: the same command with --resume redoes {left} of {len(infra)}"
+                      if left else f"{what}: no retries left (--infra-retries raises the limit)",
                       highlight=False, markup=False)
+    console.print(f"next: arena report {out} --out {out / 'report'}   (the report: Markdown and one HTML file)",
+                  highlight=False, markup=False)
     return 0
 
 

@@ -39,6 +39,8 @@ class Status(str, enum.Enum):
     FORBIDDEN_CALL = "FORBIDDEN_CALL"  # library / torch compute calls where the task wants a kernel written
     INTEGRITY_VIOLATION = "INTEGRITY_VIOLATION"  # tampering with the harness: patched timer, forged frames, threads
     NOT_RUNNABLE = "NOT_RUNNABLE"      # correct status for a HIP candidate on the cpu backend: never a pass
+    AGENT_FAILED = "AGENT_FAILED"      # the agent's program crashed or never started: its failure, whatever its file
+    AGENT_UNAVAILABLE = "AGENT_UNAVAILABLE"  # its model service refused it or was not reached: not scored, redone
     TASK_ERROR = "TASK_ERROR"          # the task itself is broken (reference raised, bad file): not the candidate's fault
     HARNESS_ERROR = "HARNESS_ERROR"    # infrastructure failure, kept apart from candidate failures
 
@@ -56,7 +58,10 @@ class Status(str, enum.Enum):
         """Whether a verdict of this status counts in an agent's rates, speedups, drops and reward.
         Infrastructure failures do not (they are the harness's or the task's, and ``arena run
         --resume`` redoes them), nor does NOT_RUNNABLE (the machine cannot run the candidate:
-        HIP on the cpu backend). Everything else does, failures included.
+        HIP on the cpu backend), nor AGENT_UNAVAILABLE (the agent's model service refused it or
+        could not be reached: nothing was asked of the agent; ``--resume`` asks it again).
+        Everything else does, failures included: AGENT_FAILED (its program crashed or never
+        started) is the agent's failure on every split, whatever the file it left would score.
 
         No route from the candidate to "not scored": a failure that happens after the
         candidate's code has run is the candidate's unless the harness can show a cause of its
@@ -73,11 +78,12 @@ class Status(str, enum.Enum):
           seccomp filter: ``arena.sandbox``), so a failure of the task's own code (its
           reference raising, its baseline failing but for memory) stays TASK_ERROR, and an
           exception of the harness's own code, HARNESS_ERROR."""
-        return _KIND[self] not in ("infra", "not_runnable")
+        return _KIND[self] not in ("infra", "not_runnable", "service")
 
     @property
     def kind(self) -> str:
-        """compile | init | incorrect | runtime | timeout | integrity | not_runnable | infra | passed."""
+        """compile | init | incorrect | runtime | timeout | integrity | agent | service |
+        not_runnable | infra | passed."""
         return _KIND[self]
 
 
@@ -98,6 +104,8 @@ _KIND = {
     Status.FORBIDDEN_CALL: "integrity",
     Status.INTEGRITY_VIOLATION: "integrity",
     Status.NOT_RUNNABLE: "not_runnable",
+    Status.AGENT_FAILED: "agent",
+    Status.AGENT_UNAVAILABLE: "service",
     Status.TASK_ERROR: "infra",
     Status.HARNESS_ERROR: "infra",
 }
@@ -335,8 +343,9 @@ INFRA_RETRIES = 2
 
 
 def redoable(status: Status, attempt: int, limit: int) -> bool:
-    """An infrastructure failure that ``resume`` may still redo: attempts 1 .. limit + 1."""
-    return status.infra and attempt <= limit
+    """An infrastructure failure, or an agent its service refused, that ``resume`` may still
+    redo: attempts 1 .. limit + 1."""
+    return (status.infra or status.kind == "service") and attempt <= limit
 
 
 def stated_retry_limit(run_dir: Path) -> int:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from arena.agents import AgentContext, Proposal, get_agent
+from arena.agents.base import OUTCOME_STATUS, outcome_text
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluate import Candidate, evaluate
@@ -41,9 +42,11 @@ def _task_id_of(folder: Path) -> str:
 
 
 def failure_verdict(task_id: str, category: str, split: str, status: Status, message: str, device: Device,
-             run_id: str, agent: str, repeat: int) -> Verdict:
+                    run_id: str, agent: str, repeat: int, stage: str = "setup") -> Verdict:
+    """A verdict of no evaluation: the task did not load, the harness broke, or the agent's run
+    decided it (``stage`` "agent")."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return Verdict(task_id=task_id, category=category, split=split, status=status, stage="setup", message=message,
+    return Verdict(task_id=task_id, category=category, split=split, status=status, stage=stage, message=message,
                    candidate={}, device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat,
                    started_at=now, finished_at=now, configs=[])
 
@@ -122,12 +125,17 @@ def run_unit(unit: Unit, plan: RunPlan, device: Device, out: Path, run_id: str, 
         cand = Candidate(task, proposed, origin=agent_name)
         if cand.source_path.resolve() != (art / cand.source_path.name).resolve():
             shutil.copy2(cand.source_path, art / cand.source_path.name)
-        if kept is None:
+        judged = OUTCOME_STATUS.get(str(info.get("exit_reason") or ""))
+        if kept is None and judged is not Status.AGENT_UNAVAILABLE:   # that one the agent is asked again
             keep_proposal(art, art / cand.source_path.name, info)
-        verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
-                            agent=agent_name, repeat=unit.repeat, split_seed=split_seed,
-                            random_configs=plan.random_configs,
-                            timing_params=dict(plan.timing_params), private_dirs=[out])
+        if judged is not None:     # how the agent's run ended decides it, not the file it left
+            verdicts = [failure_verdict(task_id, task.category, sp, judged, outcome_text(info), device, run_id,
+                                        agent_name, unit.repeat, stage="agent") for sp in todo]
+        else:
+            verdicts = evaluate(task, cand, todo, device, timing=timing, work_dir=art, run_id=run_id,
+                                agent=agent_name, repeat=unit.repeat, split_seed=split_seed,
+                                random_configs=plan.random_configs,
+                                timing_params=dict(plan.timing_params), private_dirs=[out])
         for v in verdicts:
             v.agent_run = dict(info)
     except ArenaError as exc:

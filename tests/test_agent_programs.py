@@ -269,6 +269,7 @@ def test_rejected_key_is_recorded_as_auth(name, tmp_path, monkeypatch):
     assert model.replies(("rejected",)), "the program never asked the endpoint"
     assert info["exit_reason"] == "auth", (info, (art / "transcript.raw").read_text()[-2000:])
     assert AUTH_WORDS[name] in info["message"]
+    assert v.status.value == "AGENT_UNAVAILABLE" and not v.status.scored     # not the untouched kernel's pass
     assert info["feedback_calls"] == 0
     assert info["wall_s"] < 120
 

@@ -135,6 +135,8 @@ def test_an_authentication_failure_is_recorded_as_auth(name, tmp_path, monkeypat
     [v] = _run_agent(tmp_path, name, monkeypatch)
     assert v.agent_run["exit_reason"] == "auth" and v.agent_run["message"] == message
     assert v.agent_run["returncode"] == code
+    # nothing was asked of the agent: not scored, whatever its untouched kernel would score; --resume asks again
+    assert v.status.value == "AGENT_UNAVAILABLE" and not v.status.scored and message in v.message
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -191,7 +193,99 @@ def test_exit_reason_crashed_and_missing_file(tmp_path, monkeypatch):
     yaml_file.write_text("name: crashy\ncommand: [crashy]\nbudget_s: 60\n")
     [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
     assert v.agent_run["exit_reason"] == "crashed" and v.agent_run["returncode"] == 3
-    assert v.status.value in ("LOAD_ERROR", "SIGNATURE_MISMATCH", "COMPILE_ERROR")
+    # the agent's failure, on every split, whatever file it left (here: none)
+    assert v.status.value == "AGENT_FAILED" and v.status.scored and v.stage == "agent"
+    assert "the agent crashed" in v.message
+
+
+# -- how an agent's run ended decides what is judged ------------------------------------------
+
+
+def _agent(tmp_path: Path, monkeypatch, body: str, budget_s: float = 60) -> Path:
+    """A YAML agent whose program is the shell ``body``, run in the workspace."""
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    _stand_in(tmp_path / "bin", "standin", body)
+    _with_bin(monkeypatch, tmp_path / "bin")
+    yaml_file = tmp_path / "standin.yaml"
+    yaml_file.write_text(f"name: standin\ncommand: [standin]\nbudget_s: {budget_s}\n")
+    return yaml_file
+
+
+OUTCOMES = {
+    # the program refuses to start (claude-code run as root outside bubblewrap)
+    "not_started": ("echo '--dangerously-skip-permissions cannot be used with root/sudo privileges for security "
+                    "reasons' >&2\nexit 1\n", "AGENT_FAILED", "cannot be used with root/sudo"),
+    # it edits, then dies: its failure, although the file it left is right
+    "crashed": ("sed -i 's/alpha \\* x + y/y + alpha * x/' kernel.py\n"
+                "echo 'TypeError: cannot read properties of undefined' >&2\nexit 2\n", "AGENT_FAILED",
+                "TypeError: cannot read properties"),
+    "unreachable": ("echo 'API Error: Connection error. ECONNREFUSED 127.0.0.1:9' >&2\nexit 1\n", "AGENT_UNAVAILABLE",
+                    "ECONNREFUSED"),
+    "no_edit": ("echo 'nothing to do'\nexit 0\n", "PASSED", ""),
+}
+
+
+@pytest.mark.parametrize("outcome", sorted(OUTCOMES))
+def test_how_the_agents_run_ended_decides_its_verdict(outcome, tmp_path, monkeypatch):
+    body, status, words = OUTCOMES[outcome]
+    [v] = _run_agent(tmp_path, str(_agent(tmp_path, monkeypatch, body)), monkeypatch)
+    assert v.agent_run["exit_reason"] == outcome and v.status.value == status, (v.agent_run, v.message)
+    assert words in v.message and words in v.agent_run.get("message", "")
+    assert v.agent_run["edited"] is (outcome == "crashed")
+    from arena.cli import verdict_note
+
+    assert (words or "without changing the kernel") in verdict_note(v)
+
+
+def test_an_agent_cut_off_from_its_model_until_its_budget_is_not_scored(tmp_path, monkeypatch):
+    """A program that only retries an unreachable endpoint until its budget ends it has done
+    nothing: not scored (it said so), not a pass of the untouched starting kernel."""
+    body = "while true; do echo 'Error: connect ECONNREFUSED 127.0.0.1:9 (retrying)' >&2; sleep 0.2; done\n"
+    [v] = _run_agent(tmp_path, str(_agent(tmp_path, monkeypatch, body, budget_s=2)), monkeypatch)
+    assert v.agent_run["exit_reason"] == "unreachable" and v.status.value == "AGENT_UNAVAILABLE"
+
+
+def test_resume_asks_an_agent_its_service_did_not_serve_again(tmp_path, monkeypatch):
+    yaml_file = _agent(tmp_path, monkeypatch, "echo 'Invalid API key' >&2\nexit 1\n")
+    yaml_file.write_text(yaml_file.read_text() + "auth_error: '(?i)invalid api key'\n")
+    out = tmp_path / "run"
+    plan = RunPlan(agents=(str(yaml_file),), tasks=(AXPY,), splits=("smoke",))
+    [v] = run(plan, detect("cpu"), out)
+    assert v.status.value == "AGENT_UNAVAILABLE" and v.agent_run["exit_reason"] == "auth"
+    _stand_in(tmp_path / "bin", "standin", f"cp {tmp_path / 'good.py'} kernel.py\n")      # the key fixed
+    (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
+    [v2] = run(plan, detect("cpu"), out, resume=True)
+    assert v2.status.value == "PASSED" and v2.agent_run["exit_reason"] == "finished" and v2.attempt == 2
+    assert [r.status.value for r in records.current(records.read(out / "records.jsonl"))] == ["PASSED"]
+
+
+def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, monkeypatch):
+    """A run mixing the outcomes: the report's correctness rate is the one computed by hand
+    (the crash counts as a failure, the unserved attempt not at all), its no-edit column counts
+    the untouched kernel, and the agent-runs section lists every outcome."""
+    from arena.report import build_report
+
+    recs = []
+    for outcome in ("crashed", "unreachable", "no_edit"):
+        body = OUTCOMES[outcome][0]
+        folder = tmp_path / outcome
+        folder.mkdir()
+        recs += _run_agent(folder, str(_agent(folder, monkeypatch, body)), monkeypatch)
+    merged = tmp_path / "all.jsonl"
+    for v in recs:               # three runs: three attempts
+        v.run_id = f"run-{v.agent_run['exit_reason']}"
+        records.append(merged, v)
+    files = build_report([merged], tmp_path / "report")
+    import pandas as pd
+
+    summ = pd.read_csv(files["summary_csv"])
+    row = summ[summ["category"] == "all"].iloc[0]
+    assert row["attempts"] == 2                          # the unserved attempt is not scored
+    assert row["correct_smoke"] == 0.5                   # the starting kernel passed, the crash did not
+    assert row["no_edit"] == 1
+    md = files["md"].read_text()
+    assert "## Agent runs" in md and "| standin | unreachable | 1 |" in md and "| standin | crashed | 1 |" in md
+    assert "## Not scored, per agent" in md and "1 of its 3 verdicts not scored" in md
 
 
 def _alive(marker: str) -> list[int]:

@@ -38,9 +38,25 @@ def test_bad_yaml_is_one_line_without_traceback(tmp_path):
     assert "task.yaml" in proc.stderr and "line" in proc.stderr
 
 
+def fill_skeleton(folder: Path) -> None:
+    """What an author writes first into `arena tasks new`'s skeleton: a title, a description,
+    tags, the reference's docstring."""
+    yml = folder / "task.yaml"
+    yml.write_text(yml.read_text().replace('"TODO: one line"', '"Leaky ReLU"').replace(
+        "TODO: what the kernel computes", "y = x where x > 0, else 0.1 x; what the kernel computes").replace(
+        "tags: [todo]", "tags: [elementwise]"))
+    ref = folder / "reference.py"
+    ref.write_text(ref.read_text().replace("TODO: the PyTorch reference", "The PyTorch reference"))
+
+
 def test_tasks_new_writes_a_valid_skeleton(tmp_path, capsys):
     for tid in ("hip2hip/my_op", "triton2triton/my_op", "torch2hip/my_op"):
         assert main(["--tasks-dir", str(tmp_path), "tasks", "new", tid]) == 0
+        # left as written, its placeholders are refused, each naming its key
+        keys = {(Path(e.path).name, e.key) for e in validate_task_dir(tmp_path / tid)}
+        assert keys == {("task.yaml", "title"), ("task.yaml", "description"), ("task.yaml", "tags"),
+                        ("reference.py", None)}, keys
+        fill_skeleton(tmp_path / tid)
         assert validate_task_dir(tmp_path / tid) == []
     assert main(["--tasks-dir", str(tmp_path), "tasks", "new", "hip2hip/my_op"]) == 2
     assert main(["--tasks-dir", str(tmp_path), "tasks", "new", "cuda2cuda/x"]) == 2
@@ -175,7 +191,8 @@ def test_the_summary_says_why_a_row_is_not_runnable_and_does_not_count_it_as_a_f
                 _verdict("PASSED", task="triton2triton/axpy"), _verdict("INCORRECT_NUMERICAL", task="triton2triton/x"),
                 _verdict("TASK_ERROR", message="tasks/x/task.yaml: entry: required key is missing\nmore",
                          task="triton2triton/y", configs=0)]
-    assert tally(verdicts) == {"passed": 1, "not passed": 1, "not runnable here": 2, "infrastructure failures": 1}
+    assert tally(verdicts) == {"passed": 1, "not passed": 1, "not runnable here": 2, "infrastructure failures": 1,
+                               "agents not served": 0}
     print_run_summary(verdicts, "records")
     out = capsys.readouterr().out
     lines = {tuple(c.strip() for c in line.split("│")[1:-1]): line for line in out.splitlines() if "│" in line}
@@ -256,3 +273,13 @@ def test_task_text_and_schema_patterns_print_literally(tmp_path, capsys):
     print_configs(v)
     out = capsys.readouterr().out
     assert "triton2triton/axpy [smoke] baseline: INCORRECT_NUMERICAL" in out and "out[3, :] differs: [red]" in out
+
+
+def test_eval_exits_with_a_code_of_its_own_where_nothing_failed_but_nothing_ran():
+    """`arena eval`'s exit code tells "not runnable here" (3) from a failure (1) and a pass (0)."""
+    from arena.cli import EXIT_NOT_RUNNABLE, eval_exit_code
+
+    passed, failed, nr = _verdict("PASSED"), _verdict("INCORRECT_NUMERICAL"), _verdict("NOT_RUNNABLE", build=COMPILED)
+    assert eval_exit_code([passed]) == 0
+    assert eval_exit_code([nr]) == eval_exit_code([passed, nr]) == EXIT_NOT_RUNNABLE == 3
+    assert eval_exit_code([failed, nr]) == eval_exit_code([failed]) == 1

@@ -244,10 +244,14 @@ def test_a_new_task_passes_the_cpu_check(tmp_path, capsys):
     if not missing or REQUIRE_TOOLCHAINS:        # hip2hip's starting kernel is compiled for both vendors
         ids.append("hip2hip/my_op")
     root = ["--tasks-dir", str(tmp_path)]
+    from test_cli import fill_skeleton
+
     for tid in ids:
         assert main([*root, "tasks", "new", tid]) == 0
         advice = capsys.readouterr().out
         assert f"arena tasks check {tid} --device cpu" in " ".join(advice.split())
+        assert main([*root, "tasks", "validate", str(tmp_path / tid)]) != 0     # its TODOs are refused
+        fill_skeleton(tmp_path / tid)
     assert main([*root, "tasks", "validate", str(tmp_path)]) == 0
     rc = main([*root, "tasks", "check", "all", "--device", "cpu"])
     out = capsys.readouterr().out

@@ -92,6 +92,7 @@ class _Channel:
         peer.notice_r, self.notice_w = os.pipe()
         peer.cwd = tmp_path
         peer.listener, peer.role, peer.status_r = None, "candidate", os.open(os.devnull, os.O_RDONLY)
+        peer.confine_error = ""
         peer.plan = Plan(role="candidate")            # not confined: a stand-in of its own
         CandidatePeer._channel(peer)
 

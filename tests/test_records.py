@@ -9,7 +9,7 @@ import math
 import pytest
 
 from arena.records import (RECORD_VERSION, ConfigResult, SideTiming, Status, Verdict, append, dumps, read,
-                           reward)
+                           redoable, reward)
 
 
 def full_verdict(i: int = 0) -> Verdict:
@@ -166,7 +166,8 @@ def test_verdict_reward_property():
 
 
 def test_every_status_has_a_kind():
-    kinds = {"compile", "init", "incorrect", "runtime", "timeout", "integrity", "not_runnable", "infra", "passed"}
+    kinds = {"compile", "init", "incorrect", "runtime", "timeout", "integrity", "not_runnable", "infra", "passed",
+             "agent", "service"}
     for s in Status:
         assert s.kind in kinds
         assert isinstance(reward(s, 1.0), float) if s.scored else reward(s, 1.0) is None
@@ -174,6 +175,10 @@ def test_every_status_has_a_kind():
     assert [s for s in Status if s.passed] == [Status.PASSED]
     assert Status("NAN_INF") is Status.NAN_INF and Status.NAN_INF == "NAN_INF"
     assert reward(Status.INTEGRITY_VIOLATION, None) == reward(Status.FORBIDDEN_CALL, None) == -6.0
+    # the agent's run: a crash is its failure (scored), a service that did not serve it is not scored and redone
+    assert Status.AGENT_FAILED.scored and not Status.AGENT_FAILED.infra and reward(Status.AGENT_FAILED, None) == -6.0
+    assert not Status.AGENT_UNAVAILABLE.scored and not Status.AGENT_UNAVAILABLE.infra
+    assert redoable(Status.AGENT_UNAVAILABLE, 1, 2) and not redoable(Status.AGENT_FAILED, 1, 2)
 
 
 def test_the_task_s_code_running_out_of_memory_is_the_harness_s_failure():
@@ -188,7 +193,7 @@ def test_the_task_s_code_running_out_of_memory_is_the_harness_s_failure():
     bad = task_failure("the reference", ValueError("shapes do not match"))
     assert bad.status is Status.TASK_ERROR and bad.message == "the reference failed: ValueError: shapes do not match"
     assert not Status.TASK_ERROR.scored and not Status.HARNESS_ERROR.scored and not Status.NOT_RUNNABLE.scored
-    assert all(s.scored for s in Status if s.kind not in ("infra", "not_runnable"))
+    assert all(s.scored for s in Status if s.kind not in ("infra", "not_runnable", "service"))
 
 
 def test_a_compressed_records_file_reads_as_its_records_and_one_cut_short_up_to_the_cut(tmp_path):

@@ -207,6 +207,24 @@ def test_duplicate_config_names(broken):
     assert "'n1M' used twice" in str(err)
 
 
+def test_a_key_written_twice_is_refused_where_it_is(broken):
+    """YAML leaves a repeated key to the loader, and PyYAML's keeps the last: a second
+    ``difficulty:`` replaced the first without a word. Now it is the file's error, with its line."""
+    d = broken()
+    yml = d / "task.yaml"
+    yml.write_text(yml.read_text() + "difficulty: 3\n")
+    err = only_error(validate_task_dir(d), file=yml, key=None)
+    assert "the key 'difficulty' appears twice" in str(err) and "line" in str(err)
+
+
+def test_a_formula_naming_what_is_not_there_is_reported_once(broken):
+    """At the formula (task.yaml and its key), not again for each of the configs it is evaluated on."""
+    d = broken()
+    edit(d / "task.yaml", 'flops: "2 * n"', 'flops: "2 * nn"')
+    err = only_error(validate_task_dir(d), file=d / "task.yaml", key="roofline.flops")
+    assert "names nn" in str(err)
+
+
 def test_fewer_than_3_seen_configs(broken):
     d = broken()
     (d / "configs" / "seen.yaml").write_text("- {name: a, n: 1000}\n- {name: b, n: 2000}\n")

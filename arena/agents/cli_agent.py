@@ -8,8 +8,11 @@ transcript, tokens / cost / turns read by the YAML's usage rules. Afterwards onl
 editable file is taken; every other change is listed in the artifacts and ignored.
 
 The program must be on PATH (else one line says which and how to install it); its version
-(``version_args``) is recorded with the run. A failed run whose output says the program could
-not authenticate (``auth_error``) is recorded as ``exit_reason: auth`` with that message.
+(``version_args``) is recorded with the run, and so is how its run ended (``judge_outcome``):
+a failed run whose output says the program could not authenticate (``auth_error``) or reach
+its model (``unreachable_error``) is ``exit_reason: auth`` / ``unreachable`` with that message,
+one that exits with an error is ``crashed`` (``not_started`` if it did nothing, at once), with
+its last words (``arena.units`` turns these into the verdicts).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class AgentSpec:
     experimental: str = ""
     sandboxed_env: Mapping[str, str] = field(default_factory=dict)
     auth_error: str = ""
+    unreachable_error: str = ""
     transcript_file: str = ""
     path: Path | None = None
 
@@ -99,11 +103,13 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
                      usage=data.get("usage", {"format": "none"}), install=data.get("install", ""),
                      version_args=tuple(data.get("version_args") or ()), experimental=data.get("experimental", ""),
                      sandboxed_env=data.get("sandboxed_env", {}), auth_error=data.get("auth_error", ""),
+                     unreachable_error=data.get("unreachable_error", ""),
                      transcript_file=data.get("transcript_file", ""), path=path)
-    try:
-        re.compile(spec.auth_error)
-    except re.error as exc:
-        raise ArenaError(f"not a regular expression: {exc}", path=path, key="auth_error") from None
+    for key in ("auth_error", "unreachable_error"):
+        try:
+            re.compile(getattr(spec, key))
+        except re.error as exc:
+            raise ArenaError(f"not a regular expression: {exc}", path=path, key=key) from None
     return spec
 
 
@@ -152,9 +158,50 @@ def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> s
     return None
 
 
+# a program that ended this soon, with nothing done (no edit, no check), never started its work
+NOT_STARTED_S = 30.0
+# what the programs print when their model endpoint cannot be reached (Node's, Python's HTTP clients,
+# curl's words); an adapter's own ``unreachable_error`` replaces it
+UNREACHABLE = (r"(?i)econnrefused|connection refused|apiconnectionerror|connection error|fetch failed|enotfound|"
+               r"getaddrinfo|could not resolve host|network is unreachable|failed to connect|unable to connect|"
+               r"connect etimedout|socket hang up")
+
+
+def judge_outcome(spec: AgentSpec, outcome: Any, checked: bool, edited: bool, *outputs: str) -> tuple[str, str]:
+    """How the agent's run ended, and in the program's own words where it matters:
+    finished | no_edit (finished, the kernel as it was) | budget (stopped at its budget; the
+    kernel it left is judged) | crashed (a non-zero exit) | not_started (a non-zero exit within
+    ``NOT_STARTED_S`` having done nothing) | auth (its output says it could not authenticate)
+    | unreachable (its output says its model endpoint could not be reached). The last two are
+    read where the run failed or did nothing (``checked``: it called the feedback tool)."""
+    idle = not checked and not edited
+    if outcome.exit_reason == "crashed" or idle:
+        for reason, pattern in (("auth", spec.auth_error), ("unreachable", spec.unreachable_error or UNREACHABLE)):
+            message = auth_message(pattern, *outputs)
+            if message:
+                return reason, message
+    if outcome.exit_reason == "crashed":
+        said = last_words(*outputs[1:], *outputs[:1])
+        return ("not_started" if idle and outcome.wall_s < NOT_STARTED_S else "crashed"), said
+    if outcome.exit_reason == "finished" and not edited:
+        return "no_edit", ""
+    return outcome.exit_reason, ""
+
+
+def last_words(*outputs: str) -> str:
+    """The last non-empty line of the first output that has one (stderr before stdout): what a
+    program that stopped says about why."""
+    for text in outputs:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            return lines[-1][:1000]
+    return ""
+
+
 def auth_message(pattern: str, *outputs: str) -> str | None:
-    """The program's own words where its output says it could not authenticate: of the last
-    line that matches ``pattern`` (a JSON event: its first string value that matches)."""
+    """The program's own words where its output says what ``pattern`` matches (that it could not
+    authenticate, or reach its endpoint): of the last line that matches (a JSON event: its first
+    string value that matches)."""
     if not pattern:
         return None
     rx = re.compile(pattern)
@@ -360,12 +407,12 @@ class CommandAgent:
                                 "ignored_changes": len(ignored), "leftovers_killed": outcome.leftovers_killed,
                                 **{k: v for k, v in usage.items()}}
         edited = ws / name
-        idle = not server.calls and before.get(name) == after.get(name)
-        if outcome.exit_reason == "crashed" or (outcome.exit_reason == "finished" and idle):
-            # a program that stops at once because it cannot log in says so in its own words
-            message = auth_message(self.spec.auth_error, record, stderr, stdout)
-            if message:
-                info["exit_reason"], info["message"] = "auth", message
+        info["edited"] = before.get(name) != after.get(name)
+        reason, message = judge_outcome(self.spec, outcome, bool(server.calls), info["edited"], record, stderr,
+                                        stdout)
+        info["exit_reason"] = reason
+        if message:
+            info["message"] = message
         if not edited.is_file():
             if info["exit_reason"] == "finished":
                 info["exit_reason"] = "no_file"

@@ -37,6 +37,7 @@ SUMMARY_COLUMNS = [
     ("speedup_compiled_seen_geomean", "vs torch.compile (geo)"), ("fast_1", "fast_1"), ("fast_1.5", "fast_1.5"), ("fast_2", "fast_2"),
     ("roofline_seen_geomean", "roofline (geo)"), ("reward_seen_mean", "reward"),
     ("agent_wall_s_mean", "agent s/task"), ("cost_usd_mean", "$/task"), ("feedback_calls_mean", "checks/task"),
+    ("no_edit", "no edit"),
     ("speedup_per_usd", "(speedup-1)/$"), ("speedup_per_hour", "(speedup-1)/h"),
 ]
 # The columns a reader needs first, in this order, where the frame has them. A table shows these,
@@ -48,6 +49,14 @@ KEY_SUMMARY_COLUMNS = ("agent", "category", "attempts", "correct_seen", "correct
 KEY_PER_TASK_COLUMNS = ("agent", "task_id", "repeat", "status_seen", "status_heldout", "status_random",
                         "status_smoke", "speedup_seen", "sol_seen")
 PER_TASK_FOLD = 9      # a per-task table of more columns than this shows its key columns first, the rest folded
+AGENT_RUN_COLUMNS = [("agent", "agent"), ("outcome", "outcome"), ("attempts", "attempts"),
+                     ("message", "the program's words (most frequent)")]
+AGENT_RUNS_NOTE = ("How each agent's runs ended (agents driven through a program): finished; no_edit, finished "
+                   "without changing the kernel (scored as the starting kernel: the summary's 'no edit'); budget, "
+                   "stopped at its budget and judged on the kernel it left; crashed and not_started, the agent's "
+                   "failure on every split (AGENT_FAILED), whatever the file it left; auth and unreachable, refused "
+                   "by or cut off from its model service (AGENT_UNAVAILABLE: not scored; --resume asks the agent "
+                   "again); no_file, the kernel file deleted.")
 
 
 def load_runs(runs: Sequence[Path | str]) -> list[Verdict]:
@@ -351,6 +360,8 @@ def per_task_columns(pt: pd.DataFrame) -> list[tuple[str, str]]:
         cols.append(("roofline_seen", "roofline seen"))
     if "sol_seen" in pt:
         cols.append(("sol_seen", "SOL seen"))
+    if "exit_reason" in pt:         # how the agent's run ended (agents driven through a program)
+        cols.append(("exit_reason", "agent run"))
     return cols
 
 
@@ -428,14 +439,19 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
           "environment reward on seen; SOL = speed of light, the share of the gap between the baseline's time and the "
           "roofline time that a kernel closes (a failure 0, no correct kernel below 0), over attempts; agent s/task, $/task, checks/task = the agent's wall time, cost (where its CLI "
           "reports it) and feedback-tool calls per attempt; (speedup-1)/$ and (speedup-1)/h = the seen geometric "
-          "mean speedup gained per dollar and per agent hour. Verdicts that are not the candidate's to answer for "
-          "(infrastructure failures, NOT_RUNNABLE) are not scored; they are listed in sections of their own.", ""]
+          "mean speedup gained per dollar and per agent hour; no edit = attempts whose agent left the kernel as "
+          "it found it (scored as the starting kernel). Verdicts that are not the candidate's to answer for "
+          "(infrastructure failures, NOT_RUNNABLE, agents their model service did not serve) are not scored; they "
+          "are listed in sections of their own, with counts per agent.", ""]
     if not flagged.empty:
         md += ["## Flagged (not scored)", ""] + [f"- {r.agent} {r.task_id} {r.split}: above roofline"
                                                 for r in flagged.itertuples()] + [""]
     unscored = not_scored_sections(vf, _retry_limits(runs))
     for head, intro, rows in unscored:
         md += [f"## {head}", "", intro, ""] + [f"- {' '.join(r)}" for r in rows] + [""]
+    runs_of_agents = metrics.agent_runs(vf)
+    if not runs_of_agents.empty:
+        md += ["## Agent runs", "", AGENT_RUNS_NOTE, "", _md_table(runs_of_agents, AGENT_RUN_COLUMNS), ""]
     first, more, empty = per_task_layout(pt)
     md += ["## Per task", ""] + (["No scored attempts."] if pt.empty else [_md_table(pt, first + more)]) + (
         ["", _no_data_line(empty)] if empty and not pt.empty else [])
@@ -459,6 +475,9 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
     for head, intro, rows in unscored:
         body += [f"<h2>{html.escape(head)}</h2><p>{html.escape(intro)}</p><ul>"] + [
             f"<li>{html.escape(' '.join(r))}</li>" for r in rows] + ["</ul>"]
+    if not runs_of_agents.empty:
+        body += ['<h2 id="agent-runs">Agent runs</h2>', f"<p>{html.escape(AGENT_RUNS_NOTE)}</p>",
+                 _html_table(runs_of_agents, AGENT_RUN_COLUMNS)]
     if not flagged.empty:
         body += ["<h2>Flagged (not scored)</h2><ul>"] + [
             f"<li>{html.escape(r.agent)} {html.escape(r.task_id)} {r.split}: above roofline</li>"
@@ -486,11 +505,33 @@ def _retry_limits(runs: Sequence[Path | str]) -> dict[str, int]:
 
 
 def not_scored_sections(vf: pd.DataFrame, limits: dict[str, int]) -> list[tuple[str, str, list[tuple[str, ...]]]]:
-    """(heading, what it means, rows) for the verdicts kept out of the scores: infrastructure
-    failures, with counts per agent and status and how many ``arena run --resume`` would redo,
+    """(heading, what it means, rows) for the verdicts kept out of the scores: per agent, how
+    many and why; attempts whose agent its model service did not serve; infrastructure
+    failures, with counts per agent and status and how many ``arena run --resume`` would redo;
     and NOT_RUNNABLE verdicts with the reason each gives."""
     out = []
     ns = metrics.not_scored(vf)
+    if not ns.empty:            # per agent first: how many of its verdicts the scores leave out, and why
+        words = {"infra": "infrastructure failures", "not_runnable": "not runnable here",
+                 "service": "refused or unreached by the agent's model service"}
+        rows = []
+        for agent, g in ns.groupby("agent", sort=True):
+            n_all = int((vf["agent"] == agent).sum())
+            parts = [f"{n} {words.get(k, k)}" for k, n in g["kind"].value_counts().sort_index().items()]
+            rows.append((f"{agent}:", f"{len(g)} of its {n_all} verdicts not scored ({', '.join(parts)})"))
+        out.append(("Not scored, per agent", "Each agent's rates, speedups and drops are over its scored verdicts "
+                    "only; these are the ones left out. Agents compared over different numbers of scored verdicts "
+                    "are compared over different task sets.", rows))
+    svc = ns[ns["kind"] == "service"]
+    if not svc.empty:
+        left = sum(records.redoable(Status(r.status), int(r.attempt), limits.get(r.run_id, records.INFRA_RETRIES))
+                   for r in svc.itertuples())
+        intro = (f"{len(svc)} verdicts of attempts whose agent was refused by its model service or could not reach "
+                 "it: nothing was asked of the agent, so they are not scored. "
+                 + (f"{left} of them can be redone: run the same `arena run` command with --resume (the agent is asked "
+                    "again)." if left else "None has a retry left."))
+        rows = [(r.agent, r.task_id, r.split, r.status + ":", r.message or "") for r in svc.itertuples()]
+        out.append(("Agents not served (not scored)", intro, rows))
     infra = ns[ns["kind"] == "infra"]
     if not infra.empty:
         counts = infra.groupby(["agent", "status"]).size()

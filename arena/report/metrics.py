@@ -53,16 +53,22 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "tokens": _num((v.agent_run.get("input_tokens") or 0) + (v.agent_run.get("output_tokens") or 0)
                            if "input_tokens" in v.agent_run or "output_tokens" in v.agent_run else None),
             "exit_reason": v.agent_run.get("exit_reason", ""),
+            # the kernel file changed (an agent driven through its command line); None where not known
+            "edited": v.agent_run.get("edited") if isinstance(v.agent_run.get("edited"), bool) else None,
+            "agent_message": str(v.agent_run.get("message") or "").splitlines()[0][:200]
+            if v.agent_run.get("message") else "",
         })
     cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "scored", "attempt",
             "correct", "suspicious",
             "speedup", "roofline", "sol", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
-            "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason"]
+            "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason", "edited",
+            "agent_message"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def not_scored(vf: pd.DataFrame) -> pd.DataFrame:
-    """The verdicts kept out of the scores: infrastructure failures and NOT_RUNNABLE."""
+    """The verdicts kept out of the scores: infrastructure failures, NOT_RUNNABLE, agents their
+    model service refused or did not reach."""
     return vf[~vf["scored"].astype(bool)]
 
 
@@ -78,8 +84,8 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
                           aggfunc="first")
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
-    run_cols = ["agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens"]
-    wide = wide.merge(vf.groupby(keys)[run_cols].first().reset_index(), on=keys)
+    run_cols = ["agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason", "edited"]
+    wide = wide.merge(vf.groupby(keys, dropna=False)[run_cols].first().reset_index(), on=keys)
     compiled = vf.groupby(keys)["kind"].agg(lambda k: not (k == "compile").any()).rename("compiled").reset_index()
     wide = wide.merge(compiled, on=keys)
     for s in SPLITS:
@@ -172,6 +178,9 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
     out["roofline_seen_geomean"] = _geomean(list(pt["roofline_seen"])) if "roofline_seen" in pt else math.nan
     out["reward_seen_mean"] = _mean(list(pt["reward_seen"])) if "reward_seen" in pt else math.nan
     out["reward_heldout_mean"] = _mean(list(pt["reward_heldout"])) if "reward_heldout" in pt else math.nan
+    # the attempts whose agent left the kernel as it found it (scored as the starting kernel), where it is known
+    edited = [e for e in (pt["edited"] if "edited" in pt else []) if isinstance(e, (bool, np.bool_))]
+    out["no_edit"] = float(sum(not e for e in edited)) if edited else math.nan
     # what an attempt cost, where the agent's CLI says (NaN for replay agents)
     for col in ("agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens"):
         out[f"{col}_mean"] = _mean([x for x in pt[col] if x is not None]) if col in pt else math.nan
@@ -204,3 +213,18 @@ def summary(pt: pd.DataFrame) -> pd.DataFrame:
 
 def flagged(vf: pd.DataFrame) -> pd.DataFrame:
     return vf[vf["suspicious"]]
+
+
+def agent_runs(vf: pd.DataFrame) -> pd.DataFrame:
+    """Per agent (those driven through a program: with an exit reason), how their runs ended:
+    one row per agent and outcome, with the attempts and the program's most frequent words."""
+    keys = ["run_id", "agent", "repeat", "task_id"]
+    runs = vf[vf["exit_reason"].astype(str) != ""].drop_duplicates(keys) if not vf.empty else vf
+    if runs.empty:
+        return pd.DataFrame(columns=["agent", "outcome", "attempts", "message"])
+    rows = []
+    for (agent, outcome), g in runs.groupby(["agent", "exit_reason"], sort=True):
+        said = g["agent_message"][g["agent_message"].astype(str) != ""]
+        rows.append({"agent": agent, "outcome": outcome, "attempts": len(g),
+                     "message": said.value_counts().index[0] if not said.empty else ""})
+    return pd.DataFrame(rows)

@@ -288,8 +288,27 @@ def _expected(err) -> str:
     return err.validator
 
 
-# libyaml's safe loader where PyYAML was built with it (the same documents, ten times faster)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader where PyYAML was built with it (the same documents, ten times
+    faster), refusing a key a mapping holds twice (YAML leaves it to the loader, and PyYAML's
+    keeps the last one: a second ``seen:`` silently replaced the first)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:          # an unhashable key: the constructor says so itself
+                break
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"the key {key!r} appears twice (first on line {first.start_mark.line + 1})", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+_YAML_LOADER = _YamlLoader
 
 
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh")
@@ -454,6 +473,26 @@ def _config_errors(task: Task, config: Config, path: Path) -> list[ArenaError]:
     return errors
 
 
+# what `arena tasks new` writes where the author must say what the task is (arena.taskdef.skeleton): a task
+# that still holds one is refused by the validator, at its key
+PLACEHOLDERS = {"title": "TODO: one line", "description": "TODO: what the kernel computes", "tags": "todo",
+                "reference.py": "TODO: the PyTorch reference"}
+
+
+def _placeholders_left(task: Task, yml: Path) -> list[ArenaError]:
+    """`arena tasks new`'s placeholders (``PLACEHOLDERS``) still in the task: each one's error,
+    at its key."""
+    found: dict[str, Any] = {"title": task.title, "description": task.description, "tags": task.tags}
+    if task.reference_path.is_file():
+        found["reference.py"] = task.reference_path.read_text(errors="replace")
+    errors = []
+    for key, mark in PLACEHOLDERS.items():
+        if mark in found.get(key, ""):
+            where = {"path": task.reference_path} if key == "reference.py" else {"path": yml, "key": key}
+            errors.append(ArenaError(f"still the skeleton's placeholder ({mark!r}): say what the task is", **where))
+    return errors
+
+
 def validate_task_dir(path: Path | str) -> list[ArenaError]:
     """Every problem of one task folder: schema, names, files, configs, formulas."""
     path = Path(path).resolve()
@@ -472,6 +511,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
     if task.category != path.parent.name:
         errors.append(ArenaError(f"category {task.category!r} does not match the folder {path.parent.name!r}",
                                  path=yml, key="category"))
+    errors.extend(_placeholders_left(task, yml))
     names = [s.name for s in (*task.inputs, *task.outputs, *task.scalars)]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -517,6 +557,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
     formulas += [(f"signature.inputs.{sp.name}.init.{b}", sp.init[b]) for sp in task.inputs for b in ("low", "high")
                  if b in sp.init]
     formulas += [(f"roofline.{k}", task.roofline[k]) for k in ("flops", "bytes")]
+    before = len(errors)
     for key, expr in formulas:
         try:
             unknown = sorted(formula.names_in(str(expr)) - known)
@@ -526,6 +567,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         if unknown:
             errors.append(ArenaError(f"{expr!r} names {', '.join(unknown)}: neither a shape_space parameter nor a "
                                      "scalar", path=yml, key=key))
+    formulas_broken = len(errors) > before      # said once, at the formula: not again for every config
     for k in space_params:
         dim = task.shape_space[k]
         if "min" in dim and dim["min"] > dim["max"]:
@@ -560,7 +602,8 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
             if c.name in seen_names:
                 errors.append(ArenaError(f"config name {c.name!r} used twice", path=cfg_path, key=f"[{c.index}]"))
             seen_names.add(c.name)
-            errors.extend(_config_errors(task, c, cfg_path))
+            errors.extend(e for e in _config_errors(task, c, cfg_path)
+                          if not (formulas_broken and "formula " in e.detail))
             if split != "smoke":
                 missing = [k for k in space_params if k not in c.params]
                 if missing:

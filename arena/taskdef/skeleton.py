@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arena.errors import ArenaError
-from arena.taskdef.loader import CATEGORIES, Task
+from arena.taskdef.loader import CATEGORIES, PLACEHOLDERS, Task
 
 HIP_TYPES = {
     "float32": "float", "float16": "__half", "bfloat16": "__hip_bfloat16", "int8": "int8_t", "uint8": "uint8_t",
@@ -80,10 +80,10 @@ def write_new_task(root: Path, task_id: str) -> Path:
     (folder / "task.yaml").write_text(f"""schema_version: 1
 id: {category}/{name}
 category: {category}
-title: "TODO: one line"
+title: "{PLACEHOLDERS['title']}"
 description: |
-  TODO: what the kernel computes, precisely (formula, accumulation precision).
-tags: [todo]
+  {PLACEHOLDERS['description']}, precisely (formula, accumulation precision).
+tags: [{PLACEHOLDERS['tags']}]
 difficulty: 1
 entry: {name}
 signature:
@@ -101,11 +101,11 @@ shape_space:
   constraint: "rows * cols <= 2**28"
 forbidden: []
 """)
-    (folder / "reference.py").write_text('''import torch
+    (folder / "reference.py").write_text(f'''import torch
 
 
 def reference(x, rows, cols):
-    """TODO: the PyTorch reference; dtype-agnostic (called with upcast inputs). The example,
+    """{PLACEHOLDERS['reference.py']}; dtype-agnostic (called with upcast inputs). The example,
     a leaky ReLU, passes `arena tasks check --device cpu`; a plain ReLU would not: half its
     outputs are 0, below the tolerance (the degeneracy rules in CONTRIBUTING.md)."""
     return torch.where(x > 0, x, 0.1 * x)
