@@ -684,6 +684,8 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
     child keeps only its own descriptors (not this process's job and result pipes, nor the
     GPU's lock), its own folder, environment and log, and runs ``arena.candidate``'s main; it
     is forked before this process reads its job, so it holds nothing of the task."""
+    from arena.sandbox.confine import close_fds_except
+
     log = os.open(cwd / "candidate.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     pid = os.fork()
     if pid:
@@ -695,12 +697,7 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
         os.dup2(null, 0)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        for fd in range(3, _max_fd()):
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds_except(keep)
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
@@ -715,9 +712,3 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
     finally:
         os._exit(code)
 
-
-def _max_fd() -> int:
-    try:
-        return max(int(x) for x in os.listdir("/proc/self/fd")) + 1
-    except (OSError, ValueError):
-        return 1024

@@ -414,12 +414,7 @@ def _init(child: int, status_w: int | None) -> None:
     try:
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.valid_signals()) - {signal.SIGCHLD})
-        for fd in range(3, _max_fd()):
-            if fd != status_w:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds_except(() if status_w is None else (status_w,))
         fd = -1 if status_w is None else status_w
         if fd >= 0:
             os.set_inheritable(fd, True)
@@ -428,11 +423,19 @@ def _init(child: int, status_w: int | None) -> None:
         os._exit(1)
 
 
-def _max_fd() -> int:
+def close_fds_except(keep: tuple[int, ...]) -> None:
+    """Close every descriptor above stderr but ``keep`` (a process started for a job of its own
+    keeps nothing of its starter's)."""
     try:
-        return max(int(x) for x in os.listdir("/proc/self/fd")) + 1
+        top = max(int(x) for x in os.listdir("/proc/self/fd")) + 1
     except (OSError, ValueError):
-        return 1024
+        top = 1024
+    for fd in range(3, top):
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def socketpair() -> tuple[socket.socket, socket.socket]:
