@@ -20,8 +20,8 @@ from arena.correctness import GateFailure
 from arena.processes import CandidateGone, CandidatePeer
 from arena.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest,
                             FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
-                            ReleaseRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
-                            TuningNotice)
+                            ReleaseRequest, ReplayRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply,
+                            SetupRequest, TuningNotice)
 from arena.records import Status
 from arena.stage import EvaluationState
 from arena.tracebacks import bounded
@@ -92,6 +92,8 @@ class CandidateHandle:
             finally:
                 self.ev.gpu_lock.take_back()        # a compile the process never said was over
                 self.ev.gpu_lock.share_again()      # a tuning likewise
+            if not self.trusted:
+                self._no_strays()
             if isinstance(reply, FailReply):      # what that process says is data: bounded here
                 raise GateFailure(reply.status, reply.message[:MESSAGE_CHARS],
                                   fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION,
@@ -111,6 +113,15 @@ class CandidateHandle:
                 raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {exc.message}"[:2000],
                                   traceback=exc.traceback) from None
             raise
+
+    def _no_strays(self) -> None:
+        """No process the candidate's started runs on once it has answered."""
+        strays = getattr(self.peer, "strays", None)      # a process of ours, not a stand-in of a test
+        left = strays() if strays is not None else []
+        if left:
+            self.peer.close()
+            raise GateFailure(Status.INTEGRITY_VIOLATION, f"processes the candidate started were still running after "
+                                                          f"its reply: {', '.join(left[:8])}", fatal=True)
 
     def start_setup(self, setup: SetupRequest, fd: int = -1) -> None:
         """The candidate process prepares itself (sandbox, timer, seal, audit hook) while this
@@ -150,6 +161,10 @@ class CandidateHandle:
     def map(self, slot: int, handle: str, scalars: list, fd: int = -1) -> None:
         """Map a call's buffers there (``fd``: the descriptor they come as, sent first)."""
         self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars)), AckReply, fd=fd)
+
+    def map_set(self, shared: "SharedSet", scalars: list) -> None:
+        """Map a set's buffers there."""
+        self.map(shared.id, shared.slot.handle, scalars, shared.slot.fd)
 
     def release(self, slots: list[int]) -> None:
         self.request(ReleaseRequest(slots=slots), AckReply)
@@ -200,3 +215,105 @@ class SharedSet:
     remote: Any = None
 
 
+
+
+class ReplayedCandidate:
+    """The trusted process's handle on a candidate whose calls are replayed (``arena.replay``):
+    its process makes each call on buffers of its own (the inputs of the call copied there) and
+    records it; the replay process, which runs none of its code, replays the record on the
+    call's buffers. Those buffers, what is checked and what is timed are the replay's; the
+    candidate's process never sees them. A record is made for each set of inputs
+    (``record_for``), so a record whose launches depend on the input values is replayed only on
+    those values."""
+
+    def __init__(self, ev: EvaluationState, candidate: CandidateHandle, replay: CandidateHandle):
+        self.ev, self.candidate, self.replay = ev, candidate, replay
+        self.peer = candidate.peer
+        self.sets: dict[int, SharedSet] = {}
+        self.keys: dict[int, Any] = {}            # slot -> the inputs its record was made on (a set's seed)
+        self.own: SharedSet | None = None         # the candidate's buffers, for the current shapes
+        self._own_shapes: Any = None
+
+    @property
+    def host_us(self) -> list[float]:
+        return self.replay.host_us
+
+    @property
+    def served_us(self) -> float:
+        return self.replay.served_us
+
+    @property
+    def served_parts(self) -> dict[str, float]:
+        return self.replay.served_parts
+
+    def map_set(self, shared: SharedSet, scalars: list) -> None:
+        self.sets[shared.id] = shared
+        self.replay.map_set(shared, scalars)
+
+    def release(self, slots: list[int]) -> None:
+        for s in slots:
+            self.sets.pop(s, None)
+            self.keys.pop(s, None)
+        self.replay.release(slots)
+
+    def _own_set(self, shared: SharedSet) -> SharedSet:
+        shapes = [(None if t is None else (tuple(t.shape), t.dtype, t.stride())) for t in (*shared.ins, *shared.outs)]
+        if self.own is None or shapes != self._own_shapes:
+            if self.own is not None:
+                self.ev.drop_slots([self.own])
+            self.own, self._own_shapes = None, None
+            self.own = self.ev.new_slot(self.candidate)
+            self._own_shapes = shapes
+        return self.own
+
+    def record(self, slot: int, key: Any = None, trace: bool = False) -> None:
+        """The candidate's call on a copy of the inputs of ``slot``, recorded, and the record
+        given to the replay process for that slot."""
+        from arena.check.inputs import copy_into
+
+        shared = self.sets[slot]
+        own = self._own_set(shared)
+        for dst, src in zip(own.ins, shared.ins):
+            if dst is not None:
+                copy_into(dst, src)
+        self.ev.sync()
+        reply = self.candidate.request(CallRequest(slot=own.id, trace=trace, record=True), CalledReply)
+        if reply.record is None:
+            raise GateFailure(Status.INTEGRITY_VIOLATION, "the candidate process answered a recorded call without its "
+                                                          "record", fatal=True)
+        if reply.record.refused:
+            raise GateFailure(Status.FORBIDDEN_CALL, f"the call's device work cannot be replayed: "
+                                                     f"{reply.record.refused[:MESSAGE_CHARS]}")
+        self.replay.request(ReplayRequest(slot=slot, record=reply.record), AckReply)
+        self.keys[slot] = key
+
+    def record_for(self, slot: int, key: Any) -> None:
+        """A record of the inputs ``key`` stands for, unless the slot's record is of them."""
+        if key is None or self.keys.get(slot) != key:
+            self.record(slot, key)
+
+    def call(self, slot: int, *, trace: bool = True, copy_out: bool = True) -> float:
+        """One guarded call: recorded afresh (``trace``: its torch operators checked), replayed."""
+        self.record(slot, None, trace=trace)
+        return self.replay.call(slot, trace=False, copy_out=copy_out)
+
+    def begin(self, profiled: bool) -> None:
+        self.replay.begin(profiled)
+
+    def sample(self, call: Any) -> None:
+        self.replay.sample(call)
+
+    def end(self) -> tuple[list, list, float]:
+        return self.replay.end()
+
+    def kernels(self) -> list[str]:
+        return self.candidate.kernels()
+
+    def close(self) -> None:
+        if self.own is not None:
+            self.ev.drop_slots([self.own])
+            self.own = None
+
+
+# the handles whose calls another process makes
+REMOTES = (CandidateHandle, ReplayedCandidate)

@@ -45,7 +45,7 @@ from typing import Any, Callable
 from arena.channel import read_frame, write_frame
 from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
                             EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
-                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, REQUESTS, ResumeRequest,
+                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, ReplayRequest, REQUESTS, ResumeRequest,
                             SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest, StepSample,
                             TuningNotice, decode, encode)
 from arena.records import Status
@@ -126,6 +126,9 @@ class CandidateProcess:
         self.candidate_file = ""
         self.own_files: set[str] = set()
         self.opened = False
+        self.recorder: Any = None     # records the candidate's calls (arena.replay.recorder)
+        self.player: Any = None       # the replay process's: replays them (arena.replay.player)
+        self.records: dict[int, Any] = {}    # slot -> the record its calls replay
 
     def open(self, kernel_cache: str = "") -> None:
         """The device's context, the profiler's first start and the timer's kernels, once (the
@@ -174,6 +177,8 @@ class CandidateProcess:
                 return self.end()
             if isinstance(req, KernelsRequest):
                 return KernelsReply(names=sorted(self.own))
+            if isinstance(req, ReplayRequest):
+                return self.take_record(req)
         except _Refused as exc:
             return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost,
                              traceback=exc.traceback)
@@ -236,6 +241,17 @@ class CandidateProcess:
         self._watch_compiles()
         if self.gpu:
             self._watch_tuning()
+        if req.record and self.gpu:       # the candidate's calls recorded (arena.replay): wrapped before its import
+            from arena.replay.recorder import Recorder
+
+            self.recorder = Recorder()
+        if self.spec.language == "replay":
+            from arena.replay.player import Player
+
+            tmp = Path(os.environ.get("TMPDIR") or self.private_dir())
+            # its kernels compiled in its own temporary folder: no cache another process can write
+            os.environ["TRITON_CACHE_DIR"] = str(tmp / "triton")
+            self.player = Player(tmp)
         if not self.gpu:
             # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
             # common functions get implementations of its own operations)
@@ -263,9 +279,18 @@ class CandidateProcess:
         gc.freeze()
         return ReadyReply(sandbox_applied=applied, sandbox_reason=reason, seconds=round(time.perf_counter() - t0, 3))
 
+    def private_dir(self) -> str:
+        import tempfile
+
+        return tempfile.mkdtemp(prefix="arena-replay-")
+
     def load(self) -> Any:
-        """The candidate's code runs from here on."""
+        """The candidate's code runs from here on (in the replay process: no code of the
+        candidate's host, its records replayed from now on)."""
         t0 = time.perf_counter()
+        if self.player is not None:
+            self.side = self.player
+            return LoadedReply(seconds=0.0)
         try:
             with candidate_code():
                 self.side = Side(self.spec, role="candidate")
@@ -357,8 +382,30 @@ class CandidateProcess:
             raise RuntimeError(f"slot {slot} is not mapped")
         return self.slots[slot]
 
-    def _invoke(self, slot: int, copy_out: bool) -> None:
+    def take_record(self, req: ReplayRequest) -> Any:
+        """The replay process: the record the calls on a slot replay from now on, its kernels
+        compiled and every field checked first (a refusal is the candidate's)."""
+        from arena.replay import region
+        from arena.replay.player import Refused
+
+        ins, outs, _, _, _ = self._slot(req.slot)
+        try:
+            self.player.load(req.record.kernels)
+            self.player.check(req.record, [region(t) for t in (*ins, *outs)])
+        except Refused as exc:
+            raise _Refused(Status.FORBIDDEN_CALL, f"the record of the candidate's call was refused: {exc}") from None
+        self.records[req.slot] = req.record
+        return AckReply()
+
+    def _invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
         ins, outs, scalars, _, _ = self._slot(slot)
+        if self.player is not None:      # the replay process: the record of the slot's inputs, replayed
+            try:
+                self.player.replay(self.records[slot], (*ins, *outs), poison=checked)
+            except Exception as exc:  # noqa: BLE001 - the candidate's kernels failed
+                raise _Refused(Status.RUNTIME_ERROR, f"the replay of the candidate's call failed: {describe(exc)}"[:2000],
+                               context_lost=self._lost()) from None
+            return
         try:
             with candidate_code():
                 self.side(ins, outs, scalars, copy_out=copy_out)
@@ -376,15 +423,22 @@ class CandidateProcess:
         and (a Python candidate) no torch operator that computes or that the task forbids."""
         from arena.guard import OpTrace
 
-        trace = OpTrace() if req.trace and self.side.language == "triton" and not self.spec.trusted else None
+        trace = OpTrace() if req.trace and self.spec.language == "triton" and not self.spec.trusted else None
         self.threads.before()
         t0 = time.perf_counter()
+        recording = contextlib.nullcontext()
+        if req.record:
+            if self.recorder is None:
+                raise RuntimeError("a recorded call in a process that does not record")
+            ins, outs, _, _, _ = self._slot(req.slot)
+            recording = self.recorder.recording((*ins, *outs))
         try:
-            if trace is not None:
-                with trace:
+            with recording as rec:
+                if trace is not None:
+                    with trace:
+                        self._invoke(req.slot, req.copy_out)
+                else:
                     self._invoke(req.slot, req.copy_out)
-            else:
-                self._invoke(req.slot, req.copy_out)
             try:
                 self._sync()
             except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
@@ -404,7 +458,7 @@ class CandidateProcess:
             if compute:
                 raise _Refused(Status.FORBIDDEN_CALL, "a Triton candidate computes in Triton kernels; it called the "
                                                       f"torch operators {', '.join(compute[:8])}")
-        return CalledReply(host_us=round(host_us, 3))
+        return CalledReply(host_us=round(host_us, 3), record=rec.record() if req.record else None)
 
     def sample(self, req: SampleRequest) -> Any:
         """One timed call in the open session."""
@@ -417,7 +471,7 @@ class CandidateProcess:
 
         def call() -> None:
             t0 = time.perf_counter()
-            self._invoke(req.slot, req.copy_out)
+            self._invoke(req.slot, req.copy_out, checked=False)
             spent[0] = time.perf_counter() - t0
 
         self.session.step(call)

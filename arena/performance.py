@@ -362,9 +362,9 @@ class ConfigTiming:
         self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
         self.inout = bool(ev.task.inout_inputs)
         self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}   # side -> set -> its seed
-        from arena.calls import CandidateHandle
+        from arena.calls import REMOTES
 
-        self.side_handles = {name: side for name, side in side_list if isinstance(side, CandidateHandle)}
+        self.side_handles = {name: side for name, side in side_list if isinstance(side, REMOTES)}
         self.sides: dict[str, dict[str, Any]] = {}
         for name, side in side_list:
             self.sides[name] = self._side(name, side)
@@ -374,10 +374,10 @@ class ConfigTiming:
         (``side`` is the handle on it, arena.trusted), torch.compile's here."""
         from arena.check.compare import poison_
         from arena.timing.timer import RemoteCall
-        from arena.calls import CandidateHandle
+        from arena.calls import REMOTES
 
         ev = self.ev
-        remote = isinstance(side, CandidateHandle)
+        remote = isinstance(side, REMOTES)
         if name == "candidate":
             copy_out = not ev.candidate_trusted   # the eager reference as candidate: timed as run, not copied
         else:                                     # the eager reference as the baseline, likewise
@@ -404,6 +404,8 @@ class ConfigTiming:
                 self.called[name][i] = self.seeds[i]
             for o in outs(i):
                 poison_(o)
+            if hasattr(side, "record_for"):     # a replayed candidate: the record of this set's inputs
+                side.record_for(sets()[i].id, self.seeds[i])
             self.spent["prepare_s"] += time.perf_counter() - t0
 
         if remote:

@@ -621,6 +621,15 @@ class CandidatePeer:
         """End the process now (and what it started: its namespace goes with it)."""
         self.proc.kill()
 
+    def strays(self) -> list[str]:
+        """Processes it started that still run (``arena.sandbox.confine.strays``)."""
+        from arena.sandbox.confine import strays
+
+        if not self.pid:
+            return []
+        init = getattr(self.proc, "pid", None)
+        return strays(self.pid, init if self.plan.namespaces and init != self.pid else None)
+
     def send_fd(self, fd: int, tag: int) -> None:
         """A descriptor for the process (a call's buffers), sent ahead of the request that names
         ``tag``. A process that reads none of them fills the channel: its failure."""

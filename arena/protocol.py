@@ -332,7 +332,7 @@ REPORTS = (StageFrame, SandboxFrame, LoadedFrame, CorrectnessFrame, PerformanceF
 class CandidateSpec:
     """What the candidate process needs to call the candidate: no task, no reference."""
 
-    language: str                 # hip | triton | reference
+    language: str                 # hip | triton | reference | replay (the replay process: no file of its own)
     path: str
     entry: str
     n_inputs: int
@@ -367,6 +367,7 @@ class SetupRequest:
     llc_bytes: int = 0
     timing: bool = False
     probe: str = ""          # a small slot (arena.buffers) to map and answer through: the sharing works
+    record: bool = False     # the candidate's calls are recorded when asked (arena.replay)
 
 
 @frame
@@ -402,6 +403,93 @@ class CallRequest:
     slot: int
     trace: bool = True           # record the torch operators a Python candidate calls
     copy_out: bool = True
+    record: bool = False         # record the call's device work (arena.replay): it comes back in the reply
+
+
+# ------------------------------------------------------------------------------------------
+# A call's device work as the candidate process recorded it (arena.replay): data from an
+# untrusted process, replayed where none of its code runs, after checks of every field
+
+
+@dataclass
+class Place:
+    """Where a pointer of a recorded call points: one of the call's buffers (``buffer``: its
+    inputs, then its outputs, by index) or memory the call allocated (``scratch``: by the order
+    of its allocations), at a byte offset. ``unknown``: memory of neither (``offset``: the
+    address), which a replay refuses."""
+
+    space: str
+    index: int
+    offset: int
+
+
+@dataclass
+class View:
+    """A strided tensor over a place (a fill's or a copy's operand): sizes and strides in
+    elements of ``dtype`` (torch's name: float32, bfloat16, ...)."""
+
+    place: Place
+    dtype: str
+    sizes: list[int]
+    strides: list[int]
+
+
+@dataclass
+class KernelArg:
+    """One argument of a launch: a pointer (``place``), or a scalar by value (``place`` None;
+    a null pointer is the value 0)."""
+
+    place: Place | None = None
+    value: bool | int | float | None = None
+
+
+@dataclass
+class RecordedOp:
+    """One piece of a call's device work, in the order the call asked for it: ``launch`` (a
+    kernel of the record's table on ``grid``), ``alloc`` (``nbytes`` of scratch), ``fill``
+    (``dst`` set to ``value``) or ``copy`` (``src`` into ``dst``)."""
+
+    kind: str
+    kernel: str = ""
+    grid: list[int] = field(default_factory=list)
+    args: list[KernelArg] = field(default_factory=list)
+    nbytes: int = 0
+    dst: View | None = None
+    src: View | None = None
+    value: bool | int | float | None = None
+
+
+@dataclass
+class KernelCode:
+    """A kernel a record launches, as code the replay compiles itself: Triton's IR of it
+    (``ttir``) and the compile options it was built with; ``id`` the sha256 of both
+    (``arena.replay.kernel_id``)."""
+
+    id: str
+    name: str
+    ttir: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallRecord:
+    """One call's device work: its operations, the kernels first launched in it, and what the
+    recorder saw that it could not record (``refused``: the call cannot be replayed)."""
+
+    ops: list[RecordedOp] = field(default_factory=list)
+    kernels: list[KernelCode] = field(default_factory=list)
+    refused: str = ""
+
+
+@frame
+@dataclass
+class ReplayRequest:
+    """To the replay process: the record its calls on ``slot`` replay from now on (checked, its
+    new kernels compiled, before the reply)."""
+
+    type: ClassVar[str] = "replay"
+    slot: int
+    record: CallRecord
 
 
 @frame
@@ -452,13 +540,13 @@ class ResumeRequest:
 
 
 REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
-            KernelsRequest, QuitRequest)
+            KernelsRequest, QuitRequest, ReplayRequest)
 # Requests whose handling in the candidate process runs no candidate code: its signals are held,
 # its threads are gone, the collector is off meanwhile (no finalizer of the candidate's runs) and
 # nothing the candidate was handed is dropped. The rest may run candidate code (its import, its
 # calls, a finalizer that dropping a call's buffers runs), and are made inside a section of the
 # GPU's lock (arena.calls).
-HARNESS_ONLY = (BeginRequest, EndRequest, KernelsRequest)
+HARNESS_ONLY = (BeginRequest, EndRequest, KernelsRequest, ReplayRequest)
 
 
 # ------------------------------------------------------------------------------------------
@@ -517,6 +605,7 @@ class FailReply:
 class CalledReply:
     type: ClassVar[str] = "called"
     host_us: float = 0.0
+    record: CallRecord | None = None     # the call's device work, where the request asked for it
 
 
 @frame

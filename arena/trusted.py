@@ -44,7 +44,7 @@ OPEN_S = 300.0       # the most a process of this worker may take to open its de
 
 class Evaluation:
     def __init__(self, job: dict[str, Any], send: Callable[[Any], None], peer: CandidatePeer,
-                 base_peer: CandidatePeer | None = None):
+                 base_peer: CandidatePeer | None = None, replay_peer: CandidatePeer | None = None):
         import torch
 
         from arena.gpulock import GpuLock
@@ -67,6 +67,8 @@ class Evaluation:
         # sides are called and timed the same way, and nothing the candidate's process does reaches it
         self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
         self.base_slots = None
+        # the process that replays the candidate's recorded calls (arena.replay): what counts is measured there
+        self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
         self.candidate_trusted = bool(job["candidate"].get("trusted"))
         self.own_hip_kernels = list(job["candidate"].get("kernels") or [])
         # correctness shares the GPU with other evaluations; the timed rounds have it alone
@@ -77,7 +79,7 @@ class Evaluation:
         self.memory = MemoryAccount(job.get("gpu_memory") if self.gpu else None,
                                     capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0)
         # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
-        self.memory.stand(2 + (base_peer is not None), "the evaluation's processes")
+        self.memory.stand(2 + (base_peer is not None) + (replay_peer is not None), "the evaluation's processes")
         # what each of them holds, as the driver counts it: the candidate's is held to an allowance
         from arena.devices.usage import DeviceUsage
 
@@ -306,7 +308,7 @@ class Evaluation:
         shared = SharedSet(self._slot_ids, slot, slot.tensors[:n], slot.tensors[n:], remote)
         self.sync()
         try:
-            remote.map(shared.id, slot.handle, self._scalars, slot.fd)
+            remote.map_set(shared, self._scalars)
         except BaseException:
             slot.close()
             raise
@@ -388,7 +390,13 @@ class Evaluation:
         self.remote.start_setup(SetupRequest(candidate=spec, env=dict(self.job.get("candidate_env") or {}),
                                              sandbox=self.job.get("sandbox"),
                                              llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing,
-                                             probe=probe.handle), probe.fd)
+                                             probe=probe.handle, record=self.replay_remote is not None), probe.fd)
+        if self.replay_remote is not None:     # runs no code of the candidate's host: no file, no sandbox of its own
+            self.replay_remote.start_setup(SetupRequest(
+                candidate=CandidateSpec(language="replay", path="", entry="", n_inputs=len(self.task.inputs),
+                                        n_outputs=len(self.task.outputs),
+                                        scalar_types=[s.type for s in self.task.scalars], trusted=True),
+                env=dict(self.job.get("env") or {}), llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing))
         self._mark = time.perf_counter()
         self.reference = self.load_reference()
         self.mark("reference")
@@ -452,6 +460,12 @@ class Evaluation:
         self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()
+        if self.replay_remote is not None:
+            from arena.calls import ReplayedCandidate
+
+            self.replay_remote.finish_setup()
+            self.replay_remote.load()
+            self.remote = ReplayedCandidate(self, self.remote, self.replay_remote)
         self.mark("candidate")
         freeze_heap()     # the task's sides and the timer, loaded
         self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
@@ -670,7 +684,15 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
     scratch = Path.cwd() / name
     env = {**os.environ, "TMPDIR": str(scratch), "TRITON_CACHE_DIR": str(scratch / "triton"),
            "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"), "CUDA_CACHE_PATH": str(scratch / "nv")}
-    return CandidatePeer(mode, scratch, env, fork=fork, role="candidate" if name == "c" else "baseline")
+    return CandidatePeer(mode, scratch, env, fork=fork, role={"c": "candidate", "b": "baseline", "r": "replay"}[name])
+
+
+def replayed(job: dict[str, Any]) -> bool:
+    """Is the candidate's device work recorded and replayed (``arena.replay``)? A Triton
+    candidate's on CUDA (a job may turn it off: ``"replay": false``)."""
+    cand = job.get("candidate") or {}
+    return (job.get("device") or {}).get("kind") == "cuda" and cand.get("language") == "triton" and \
+        not cand.get("trusted") and bool(job.get("replay", True))
 
 
 def main(argv: list[str]) -> int:
@@ -702,10 +724,13 @@ def main(argv: list[str]) -> int:
         MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
     if len(peers) == 1 and job.get("timing") and job.get("baseline"):
         peers.append(_peer(mode, "b"))
+    replay = _peer(mode, "r", fork=True) if replayed(job) else None
+    if replay is not None:
+        peers.append(replay)
     try:
         if mode == "gpu":
             open_devices(peers, str(job.get("kernel_cache") or ""))
-        ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 else None)
+        ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 and peers[1] is not replay else None, replay)
         ev.run()
         send(encode(DoneFrame()))
     except GateFailure as exc:

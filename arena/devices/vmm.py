@@ -43,6 +43,9 @@ class VmmError(RuntimeError):
     pass
 
 
+_OUT_OF_MEMORY = 2      # CUDA_ERROR_OUT_OF_MEMORY
+
+
 @functools.lru_cache(maxsize=1)
 def _driver() -> ctypes.CDLL:
     return ctypes.CDLL("libcuda.so.1")
@@ -52,6 +55,10 @@ def _call(name: str, *args: Any) -> None:
     fn = getattr(_driver(), name)
     err = fn(*args)
     if err:
+        if err == _OUT_OF_MEMORY:      # the device is full: what the stages try again, as torch's own shortage
+            import torch
+
+            raise torch.cuda.OutOfMemoryError(f"{name} failed: the device is out of memory (CUDA driver error {err})")
         raise VmmError(f"{name} failed with CUDA driver error {err}")
 
 

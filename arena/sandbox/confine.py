@@ -58,7 +58,7 @@ CAP_DAC_READ_SEARCH = 2
 # every confined process's uid is its own (UID_BASE + its starter's pid and role); its group is shared
 UID_BASE = 1_800_000_000
 CONFINED_GID = UID_BASE - 1
-ROLES = ("candidate", "baseline")
+ROLES = ("candidate", "baseline", "replay")
 PRIVATE_TMP = "/dev/shm"        # its own tmpfs there, in its own mount namespace: its temporary files
 TMP_BYTES = 2**30               # ... held in memory, so bounded
 CPU_SECONDS = 4 * 3600          # CPU time over its whole life (an evaluation's deadlines end hangs far sooner)
@@ -506,3 +506,48 @@ def share_dir(path: Path) -> None:
                     os.chmod(name, stat.S_IMODE(want))
             except OSError:
                 continue
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of a process (every thread's), from /proc; a scan of every process's
+    parent where the kernel keeps no list of them."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    try:
+        for tid in tids:
+            out += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+    except FileNotFoundError:
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                stat = _stat(int(entry))
+                if stat is not None and stat[2] == pid:
+                    out.append(int(entry))
+    except OSError:
+        pass
+    return [c for c in out if (_stat(c) or ("", "Z", 0))[1] not in ("Z", "X")]
+
+
+def _stat(pid: int) -> tuple[str, str, int] | None:
+    """A process's name, state and parent, or None once it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name, _, rest = raw.partition(" (")[2].rpartition(")")
+    fields = rest.split()
+    return name, fields[0], int(fields[1])
+
+
+def strays(pid: int, init: int | None = None) -> list[str]:
+    """Processes that a confined process (``pid``) started and that still run: its children,
+    and those its namespace's ``init`` holds other than it (orphans are given to the init).
+    After each of its replies there must be none: nothing of its runs while it is not
+    serving a request (a child could otherwise work on while the other side is timed)."""
+    found = [c for c in _children(pid)]
+    if init is not None:
+        found += [c for c in _children(init) if c != pid]
+    return [f"{c} ({(_stat(c) or ('?',))[0]})" for c in found]

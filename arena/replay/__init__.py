@@ -1,0 +1,58 @@
+"""Record and replay: the candidate's device work measured where none of its code runs.
+
+The candidate process records each call's device work (``recorder``): the launches of the
+Triton kernels it compiled (each as Triton's IR and its options), with their grids and
+arguments (a pointer as a buffer of the call or memory the call allocated, plus an offset), and
+the allocations, fills and copies it asked torch for. A replay process, which runs none of the
+candidate's host code, compiles those kernels itself from their IR and replays the record on
+the call's buffers (``player``); its outputs are the ones checked and its times the ones
+counted. The record is data from an untrusted process: ``player`` checks every field against
+the bounds below and refuses what it cannot mean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+MAX_OPS = 4096               # operations of one call's record
+MAX_ARGS = 512               # arguments of one launch
+MAX_KERNELS = 256            # kernels one evaluation's records bring
+MAX_IR_CHARS = 4 * 2**20     # characters of one kernel's IR
+MAX_DIMS = 8                 # of a fill's or a copy's view
+MAX_SCRATCH_BYTES = 16 * 2**30   # that a call may allocate, in all
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+# the compile options a record may carry, with their kinds: the rest are the backend's own defaults
+# (a path to override the IR with, or to link libraries from, is never taken from a record)
+OPTIONS: dict[str, type | tuple[type, ...]] = {
+    "num_warps": int, "num_stages": int, "num_ctas": int, "maxnreg": (int, type(None)), "enable_fp_fusion": bool,
+    "enable_reflect_ftz": bool, "launch_cooperative_grid": bool, "launch_pdl": bool, "debug": bool,
+    "sanitize_overflow": bool, "max_num_imprecise_acc_default": int, "default_dot_input_precision": str,
+}
+
+# element types a fill's or a copy's view may have (torch's names)
+DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int64", "int32", "int16",
+          "int8", "uint8", "bool", "uint16", "uint32", "uint64")
+
+
+def kernel_id(ttir: str, options: dict[str, Any]) -> str:
+    """The id of a kernel's code: the sha256 of its IR and its options."""
+    blob = json.dumps({"ttir": ttir, "options": options}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def span_bytes(sizes: Any, strides: Any, element_size: int) -> int:
+    """The bytes a strided view reaches from its first element (0 for an empty one)."""
+    sizes, strides = list(sizes), list(strides)
+    if any(s == 0 for s in sizes):
+        return 0
+    return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * element_size
+
+
+def region(t: Any) -> tuple[int, int]:
+    """A buffer's address and the bytes its view reaches ((0, 0) for an absent one)."""
+    if t is None:
+        return 0, 0
+    return t.data_ptr(), span_bytes(t.shape, t.stride(), t.element_size())

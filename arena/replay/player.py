@@ -1,0 +1,245 @@
+"""The replay process's side of record and replay: a record checked, its kernels compiled
+here from their IR, its work done again on the call's buffers.
+
+Nothing of the candidate's host code runs here: its kernels are compiled by Triton's compiler
+in this process from the IR the record brings (so a code object is Triton's compile of Triton
+IR, never bytes the candidate made), and the record's fills and copies are torch's, on views
+checked to lie inside the call's buffers or the memory the call allocated. A record that names
+a kernel it did not bring, points outside that memory, or passes a bound is refused
+(``Refused``: the candidate's failure, saying which operation).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from arena.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
+from arena.replay import (DTYPES, MAX_ARGS, MAX_DIMS, MAX_GRID, MAX_IR_CHARS, MAX_KERNELS, MAX_OPS, MAX_SCRATCH_BYTES,
+                          OPTIONS, kernel_id, region, span_bytes)
+
+_LIBPATH = re.compile(r'libpath\s*=\s*"([^"]*)"')
+_ENTRY = re.compile(r"tt\.func\s+public\s+@([A-Za-z_][\w$.]*)")
+_POISON_BYTE = 0xFF          # scratch before a checked replay: NaN in every float type, -1 in the integers
+
+
+class Refused(Exception):
+    """A record the replay will not run; the message says which part and why."""
+
+
+class Player:
+    """The kernels of an evaluation's records, compiled here, and the replays of records."""
+
+    def __init__(self, workdir: Path, target: Any = None):
+        import torch
+
+        self.torch = torch
+        self.dir = Path(workdir) / "replay-ir"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.target = target
+        self.compiled: dict[str, Any] = {}      # kernel id -> Triton's CompiledKernel
+        self.names: dict[str, str] = {}         # kernel id -> its name
+
+    def _target(self) -> Any:
+        if self.target is None:
+            import triton
+
+            self.target = triton.runtime.driver.active.get_current_target()
+        return self.target
+
+    # -- kernels ----------------------------------------------------------------------------
+    def load(self, codes: Sequence[KernelCode]) -> None:
+        """Compile each kernel not compiled yet, from its IR, after checking it."""
+        import triton
+
+        for code in codes:
+            if code.id in self.compiled:
+                continue
+            if len(self.compiled) >= MAX_KERNELS:
+                raise Refused(f"the records bring more than {MAX_KERNELS} kernels")
+            check_code(code)
+            path = self.dir / f"{code.id}.ttir"
+            path.write_text(code.ttir)
+            try:
+                kernel = triton.compile(str(path), target=self._target(), options=dict(code.options))
+            except Exception as exc:  # noqa: BLE001 - IR that does not compile is the record's fault
+                raise Refused(f"kernel {code.name!r}: its IR does not compile: {type(exc).__name__}: "
+                              f"{str(exc)[:500]}") from None
+            name = getattr(kernel.metadata, "name", None) or kernel.name
+            if name != code.name:
+                raise Refused(f"kernel {code.name!r}: its IR defines {name!r}")
+            self.compiled[code.id] = kernel
+            self.names[code.id] = code.name
+
+    def params(self, kid: str) -> list[str]:
+        """The parameter types of a compiled kernel (Triton's names: *f32, i32, ...)."""
+        return [str(t) for t in self.compiled[kid].src.signature.values()]
+
+    # -- records ----------------------------------------------------------------------------
+    def check(self, record: CallRecord, regions: Sequence[tuple[int, int]]) -> None:
+        """Every operation of ``record`` against the call's buffers (``regions``: address and
+        bytes of each, inputs then outputs) and the kernels compiled here."""
+        if record.refused:
+            raise Refused(record.refused)
+        if len(record.ops) > MAX_OPS:
+            raise Refused(f"the record holds {len(record.ops)} operations, more than {MAX_OPS}")
+        scratch: list[int] = []
+        for k, op in enumerate(record.ops):
+            where = f"operation {k} ({op.kind})"
+            if op.kind == "alloc":
+                if op.nbytes < 0 or sum(scratch) + op.nbytes > MAX_SCRATCH_BYTES:
+                    raise Refused(f"{where}: {op.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a call may allocate")
+                scratch.append(op.nbytes)
+            elif op.kind == "fill":
+                _check_view(op.dst, regions, scratch, f"{where}, its target")
+                if not isinstance(op.value, (bool, int, float)):
+                    raise Refused(f"{where}: no value to fill with")
+            elif op.kind == "copy":
+                _check_view(op.dst, regions, scratch, f"{where}, its target")
+                _check_view(op.src, regions, scratch, f"{where}, its source")
+            elif op.kind == "launch":
+                self._check_launch(op, regions, scratch, where)
+            else:
+                raise Refused(f"{where}: not an operation a record may hold")
+
+    def _check_launch(self, op: RecordedOp, regions: Sequence[tuple[int, int]], scratch: list[int], where: str) -> None:
+        if op.kernel not in self.compiled:
+            raise Refused(f"{where}: a kernel this evaluation did not compile from the record's IR ({op.kernel[:16]})")
+        where = f"{where} of {self.names[op.kernel]}"
+        if len(op.grid) != 3 or any(not 0 <= g <= m for g, m in zip(op.grid, MAX_GRID)):
+            raise Refused(f"{where}: grid {op.grid} out of bounds")
+        params = self.params(op.kernel)
+        if len(op.args) != len(params) or len(op.args) > MAX_ARGS:
+            raise Refused(f"{where}: {len(op.args)} arguments for {len(params)} parameters")
+        for j, (arg, ty) in enumerate(zip(op.args, params)):
+            if ty.startswith("*"):
+                if arg.place is None:
+                    if arg.value != 0:
+                        raise Refused(f"{where}: argument {j} is a pointer given as a number")
+                    continue
+                _check_place(arg.place, 0, regions, scratch, f"{where}, argument {j}")
+            else:
+                if arg.place is not None or isinstance(arg.value, bool) and ty != "i1" or \
+                        not isinstance(arg.value, (bool, int, float)) or \
+                        isinstance(arg.value, float) and not ty.startswith(("f", "bf")):
+                    raise Refused(f"{where}: argument {j} is not a value of type {ty}")
+
+    def replay(self, record: CallRecord, buffers: Sequence[Any], poison: bool = False) -> None:
+        """The record's work on ``buffers`` (this process's mapping of the call's buffers), on
+        the current stream; ``poison``: the memory the call allocates filled first with bytes
+        no result is made of (a record must write what it reads)."""
+        torch = self.torch
+        regions = [_region_bytes(torch, t) for t in buffers]
+        scratch: list[Any] = []
+        stream = torch.cuda.current_stream().cuda_stream
+        for op in record.ops:
+            if op.kind == "launch":
+                kernel = self.compiled[op.kernel]
+                args = [_arg(a, regions, scratch) for a in op.args]
+                kernel.run(op.grid[0], op.grid[1], op.grid[2], stream, kernel.function, kernel.packed_metadata, None,
+                           None, None, *args)
+            elif op.kind == "alloc":
+                t = torch.empty(op.nbytes, dtype=torch.uint8, device="cuda")
+                if poison:
+                    t.fill_(_POISON_BYTE)
+                scratch.append(t)
+            elif op.kind == "fill":
+                dst = _tensor(torch, op.dst, regions, scratch)
+                if dst is not None:
+                    dst.fill_(op.value)
+            elif op.kind == "copy":
+                dst = _tensor(torch, op.dst, regions, scratch)
+                src = _tensor(torch, op.src, regions, scratch)
+                if dst is not None and src is not None:
+                    dst.copy_(src)
+
+
+def check_code(code: KernelCode) -> None:
+    """A kernel's code as a record brings it: its id its own, its options known ones of their
+    kinds, its IR bounded, one entry of its name, no library linked from a path of its choosing."""
+    if len(code.ttir) > MAX_IR_CHARS:
+        raise Refused(f"kernel {code.name!r}: {len(code.ttir)} characters of IR, more than {MAX_IR_CHARS}")
+    for key, value in code.options.items():
+        kind = OPTIONS.get(key)
+        if kind is None:
+            raise Refused(f"kernel {code.name!r}: the compile option {key!r} is not one a record may set")
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+            raise Refused(f"kernel {code.name!r}: the compile option {key!r} is {value!r}")
+    if kernel_id(code.ttir, code.options) != code.id:
+        raise Refused(f"kernel {code.name!r}: its id is not the hash of its code")
+    entries = _ENTRY.findall(code.ttir)
+    if entries != [code.name]:
+        raise Refused(f"kernel {code.name!r}: its IR's public functions are {entries}")
+    for path in _LIBPATH.findall(code.ttir):
+        if path:
+            raise Refused(f"kernel {code.name!r}: its IR links a library of its own ({path})")
+
+
+def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str) -> int:
+    if place.space == "buffer" and 0 <= place.index < len(regions):
+        return regions[place.index][1]
+    if place.space == "scratch" and 0 <= place.index < len(scratch):
+        return scratch[place.index]
+    if place.space == "unknown":
+        raise Refused(f"{where}: points at memory that is neither the call's buffers nor memory the call allocated "
+                      f"(memory kept between calls is not replayed)")
+    raise Refused(f"{where}: {place.space} {place.index} does not exist")
+
+
+def _check_place(place: Place, extent: int, regions: Sequence[tuple[int, int]], scratch: Sequence[int],
+                 where: str) -> None:
+    size = _bounds(place, regions, scratch, where)
+    if not 0 <= place.offset <= size - extent:
+        raise Refused(f"{where}: bytes {place.offset}..{place.offset + extent} of a {place.space} of {size}")
+
+
+def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str) -> None:
+    if view is None:
+        raise Refused(f"{where}: missing")
+    if view.dtype not in DTYPES:
+        raise Refused(f"{where}: element type {view.dtype!r}")
+    if len(view.sizes) != len(view.strides) or len(view.sizes) > MAX_DIMS or \
+            any(s < 0 for s in view.sizes) or any(s < 0 for s in view.strides):
+        raise Refused(f"{where}: sizes {view.sizes} and strides {view.strides}")
+    size = _element_size(view.dtype)
+    if view.place.offset % size:
+        raise Refused(f"{where}: offset {view.place.offset} is not aligned to its elements")
+    _check_place(view.place, span_bytes(view.sizes, view.strides, size), regions, scratch, where)
+
+
+def _element_size(dtype: str) -> int:
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def _region_bytes(torch: Any, t: Any) -> Any:
+    """A buffer as the bytes its view reaches (a uint8 tensor over the same memory)."""
+    if t is None:
+        return None
+    ptr, n = region(t)
+    out = torch.empty(0, dtype=torch.uint8, device=t.device)
+    out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
+    assert out.data_ptr() == ptr
+    return out
+
+
+def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+    return regions[place.index] if place.space == "buffer" else scratch[place.index]
+
+
+def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+    if arg.place is None:
+        return arg.value
+    return _base(arg.place, regions, scratch).data_ptr() + arg.place.offset
+
+
+def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+    dtype = getattr(torch, view.dtype)
+    size = torch.empty((), dtype=dtype).element_size()
+    n = span_bytes(view.sizes, view.strides, size)
+    if n == 0:
+        return None
+    base = _base(view.place, regions, scratch)
+    return base[view.place.offset:view.place.offset + n].view(dtype).as_strided(view.sizes, view.strides)

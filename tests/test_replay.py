@@ -1,0 +1,185 @@
+"""Record and replay (arena.replay): a record crosses as typed data, and the replay's checks
+refuse what a record cannot mean. The kernels are compiled for an H100 from their IR on the
+cpu (Triton's compiler needs no device); the replay itself runs on a GPU
+(scripts/gpu_replay_smoke.sh, scripts/gpu_exploits.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from arena.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KernelArg, KernelCode, Place, ProtocolError,
+                            RecordedOp, View, decode, encode)
+from arena.replay import kernel_id
+
+triton = pytest.importorskip("triton")
+
+
+def _kernel_code(num_warps: int = 4) -> KernelCode:
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def scale_rows(x, y, n, scale, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = o < n
+        tl.store(y + o, tl.load(x + o, mask=m) * scale, mask=m)
+
+    src = ASTSource(scale_rows, signature={"x": "*fp32", "y": "*fp32", "n": "i32", "scale": "fp32",
+                                           "BLOCK": "constexpr"}, constexprs={"BLOCK": 256})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    options = {"num_warps": num_warps, "num_stages": 3}
+    ttir = compiled.asm["ttir"]
+    return KernelCode(id=kernel_id(ttir, options), name="scale_rows", ttir=ttir, options=options)
+
+
+@pytest.fixture(scope="module")
+def code() -> KernelCode:
+    return _kernel_code()
+
+
+@pytest.fixture()
+def player(tmp_path, code):
+    from triton.backends.compiler import GPUTarget
+
+    from arena.replay.player import Player
+
+    p = Player(tmp_path, target=GPUTarget("cuda", 90, 32))
+    p.load([code])
+    return p
+
+
+REGIONS = [(1 << 20, 4096), (1 << 21, 4096)]        # the call's input and output: 1024 floats each
+
+
+def _launch(code: KernelCode, **over) -> RecordedOp:
+    op = RecordedOp(kind="launch", kernel=code.id, grid=[4, 1, 1],
+                    args=[KernelArg(place=Place("buffer", 0, 0)), KernelArg(place=Place("buffer", 1, 0)),
+                          KernelArg(value=1024), KernelArg(value=2.0)])
+    for k, v in over.items():
+        setattr(op, k, v)
+    return op
+
+
+def test_a_record_crosses_as_typed_data(code):
+    rec = CallRecord(ops=[RecordedOp(kind="alloc", nbytes=64),
+                          RecordedOp(kind="fill", dst=View(Place("scratch", 0, 0), "float32", [16], [1]), value=float("-inf")),
+                          _launch(code)], kernels=[code])
+    back = decode(encode(CalledReply(host_us=3.0, record=rec)), CANDIDATE_REPLIES)
+    assert back.record.ops[2].args[3].value == 2.0 and back.record.ops[2].args[2].value == 1024
+    assert back.record.ops[1].value == float("-inf") and back.record.kernels[0].id == code.id
+    bad = encode(CalledReply(record=rec))
+    bad["record"]["ops"][0]["nbytes"] = "64"
+    with pytest.raises(ProtocolError):
+        decode(bad, CANDIDATE_REPLIES)
+
+
+def test_the_recorded_kernel_compiles_here_and_a_good_record_passes(player, code):
+    assert player.params(code.id) == ["*f32", "*f32", "i32", "f32"]
+    player.check(CallRecord(ops=[_launch(code)]), REGIONS)
+
+
+@pytest.mark.parametrize("op, words", [
+    ("foreign", "did not compile from the record's IR"),
+    ("unknown_memory", "neither the call's buffers nor memory the call allocated"),
+    ("past_buffer", "bytes 4100..4100 of a buffer of 4096"),
+    ("grid", "out of bounds"),
+    ("float_for_int", "not a value of type i32"),
+    ("arity", "3 arguments for 4 parameters"),
+    ("no_scratch", "scratch 0 does not exist"),
+    ("copy_past", "its source: bytes 0..8192"),
+    ("fill_dtype", "element type 'complex64'"),
+])
+def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
+    from arena.replay.player import Refused
+
+    ops = {
+        "foreign": [_launch(code, kernel="0" * 64)],
+        "unknown_memory": [_launch(code, args=[KernelArg(place=Place("unknown", -1, 0x7F00_0000_0000)),
+                                               *_launch(code).args[1:]])],
+        "past_buffer": [_launch(code, args=[KernelArg(place=Place("buffer", 0, 4100)), *_launch(code).args[1:]])],
+        "grid": [_launch(code, grid=[1, 70000, 1])],
+        "float_for_int": [_launch(code, args=[*_launch(code).args[:2], KernelArg(value=1.5), KernelArg(value=2.0)])],
+        "arity": [_launch(code, args=_launch(code).args[:3])],
+        "no_scratch": [_launch(code, args=[KernelArg(place=Place("scratch", 0, 0)), *_launch(code).args[1:]])],
+        "copy_past": [RecordedOp(kind="copy", dst=View(Place("buffer", 1, 0), "float32", [1024], [1]),
+                                 src=View(Place("buffer", 0, 0), "float32", [2048], [1]))],
+        "fill_dtype": [RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "complex64", [4], [1]), value=0)],
+    }[op]
+    with pytest.raises(Refused, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        player.check(CallRecord(ops=ops), REGIONS)
+
+
+def test_a_million_launches_are_refused(player, code):
+    from arena.replay import MAX_OPS
+    from arena.replay.player import Refused
+
+    with pytest.raises(Refused, match=f"more than {MAX_OPS}"):
+        player.check(CallRecord(ops=[_launch(code)] * 10**6), REGIONS)
+
+
+def test_what_the_recorder_could_not_record_is_the_refusal(player):
+    from arena.replay.player import Refused
+
+    with pytest.raises(Refused, match="the torch operator mm"):
+        player.check(CallRecord(refused="the torch operator mm inside the call"), REGIONS)
+
+
+@pytest.mark.parametrize("change, words", [
+    ("id", "not the hash of its code"),
+    ("option", "'ir_override' is not one a record may set"),
+    ("option_kind", "'num_warps' is '4'"),
+    ("libpath", "links a library of its own"),
+    ("name", "public functions are"),
+])
+def test_kernel_code_is_checked_before_it_is_compiled(tmp_path, code, change, words):
+    from triton.backends.compiler import GPUTarget
+
+    from arena.replay.player import Player, Refused
+
+    ttir, options, name = code.ttir, dict(code.options), code.name
+    if change == "option":
+        options["ir_override"] = "/tmp/other.ttgir"
+    elif change == "option_kind":
+        options["num_warps"] = "4"
+    elif change == "libpath":
+        ttir = ttir.replace('libpath = ""', 'libpath = "/tmp/evil.bc"') if 'libpath = ""' in ttir else \
+            ttir + '\n// tt.extern_elementwise {libname = "x", libpath = "/tmp/evil.bc", symbol = "f"}'
+    elif change == "name":
+        name = "cublas_gemm_kernel"
+    bad = KernelCode(id=code.id if change == "id" else kernel_id(ttir, options), name=name, ttir=ttir + (
+        "\n" if change == "id" else ""), options=options)
+    with pytest.raises(Refused, match=words):
+        Player(tmp_path, target=GPUTarget("cuda", 90, 32)).load([bad])
+
+
+def test_a_process_left_running_after_a_reply_is_found(tmp_path):
+    """The candidate's process may start processes inside a request (a compiler); any still
+    running after its reply is found (arena.calls refuses the candidate for it)."""
+    from arena.sandbox.confine import strays
+
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
+           "print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        found = strays(proc.pid)
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = strays(proc.pid)
+        assert len(found) == 1 and "python" in found[0]
+        child = int(found[0].split()[0])
+        os.kill(child, 9)
+        deadline = time.monotonic() + 10
+        while strays(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert strays(proc.pid) == []      # killed: a zombie until reaped, which runs nothing
+    finally:
+        proc.kill()
+        proc.wait()
