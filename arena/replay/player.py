@@ -218,11 +218,9 @@ def _region_bytes(torch: Any, t: Any) -> Any:
     """A buffer as the bytes its view reaches (a uint8 tensor over the same memory)."""
     if t is None:
         return None
-    ptr, n = region(t)
+    _, n = region(t)
     out = torch.empty(0, dtype=torch.uint8, device=t.device)
-    out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
-    assert out.data_ptr() == ptr
-    return out
+    return out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
 
 
 def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
@@ -237,8 +235,7 @@ def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
 
 def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
     dtype = getattr(torch, view.dtype)
-    size = torch.empty((), dtype=dtype).element_size()
-    n = span_bytes(view.sizes, view.strides, size)
+    n = span_bytes(view.sizes, view.strides, _element_size(view.dtype))
     if n == 0:
         return None
     base = _base(view.place, regions, scratch)
