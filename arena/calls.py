@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from arena.correctness import GateFailure
 from arena.processes import CandidateGone, CandidatePeer
@@ -169,8 +169,8 @@ class CandidateHandle:
     def release(self, slots: list[int]) -> None:
         self.request(ReleaseRequest(slots=slots), AckReply)
 
-    def call(self, slot: int, *, trace: bool = True, copy_out: bool = True) -> float:
-        """One guarded call; the host time of the round trip (microseconds)."""
+    def call(self, slot: int, *, seed: int | None = None, trace: bool = True, copy_out: bool = True) -> float:
+        """One guarded call (on the set of ``seed``); the host time of the round trip (microseconds)."""
         t0 = time.perf_counter()
         self.request(CallRequest(slot=slot, trace=trace, copy_out=copy_out), CalledReply)
         return (time.perf_counter() - t0) * 1e6
@@ -219,20 +219,33 @@ class SharedSet:
 
 class ReplayedCandidate:
     """The trusted process's handle on a candidate whose calls are replayed (``arena.replay``):
-    its process makes each call on buffers of its own (the inputs of the call copied there) and
-    records it; the replay process, which runs none of its code, replays the record on the
-    call's buffers. Those buffers, what is checked and what is timed are the replay's; the
-    candidate's process never sees them. A record is made for each set of inputs
-    (``record_for``), so a record whose launches depend on the input values is replayed only on
-    those values."""
+    its process makes a call on buffers of its own and records it; the replay process, which
+    runs none of its code, replays the record on the call's buffers. Those buffers, what is
+    checked and what is timed are the replay's; the candidate's process never sees them.
+
+    A record is made on inputs whose structural values (``arena.check.inputs.structural``:
+    indices, offsets, counts, masks) are those of the set it is replayed on and whose other
+    values are drawn afresh, so the record cannot carry the answer for the values it is
+    replayed on: launches that follow the other values fail the check. Where a config has no
+    structural input, one record serves every set of it; otherwise each set has its own
+    (``record_for``), so launches that follow the structure replay on that structure alone.
+    While its records are replayed and timed the candidate's process is stopped (``frozen``):
+    it is let go on only to make a record."""
+
+    NOTE = ("the call was recorded on other values of the inputs that are not indices, offsets, counts or masks, "
+            "and its record replayed on these: launches chosen from those values are replayed as recorded")
 
     def __init__(self, ev: EvaluationState, candidate: CandidateHandle, replay: CandidateHandle):
         self.ev, self.candidate, self.replay = ev, candidate, replay
         self.peer = candidate.peer
         self.sets: dict[int, SharedSet] = {}
-        self.keys: dict[int, Any] = {}            # slot -> the inputs its record was made on (a set's seed)
+        self.records: dict[Any, Any] = {}         # (config, the set's seed or None) -> its record
+        self.sent: dict[int, Any] = {}            # slot -> the key of the record the replay process holds for it
         self.own: SharedSet | None = None         # the candidate's buffers, for the current shapes
         self._own_shapes: Any = None
+        self.stopped = False
+        self.compiled: set[str] = set()           # the kernels the replay process has compiled
+        self.made = 0                              # records made (diagnostics)
 
     @property
     def host_us(self) -> list[float]:
@@ -253,7 +266,7 @@ class ReplayedCandidate:
     def release(self, slots: list[int]) -> None:
         for s in slots:
             self.sets.pop(s, None)
-            self.keys.pop(s, None)
+            self.sent.pop(s, None)
         self.replay.release(slots)
 
     def _own_set(self, shared: SharedSet) -> SharedSet:
@@ -266,36 +279,73 @@ class ReplayedCandidate:
             self._own_shapes = shapes
         return self.own
 
-    def record(self, slot: int, key: Any = None, trace: bool = False) -> None:
-        """The candidate's call on a copy of the inputs of ``slot``, recorded, and the record
-        given to the replay process for that slot."""
-        from arena.check.inputs import copy_into
+    def key(self, seed: int) -> Any:
+        """The record that serves the set of ``seed`` in the current config."""
+        return self.ev.config_key, (seed if self.ev.structural_inputs() else None)
 
-        shared = self.sets[slot]
-        own = self._own_set(shared)
-        for dst, src in zip(own.ins, shared.ins):
-            if dst is not None:
-                copy_into(dst, src)
-        self.ev.sync()
-        reply = self.candidate.request(CallRequest(slot=own.id, trace=trace, record=True), CalledReply)
+    def _record(self, slot: int, seed: int, trace: bool) -> Any:
+        """The candidate's call, recorded on its own buffers holding the inputs of ``seed``'s
+        structure and of other values (``Evaluation.fill_for_record``)."""
+        was = self.stopped
+        self.pause(False)
+        try:
+            with self.ev.gpu_lock.shared("record", queue=False):
+                own = self._own_set(self.sets[slot])
+                self.ev.fill_for_record(seed, own.ins)
+                self.ev.sync()
+                reply = self.candidate.request(CallRequest(slot=own.id, trace=trace, record=True), CalledReply)
+        finally:
+            self.pause(was)
         if reply.record is None:
             raise GateFailure(Status.INTEGRITY_VIOLATION, "the candidate process answered a recorded call without its "
                                                           "record", fatal=True)
         if reply.record.refused:
             raise GateFailure(Status.FORBIDDEN_CALL, f"the call's device work cannot be replayed: "
                                                      f"{reply.record.refused[:MESSAGE_CHARS]}")
-        self.replay.request(ReplayRequest(slot=slot, record=reply.record), AckReply)
-        self.keys[slot] = key
+        self.made += 1
+        return reply.record
 
-    def record_for(self, slot: int, key: Any) -> None:
-        """A record of the inputs ``key`` stands for, unless the slot's record is of them."""
-        if key is None or self.keys.get(slot) != key:
-            self.record(slot, key)
+    def record_for(self, slot: int, seed: int, trace: bool = False) -> None:
+        """The replay process holds for ``slot`` the record that serves its set (``seed``): made
+        now unless one is."""
+        key = self.key(seed)
+        if self.sent.get(slot) == key:
+            return
+        self.sent.pop(slot, None)
+        if key not in self.records:
+            live = set(self.sent.values())
+            for k in [k for k in self.records if k not in live]:     # those no slot replays any longer
+                del self.records[k]
+            self.records[key] = self._record(slot, seed, trace)
+        record = self.records[key]
+        new = {k.id for k in record.kernels} - self.compiled
+        # the replay process compiles the kernels it has not yet: host work of the harness's own code, with the
+        # GPU's lock let go meanwhile (inside a shared section; nothing inside an exclusive one)
+        with self.ev.gpu_lock.off_gpu() if new else contextlib.nullcontext():
+            self.replay.request(ReplayRequest(slot=slot, record=record), AckReply)
+        self.compiled |= new
+        self.sent[slot] = key
 
-    def call(self, slot: int, *, trace: bool = True, copy_out: bool = True) -> float:
-        """One guarded call: recorded afresh (``trace``: its torch operators checked), replayed."""
-        self.record(slot, None, trace=trace)
+    def call(self, slot: int, *, seed: int, trace: bool = True, copy_out: bool = True) -> float:
+        """One guarded call on the set of ``seed``: its record (made now where none serves it;
+        ``trace``: its torch operators checked), replayed."""
+        self.record_for(slot, seed, trace)
         return self.replay.call(slot, trace=False, copy_out=copy_out)
+
+    def pause(self, stop: bool) -> None:
+        """The candidate's process stopped (or let go on again)."""
+        if stop != self.stopped:
+            self.peer.pause(stop)
+            self.stopped = stop
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The candidate's process stopped for the block (let go on only to make a record)."""
+        self.pause(True)
+        try:
+            yield
+        finally:
+            self.pause(False)
 
     def begin(self, profiled: bool) -> None:
         self.replay.begin(profiled)
@@ -310,6 +360,7 @@ class ReplayedCandidate:
         return self.candidate.kernels()
 
     def close(self) -> None:
+        self.pause(False)
         if self.own is not None:
             self.ev.drop_slots([self.own])
             self.own = None

@@ -154,7 +154,7 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
                 for o in slot.outs:
                     poison_(o)
                 ev.sync()
-                ev.remote.call(slot.id, trace=True)
+                ev.remote.call(slot.id, seed=seed, trace=True)
             with shared("reference"):
                 where = slot.slot.overrun()
                 if where is not None:
@@ -180,6 +180,8 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
                         for k, v in stats.items():
                             setattr(worst, k, v)
                         worst.status, worst.seed = res.status, seed
+                        note = getattr(ev.remote, "NOTE", "")     # a replayed candidate's: how its call was made
+                        worst.message = f"{worst.message} ({note})" if note else worst.message
                         return worst
                     _merge_worst(worst, stats)
                 del expected, fresh

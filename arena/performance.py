@@ -223,28 +223,30 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: floa
         ev.check_device_memory("after its timed calls")       # and what its process holds (arena.trusted)
 
     retries: dict[int, int] = {}
-    while True:
-        try:
-            time_many(ev.timer, [t for ct in timings for t in ct.items()], alone=ev.gpu_lock.exclusive,
-                      between=between, remotes=[r for r in (ev.base_remote, ev.remote) if r is not None])
-            break
-        except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
-            ct = ev.current
-            if not any(ct is c for c in timings):    # before any config's own work: the first one not done
-                ct = next((c for c in timings if not c.done()), timings[0])
-            result = _failure(exc)
-            if isinstance(exc, GateFailure) and exc.fatal:
-                ev.fatal = exc
-            for other in timings:
-                other.drop()
-            retry = retries.get(id(ct), 0)
-            if retry_after_oom(ev, result, retry):
-                retries[id(ct)] = retry + 1
-                if retry == 0:
-                    ct.shrink()
-                continue
-            done = [(c.config, c.result()) for c in timings if c.done() and c is not ct]
-            return done + [(ct.config, result)]
+    # a replayed candidate's process is stopped while its records are timed (let go on only to make one)
+    with getattr(ev.remote, "frozen", contextlib.nullcontext)():
+        while True:
+            try:
+                time_many(ev.timer, [t for ct in timings for t in ct.items()], alone=ev.gpu_lock.exclusive,
+                          between=between, remotes=[r for r in (ev.base_remote, ev.remote) if r is not None])
+                break
+            except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
+                ct = ev.current
+                if not any(ct is c for c in timings):    # before any config's own work: the first one not done
+                    ct = next((c for c in timings if not c.done()), timings[0])
+                result = _failure(exc)
+                if isinstance(exc, GateFailure) and exc.fatal:
+                    ev.fatal = exc
+                for other in timings:
+                    other.drop()
+                retry = retries.get(id(ct), 0)
+                if retry_after_oom(ev, result, retry):
+                    retries[id(ct)] = retry + 1
+                    if retry == 0:
+                        ct.shrink()
+                    continue
+                done = [(c.config, c.result()) for c in timings if c.done() and c is not ct]
+                return done + [(ct.config, result)]
     own = _own_kernels(ev)
     results = [(ct.config, ct.result(own)) for ct in timings]
     out = []
@@ -410,7 +412,8 @@ class ConfigTiming:
 
         if remote:
             def call(i: int) -> None:          # a warm-up call: guarded, like the correctness gate's
-                self.host_us[name].append(side.call(sets()[i].id, trace=False, copy_out=copy_out))
+                self.host_us[name].append(side.call(sets()[i].id, seed=self.seeds[i], trace=False,
+                                                      copy_out=copy_out))
 
             def after(i: int) -> None:
                 if side.host_us:
@@ -688,6 +691,8 @@ class ConfigTiming:
         if n_bad:
             result.status = Status.INCORRECT_NUMERICAL
             result.message = f"{n_bad} of {len(self.oks)} outputs of timed calls were wrong"
+            note = getattr(self.ev.remote, "NOTE", "")     # a replayed candidate's: how its call was made
+            result.message += f" ({note})" if note else ""
             return result
         if own is None:            # the eager reference (a trusted candidate): torch's kernels by definition
             return result

@@ -621,6 +621,21 @@ class CandidatePeer:
         """End the process now (and what it started: its namespace goes with it)."""
         self.proc.kill()
 
+    def pause(self, stop: bool) -> str:
+        """Stop every thread of the process (SIGSTOP), or let it go on (SIGCONT); what it
+        queued on the device before runs on. '' or why it could not be done (a process gone is
+        found by the next request)."""
+        pid = self.pid or getattr(self.proc, "pid", 0)
+        if not pid or self.proc.poll() is not None:
+            return ""
+        try:
+            os.kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
+        except ProcessLookupError:
+            return ""
+        except PermissionError as exc:
+            return f"the harness may not signal the candidate process: {exc}"
+        return ""
+
     def strays(self) -> list[str]:
         """Processes it started that still run (``arena.sandbox.confine.strays``)."""
         from arena.sandbox.confine import strays

@@ -39,6 +39,7 @@ class EvaluationState(Protocol):
     stage_name: str
     stage_limit: float
     _scalars: list               # the current config's scalar arguments
+    config_key: str              # ... and what tells it from another config (its shapes and scalars)
 
     @property
     def lost(self) -> bool:
@@ -63,6 +64,10 @@ class EvaluationState(Protocol):
     def mutated_input(self, ins: list, seed: int) -> tuple[int, dict[str, Any]]: ...
 
     def fill_inputs(self, seed: int, *targets: list, inout_only: bool = False) -> None: ...
+
+    def structural_inputs(self) -> bool: ...
+
+    def fill_for_record(self, seed: int, ins: list) -> None: ...
 
     def new_slot(self, remote: Any = None) -> Any: ...
 

@@ -67,6 +67,7 @@ class Evaluation:
         # sides are called and timed the same way, and nothing the candidate's process does reaches it
         self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
         self.base_slots = None
+        self.config_key = ""
         # the process that replays the candidate's recorded calls (arena.replay): what counts is measured there
         self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
         self.candidate_trusted = bool(job["candidate"].get("trusted"))
@@ -149,6 +150,7 @@ class Evaluation:
         from arena.taskdef.shapes import tensor_bytes
 
         self._env = self.task.env(config)
+        self.config_key = repr(sorted(self._env.items()))
         self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
         self._io_bytes = tensor_bytes(self.task, self._env, self.task.inputs) + \
             tensor_bytes(self.task, self._env, self.task.outputs)
@@ -343,6 +345,29 @@ class Evaluation:
                     copy_into(dst, src)
         del made
 
+    def structural_inputs(self) -> bool:
+        """Has the current config an input whose values shape a call's work
+        (``arena.check.inputs.structural``)?"""
+        from arena.check.inputs import structural
+
+        return any(structural(s) and self.task.present(s, self._env) for s in self.task.inputs)
+
+    def fill_for_record(self, seed: int, ins: list) -> None:
+        """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
+        the structural inputs of ``seed``, every other input drawn from a seed of its own,
+        which nothing keeps (``arena.check.inputs.record_inputs``)."""
+        from arena.check.inputs import copy_into, record_inputs
+
+        try:
+            made = record_inputs(self.task, self._env, seed, self.rng.getrandbits(62), self.torch_device,
+                                 self.reference)
+        except Exception as exc:  # noqa: BLE001
+            raise task_failure("making inputs", exc) from None
+        for dst, src in zip(ins, made.values()):
+            if dst is not None and src is not None:
+                copy_into(dst, src)
+        del made
+
     def release_memory(self) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing
         it can use them (after each config)."""
@@ -457,6 +482,9 @@ class Evaluation:
         defences = {**self.remote.peer.confinement, "landlock": "" if ready.sandbox_applied else ready.sandbox_reason}
         if self.usage is not None:
             defences["device memory allowance"] = self.usage.why or ""
+        if self.gpu and not self.candidate_trusted:     # arena.replay: where the times and outputs that count are made
+            defences["record and replay"] = "" if self.replay_remote is not None else \
+                "this candidate's calls are timed in its own process (record and replay covers Triton on CUDA)"
         self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()

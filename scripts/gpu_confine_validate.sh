@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every shipped solution and specialised kernel, with the candidate's process confined, on one GPU:
-#   bash scripts/gpu_confine_validate.sh OUTDIR SELECTOR [WORKERS_PER_GPU] [SECONDS]
+#   bash scripts/gpu_confine_validate.sh OUTDIR SELECTOR [WORKERS_PER_GPU] [SECONDS] [AGENTS]
 # seen + held-out + a fresh random draw, WORKERS_PER_GPU evaluations side by side (default 12), the
 # seccomp filter in learning mode (a call it refuses is let through and listed in OUTDIR/learned.txt:
 # an empty list means the filter, as it kills, would have given the same verdicts). Then the table
@@ -11,6 +11,7 @@ OUT=${1:?usage: gpu_confine_validate.sh OUTDIR SELECTOR [WORKERS_PER_GPU] [SECON
 SEL=${2:?selector}
 W=${3:-12}
 SECS=${4:-540}
+AGENTS=${5:-solution,specialised}
 mkdir -p "$OUT"
 source scripts/gpu_env.sh
 export ARENA_SECCOMP_LEARN="$OUT/learned.txt"
@@ -19,7 +20,7 @@ RUN=/tmp/arena-confine
 rm -rf "$RUN"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s.%N)
-timeout -s INT -k 30 "$SECS" python3 -m arena run --agent solution,specialised --tasks "$SEL" \
+timeout -s INT -k 30 "$SECS" python3 -m arena run --agent "$AGENTS" --tasks "$SEL" \
   --split seen,heldout,random --device cuda --workers-per-gpu "$W" --out "$RUN" --quiet > "$OUT/run.txt" 2>&1
 rc=$?
 end=$(date +%s.%N)

@@ -183,3 +183,165 @@ def test_a_process_left_running_after_a_reply_is_found(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_record_is_made_on_its_sets_structure_and_on_other_values():
+    """The inputs a call is recorded on: the set's own integer inputs (what launches may
+    follow), every other input of another draw (so a record cannot carry the set's answer)."""
+    import torch
+
+    from arena.check.inputs import make_inputs, record_inputs
+    from arena.taskdef.loader import load_task
+    from arena.sides import import_file
+    from tests.exploits.catalogue import AXPY, VARLEN
+
+    for path, structural in ((VARLEN, {"cu_seqlens"}), (AXPY, set())):
+        task = load_task(path)
+        env = task.env(task.configs("seen")[0])
+        ref = import_file(task.reference_path, f"arena_test_reference_{task.id.replace('/', '_')}")
+        mine, other = make_inputs(task, env, 11, "cpu", ref), make_inputs(task, env, 22, "cpu", ref)
+        got = record_inputs(task, env, 11, 22, "cpu", ref)
+        for name, t in got.items():
+            want = mine[name] if name in structural else other[name]
+            assert torch.equal(t, want), name
+            if name not in structural:
+                assert not torch.equal(t, mine[name]), name
+
+
+class _Peer:
+    def __init__(self):
+        self.stopped = False
+        self.events: list[bool] = []
+
+    def pause(self, stop):
+        self.stopped = stop
+        self.events.append(stop)
+        return ""
+
+
+class _Handle:
+    """A process's handle that answers as a sound one does (stands in for the candidate's and the
+    replay's processes, which need a GPU)."""
+
+    def __init__(self):
+        self.peer = _Peer()
+        self.frames: list = []
+        self.stopped_at_call: list[bool] = []
+
+    def request(self, frame, expect):
+        from arena.protocol import AckReply
+
+        self.frames.append(frame)
+        self.stopped_at_call.append(self.peer.stopped)
+        return CalledReply(host_us=1.0, record=CallRecord(ops=[])) if expect is CalledReply else AckReply()
+
+    def call(self, slot, **kw):
+        self.frames.append(("call", slot))
+        return 1.0
+
+    def release(self, slots):
+        pass
+
+
+class _Ev:
+    def __init__(self, structural: bool):
+        import random
+
+        from arena.gpulock import GpuLock
+
+        self.structural = structural
+        self.config_key = "c1"
+        self.gpu_lock = GpuLock(None, None)      # no lock to take: one evaluation
+        self.filled: list[int] = []
+        self.rng = random.Random(0)
+
+    def structural_inputs(self):
+        return self.structural
+
+    def fill_for_record(self, seed, ins):
+        self.filled.append(seed)
+
+    def sync(self):
+        pass
+
+    def new_slot(self, remote):
+        from arena.calls import SharedSet
+
+        return SharedSet(999, None, [], [], remote)
+
+    def drop_slots(self, sets):
+        pass
+
+
+def _replayed(structural: bool):
+    from arena.calls import ReplayedCandidate, SharedSet
+
+    ev, cand, rep = _Ev(structural), _Handle(), _Handle()
+    rc = ReplayedCandidate(ev, cand, rep)
+    for slot in range(1, 5):
+        rc.sets[slot] = SharedSet(slot, None, [], [], rc)
+    return ev, cand, rep, rc
+
+
+def _replays(rep):
+    from arena.protocol import ReplayRequest
+
+    return [f.slot for f in rep.frames if isinstance(f, ReplayRequest)]
+
+
+def test_one_record_serves_every_set_of_a_config_without_structural_inputs():
+    ev, cand, rep, rc = _replayed(False)
+    for seed, slot in enumerate([1, 2, 3, 4, 1, 2]):
+        rc.record_for(slot, 100 + seed)
+    assert len(cand.frames) == 1 and ev.filled == [100]      # one call recorded, for the whole config
+    assert _replays(rep) == [1, 2, 3, 4]                      # each slot given it once
+    ev.config_key = "c2"                                      # another config: its own record
+    rc.call(1, seed=7)
+    assert len(cand.frames) == 2 and _replays(rep)[-1] == 1 and rep.frames[-1] == ("call", 1)
+
+
+def test_each_set_has_its_own_record_where_the_config_has_structural_inputs():
+    ev, cand, rep, rc = _replayed(True)
+    for seed, slot in enumerate([1, 2, 3, 4, 1, 2]):
+        rc.record_for(slot, 100 + seed)
+    assert ev.filled == [100, 101, 102, 103, 104, 105] and _replays(rep) == [1, 2, 3, 4, 1, 2]
+    rc.record_for(2, 105)                                     # the slot's record is of this set already
+    assert len(cand.frames) == 6
+    assert len(rc.records) <= 4                               # records no slot replays are let go
+
+
+def test_the_candidate_is_stopped_while_frozen_and_let_go_on_only_to_record():
+    ev, cand, rep, rc = _replayed(True)
+    with rc.frozen():
+        assert cand.peer.stopped
+        rc.record_for(1, 5)
+        assert cand.peer.stopped
+    assert not cand.peer.stopped
+    assert cand.stopped_at_call == [False] and cand.peer.events == [True, False, True, False]
+
+
+def test_a_process_is_stopped_and_let_go_on(tmp_path):
+    """``CandidatePeer.pause`` on a real process: every thread of it stopped, then running again."""
+    from arena.processes import CandidatePeer
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    peer = object.__new__(CandidatePeer)
+    peer.pid, peer.proc = proc.pid, proc
+
+    def state() -> str:
+        with open(f"/proc/{proc.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    try:
+        assert peer.pause(True) == ""
+        deadline = time.monotonic() + 10
+        while state() != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state() == "T"
+        assert peer.pause(False) == ""
+        deadline = time.monotonic() + 10
+        while state() == "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state() in "SR"
+    finally:
+        proc.kill()
+        proc.wait()

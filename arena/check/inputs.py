@@ -33,6 +33,15 @@ DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool,
 }
 _SEED_MIX = 0x9E3779B1
+# the dtypes of inputs that shape a call's work rather than feed its arithmetic: indices, offsets, counts,
+# masks. A replayed candidate's call is recorded on its set's own values of these alone (arena.calls); 8-bit
+# integers are quantized values, not structure
+STRUCTURAL = ("bool", "int16", "int32", "int64")
+
+
+def structural(spec: InputSpec) -> bool:
+    """Does an input's value shape a call's work (``STRUCTURAL``)?"""
+    return spec.dtype in STRUCTURAL
 
 
 def upcast(t: torch.Tensor) -> torch.Tensor:
@@ -178,3 +187,13 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
             out[spec.name] = make_one(spec, shape, env, generator(input_seed(seed, pos), device), device,
                                       task.strides(spec, env))
     return out
+
+
+def record_inputs(task: Task, env: Mapping[str, Any], seed: int, other: int, device: str,
+                  reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
+    """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
+    the structural inputs of ``seed`` (``structural``), every other one of ``other``."""
+    own = make_inputs(task, env, seed, device, reference) \
+        if any(structural(s) and task.present(s, env) for s in task.inputs) else None
+    drawn = make_inputs(task, env, other, device, reference)
+    return {s.name: (own[s.name] if own is not None and structural(s) else drawn[s.name]) for s in task.inputs}
