@@ -350,6 +350,7 @@ class ConfigTiming:
         self.private_ins: list[list] = []           # the same inputs for this process's own sides, per set
         self.outs: dict[str, list[list]] = {}       # this process's own sides' outputs, per set
         self.seeds: list[int | None] = []
+        self.drawn: list[int | None] = []    # seeds drawn for a round's sets before its first step (``fill``)
         self.kept: list[dict[str, Any]] = []
         self.oks: list[bool] = []
         self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
@@ -397,7 +398,10 @@ class ConfigTiming:
         def prepare(i: int) -> None:
             t0 = time.perf_counter()
             if self.seeds[i] is None:
-                self.seeds[i] = ev.rng.getrandbits(62)
+                pre = self.drawn[i] if i < len(self.drawn) else None      # drawn when the round began (``fill``)
+                self.seeds[i] = pre if pre is not None else ev.rng.getrandbits(62)
+                if pre is not None:
+                    self.drawn[i] = None
                 ev.fill_inputs(self.seeds[i], *[st[i].ins for st in self.slots_of.values()],
                                *([self.private_ins[i]] if self.private_ins else []))
             elif self.inout and self.called[name].get(i) == self.seeds[i]:
@@ -474,7 +478,8 @@ class ConfigTiming:
         self.rule = {"min_pairs": int(tp.get("min_pairs", 10)), "max_pairs": int(tp.get("max_pairs", 400)),
                      "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0)),
                      "paired_with": "candidate", "side_rse": float(tp.get("side_rse", 0.03))}
-        self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=self.fill, retire=self.retire,
+        self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=lambda r: self.fill(r, record=True),
+                           retire=self.retire,
                            split=self.split_host_bound)
         self.plain = None
 
@@ -543,13 +548,22 @@ class ConfigTiming:
         self.ev.set_config(self.config)
         self.ev.current = self
 
-    def fill(self, round_no: int) -> None:
+    def fill(self, round_no: int, record: bool = False) -> None:
         """New sets for a round (inside the exclusive section, before its first flush): each
-        set's inputs are made right before its first call."""
+        set's inputs are made right before its first call. ``record``: a replayed candidate's
+        records of the round's sets are made now, where they follow each set's structure
+        (``arena.calls.ReplayedCandidate``), so that its process, stopped while timed, is not let
+        go on between the round's timed steps."""
         if self.room is not None:
             self.room(self, round_no)
         self.use()
         self.seeds = [None] * self.n_sets
+        self.drawn = [None] * self.n_sets
+        side = self.side_handles.get("candidate")
+        if record and hasattr(side, "record_for") and self.ev.structural_inputs():
+            for i, st in enumerate(self.slots_of["candidate"]):
+                self.drawn[i] = self.ev.rng.getrandbits(62)
+                side.record_for(st.id, self.drawn[i])
         self.ev.sync()
 
     def check_share(self, round_no: int = 0) -> float:
