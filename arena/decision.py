@@ -14,7 +14,7 @@ import signal
 from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
-from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_score, upper_bounds
+from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_absent, sol_score, upper_bounds
 from arena.protocol import (WAITING_STAGE, CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame,
                             PerformanceFrame, PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
@@ -87,8 +87,9 @@ def apply_timing(task: Task, cr: ConfigResult, config: Config, perf: Performance
         cr.flags.append("above_roofline")       # faster than the device can be: the time is not trusted
     if t_roof is not None:
         cr.roofline_fraction = round(t_roof / (cr.candidate.median_us * 1e-6), 4)
-        sol = sol_score(cr.baseline.median_us * 1e-6, cr.candidate.median_us * 1e-6, t_roof)
-        cr.sol = round(sol, 4) if sol is not None else None
+    sol = sol_score(cr.baseline.median_us * 1e-6, cr.candidate.median_us * 1e-6, t_roof)
+    cr.sol = round(sol, 4) if sol is not None else None
+    cr.sol_absent = sol_absent(cr.baseline.median_us * 1e-6, t_roof)
 
 
 def protocol_violation(split_configs: Mapping[str, list[Config]], frames: Sequence[Any]) -> str | None:
@@ -230,7 +231,7 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         roof = stats.geomean([cr.roofline_fraction for cr in timed if cr.roofline_fraction is not None]) \
             if speedup else None
         sols = [cr.sol for cr in timed if cr.sol is not None]
-        sol = sum(sols) / len(sols) if speedup and len(sols) == len(crs) else None
+        sol = sum(sols) / len(sols) if speedup and sols else None
         flags = sorted({fl for cr in crs for fl in cr.flags})
         comp = [cr.speedup_compiled for cr in crs if cr.speedup_compiled]
         speedup_compiled = stats.geomean(comp) if speedup and len(comp) == len(crs) else None
@@ -240,7 +241,8 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
         verdicts.append(Verdict(split=split, status=status, stage=stage, message=message, configs=crs,
                                 build=build_info, speedup=round(speedup, 4) if speedup else None,
                                 speedup_ci=ci, roofline_fraction=round(roof, 4) if roof else None,
-                                sol=round(sol, 4) if sol is not None else None, ceilings=ceiling_info,
+                                sol=round(sol, 4) if sol is not None else None,
+                                sol_configs=len(sols) if sol is not None else 0, ceilings=ceiling_info,
                                 speedup_compiled=round(speedup_compiled, 4) if speedup_compiled else None,
                                 flags=flags, **base))
     return verdicts

@@ -189,6 +189,7 @@ class ConfigResult:
     # speed of light: the share of the gap between the baseline's time and the roofline time the candidate
     # closes (arena.devices.ceilings.sol_score): 0 at the baseline, 1 at the roofline
     sol: float | None = None
+    sol_absent: str = ""           # why a timed config has no speed-of-light score (arena.devices.ceilings)
     # where a failure of the candidate's code was raised: its frames in the candidate's own file
     # (arena.tracebacks); empty for other failures and in records written before it existed
     traceback: list[TraceEntry] = field(default_factory=list)
@@ -222,7 +223,8 @@ class Verdict:
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
     speedup_compiled: float | None = None   # torch2hip: geomean over configs vs torch.compile, where measured
-    sol: float | None = None          # speed-of-light score: the mean over configs, where every config has one
+    sol: float | None = None          # speed-of-light score: the mean over the configs that have one ...
+    sol_configs: int = 0              # ... and how many those are (of ``configs``)
     ceilings: dict[str, Any] = field(default_factory=dict)   # the roofline's ceilings: source (measured,
     #                                                          datasheet, none) and the figures used
     flags: list[str] = field(default_factory=list)

@@ -39,6 +39,18 @@ def test_speed_of_light_is_the_share_of_the_gap_closed():
     assert sol_score(10e-3, 6e-3, None) is None
 
 
+def test_speed_of_light_is_absent_with_a_reason_where_the_baseline_is_near_or_past_the_roofline():
+    from arena.devices.ceilings import SOL_MARGIN, sol_absent
+
+    # a baseline faster than the roofline time: the formula overcounts; a faster kernel never reads as negative
+    assert sol_score(1.5e-3, 0.7e-3, 2e-3) is None
+    assert "overcounts" in sol_absent(1.5e-3, 2e-3) and "1500.0 us" in sol_absent(1.5e-3, 2e-3)
+    # just above it: a gap smaller than the estimate's error is not scored against (it would read 4.0 here)
+    assert sol_score(2.1e-3, 1.7e-3, 2e-3) is None and "within" in sol_absent(2.1e-3, 2e-3)
+    assert sol_score(SOL_MARGIN * 2e-3, 2e-3, 2e-3) == pytest.approx(1.0) and sol_absent(SOL_MARGIN * 2e-3, 2e-3) == ""
+    assert "no roofline" in sol_absent(1e-3, None)
+
+
 def test_measured_ceilings_come_before_the_datasheet_and_say_so(tmp_path):
     store = tmp_path / "ceilings.json"
     ceilings, source = ceilings_for(H100, store)

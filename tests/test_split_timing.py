@@ -364,7 +364,28 @@ def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_c
     flops, nbytes = task.roofline_for(cfg)
     t_roof = roofline_seconds("float32", flops, nbytes, ceilings_for(h200)[0])
     assert cr.roofline_fraction == pytest.approx(t_roof / 200e-6, abs=1e-4)
-    assert cr.sol == pytest.approx((400e-6 - 200e-6) / (400e-6 - t_roof), abs=1e-4)
+    assert cr.sol == pytest.approx((400e-6 - 200e-6) / (400e-6 - t_roof), abs=1e-4) and cr.sol_absent == ""
+    # a baseline already faster than the roofline time: no score, and the record says why
+    fast = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
+    quick = PerformanceResult(status=Status.PASSED, spans_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12},
+                              events_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12})
+    _apply_timing(task, fast, cfg, quick, h200)
+    assert fast.sol is None and "overcounts" in fast.sol_absent
+
+
+def test_a_verdict_s_speed_of_light_covers_the_configs_that_have_one_and_says_how_many():
+    from arena.records import ConfigResult, Status, Verdict
+    from arena.report import metrics
+
+    crs = [ConfigResult("a", {}, Status.PASSED, sol=0.5), ConfigResult("b", {}, Status.PASSED, sol_absent="why")]
+    v = Verdict(task_id="t/x", category="triton2triton", split="seen", status=Status.PASSED, candidate={},
+                device={}, configs=crs, speedup=2.0, sol=0.5, sol_configs=1, agent="a")
+    back = Verdict.from_dict(v.to_dict())
+    assert back.sol_configs == 1 and back.configs[1].sol_absent == "why"
+    vf = metrics.verdict_frame([back])
+    assert vf["sol_cover"].iloc[0] == pytest.approx(0.5)
+    row = metrics.summary(metrics.per_task(vf)).iloc[0]
+    assert row["sol_seen_cover"] == pytest.approx(0.5) and row["sol_seen_mean"] == pytest.approx(0.5)
 
 
 def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_path, monkeypatch):

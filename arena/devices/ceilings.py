@@ -67,12 +67,30 @@ def roofline_fraction(dtype: str, flops: float, nbytes: float, seconds: float,
     return t / seconds if t is not None and seconds > 0 else None
 
 
+# the baseline must take at least this many times the roofline time for a speed-of-light score: the roofline is
+# an estimate (datasheet or measured ceilings, the task's byte and FLOP formulas), and a gap smaller than its own
+# error, divided by, magnifies noise into shares far past 1 (or, below the roofline, negative ones)
+SOL_MARGIN = 1.25
+
+
+def sol_absent(baseline_s: float, roofline_s: float | None) -> str:
+    """Why a config has no speed-of-light score ('' where it has one)."""
+    if roofline_s is None:
+        return "no roofline time for this config (no ceilings, or no bytes or FLOPs)"
+    if baseline_s <= roofline_s:
+        return (f"the baseline ({baseline_s * 1e6:.1f} us) already runs at or past the roofline time "
+                f"({roofline_s * 1e6:.1f} us): the task's byte or FLOP formula overcounts this config")
+    if baseline_s < SOL_MARGIN * roofline_s:
+        return (f"the baseline ({baseline_s * 1e6:.1f} us) is within {SOL_MARGIN:g}x of the roofline time "
+                f"({roofline_s * 1e6:.1f} us): too small a gap to score against")
+    return ""
+
+
 def sol_score(baseline_s: float, candidate_s: float, roofline_s: float | None) -> float | None:
     """The share of the gap between the baseline's time and the roofline time that the
     candidate closes: 0 at the baseline's time, 1 at the roofline, negative when slower than the
-    baseline. None where there is no gap to close (the baseline at or below the roofline) or no
-    roofline."""
-    if roofline_s is None or baseline_s <= roofline_s or candidate_s <= 0:
+    baseline. None where there is no gap worth scoring against (``sol_absent``)."""
+    if sol_absent(baseline_s, roofline_s) or candidate_s <= 0 or roofline_s is None:
         return None
     return (baseline_s - candidate_s) / (baseline_s - roofline_s)
 

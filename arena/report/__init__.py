@@ -26,6 +26,7 @@ import pandas as pd
 from arena import records
 from arena.errors import ArenaError
 from arena.records import Status, Verdict
+from arena.devices.ceilings import SOL_MARGIN
 from arena.report import metrics
 
 SUMMARY_COLUMNS = [
@@ -33,7 +34,7 @@ SUMMARY_COLUMNS = [
     ("correct_seen", "correct seen"), ("correct_heldout", "correct held-out"), ("correct_random", "correct random"), ("correct_smoke", "correct smoke"), ("n_random", "n random"),
     ("n_seen_correct_heldout", "n seen-correct"), ("drop_heldout", "drop held-out"),
     ("drop_random", "drop random"), ("speedup_seen_geomean", "speedup seen (geo)"), ("sol_seen_mean", "SOL seen"),
-    ("speedup_seen_mean", "speedup seen (mean)"), ("n_speedup_seen", "n timed"), ("speedup_heldout_geomean", "speedup held-out (geo)"),
+    ("sol_seen_cover", "SOL seen covers"), ("speedup_seen_mean", "speedup seen (mean)"), ("n_speedup_seen", "n timed"), ("speedup_heldout_geomean", "speedup held-out (geo)"),
     ("speedup_compiled_seen_geomean", "vs torch.compile (geo)"), ("fast_1", "fast_1"), ("fast_1.5", "fast_1.5"), ("fast_2", "fast_2"),
     ("roofline_seen_geomean", "roofline (geo)"), ("reward_seen_mean", "reward"),
     ("agent_wall_s_mean", "agent s/task"), ("cost_usd_mean", "$/task"), ("feedback_calls_mean", "checks/task"),
@@ -437,7 +438,8 @@ def build_report(runs: Sequence[Path | str], out: Path | str, title: str | None 
           "95% Wilson interval, over n seen-correct attempts; speedups over correct attempts (geometric and "
           "arithmetic means); fast_p = share of all attempts correct on seen and > p x faster; reward = KernelBench "
           "environment reward on seen; SOL = speed of light, the share of the gap between the baseline's time and the "
-          "roofline time that a kernel closes (a failure 0, no correct kernel below 0), over attempts; agent s/task, $/task, checks/task = the agent's wall time, cost (where its CLI "
+          "roofline time that a kernel closes (a failure 0, no correct kernel below 0), over attempts, on the configs "
+          f"whose baseline takes at least {SOL_MARGIN:g}x the roofline time (SOL covers: the share of a correct attempt's configs that have one; the record says why a config has none); agent s/task, $/task, checks/task = the agent's wall time, cost (where its CLI "
           "reports it) and feedback-tool calls per attempt; (speedup-1)/$ and (speedup-1)/h = the seen geometric "
           "mean speedup gained per dollar and per agent hour; no edit = attempts whose agent left the kernel as "
           "it found it (scored as the starting kernel). Verdicts that are not the candidate's to answer for "

@@ -42,6 +42,11 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
             "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
             "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
             "sol": v.sol if v.status is Status.PASSED and not suspicious and v.sol is not None else np.nan,
+            # the share of its configs its SOL covers (a config whose baseline is too close to the roofline has
+            # none); records from before the count: all of them, or none
+            "sol_cover": (v.sol_configs / len(v.configs) if v.sol_configs and v.configs else
+                          1.0 if v.sol is not None else 0.0) if v.status is Status.PASSED and not suspicious
+            else np.nan,
             "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
             v.speedup_compiled else np.nan,
             "reward": v.reward if v.reward is not None else np.nan,
@@ -60,7 +65,7 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
         })
     cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "scored", "attempt",
             "correct", "suspicious",
-            "speedup", "roofline", "sol", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
+            "speedup", "roofline", "sol", "sol_cover", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
             "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason", "edited",
             "agent_message"]
     return pd.DataFrame(rows, columns=cols)
@@ -80,7 +85,8 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
     if vf.empty:
         return pd.DataFrame(columns=keys)
     wide = vf.pivot_table(index=keys, columns="split",
-                          values=["correct", "speedup", "roofline", "sol", "reward", "status", "speedup_compiled"],
+                          values=["correct", "speedup", "roofline", "sol", "sol_cover", "reward", "status",
+                                  "speedup_compiled"],
                           aggfunc="first")
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
@@ -172,6 +178,10 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
                 vals.append(max(0.0, float(v)))
         out[f"sol_{s}_mean"] = float(np.mean(vals)) if vals else math.nan
         out[f"n_sol_{s}"] = len(vals)
+        # the share of the correct attempts' configs that have a score at all
+        cover = [float(v) for c, v in zip(pt.get(f"correct_{s}", [None] * n), pt.get(f"sol_cover_{s}", [math.nan] * n))
+                 if _bool(c) and v is not None and not math.isnan(v)]
+        out[f"sol_{s}_cover"] = float(np.mean(cover)) if cover else math.nan
     comp = list(pt["speedup_compiled_seen"]) if "speedup_compiled_seen" in pt else []
     out["speedup_compiled_seen_geomean"] = _geomean(comp)
     out["n_compiled_seen"] = len([x for x in comp if x is not None and not math.isnan(x)])
