@@ -28,7 +28,9 @@ WINDOW_US = (20.0, 50_000.0)
 # with exact byte formulas (elementwise streams, read-heavy reductions) ran at 0.90-1.09 of a copy's rate,
 # so a bar at 90% would fail honest formulas; 110% of the best measured rate is past any of them
 MAX_MEASURED_ROOFLINE = 1.10
-MIN_SOLUTION_SPEEDUP = 1.2
+MIN_SOLUTION_SPEEDUP = 1.2            # the solution's geometric mean over seen and held-out (TASKS.md)
+MIN_SPLIT_SPEEDUP = 1.1               # ... over each of them
+MIN_CONFIG_SPEEDUP = 1.0              # ... on any one config: a shipped solution is never slower than its baseline
 MIN_BYTES_MEMORY_BOUND = 100e6
 
 
@@ -153,7 +155,7 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
                 row.fail(f"solution {v.split}: {v.status.value} {v.message[:300]}")
         if device.runs_kernels and sp is not None and sp < MIN_SOLUTION_SPEEDUP:
             row.fail(f"solution geomean speedup {sp:.2f}x < {MIN_SOLUTION_SPEEDUP}x")
-        for problem in near_roofline(timed):
+        for problem in speed_problems(timed) + near_roofline(timed):
             row.fail(problem)
 
     special = task.kernel_file("specialised")
@@ -173,6 +175,30 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
         elif not all(_acceptable(v, device) or v.status.kind == "incorrect" for v in sv):
             row.fail("specialised: " + "; ".join(f"{v.split} {v.status.value}" for v in sv))
     return row
+
+
+def speed_problems(verdicts: list[Verdict]) -> list[str]:
+    """What a shipped solution's timed verdicts (seen, held-out) show that a task must not ship:
+    a split's geometric mean below ``MIN_SPLIT_SPEEDUP``, a config below ``MIN_CONFIG_SPEEDUP``
+    (its whole 95% interval),
+    and a config whose baseline already runs at or past the roofline time (its byte or FLOP
+    formula counts more than the work needs)."""
+    out = []
+    for v in verdicts:
+        if v.speedup is not None and v.speedup < MIN_SPLIT_SPEEDUP:
+            out.append(f"solution {v.split}: geomean speedup {v.speedup:.2f}x < {MIN_SPLIT_SPEEDUP}x")
+        for c in v.configs:
+            # slower beyond the measurement's own noise: its interval lies below 1 (a point estimate of 0.99x is noise)
+            hi = c.speedup_ci[1] if c.speedup_ci else c.speedup
+            if c.speedup is not None and hi is not None and hi < MIN_CONFIG_SPEEDUP:
+                out.append(f"solution {v.split}/{c.name}: {c.speedup:.2f}x, slower than the baseline")
+            if c.roofline_fraction and c.candidate is not None and c.baseline is not None:
+                roof_us = c.roofline_fraction * c.candidate.median_us
+                if c.baseline.median_us <= roof_us:
+                    out.append(f"{v.split}/{c.name}: the baseline ({c.baseline.median_us:.1f} us) runs at or past the "
+                               f"roofline time ({roof_us:.1f} us): the roofline formula counts more than the work "
+                               "needs")
+    return out
 
 
 def near_roofline(verdicts: list[Verdict]) -> list[str]:

@@ -85,6 +85,39 @@ def test_a_solution_past_the_measured_roofline_fails_the_task_check():
     assert "faster than the device can be" in near_roofline([flagged])[0]
 
 
+def _timed(split: str, configs: list[tuple[str, float, float, float]]) -> Verdict:
+    """A solution's verdict from hand-made times: (name, baseline us, candidate us, roofline us)."""
+    from arena.records import SideTiming
+    from arena.timing.stats import geomean
+
+    crs = [ConfigResult(n, {}, Status.PASSED, baseline=SideTiming(median_us=b, iqr_us=0.0, n=10),
+                        candidate=SideTiming(median_us=c, iqr_us=0.0, n=10), speedup=b / c,
+                        roofline_fraction=r / c) for n, b, c, r in configs]
+    return Verdict(task_id="torch2hip/t", category="torch2hip", split=split, status=Status.PASSED, candidate={},
+                   device={}, configs=crs, speedup=geomean([c.speedup for c in crs]), ceilings={"source": "measured"})
+
+
+def test_the_task_check_refuses_a_slow_solution_and_a_formula_that_overcounts():
+    from arena.authoring import speed_problems
+
+    good = [_timed("seen", [("a", 300.0, 100.0, 50.0), ("b", 600.0, 250.0, 90.0)]),
+            _timed("heldout", [("c", 200.0, 150.0, 40.0)])]
+    assert speed_problems(good) == []
+    # 2.5x geomean overall, but one config slower than its baseline (0.20x): refused
+    one_slow = [_timed("seen", [("a", 300.0, 30.0, 20.0), ("b", 100.0, 500.0, 20.0), ("c", 900.0, 30.0, 20.0)])]
+    assert [p for p in speed_problems(one_slow)] == ["solution seen/b: 0.20x, slower than the baseline"]
+    # 0.99x whose interval reaches 1: noise, not slower
+    noisy = _timed("seen", [("a", 300.0, 30.0, 20.0), ("b", 99.0, 100.0, 20.0)])
+    noisy.configs[1].speedup_ci = (0.97, 1.01)
+    assert speed_problems([noisy]) == []
+    # a split whose geomean is 1.05x
+    assert speed_problems([_timed("heldout", [("a", 105.0, 100.0, 20.0)])]) == [
+        "solution heldout: geomean speedup 1.05x < 1.1x"]
+    # the baseline already faster than the roofline time: the formula overcounts
+    over = speed_problems([_timed("seen", [("a", 40.0, 20.0, 50.0)])])
+    assert len(over) == 1 and "the baseline (40.0 us) runs at or past the roofline time (50.0 us)" in over[0]
+
+
 def test_only_a_time_past_the_physical_bound_is_flagged_impossible(tmp_path, monkeypatch):
     """The measured ceilings are torch's kernels at their best, which a good kernel passes: the
     roofline fraction and the speed of light use them, the above_roofline flag (a time not
