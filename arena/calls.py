@@ -245,7 +245,6 @@ class ReplayedCandidate:
         self._own_shapes: Any = None
         self.stopped = False
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
-        self.made = 0                              # records made (diagnostics)
 
     @property
     def host_us(self) -> list[float]:
@@ -302,7 +301,6 @@ class ReplayedCandidate:
         if reply.record.refused:
             raise GateFailure(Status.FORBIDDEN_CALL, f"the call's device work cannot be replayed: "
                                                      f"{reply.record.refused[:MESSAGE_CHARS]}")
-        self.made += 1
         return reply.record
 
     def record_for(self, slot: int, seed: int, trace: bool = False) -> None:

@@ -336,37 +336,36 @@ class Evaluation:
         call, the baseline's, this process's own sides'): made once, copied to each.
         ``inout_only``: only the inputs updated in place (their buffers made fresh again for
         another call on the same set)."""
+        self._copy_inputs(self.make_inputs(seed), targets, inout_only)
+
+    def _copy_inputs(self, made: dict[str, Any], targets: Any, inout_only: bool = False) -> None:
+        """Inputs made here (by name) into the input buffers of each of ``targets``."""
         from arena.check.inputs import copy_into
 
-        made = self.make_inputs(seed)
         for ins in targets:
             for spec, dst, src in zip(self.task.inputs, ins, made.values()):
-                if dst is not None and (spec.inout or not inout_only):
+                if dst is not None and src is not None and (spec.inout or not inout_only):
                     copy_into(dst, src)
-        del made
 
     def structural_inputs(self) -> bool:
         """Has the current config an input whose values shape a call's work
         (``arena.check.inputs.structural``)?"""
-        from arena.check.inputs import structural
+        from arena.check.inputs import has_structural
 
-        return any(structural(s) and self.task.present(s, self._env) for s in self.task.inputs)
+        return has_structural(self.task, self._env)
 
     def fill_for_record(self, seed: int, ins: list) -> None:
         """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
         the structural inputs of ``seed``, every other input drawn from a seed of its own,
         which nothing keeps (``arena.check.inputs.record_inputs``)."""
-        from arena.check.inputs import copy_into, record_inputs
+        from arena.check.inputs import record_inputs
 
         try:
             made = record_inputs(self.task, self._env, seed, self.rng.getrandbits(62), self.torch_device,
                                  self.reference)
         except Exception as exc:  # noqa: BLE001
             raise task_failure("making inputs", exc) from None
-        for dst, src in zip(ins, made.values()):
-            if dst is not None and src is not None:
-                copy_into(dst, src)
-        del made
+        self._copy_inputs(made, [ins])
 
     def release_memory(self) -> None:
         """Give the blocks torch's allocator caches back to the device, so evaluations sharing

@@ -44,6 +44,11 @@ def structural(spec: InputSpec) -> bool:
     return spec.dtype in STRUCTURAL
 
 
+def has_structural(task: Task, env: Mapping[str, Any]) -> bool:
+    """Has a config an input whose values shape a call's work?"""
+    return any(structural(s) and task.present(s, env) for s in task.inputs)
+
+
 def upcast(t: torch.Tensor) -> torch.Tensor:
     """The precision the reference computes in: fp16/bf16/fp8 -> fp32, fp32 -> fp64."""
     if t.dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
@@ -193,7 +198,6 @@ def record_inputs(task: Task, env: Mapping[str, Any], seed: int, other: int, dev
                   reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
     """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
     the structural inputs of ``seed`` (``structural``), every other one of ``other``."""
-    own = make_inputs(task, env, seed, device, reference) \
-        if any(structural(s) and task.present(s, env) for s in task.inputs) else None
+    own = make_inputs(task, env, seed, device, reference) if has_structural(task, env) else None
     drawn = make_inputs(task, env, other, device, reference)
     return {s.name: (own[s.name] if own is not None and structural(s) else drawn[s.name]) for s in task.inputs}
