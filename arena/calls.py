@@ -245,6 +245,7 @@ class ReplayedCandidate:
         self._own_shapes: Any = None
         self.stopped = False
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
+        self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
 
     @property
     def host_us(self) -> list[float]:
@@ -301,7 +302,21 @@ class ReplayedCandidate:
         if reply.record.refused:
             raise GateFailure(Status.FORBIDDEN_CALL, f"the call's device work cannot be replayed: "
                                                      f"{reply.record.refused[:MESSAGE_CHARS]}")
+        self._within_allowance(reply.record)
         return reply.record
+
+    def _within_allowance(self, record: Any) -> None:
+        """A record asks the replay process for no more device memory than the candidate's own
+        process may hold beside its buffers: what the call allocates, and the memory it keeps
+        (held by the replay process for the evaluation), counted once however many records name it."""
+        kept = {**self.kept, **{k.serial: max(0, k.nbytes) for k in record.kept}}
+        asked = sum(max(0, op.nbytes) for op in record.ops if op.kind == "alloc") + sum(kept.values())
+        allow = self.ev.working_allowance()
+        if asked > allow:
+            raise GateFailure(Status.RUNTIME_ERROR, f"the call's record asks for {asked / 2**30:.2f} GiB of device "
+                                                    f"memory (allocated in the call and kept between calls), past the "
+                                                    f"candidate's working allowance of {allow / 2**30:.2f} GiB")
+        self.kept = kept
 
     def record_for(self, slot: int, seed: int, trace: bool = False) -> None:
         """The replay process holds for ``slot`` the record that serves its set (``seed``): made

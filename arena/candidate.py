@@ -127,6 +127,7 @@ class CandidateProcess:
         self.own_files: set[str] = set()
         self.opened = False
         self.recorder: Any = None     # records the candidate's calls (arena.replay.recorder)
+        self.record_calls = False     # its calls are recorded (the setup says so)
         self.player: Any = None       # the replay process's: replays them (arena.replay.player)
         self.records: dict[int, Any] = {}    # slot -> the record its calls replay
 
@@ -241,11 +242,19 @@ class CandidateProcess:
         self._watch_compiles()
         if self.gpu:
             self._watch_tuning()
-        if req.record and self.gpu:       # the candidate's calls recorded (arena.replay): wrapped before its import
+        self.record_calls = bool(req.record and self.gpu)
+        if self.record_calls and self.spec.language == "triton":
+            # the candidate's calls recorded (arena.replay): Triton wrapped before its import (a HIP library's
+            # recorder is linked into it: arena.replay.native)
             from arena.replay.recorder import Recorder
 
             self.recorder = Recorder()
-        if self.spec.language == "replay":
+        if self.spec.language == "replay" and self.spec.device_code:
+            from arena.replay.native_player import NativePlayer
+
+            # (a failure here is the harness's: no candidate code has run in this process)
+            self.player = NativePlayer(self.spec.device_code, self.spec.device_code_sha256)
+        elif self.spec.language == "replay":
             from arena.replay.player import Player
 
             tmp = Path(os.environ.get("TMPDIR") or self.private_dir())
@@ -298,6 +307,10 @@ class CandidateProcess:
             raise _Refused(exc.status, exc.message,
                            traceback=self._traceback(exc.origin) if exc.origin is not None else None) from None
         self.guard("loading the candidate")
+        if self.record_calls and self.spec.language == "hip":     # the recorder linked into its library
+            from arena.replay.native import NativeRecorder
+
+            self.recorder = NativeRecorder(self.side.lib)
         return LoadedReply(seconds=round(time.perf_counter() - t0, 3))
 
     def _arm_audit(self) -> None:

@@ -146,7 +146,7 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
     if problem:
         return _Built(status=Status.SIGNATURE_MISMATCH, message=problem)
     builds = []
-    library, kernels = None, []
+    library, kernels, code = None, [], {}
     for i, (target, arch) in enumerate(device.build_targets):
         # the compiler, and the PyTorch headers a header-only include needs (a ROCm build of PyTorch has the HIP ones)
         missing = toolchain_available(target) or torch_headers.missing(given, target)
@@ -171,6 +171,8 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
                           info={"builds": builds})
         if i == 0:
             library, kernels = res.library, list(res.kernels)
+            if res.device_code is not None:    # what a replay process loads (arena.replay.native_player)
+                code = {"device_code": str(res.device_code), "device_code_sha256": res.device_code_sha256}
     info = {"builds": builds}
     from arena.toolchain.portability import warp_width_warnings
 
@@ -179,7 +181,8 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
         info["portability"] = portability
     if not device.runs_kernels:
         return _Built(status=Status.NOT_RUNNABLE, info=info, message=not_runnable_reason(info))
-    return _Built(job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels}, info=info)
+    return _Built(job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels, **code},
+                  info=info)
 
 
 _COMPILER_OF = {"cuda": "nvcc", "rocm": "hipcc"}

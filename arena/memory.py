@@ -317,7 +317,14 @@ def allowance(io_bytes: int, mapped_bytes: int) -> int:
     """Device memory a candidate's process may hold: its context, the buffers mapped to it
     (``mapped_bytes``) and its own working memory, from the config's inputs and outputs
     (``io_bytes``)."""
-    return PROCESS_BYTES + int(mapped_bytes) + max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
+    return PROCESS_BYTES + int(mapped_bytes) + working_allowance(io_bytes)
+
+
+def working_allowance(io_bytes: int) -> int:
+    """The working memory a candidate may hold beside its context and its buffers: a multiple
+    of the config's inputs and outputs (``io_bytes``), and a floor. A replayed candidate's
+    records may ask its replay for no more (``arena.calls.ReplayedCandidate``)."""
+    return max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
 
 
 def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3) -> float:

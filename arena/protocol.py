@@ -339,6 +339,8 @@ class CandidateSpec:
     n_outputs: int
     scalar_types: list[str]       # int64 | int32 | float32 | bool, in call order
     library: str = ""             # the built shared library (hip)
+    device_code: str = ""         # the replay process: a HIP build's device code alone (arena.replay.native)
+    device_code_sha256: str = ""
     forbidden: list[str] = field(default_factory=list)    # torch functions the task forbids
     trusted: bool = False         # the task's own reference, run as the candidate (torch2hip's starting point)
 
@@ -414,9 +416,10 @@ class CallRequest:
 @dataclass
 class Place:
     """Where a pointer of a recorded call points: one of the call's buffers (``buffer``: its
-    inputs, then its outputs, by index) or memory the call allocated (``scratch``: by the order
-    of its allocations), at a byte offset. ``unknown``: memory of neither (``offset``: the
-    address), which a replay refuses."""
+    inputs, then its outputs, by index), memory the call allocated (``scratch``: by the order
+    of its allocations) or memory a HIP candidate allocated and keeps (``kept``: by the serial
+    number of its allocation, ``CallRecord.kept``), at a byte offset. ``unknown``: memory of
+    none of them (``offset``: the address), which a replay refuses."""
 
     space: str
     index: int
@@ -435,23 +438,38 @@ class View:
 
 
 @dataclass
+class Pointer:
+    """A pointer inside a native launch's parameter: the 8 bytes at ``at`` hold the address of
+    ``place``."""
+
+    at: int
+    place: Place
+
+
+@dataclass
 class KernelArg:
     """One argument of a launch: a pointer (``place``), or a scalar by value (``place`` None;
-    a null pointer is the value 0)."""
+    a null pointer is the value 0). A native (HIP) launch's parameter is its bytes instead
+    (``raw``, in hex), with the pointers found in them (``pointers``)."""
 
     place: Place | None = None
     value: bool | int | float | None = None
+    raw: str = ""
+    pointers: list[Pointer] = field(default_factory=list)
 
 
 @dataclass
 class RecordedOp:
     """One piece of a call's device work, in the order the call asked for it: ``launch`` (a
-    kernel of the record's table on ``grid``), ``alloc`` (``nbytes`` of scratch), ``fill``
-    (``dst`` set to ``value``) or ``copy`` (``src`` into ``dst``)."""
+    kernel of the record's table on ``grid``; a native kernel by its name, with its ``block``
+    and dynamic ``shared`` memory), ``alloc`` (``nbytes`` of scratch), ``fill`` (``dst`` set
+    to ``value``) or ``copy`` (``src`` into ``dst``)."""
 
     kind: str
     kernel: str = ""
     grid: list[int] = field(default_factory=list)
+    block: list[int] = field(default_factory=list)
+    shared: int = 0
     args: list[KernelArg] = field(default_factory=list)
     nbytes: int = 0
     dst: View | None = None
@@ -472,13 +490,24 @@ class KernelCode:
 
 
 @dataclass
+class KeptMemory:
+    """Memory a HIP candidate allocated and keeps between calls, that a record points into:
+    its allocation's serial number and its size."""
+
+    serial: int
+    nbytes: int
+
+
+@dataclass
 class CallRecord:
-    """One call's device work: its operations, the kernels first launched in it, and what the
-    recorder saw that it could not record (``refused``: the call cannot be replayed)."""
+    """One call's device work: its operations, the kernels first launched in it, the kept
+    memory it points into, and what the recorder saw that it could not record (``refused``:
+    the call cannot be replayed)."""
 
     ops: list[RecordedOp] = field(default_factory=list)
     kernels: list[KernelCode] = field(default_factory=list)
     refused: str = ""
+    kept: list[KeptMemory] = field(default_factory=list)
 
 
 @frame

@@ -162,6 +162,13 @@ class Evaluation:
 
         return allowance(self._io_bytes, self.slots.live_bytes if self.slots is not None else 0)
 
+    def working_allowance(self) -> int:
+        """The working memory the candidate may hold beside its context and buffers (a
+        replayed candidate's records may ask no more of the replay process)."""
+        from arena.memory import working_allowance
+
+        return working_allowance(self._io_bytes)
+
     def check_device_memory(self, where: str) -> None:
         """After the candidate's code ran: its process within its allowance, else its failure
         (the process killed at once: what it holds is freed for the others). What this
@@ -419,7 +426,9 @@ class Evaluation:
             self.replay_remote.start_setup(SetupRequest(
                 candidate=CandidateSpec(language="replay", path="", entry="", n_inputs=len(self.task.inputs),
                                         n_outputs=len(self.task.outputs),
-                                        scalar_types=[s.type for s in self.task.scalars], trusted=True),
+                                        scalar_types=[s.type for s in self.task.scalars], trusted=True,
+                                        device_code=cand.get("device_code") or "",
+                                        device_code_sha256=cand.get("device_code_sha256") or ""),
                 env=dict(self.job.get("env") or {}), llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing))
         self._mark = time.perf_counter()
         self.reference = self.load_reference()
@@ -483,7 +492,7 @@ class Evaluation:
             defences["device memory allowance"] = self.usage.why or ""
         if self.gpu and not self.candidate_trusted:     # arena.replay: where the times and outputs that count are made
             defences["record and replay"] = "" if self.replay_remote is not None else \
-                "this candidate's calls are timed in its own process (record and replay covers Triton on CUDA)"
+                "this candidate's calls are timed in its own process (record and replay covers Triton and HIP on CUDA)"
         self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()
@@ -715,11 +724,13 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
 
 
 def replayed(job: dict[str, Any]) -> bool:
-    """Is the candidate's device work recorded and replayed (``arena.replay``)? A Triton
-    candidate's on CUDA (a job may turn it off: ``"replay": false``)."""
+    """Is the candidate's device work recorded and replayed (``arena.replay``)? On CUDA, a
+    Triton candidate's, and a HIP candidate's whose build gave its device code apart (a job may
+    turn it off: ``"replay": false``)."""
     cand = job.get("candidate") or {}
-    return (job.get("device") or {}).get("kind") == "cuda" and cand.get("language") == "triton" and \
-        not cand.get("trusted") and bool(job.get("replay", True))
+    language = cand.get("language")
+    return (job.get("device") or {}).get("kind") == "cuda" and not cand.get("trusted") and \
+        bool(job.get("replay", True)) and (language == "triton" or language == "hip" and bool(cand.get("device_code")))
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ where they fail. Builds share one cache and run two at a time to keep the file f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -444,7 +445,14 @@ def test_two_steps_and_the_record(target: str, builds: Builds) -> None:
     record = json.loads((result.library.parent / "build.json").read_text())
     assert record["kernels"] == list(result.kernels) and record["undefined"] == list(result.undefined)
     kept = sorted(p.name for p in result.library.parent.iterdir())
-    assert kept == sorted(["build.json", "lib.so", "kernel.cu" if target == "cuda" else "kernel.hip"])
+    if target == "cuda":      # and the device code alone, for a replay process (arena.replay.native_player)
+        assert kept == sorted(["build.json", "lib.so", "kernel.cu", "kernels.fatbin"])
+        code = (result.library.parent / "kernels.fatbin").read_bytes()
+        assert code[:4] == bytes.fromhex("50ed55ba")       # a fatbinary's magic number
+        assert hashlib.sha256(code).hexdigest() == result.device_code_sha256 == record["device_code_sha256"]
+        assert "recorder" in link_line and "--wrap=cudaLaunchKernel" in link_line
+    else:
+        assert kept == sorted(["build.json", "lib.so", "kernel.hip"]) and result.device_code is None
 
 
 def test_a_built_file_comes_from_the_cache(builds: Builds,

@@ -1,13 +1,16 @@
 """Record and replay: the candidate's device work measured where none of its code runs.
 
-The candidate process records each call's device work (``recorder``): the launches of the
-Triton kernels it compiled (each as Triton's IR and its options), with their grids and
-arguments (a pointer as a buffer of the call or memory the call allocated, plus an offset), and
-the allocations, fills and copies it asked torch for. A replay process, which runs none of the
-candidate's host code, compiles those kernels itself from their IR and replays the record on
-the call's buffers (``player``); its outputs are the ones checked and its times the ones
-counted. The record is data from an untrusted process: ``player`` checks every field against
-the bounds below and refuses what it cannot mean.
+The candidate process records each call's device work: for a Triton candidate (``recorder``)
+the launches of the Triton kernels it compiled (each as Triton's IR and its options), with
+their grids and arguments (a pointer as a buffer of the call or memory the call allocated, plus
+an offset), and the allocations, fills and copies it asked torch for; for a HIP candidate on
+CUDA (``native``) what a recorder linked into its library saw of the runtime calls: launches
+with their parameters' bytes, fills, copies, and the memory it keeps. A replay process, which
+runs none of the candidate's host code, compiles the Triton kernels itself from their IR
+(``player``) or loads the device code of the harness's own build of the HIP file
+(``native_player``), and replays the record on the call's buffers; its outputs are the ones
+checked and its times the ones counted. The record is data from an untrusted process: the
+players check every field against the bounds below and refuse what they cannot mean.
 """
 
 from __future__ import annotations

@@ -176,11 +176,14 @@ def check_code(code: KernelCode) -> None:
             raise Refused(f"kernel {code.name!r}: its IR links a library of its own ({path})")
 
 
-def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str) -> int:
+def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str,
+            kept: dict[int, int] | None = None) -> int:
     if place.space == "buffer" and 0 <= place.index < len(regions):
         return regions[place.index][1]
     if place.space == "scratch" and 0 <= place.index < len(scratch):
         return scratch[place.index]
+    if place.space == "kept" and kept is not None and place.index in kept:
+        return kept[place.index]
     if place.space == "unknown":
         raise Refused(f"{where}: points at memory that is neither the call's buffers nor memory the call allocated "
                       f"(memory kept between calls is not replayed)")
@@ -188,13 +191,14 @@ def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[
 
 
 def _check_place(place: Place, extent: int, regions: Sequence[tuple[int, int]], scratch: Sequence[int],
-                 where: str) -> None:
-    size = _bounds(place, regions, scratch, where)
+                 where: str, kept: dict[int, int] | None = None) -> None:
+    size = _bounds(place, regions, scratch, where, kept)
     if not 0 <= place.offset <= size - extent:
         raise Refused(f"{where}: bytes {place.offset}..{place.offset + extent} of a {place.space} of {size}")
 
 
-def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str) -> None:
+def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str,
+                kept: dict[int, int] | None = None) -> None:
     if view is None:
         raise Refused(f"{where}: missing")
     if view.dtype not in DTYPES:
@@ -205,7 +209,7 @@ def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: 
     size = _element_size(view.dtype)
     if view.place.offset % size:
         raise Refused(f"{where}: offset {view.place.offset} is not aligned to its elements")
-    _check_place(view.place, span_bytes(view.sizes, view.strides, size), regions, scratch, where)
+    _check_place(view.place, span_bytes(view.sizes, view.strides, size), regions, scratch, where, kept)
 
 
 def _element_size(dtype: str) -> int:
@@ -223,7 +227,8 @@ def _region_bytes(torch: Any, t: Any) -> Any:
     return out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
 
 
-def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any] | dict[int, Any]) -> Any:
+    """The tensor a place lies in: a buffer's bytes, or the scratch (or kept memory, by serial) it names."""
     return regions[place.index] if place.space == "buffer" else scratch[place.index]
 
 
@@ -233,7 +238,7 @@ def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
     return _base(arg.place, regions, scratch).data_ptr() + arg.place.offset
 
 
-def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any] | dict[int, Any]) -> Any:
     dtype = getattr(torch, view.dtype)
     n = span_bytes(view.sizes, view.strides, _element_size(view.dtype))
     if n == 0:

@@ -31,13 +31,14 @@ TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"
 OBJECT_NAME = "kernel.o"
 RECORD_NAME = "build.json"
+DEVICE_CODE_NAME = "kernels.fatbin"   # the device code alone (CUDA): what a replay process loads (arena.replay.native)
 SOURCE_NAMES = {"cuda": "kernel.cu", "rocm": "kernel.hip"}
 _COMPILERS = {"cuda": "nvcc", "rocm": "hipcc"}
 _COMPILER_ROOTS = {
     "cuda": (("CUDA_HOME", "CUDA_PATH"), ("/usr/local/cuda",)),
     "rocm": (("ROCM_PATH", "HIP_PATH"), ("/opt/rocm",)),
 }
-_CACHE_FORMAT = "kernel-arena-hip-build-2"  # bump when the layout or the parsing changes
+_CACHE_FORMAT = "kernel-arena-hip-build-3"  # bump when the layout or the parsing changes
 _VERSION_TIMEOUT_S = 60.0
 _REMARK_FLAG = "-Rpass-analysis=kernel-resource-usage"
 
@@ -60,6 +61,9 @@ class BuildResult:
     # the symbols the candidate's object imports, and why the build was refused (if it was)
     undefined: tuple[str, ...] = ()
     refused: str | None = None
+    # CUDA: the build's device code alone (its fatbinary) and its sha256, for a replay process to load
+    device_code: Path | None = None
+    device_code_sha256: str = ""
 
 
 def cache_root() -> Path:
@@ -191,9 +195,15 @@ def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> l
 
 
 def _link_flags(target: str, arch: str) -> list[str]:
-    """Flags of the link step (the object to ``lib.so``): nvcc links cudart statically,
-    hipcc links libamdhip64 (told the arch, it does not look for a GPU)."""
-    return ["-shared"] if target == "cuda" else ["-shared", "-fPIC", f"--offload-arch={arch}"]
+    """Flags of the link step (the object to ``lib.so``): nvcc links cudart statically, and
+    the recorder of record and replay (``arena.replay.native``) before it, each runtime call it
+    follows wrapped by the linker; hipcc links libamdhip64 (told the arch, it does not look for
+    a GPU)."""
+    if target == "cuda":
+        from arena.replay.native import WRAPPED
+
+        return ["-shared", "-Xlinker", "--wrap=" + ",--wrap=".join(WRAPPED)]
+    return ["-shared", "-fPIC", f"--offload-arch={arch}"]
 
 
 def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
@@ -217,9 +227,35 @@ def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_tex
     if torch_version:                 # PyTorch's header-only headers were part of the build
         part("torch", torch_version.encode())
     if target == "cuda":
+        from arena.replay.native import RECORDER_SOURCE
+
         part("compat", hip2cuda.COMPAT_HEADER_PATH.read_bytes())
         part("table", hip2cuda.table_fingerprint().encode())
+        part("recorder", RECORDER_SOURCE.read_bytes())
     return digest.hexdigest()
+
+
+def _recorder_object(compiler: str, env: dict[str, str], cache_root: Path, version_text: str) -> Path | str:
+    """The recorder of record and replay (``arena.replay.native``) compiled for linking into a
+    CUDA build, once per compiler and source (cached beside the builds); a message when it fails."""
+    from arena.replay.native import RECORDER_SOURCE
+
+    source = RECORDER_SOURCE.read_bytes()
+    key = hashlib.sha256(source + b"\0" + version_text.encode()).hexdigest()[:32]
+    done = cache_root / "recorder" / f"{key}.o"
+    if done.is_file():
+        return done
+    done.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="recorder-", dir=done.parent))
+    try:
+        command = [compiler, "-O2", "-std=c++17", "-Xcompiler", "-fPIC", "-c", "-o", "recorder.o", str(RECORDER_SOURCE)]
+        code, output, timed_out = _run(command, work, env, 120.0)
+        if code != 0 or timed_out or not (work / "recorder.o").is_file():
+            return f"build failed: the harness's recorder did not compile ({shlex.join(command)}):\n{output[-2000:]}"
+        os.replace(work / "recorder.o", done)
+        return done
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _kill_group(pid: int) -> None:
@@ -407,13 +443,16 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     final_dir = cache_root / key[:2] / key
     record = _load_record(final_dir)
     if record is not None:
+        code = final_dir / DEVICE_CODE_NAME
         return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=record.get("log", ""),
                            seconds=time.perf_counter() - start, cached=True, timed_out=False,
                            toolchain=record.get("toolchain", toolchain),
                            resources=record.get("resources", {}),
                            kernels=tuple(record.get("kernels", ())),
                            kernels_mangled=tuple(record.get("kernels_mangled", ())),
-                           undefined=tuple(record.get("undefined", ())))
+                           undefined=tuple(record.get("undefined", ())),
+                           device_code=code if code.is_file() else None,
+                           device_code_sha256=str(record.get("device_code_sha256", "")))
 
     log_parts: list[str] = []
     texts: dict[str, bytes] = {}
@@ -476,8 +515,24 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
             log_parts.append(report.refused)
             return failed("\n".join(log_parts), refused=report.refused, **found)
 
+        code_sha = ""
+        linked = [OBJECT_NAME]
+        if target == "cuda":
+            # the device code alone, for a replay process (arena.replay.native), and the recorder linked in
+            fatbin = obj.section(".nv_fatbin")
+            if fatbin is None:
+                log_parts.append(f"build failed: {OBJECT_NAME} holds no device code (.nv_fatbin)")
+                return failed("\n".join(log_parts))
+            code_bytes = obj.contents(fatbin)
+            (work / DEVICE_CODE_NAME).write_bytes(code_bytes)
+            code_sha = hashlib.sha256(code_bytes).hexdigest()
+            recorder = _recorder_object(compiler, env, cache_root, version_text)
+            if isinstance(recorder, str):
+                log_parts.append(recorder)
+                return failed("\n".join(log_parts))
+            linked.append(str(recorder))
         link_start = time.perf_counter()
-        _, failure = step([compiler, *link_flags, "-o", LIBRARY_NAME, OBJECT_NAME], LIBRARY_NAME)
+        _, failure = step([compiler, *link_flags, "-o", LIBRARY_NAME, *linked], LIBRARY_NAME)
         if failure is not None:
             return failure
         link_seconds = time.perf_counter() - link_start
@@ -486,7 +541,7 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
         record = {"format": _CACHE_FORMAT, "key": key, "source": str(source), "log": log,
                   "toolchain": toolchain, "resources": resources,
                   "kernels": list(kernels), "kernels_mangled": list(kernels_mangled),
-                  "undefined": list(report.undefined),
+                  "undefined": list(report.undefined), "device_code_sha256": code_sha,
                   "build_seconds": round(compile_seconds + link_seconds, 3),
                   "compile_seconds": round(compile_seconds, 3),
                   "link_seconds": round(link_seconds, 3)}
@@ -501,8 +556,10 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
                     os.replace(work, final_dir)
                 except OSError:
                     pass  # another builder placed it meanwhile
+        code = final_dir / DEVICE_CODE_NAME
         return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=log,
                            seconds=time.perf_counter() - start, cached=False, timed_out=False,
-                           toolchain=toolchain, resources=resources, **found)
+                           toolchain=toolchain, resources=resources, **found,
+                           device_code=code if code.is_file() else None, device_code_sha256=code_sha)
     finally:
         shutil.rmtree(work, ignore_errors=True)
