@@ -246,6 +246,7 @@ class ReplayedCandidate:
         self.stopped = False
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
         self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
+        self.ahead: set[Any] = set()              # the keys of records made ahead of their rounds (make_records)
 
     @property
     def host_us(self) -> list[float]:
@@ -318,6 +319,27 @@ class ReplayedCandidate:
                                                     f"candidate's working allowance of {allow / 2**30:.2f} GiB")
         self.kept = kept
 
+    def _make(self, slot: int, seed: int, trace: bool) -> Any:
+        """The record that serves the set of ``seed`` (of ``slot``'s shapes), made now unless one is."""
+        key = self.key(seed)
+        if key not in self.records:
+            live = set(self.sent.values()) | self.ahead
+            for k in [k for k in self.records if k not in live]:     # those no slot replays any longer
+                del self.records[k]
+            self.records[key] = self._record(slot, seed, trace)
+        return key
+
+    def make_records(self, slot: int, seeds: list[int]) -> None:
+        """The records that serve the sets of ``seeds`` (in the current config, of ``slot``'s
+        shapes), made now, before the exclusive section whose rounds replay them, and kept until
+        then (``arena.performance.ConfigTiming.record_ahead``; a section runs the rounds of several
+        configs, each made ahead in turn). Those of this config made ahead before and not used
+        (a time cap ended their batch early) are let go."""
+        config = self.ev.config_key
+        self.ahead = {k for k in self.ahead if k[0] != config}
+        for seed in seeds:
+            self.ahead.add(self._make(slot, seed, False))
+
     def record_for(self, slot: int, seed: int, trace: bool = False) -> None:
         """The replay process holds for ``slot`` the record that serves its set (``seed``): made
         now unless one is."""
@@ -325,11 +347,8 @@ class ReplayedCandidate:
         if self.sent.get(slot) == key:
             return
         self.sent.pop(slot, None)
-        if key not in self.records:
-            live = set(self.sent.values())
-            for k in [k for k in self.records if k not in live]:     # those no slot replays any longer
-                del self.records[k]
-            self.records[key] = self._record(slot, seed, trace)
+        self._make(slot, seed, trace)
+        self.ahead.discard(key)                   # given to a slot now: live while the slot replays it
         record = self.records[key]
         new = {k.id for k in record.kernels} - self.compiled
         # the replay process compiles the kernels it has not yet: host work of the harness's own code, with the

@@ -274,7 +274,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
     timer, profiler, candidate)."""
     out = {"start_s": 0.0, "load_s": 0.0, "correctness_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0,
-           "worker_s": 0.0, "warm_s": 0.0, "profiler_s": 0.0, "refresh_s": 0.0, "timed_gpu_s": 0.0,
+           "worker_s": 0.0, "warm_s": 0.0, "profiler_s": 0.0, "refresh_s": 0.0, "ahead_s": 0.0, "timed_gpu_s": 0.0,
            "alone_s": 0.0, "prepare_s": 0.0, "verify_s": 0.0, "shared_s": 0.0, "longest_shared_s": 0.0,
            "off_gpu_s": 0.0}
     if not timed:
@@ -313,7 +313,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
                 lock_counters(f.result.lock)
             else:
                 r = f.result
-                for k in ("warm_s", "profiler_s", "refresh_s", "prepare_s", "verify_s"):
+                for k in ("warm_s", "profiler_s", "refresh_s", "ahead_s", "prepare_s", "verify_s"):
                     out[k] += float(getattr(r, k) or 0.0)
                 out["timed_gpu_s"] += sum(sum(v) for v in r.spans_us.values()) / 1e6
     for (phase, _), (t0, t1) in spans.items():

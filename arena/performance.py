@@ -351,6 +351,7 @@ class ConfigTiming:
         self.outs: dict[str, list[list]] = {}       # this process's own sides' outputs, per set
         self.seeds: list[int | None] = []
         self.drawn: list[int | None] = []    # seeds drawn for a round's sets before its first step (``fill``)
+        self.planned: dict[int, list[int]] = {}    # round -> its sets' seeds, drawn ahead (``record_ahead``)
         self.kept: list[dict[str, Any]] = []
         self.oks: list[bool] = []
         self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
@@ -479,7 +480,7 @@ class ConfigTiming:
                      "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0)),
                      "paired_with": "candidate", "side_rse": float(tp.get("side_rse", 0.03))}
         self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=lambda r: self.fill(r, record=True),
-                           retire=self.retire,
+                           retire=self.retire, ahead=self.record_ahead,
                            split=self.split_host_bound)
         self.plain = None
 
@@ -548,21 +549,40 @@ class ConfigTiming:
         self.ev.set_config(self.config)
         self.ev.current = self
 
+    def _records_follow_sets(self) -> Any:
+        """The replayed candidate whose records follow each set's structure, or None."""
+        side = self.side_handles.get("candidate")
+        return side if hasattr(side, "record_for") and self.ev.structural_inputs() else None
+
+    def record_ahead(self, first: int, n: int) -> None:
+        """Before the exclusive section of rounds ``first`` .. ``first + n - 1``, outside it: a
+        replayed candidate's records of their sets, where they follow each set's structure, made
+        now on seeds drawn now for them (``fill`` gives them to the replay process), so that no
+        call of the candidate's runs while the GPU is held alone."""
+        side = self._records_follow_sets()
+        if side is None:
+            return
+        self.use()
+        self.planned = {r: [self.ev.rng.getrandbits(62) for _ in range(self.n_sets)] for r in range(first, first + n)}
+        side.make_records(self.slots_of["candidate"][0].id, [seed for seeds in self.planned.values() for seed in seeds])
+
     def fill(self, round_no: int, record: bool = False) -> None:
         """New sets for a round (inside the exclusive section, before its first flush): each
         set's inputs are made right before its first call. ``record``: a replayed candidate's
-        records of the round's sets are made now, where they follow each set's structure
-        (``arena.calls.ReplayedCandidate``), so that its process, stopped while timed, is not let
-        go on between the round's timed steps."""
+        records of the round's sets, where they follow each set's structure, are given to the
+        replay process now (made before the section: ``record_ahead``; a set whose seed was not
+        drawn ahead has its record made here), so that its process, stopped while timed, is not
+        let go on between the round's timed steps."""
         if self.room is not None:
             self.room(self, round_no)
         self.use()
         self.seeds = [None] * self.n_sets
         self.drawn = [None] * self.n_sets
-        side = self.side_handles.get("candidate")
-        if record and hasattr(side, "record_for") and self.ev.structural_inputs():
+        side = self._records_follow_sets() if record else None
+        if side is not None:
+            planned = self.planned.pop(round_no, None) or [self.ev.rng.getrandbits(62) for _ in range(self.n_sets)]
             for i, st in enumerate(self.slots_of["candidate"]):
-                self.drawn[i] = self.ev.rng.getrandbits(62)
+                self.drawn[i] = planned[i]
                 side.record_for(st.id, self.drawn[i])
         self.ev.sync()
 
@@ -698,6 +718,7 @@ class ConfigTiming:
             status=Status.PASSED, spans_us=spans, events_us=events, timers=timers, other_timer_median_us=other,
             rounds=sum(p.rounds for p in parts), n_sets=self.n_sets, wall_s=round(sum(p.wall_s for p in parts), 3),
             profiler_s=round(samples.profiler_s, 3), refresh_s=round(sum(p.refresh_s for p in parts), 3),
+            ahead_s=round(sum(p.ahead_s for p in parts), 3),
             warm_s=round(self.warm_s, 3), verify_s=round(self.spent["verify_s"], 3),
             prepare_s=round(self.spent["prepare_s"], 3), warnings=samples.warnings + self.warnings,
             timed_checks=len(self.oks), timed_bad=n_bad, host_us=self.host_us,

@@ -219,6 +219,7 @@ class PerformanceResult:
     wall_s: float = 0.0
     profiler_s: float = 0.0
     refresh_s: float = 0.0
+    ahead_s: float = 0.0
     warm_s: float = 0.0
     verify_s: float = 0.0
     prepare_s: float = 0.0

@@ -296,7 +296,7 @@ def test_phase_times_from_frame_arrivals():
     ]
     assert phase_times(frames) == {"start_s": 2.0, "load_s": 1.0, "correctness_s": 1.5, "timing_s": 3.25,
                                    "lock_wait_s": 1.625, "worker_s": 8.0, "warm_s": 0.5, "profiler_s": 0.25,
-                                   "refresh_s": 0.75, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
+                                   "refresh_s": 0.75, "ahead_s": 0.0, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
                                    "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
                                    "shared_n": 3.0, "exclusive_n": 1.0, "load_reference_s": 0.25,
                                    "load_timer_s": 0.5, "alone_step_s": 0.25, "alone_served_s": 0.125,

@@ -348,3 +348,24 @@ def test_a_process_is_stopped_and_let_go_on(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_records_made_ahead_of_their_rounds_are_given_there_without_another_call():
+    """``make_records`` makes a round's records before its exclusive section; ``record_for``
+    then only gives them to the replay process. A section runs several configs' rounds, each
+    made ahead in turn: one config's records made ahead are kept while the next one's are made;
+    those never used are let go when that config's next ones are made."""
+    ev, cand, rep, rc = _replayed(True)
+    rc.make_records(1, [11, 12, 13, 14])
+    assert len(cand.frames) == 4 and ev.filled == [11, 12, 13, 14]
+    ev.config_key = "c2"                                           # the next config of the same section
+    rc.make_records(1, [31, 32])
+    assert len(cand.frames) == 6 and ("c1", 14) in rc.records
+    ev.config_key = "c1"
+    for slot, seed in zip([1, 2, 3, 4], [11, 12, 13, 14]):
+        rc.record_for(slot, seed)
+    ev.config_key = "c2"
+    rc.record_for(1, 31)
+    assert len(cand.frames) == 6 and _replays(rep) == [1, 2, 3, 4, 1]   # no call of the candidate's in the rounds
+    rc.make_records(1, [41])                                       # c2's next batch: its unused 32 let go
+    assert len(cand.frames) == 7 and ("c2", 32) not in rc.records and ("c2", 41) in rc.records

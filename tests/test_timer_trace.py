@@ -693,3 +693,37 @@ def test_a_step_that_breaks_off_midway_tells_what_broke_it_not_the_trace(monkeyp
     with pytest.raises(RuntimeError, match="out of memory"):
         timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)])
     assert [a[2] for a in acts] == [FLUSH, GATE]
+
+
+def test_a_rounds_work_ahead_runs_before_its_section_outside_the_exclusive_hold():
+    """``Timed.ahead(first, n)`` runs once before each section, for the rounds that section runs,
+    with no exclusive hold of the GPU; each round's ``fill`` then comes inside the section."""
+    import contextlib
+
+    from arena.timing.timer import Timed, time_many
+
+    timer = _SetDependentTimer(0.0, 0.0)
+    held = [False]
+    log: list = []
+
+    @contextlib.contextmanager
+    def alone():
+        held[0] = True
+        try:
+            yield
+        finally:
+            held[0] = False
+
+    sides = {name: {"prepare": lambda i: None, "call": lambda i: None, "after": lambda i: None}
+             for name in ("baseline", "candidate")}
+    item = Timed(sides, 4, min_pairs=8, max_pairs=40, target_rse=0.0,
+                 fill=lambda r: log.append(("fill", r, held[0])), ahead=lambda r, n: log.append(("ahead", r, n, held[0])))
+    time_many(timer, [item], alone=alone)
+    aheads = [e for e in log if e[0] == "ahead"]
+    fills = [e for e in log if e[0] == "fill"]
+    assert aheads and all(not e[3] for e in aheads) and all(e[2] for e in fills)
+    assert [r for _, r, _ in fills] == list(range(len(fills)))
+    # the rounds each ahead announced are the rounds its section filled, in order
+    announced = [r for _, first, n, _ in aheads for r in range(first, first + n)]
+    assert announced == [r for _, r, _ in fills]
+    assert item.result.ahead_s >= 0 and len(item.result.spans_us["candidate"]) == 40

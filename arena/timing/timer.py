@@ -111,6 +111,7 @@ class SampleSet:
     activity_us: dict[str, dict[str, float]] = field(default_factory=dict)
     profiler_s: float = 0.0      # host seconds starting, stopping and reading the profiler
     refresh_s: float = 0.0       # host seconds renewing input sets between rounds (and checking the last ones)
+    ahead_s: float = 0.0         # seconds of the rounds' work done before their exclusive sections (``Timed.ahead``)
 
 
 # One timed call: its span and its events + synchronize (us), and its activities' device time by name
@@ -604,7 +605,10 @@ class Timed:
     ``remote_of`` (that process's ``Remote``).
     ``fill(r)``, if given, runs before each round r (new input sets, the config's shapes);
     ``retire(r)`` after it (which of its sets to keep for the checks). Both run inside the
-    exclusive section, in no sample's window. ``profiled=False``: timed without the
+    exclusive section, in no sample's window. ``ahead(r, n)``, if given, runs before the section
+    that runs rounds r to r + n - 1, outside it: their work that needs no exclusive hold of the
+    GPU (a replayed candidate's records of those rounds' sets); a time cap may end the batch
+    before its last rounds. ``profiled=False``: timed without the
     profiler (``DeviceTimer.sample_rounds``). ``split(item)``, if given, runs once after the
     first batch: it may take sides out of ``sides`` (their samples stay in ``result``) and
     return a new item that times them from then on. ``settled(item)``, if given, may end it
@@ -620,6 +624,7 @@ class Timed:
     side_rse: float = 0.03            # ... and how well each side's own median must then be known
     fill: Callable[[int], None] | None = None
     retire: Callable[[int], None] | None = None
+    ahead: Callable[[int, int], None] | None = None
     profiled: bool = True
     split: Callable[["Timed"], "Timed | None"] | None = None
     settled: Callable[["Timed"], bool] | None = None     # after a batch: nothing more to learn from it
@@ -756,6 +761,11 @@ def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
                 it.todo -= 1
                 it.own_s += time.perf_counter() - t0
 
+    for it in plan:
+        if it.ahead is not None and it.todo > 0:
+            t0 = time.perf_counter()
+            it.ahead(it.result.rounds, it.todo)
+            it.result.ahead_s += time.perf_counter() - t0
     prof0 = timer.profiler_s
     local = any("remote" not in h for it in plan for h in it.sides.values())
     used = [r for r in remotes if any(h.get("remote_of") is r for it in plan for h in it.sides.values())]
