@@ -366,7 +366,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ArenaError("kernel file not found", path=kernel)
     verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
                         timing=False if args.no_timing else None, split_seed=args.seed,
-                        timing_params=_timing_params(args))
+                        timing_params=_timing_params(args),
+                        on_wait=lambda line: err_console.print(f"[dim]waiting:[/] {_lit(line)}", highlight=False))
     if args.json:
         sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
     else:
@@ -476,9 +477,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                    agent_budget_s=args.budget, auth_files=tuple(args.auth_file or ()))
     from arena.agents import BUILTIN, require_programs
     from arena.agents.isolation import bubblewrap_missing
+    from arena.runner import STOP_AFTER
 
     if args.executor != "ray":        # (Ray runs them on its workers, whose PATH this is not)
         require_programs(agents)      # a program not on PATH: one line saying which and how to install it
+        if not args.no_probe:         # each agent probed once: a run that cannot work stops now, in one line
+            from arena.agents import get_agent
+            from arena.agents.probe import probe_all
+
+            failed = probe_all([get_agent(a, dict(options)) for a in agents if a not in BUILTIN])
+            if failed:
+                raise ArenaError(failed[0] + (f" (and {len(failed) - 1} more agents)" if len(failed) > 1 else ""),
+                                 key="--agent")
     if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
         console.print(f"[yellow]warning:[/] {_lit(bubblewrap_missing())}")
     out = Path(args.out)
@@ -513,11 +523,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                                    f"{_fmt(v.speedup, '.3f', 'x')}" + (f"  {_lit(why)}" if why else ""),
                                    highlight=False, soft_wrap=True)
 
+    stopped: list[str] = []
+
+    def on_stop(line: str) -> None:       # said at once, and again after the summary
+        stopped.append(line)
+        progress.console.print(f"[red]{_lit(line)}[/]", highlight=False)
+
     with progress:
         run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=on_verdict,
             gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
             build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n),
-            workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries)
+            workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries,
+            stop_after=STOP_AFTER if args.stop_after is None else args.stop_after, on_stop=on_stop)
     all_records = records.current(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     infra = [v for v in all_records if v.status.infra or v.status.kind == "service"]
@@ -531,7 +548,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                       highlight=False, markup=False)
     console.print(f"next: arena report {out} --out {out / 'report'}   (the report: Markdown and one HTML file)",
                   highlight=False, markup=False)
-    return 0
+    for line in stopped:
+        console.print(f"[red]{_lit(line)}[/]", highlight=False)
+    return 1 if stopped else 0
 
 
 def cmd_agents_list(args: argparse.Namespace) -> int:
@@ -760,6 +779,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--infra-retries", type=int,
                    help="times --resume redoes a split whose verdict is an infrastructure failure (default: the "
                         "run's own, else 2; stated in run.json)")
+    r.add_argument("--no-probe", action="store_true",
+                   help="do not probe each agent before the run (its program starts, its model endpoint answers, "
+                        "bubblewrap is there where the program needs it)")
+    r.add_argument("--stop-after", type=int, default=None, metavar="N",
+                   help="stop an agent whose N attempts in a row ended the same failed way (it did not start, "
+                        "crashed, was refused by its model service or could not reach it); --resume makes its "
+                        "other attempts later (default 3; 0: never)")
     r.add_argument("--repeats", type=int)
     r.add_argument("--no-timing", action="store_true")
     r.add_argument("--torch-compile", action="store_true",

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from arena import memory, processes
 from arena.channel import ForgedFrame, signed_reader, write_frame
@@ -256,7 +256,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
              timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
              run_id: str = "", agent: str = "", repeat: int = 0, split_seed: int | None = None,
              random_configs: int = 4, private_dirs: Sequence[Path] = (),
-             deadline_s: float | None = None) -> list[Verdict]:
+             deadline_s: float | None = None, on_wait: Callable[[str], None] | None = None) -> list[Verdict]:
     """Run the gates on one candidate over the given splits; one Verdict per split.
 
     ``splits`` names splits (seen, heldout, smoke, random; on the cpu backend smoke only:
@@ -333,7 +333,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
         "splits": [{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
         "timeouts": timeouts,
     }
-    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by)
+    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by, on_wait)
     verdicts = assemble(task, split_configs, [f for _, f in frames], exit_info, base, build_info, device)
     held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
     for v in verdicts:
@@ -405,11 +405,12 @@ def timer_cache() -> Path:
 
 
 def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
-                task: Task, candidate: Candidate, private_dirs: Sequence[Path] = (), end_by: float | None = None
-                ) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
+                task: Task, candidate: Candidate, private_dirs: Sequence[Path] = (), end_by: float | None = None,
+                on_wait: Callable[[str], None] | None = None) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
     """Run the evaluation's processes; return the trusted process's frames (with their arrival
     times) and how it ended (timeout stage, return code, log tail). ``end_by`` (a
-    time.monotonic() value) caps every stage's deadline."""
+    time.monotonic() value) caps every stage's deadline; ``on_wait`` is told, every
+    ``WAIT_NOTE_S`` of silence, what the evaluation is waiting on and until when."""
     trusted_dir, cand_dir = _caches(job, device, task)
     start_wait_s = 0.0
     if device.gpu_key is not None:
@@ -437,7 +438,7 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
         processes.LIVE.add(proc)
     try:
         frames, info = _talk_to_worker(proc, job, key, worker.res_r, worker.job_w, spawned, timeouts, end_by,
-                                       cwd / "worker.log")
+                                       cwd / "worker.log", on_wait)
     finally:
         with processes.LIVE_LOCK:
             processes.LIVE.discard(proc)
@@ -458,9 +459,12 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     return frames, info
 
 
+WAIT_NOTE_S = 15.0      # silence from an evaluation after which ``on_wait`` hears of it, and again after as long
+
+
 def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res_r: int, job_w: int,
-                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path
-                    ) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
+                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path,
+                    on_wait: Callable[[str], None] | None = None) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
     frames: list[tuple[float, Any]] = []
     q: queue.Queue = queue.Queue()
     read_signed = signed_reader(res_r, key)
@@ -493,12 +497,23 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
     deadline = stage_deadline(timeouts["load_s"])
     timed_out = None
     forged = None
+    where = ""                      # the split and config of the stage, where the trusted process named them
+    heard = time.monotonic()        # the last frame's arrival
     while True:
+        now = time.monotonic()
+        wait = deadline - now if on_wait is None else min(deadline - now, heard + WAIT_NOTE_S - now)
         try:
-            item = q.get(timeout=max(0.05, deadline - time.monotonic()))
+            item = q.get(timeout=max(0.05, wait))
         except queue.Empty:
+            if time.monotonic() < deadline - 0.01:       # a note of the silence, not the deadline
+                heard = time.monotonic()
+                silent = heard - (frames[-1][0] + spawned if frames else spawned)
+                on_wait(f"{stage}{where}: nothing from the evaluation for {silent:.0f} s; it is stopped "
+                        f"{max(0.0, deadline - heard):.0f} s from now if nothing comes")
+                continue
             timed_out = stage
             break
+        heard = time.monotonic()
         if item is None:
             break
         if item[0] == "forged":
@@ -508,6 +523,7 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
         frame = item[1]
         if isinstance(frame, StageFrame):
             stage = frame.stage
+            where = f" of {'/'.join(p for p in (frame.split, frame.config) if p)}" if frame.split or frame.config else ""
             deadline = stage_deadline(timeouts.get(f"{stage}_s", timeouts["load_s"]))
         if frame.type in ("done", "failure"):
             break

@@ -70,11 +70,50 @@ def plan_units(plan: RunPlan, done: set[tuple[str, str, int, str]]) -> list[Unit
     return units
 
 
+# how an agent's run ended when the agent failed, not the kernel: the same of these on STOP_AFTER of its attempts
+# in a row stops its other attempts (``Streaks``)
+FAILED_RUNS = ("not_started", "crashed", "auth", "unreachable")
+STOP_AFTER = 3
+
+
+class Streaks:
+    """Each agent's attempts that ended the same failed way, in a row (``FAILED_RUNS``); at
+    ``n`` of them (0: never) the agent is stopped: ``stopped[agent]`` says why, in one line."""
+
+    def __init__(self, n: int = STOP_AFTER):
+        self.n = n
+        self.runs: dict[str, tuple[str, int]] = {}
+        self.stopped: dict[str, str] = {}
+
+    def add(self, agent: str, verdicts: Sequence[Verdict]) -> str | None:
+        """One attempt's verdicts (``agent``: as the plan names it); the line that stops the
+        agent, when this attempt does."""
+        first = next((v for v in verdicts if v.agent_run), None)
+        if first is None:
+            return None
+        reason = str(first.agent_run.get("exit_reason") or "")
+        if reason not in FAILED_RUNS:
+            self.runs.pop(agent, None)
+            return None
+        last, k = self.runs.get(agent, ("", 0))
+        k = k + 1 if last == reason else 1
+        self.runs[agent] = (reason, k)
+        if not self.n or k < self.n or agent in self.stopped:
+            return None
+        said = str(first.agent_run.get("message") or "").strip().splitlines()
+        self.stopped[agent] = (f"agent {first.agent} stopped: {k} attempts in a row ended '{reason}'"
+                               + (f" ({said[0][:200]})" if said else "")
+                               + "; its other attempts were not made: fix the cause, then the same command with "
+                                 "--resume makes them")
+        return self.stopped[agent]
+
+
 def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timing: bool | None = None,
         on_verdict: Callable[[Verdict], None] | None = None, gpus: Sequence[int] | None = None,
         executor: str = "local", ray_address: str | None = None, prebuild: bool = True,
         build_jobs: int | None = None, on_start: Callable[[int], None] | None = None,
-        workers_per_gpu: int = 1, infra_retries: int | None = None) -> list[Verdict]:
+        workers_per_gpu: int = 1, infra_retries: int | None = None, stop_after: int = STOP_AFTER,
+        on_stop: Callable[[str], None] | None = None) -> list[Verdict]:
     """Execute a plan into ``out``; returns the verdicts written by this call.
 
     ``gpus``: GPU indices; ``workers_per_gpu`` worker threads on each (default one), all
@@ -92,7 +131,10 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     infrastructure failure (TASK_ERROR, HARNESS_ERROR; not the candidate's), evaluating the
     same candidate again; the run states it in run.json (default ``records.INFRA_RETRIES``) and each
     verdict says which attempt it is. The latest verdict of a split stands
-    (``records.current``)."""
+    (``records.current``). ``stop_after``: an agent whose attempts end the same failed way (it
+    did not start, crashed, was refused by its model service or could not reach it) that many
+    times in a row makes no more attempts in this run (0: never); ``on_stop`` is told why, in
+    one line; ``--resume`` makes them later."""
     out = Path(out)
     require_runnable_splits(plan.splits, device)     # before anything is written: one line, no records
     rec_path = out / "records.jsonl"
@@ -103,6 +145,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         raise ArenaError(f"unknown executor {executor!r}; choose local or ray", key="--executor")
     if workers_per_gpu < 1:
         raise ArenaError(f"--workers-per-gpu must be at least 1, not {workers_per_gpu}", key="--workers-per-gpu")
+    if stop_after < 0:
+        raise ArenaError(f"--stop-after must be 0 or more, not {stop_after}", key="--stop-after")
     if infra_retries is not None and infra_retries < 0:
         raise ArenaError(f"--infra-retries must be 0 or more, not {infra_retries}", key="--infra-retries")
     limit = retry_limit(out, infra_retries)
@@ -132,6 +176,13 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     written: list[Verdict] = []
     lock = threading.Lock()
     stop = threading.Event()
+    streaks = Streaks(stop_after)
+
+    def attempted(agent: str, verdicts: Sequence[Verdict]) -> None:
+        with lock:
+            line = streaks.add(agent, verdicts)
+        if line and on_stop:
+            on_stop(line)
 
     def emit(v: Verdict) -> None:
         with lock:                       # one writer at a time: whole lines, fsynced
@@ -168,8 +219,12 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                 u = q.get_nowait()
             except queue.Empty:
                 return
-            for v in run_unit(u, plan, dev, out, run_id, split_seed, timing):
+            if u.agent in streaks.stopped:       # not attempted: --resume makes it
+                continue
+            verdicts = run_unit(u, plan, dev, out, run_id, split_seed, timing)
+            for v in verdicts:
                 emit(v)
+            attempted(u.agent, verdicts)
 
     threads = [threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}-{k}", daemon=True)
                for k, d in enumerate(devices)]

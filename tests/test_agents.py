@@ -24,6 +24,7 @@ from arena.agents.tuner import apply, hip_params, triton_params
 from arena.agents.usage import parse_usage
 from arena.devices import detect
 from arena.errors import ArenaError
+from arena.records import Status, Verdict
 from arena.runner import run
 from arena.units import RunPlan
 from arena.taskdef.loader import REPO_ROOT
@@ -257,6 +258,43 @@ def test_resume_asks_an_agent_its_service_did_not_serve_again(tmp_path, monkeypa
     [v2] = run(plan, detect("cpu"), out, resume=True)
     assert v2.status.value == "PASSED" and v2.agent_run["exit_reason"] == "finished" and v2.attempt == 2
     assert [r.status.value for r in records.current(records.read(out / "records.jsonl"))] == ["PASSED"]
+
+
+def test_an_agent_failing_the_same_way_three_times_in_a_row_makes_no_more_attempts(tmp_path, monkeypatch):
+    """Five attempts of an agent that cannot reach its model: after the third the run stops it
+    (one line naming it, the outcome and the program's words), the other two are not made and
+    not recorded, and --resume makes them once the cause is fixed."""
+    yaml_file = _agent(tmp_path, monkeypatch, "echo 'API Error: Connection error. ECONNREFUSED 127.0.0.1:9' >&2\nexit 1\n")
+    out = tmp_path / "run"
+    plan = RunPlan(agents=(str(yaml_file),), tasks=(AXPY,), splits=("smoke",), repeats=5)
+    said: list[str] = []
+    got = run(plan, detect("cpu"), out, on_stop=said.append)
+    assert [v.status.value for v in got] == ["AGENT_UNAVAILABLE"] * 3
+    assert len(said) == 1 and "agent standin stopped: 3 attempts in a row ended 'unreachable'" in said[0]
+    assert "ECONNREFUSED" in said[0] and "--resume" in said[0]
+    _stand_in(tmp_path / "bin", "standin", f"cp {tmp_path / 'good.py'} kernel.py\n")      # reachable again
+    (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
+    again = run(plan, detect("cpu"), out, resume=True, on_stop=said.append)
+    assert sorted(v.repeat for v in again) == [0, 1, 2, 3, 4] and {v.status.value for v in again} == {"PASSED"}
+    assert len(said) == 1
+
+
+def test_a_streak_counts_one_failure_in_a_row_and_a_success_or_another_failure_ends_it():
+    from arena.runner import Streaks
+
+    def attempt(reason: str, message: str = "") -> list:
+        return [Verdict(task_id="t/x", category="t", split="seen", status=Status.AGENT_FAILED,
+                        candidate={}, device={}, agent="a", agent_run={"exit_reason": reason, "message": message})]
+
+    s = Streaks(3)
+    assert [s.add("a", attempt(r)) for r in ("crashed", "crashed", "auth", "crashed", "finished", "crashed")] == \
+        [None] * 6
+    assert s.add("a", attempt("crashed")) is None and s.add("a", attempt("crashed", "boom\nmore")) is not None
+    assert "3 attempts in a row ended 'crashed' (boom)" in s.stopped["a"]
+    assert s.add("a", attempt("crashed")) is None                          # said once
+    never = Streaks(0)
+    assert all(never.add("a", attempt("crashed")) is None for _ in range(10)) and not never.stopped
+    assert Streaks(3).add("a", []) is None                                 # an attempt with no agent run
 
 
 def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, monkeypatch):

@@ -64,6 +64,21 @@ def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):
     assert v.wall_s >= 3                  # ended by the stage's limit, not before it
 
 
+def test_a_long_silence_is_said_while_it_lasts(axpy, cpu, monkeypatch):
+    """While a hanging candidate runs out its stage's limit, the caller hears, every few seconds
+    of silence, which stage of which config waits and how long until it is stopped."""
+    import arena.evaluate as ev
+
+    monkeypatch.setattr(ev, "WAIT_NOTE_S", 1.0)
+    task = dataclasses.replace(axpy, timeouts={"correctness_s": 4.0})
+    heard: list[str] = []
+    [v] = evaluate(task, Candidate(task, CANDS / "hang.py", origin="test"), ["smoke"], cpu, on_wait=heard.append)
+    assert v.status is Status.TIMEOUT
+    notes = [h for h in heard if h.startswith("correctness of smoke")]
+    assert len(notes) >= 2, heard
+    assert "nothing from the evaluation for" in notes[-1] and "s from now if nothing comes" in notes[-1]
+
+
 def test_baseline_passes_and_reports_errors(axpy, cpu):
     v = _one(axpy, None, cpu)
     assert v.status is Status.PASSED

@@ -82,6 +82,8 @@ class AgentSpec:
     auth_error: str = ""
     unreachable_error: str = ""
     transcript_file: str = ""
+    root_needs_sandbox: bool = False
+    endpoint: Mapping[str, str] = field(default_factory=dict)
     path: Path | None = None
 
 
@@ -104,7 +106,9 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
                      version_args=tuple(data.get("version_args") or ()), experimental=data.get("experimental", ""),
                      sandboxed_env=data.get("sandboxed_env", {}), auth_error=data.get("auth_error", ""),
                      unreachable_error=data.get("unreachable_error", ""),
-                     transcript_file=data.get("transcript_file", ""), path=path)
+                     transcript_file=data.get("transcript_file", ""),
+                     root_needs_sandbox=bool(data.get("root_needs_sandbox", False)), endpoint=data.get("endpoint", {}),
+                     path=path)
     for key in ("auth_error", "unreachable_error"):
         try:
             re.compile(getattr(spec, key))
@@ -137,20 +141,29 @@ def program_version(spec: AgentSpec, timeout_s: float = 60.0) -> str | None:
     return _version(tuple(spec.version_args), exe, stamp, timeout_s)
 
 
-@functools.lru_cache(maxsize=64)
-def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> str | None:
-    """Run like the agent itself (its own session, killed with whatever it started if it
-    overruns), in a throwaway HOME, so that asking writes nothing of the user's."""
-    with tempfile.TemporaryDirectory(prefix="arena-version-") as home:
+def ask_program(argv: Sequence[str], timeout_s: float) -> tuple[Any, str, str]:
+    """Run ``argv`` as the agent's program is run (its own session, killed with whatever it
+    started if it overruns), in a throwaway HOME, so that asking writes nothing of the user's:
+    its outcome (``isolation.Outcome``; an ``OSError`` where it could not be run), standard
+    output and standard error."""
+    with tempfile.TemporaryDirectory(prefix="arena-ask-") as home:
         env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
         env.update({"HOME": home, "NO_COLOR": "1", "CI": "1"})
         out, err = Path(home) / "out", Path(home) / "err"
         try:
-            run_budgeted(list(argv), cwd=Path(home), env=env, budget_s=timeout_s, stdout=out, stderr=err,
-                         token=secrets.token_hex(8))
-        except OSError:
-            return None
-        text = out.read_text(errors="replace") + "\n" + err.read_text(errors="replace")
+            outcome: Any = run_budgeted(list(argv), cwd=Path(home), env=env, budget_s=timeout_s, stdout=out,
+                                        stderr=err, token=secrets.token_hex(8))
+        except OSError as exc:
+            return exc, "", ""
+        return outcome, out.read_text(errors="replace"), err.read_text(errors="replace")
+
+
+@functools.lru_cache(maxsize=64)
+def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> str | None:
+    outcome, out, err = ask_program(argv, timeout_s)
+    if isinstance(outcome, OSError):
+        return None
+    text = out + "\n" + err
     for line in text.splitlines():
         m = VERSION.search(line)
         if m:
