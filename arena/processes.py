@@ -355,6 +355,10 @@ class CandidateGone(Exception):
         self.message = message
 
 
+
+# the largest frame a confined process may send (a record of 4,096 launches with their parameters is far less)
+MAX_REPLY_BYTES = 64 * 2**20
+
 class CandidatePeer:
     """The trusted process's handle on its candidate process.
 
@@ -437,6 +441,10 @@ class CandidatePeer:
         ("garbled", why), or None if none came within ``timeout`` seconds."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
+            if len(self._buf) >= 4 and int.from_bytes(self._buf[:4], "little") > MAX_REPLY_BYTES:
+                # held in this process's memory whole before it is read: bounded before it is
+                return "garbled", f"a frame of {int.from_bytes(self._buf[:4], 'little')} bytes announced, more " \
+                                  f"than the {MAX_REPLY_BYTES} a reply may have"
             body = take_frame(self._buf)
             if body is not None:
                 try:

@@ -369,3 +369,21 @@ def test_records_made_ahead_of_their_rounds_are_given_there_without_another_call
     assert len(cand.frames) == 6 and _replays(rep) == [1, 2, 3, 4, 1]   # no call of the candidate's in the rounds
     rc.make_records(1, [41])                                       # c2's next batch: its unused 32 let go
     assert len(cand.frames) == 7 and ("c2", 32) not in rc.records and ("c2", 41) in rc.records
+
+
+def test_a_reply_announcing_more_bytes_than_a_reply_may_have_is_refused_before_it_is_read():
+    """A confined process's frame is held whole in the trusted process before it is decoded: one
+    that announces more than ``MAX_REPLY_BYTES`` is a broken protocol at once (the candidate's
+    INTEGRITY_VIOLATION), not memory the trusted process spends waiting for it."""
+    import struct
+
+    from arena.processes import MAX_REPLY_BYTES, CandidatePeer
+
+    peer = object.__new__(CandidatePeer)
+    peer.rep_r, w = os.pipe()
+    peer.notice_r, _ = os.pipe()
+    peer.listener = None
+    peer._channel()
+    os.write(w, struct.pack("<I", MAX_REPLY_BYTES + 1) + b"{")
+    kind, why = peer._next(2.0)
+    assert kind == "garbled" and f"more than the {MAX_REPLY_BYTES}" in why

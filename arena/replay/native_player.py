@@ -21,12 +21,11 @@ from typing import Any, Sequence
 
 from arena.protocol import CallRecord, KernelCode, Place, RecordedOp, View
 from arena.replay import MAX_ARGS, MAX_GRID, MAX_OPS, MAX_SCRATCH_BYTES
-from arena.replay.player import Refused, _check_place, _check_view
+from arena.replay.player import POISON_BYTE, Refused, check_place, check_view
 
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
 DEFAULT_SHARED = 48 * 1024                 # dynamic shared memory a kernel may take without asking
-_POISON_BYTE = 0xFF
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 
@@ -141,7 +140,7 @@ class NativeChecks:
             for p in arg.pointers:
                 if not 0 <= p.at <= size - 8:
                     raise Refused(f"{where}: argument {j} has a pointer at byte {p.at} of {size}")
-                _check_place(p.place, 0, regions, [], f"{where}, argument {j}", kept)
+                check_place(p.place, 0, regions, [], f"{where}, argument {j}", kept)
 
 
 class NativePlayer(NativeChecks):
@@ -169,7 +168,6 @@ class NativePlayer(NativeChecks):
         self.functions: dict[str, tuple[ctypes.c_void_p, list[tuple[int, int]]]] = {}
         self.shared_set: dict[str, int] = {}
         self.kept: dict[int, Any] = {}          # serial -> this process's memory for it
-        self.compiled: dict[str, Any] = {}      # (Player's interface: no kernel is compiled from a record)
         self._packed: dict[tuple[int, int, tuple[int, ...]], list[Any]] = {}
 
     def function(self, name: str) -> tuple[ctypes.c_void_p, list[tuple[int, int]]]:
@@ -192,7 +190,7 @@ class NativePlayer(NativeChecks):
 
     def make_kept(self, serial: int, nbytes: int) -> None:
         t = self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
-        t.fill_(_POISON_BYTE)          # bytes no result is made of: a kernel must write what it reads
+        t.fill_(POISON_BYTE)          # bytes no result is made of: a kernel must write what it reads
         self.kept[serial] = t
 
     def replay(self, record: CallRecord, buffers: Sequence[Any], poison: bool = False) -> None:
@@ -250,4 +248,4 @@ def _check_bytes(view: View | None, regions: Sequence[tuple[int, int]], where: s
     """A native fill's or copy's operand: a run of bytes inside the call's buffers or kept memory."""
     if view is None or view.dtype != "uint8" or len(view.sizes) != 1 or view.strides != [1]:
         raise Refused(f"{where}: not a run of bytes")
-    _check_view(view, regions, [], where, kept)
+    check_view(view, regions, [], where, kept)

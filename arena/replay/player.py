@@ -21,7 +21,7 @@ from arena.replay import (DTYPES, MAX_ARGS, MAX_DIMS, MAX_GRID, MAX_IR_CHARS, MA
 
 _LIBPATH = re.compile(r'libpath\s*=\s*"([^"]*)"')
 _ENTRY = re.compile(r"tt\.func\s+public\s+@([A-Za-z_][\w$.]*)")
-_POISON_BYTE = 0xFF          # scratch before a checked replay: NaN in every float type, -1 in the integers
+POISON_BYTE = 0xFF           # scratch before a checked replay: NaN in every float type, -1 in the integers
 
 
 class Refused(Exception):
@@ -92,12 +92,12 @@ class Player:
                     raise Refused(f"{where}: {op.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a call may allocate")
                 scratch.append(op.nbytes)
             elif op.kind == "fill":
-                _check_view(op.dst, regions, scratch, f"{where}, its target")
+                check_view(op.dst, regions, scratch, f"{where}, its target")
                 if not isinstance(op.value, (bool, int, float)):
                     raise Refused(f"{where}: no value to fill with")
             elif op.kind == "copy":
-                _check_view(op.dst, regions, scratch, f"{where}, its target")
-                _check_view(op.src, regions, scratch, f"{where}, its source")
+                check_view(op.dst, regions, scratch, f"{where}, its target")
+                check_view(op.src, regions, scratch, f"{where}, its source")
             elif op.kind == "launch":
                 self._check_launch(op, regions, scratch, where)
             else:
@@ -118,7 +118,7 @@ class Player:
                     if arg.value != 0:
                         raise Refused(f"{where}: argument {j} is a pointer given as a number")
                     continue
-                _check_place(arg.place, 0, regions, scratch, f"{where}, argument {j}")
+                check_place(arg.place, 0, regions, scratch, f"{where}, argument {j}")
             else:
                 if arg.place is not None or isinstance(arg.value, bool) and ty != "i1" or \
                         not isinstance(arg.value, (bool, int, float)) or \
@@ -142,7 +142,7 @@ class Player:
             elif op.kind == "alloc":
                 t = torch.empty(op.nbytes, dtype=torch.uint8, device="cuda")
                 if poison:
-                    t.fill_(_POISON_BYTE)
+                    t.fill_(POISON_BYTE)
                 scratch.append(t)
             elif op.kind == "fill":
                 dst = _tensor(torch, op.dst, regions, scratch)
@@ -186,18 +186,18 @@ def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[
         return kept[place.index]
     if place.space == "unknown":
         raise Refused(f"{where}: points at memory that is neither the call's buffers nor memory the call allocated "
-                      f"(memory kept between calls is not replayed)")
+                      f"(a Triton call's memory kept between calls is not replayed)")
     raise Refused(f"{where}: {place.space} {place.index} does not exist")
 
 
-def _check_place(place: Place, extent: int, regions: Sequence[tuple[int, int]], scratch: Sequence[int],
+def check_place(place: Place, extent: int, regions: Sequence[tuple[int, int]], scratch: Sequence[int],
                  where: str, kept: dict[int, int] | None = None) -> None:
     size = _bounds(place, regions, scratch, where, kept)
     if not 0 <= place.offset <= size - extent:
         raise Refused(f"{where}: bytes {place.offset}..{place.offset + extent} of a {place.space} of {size}")
 
 
-def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str,
+def check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str,
                 kept: dict[int, int] | None = None) -> None:
     if view is None:
         raise Refused(f"{where}: missing")
@@ -209,7 +209,7 @@ def _check_view(view: View | None, regions: Sequence[tuple[int, int]], scratch: 
     size = _element_size(view.dtype)
     if view.place.offset % size:
         raise Refused(f"{where}: offset {view.place.offset} is not aligned to its elements")
-    _check_place(view.place, span_bytes(view.sizes, view.strides, size), regions, scratch, where, kept)
+    check_place(view.place, span_bytes(view.sizes, view.strides, size), regions, scratch, where, kept)
 
 
 def _element_size(dtype: str) -> int:
@@ -227,8 +227,7 @@ def _region_bytes(torch: Any, t: Any) -> Any:
     return out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
 
 
-def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any] | dict[int, Any]) -> Any:
-    """The tensor a place lies in: a buffer's bytes, or the scratch (or kept memory, by serial) it names."""
+def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
     return regions[place.index] if place.space == "buffer" else scratch[place.index]
 
 
@@ -238,7 +237,7 @@ def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
     return _base(arg.place, regions, scratch).data_ptr() + arg.place.offset
 
 
-def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any] | dict[int, Any]) -> Any:
+def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
     dtype = getattr(torch, view.dtype)
     n = span_bytes(view.sizes, view.strides, _element_size(view.dtype))
     if n == 0:
