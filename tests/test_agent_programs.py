@@ -274,6 +274,42 @@ def test_rejected_key_is_recorded_as_auth(name, tmp_path, monkeypatch):
     assert info["wall_s"] < 120
 
 
+@pytest.mark.parametrize("name", ["claude-code", "codex", "gemini-cli", "aider", "mini-swe-agent"])
+def test_a_closed_endpoint_stops_the_run_or_is_recorded_unreachable(name, tmp_path, monkeypatch, capsys):
+    """Nothing listens where the program is pointed. An adapter that names its endpoint is
+    probed before the run: one line naming the agent and the endpoint, nothing recorded. The
+    others find out in the run: not scored (AGENT_UNAVAILABLE, exit_reason unreachable), not a
+    pass of the untouched starting kernel."""
+    import socket
+    from types import SimpleNamespace
+
+    _need_program(name)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+    closed = SimpleNamespace(url=url)
+    if load_agent_spec(AGENTS_DIR / f"{name}.yaml").endpoint:
+        prog = PROGRAMS[name]
+        for k, v in prog.env(url).items():
+            monkeypatch.setenv(k, v)
+        _task_with_solution(tmp_path)
+        argv = ["--tasks-dir", str(tmp_path / "tasks"), "run", "--agent", name, "--device", "cpu", "--tasks", TASK,
+                "--split", "smoke", "--out", str(tmp_path / "run"), "--quiet"]
+        for k, v in prog.options(url).items():
+            argv += ["--agent-option", f"{k}={v}"]
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        lines = [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
+        assert len(lines) == 1 and f"agent {name}: its model endpoint" in lines[0] and url in lines[0], lines
+        assert not (tmp_path / "run" / "records.jsonl").exists()
+        return
+    v, art = _arena_run(name, tmp_path, monkeypatch, closed, budget_s=240)
+    assert v.agent_run["exit_reason"] == "unreachable", (v.agent_run, (art / "agent.stderr").read_text()[-2000:])
+    assert v.status.value == "AGENT_UNAVAILABLE" and not v.status.scored
+    assert v.agent_run["wall_s"] < 120          # stopped for saying only that (unreachable_after_s), not at its budget
+
+
 def _environ(pid: int) -> list[bytes]:
     try:
         return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")

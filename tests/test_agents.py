@@ -246,6 +246,44 @@ def test_an_agent_cut_off_from_its_model_until_its_budget_is_not_scored(tmp_path
     assert v.agent_run["exit_reason"] == "unreachable" and v.status.value == "AGENT_UNAVAILABLE"
 
 
+def test_an_agent_that_only_says_its_model_is_unreachable_is_stopped_early(tmp_path, monkeypatch):
+    """It retries an unreachable endpoint and does nothing else: past ``unreachable_after_s`` it
+    is stopped, well before its budget, and not scored; one that edits meanwhile is not."""
+    body = "while true; do echo 'Error: connect ECONNREFUSED 127.0.0.1:9 (retrying)' >&2; sleep 0.2; done\n"
+    yaml_file = _agent(tmp_path, monkeypatch, body, budget_s=120)
+    yaml_file.write_text(yaml_file.read_text() + "unreachable_after_s: 2\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    assert v.agent_run["exit_reason"] == "unreachable" and v.status.value == "AGENT_UNAVAILABLE"
+    assert v.agent_run["wall_s"] < 30 and "ECONNREFUSED" in v.agent_run["message"]
+    busy = ("sed -i 's/alpha \\* x + y/y + alpha * x/' kernel.py\n"
+            "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo 'ECONNREFUSED (retrying)' >&2; sleep 0.2; done\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    yaml2 = _agent(other, monkeypatch, busy, budget_s=120)
+    yaml2.write_text(yaml2.read_text() + "unreachable_after_s: 1\n")
+    [w] = _run_agent(other, str(yaml2), monkeypatch)
+    assert w.agent_run["exit_reason"] == "finished" and w.status.value == "PASSED" and w.agent_run["wall_s"] >= 2.5
+
+
+def test_a_stray_connection_error_of_a_program_at_work_is_not_a_cut_off(tmp_path):
+    """Three connection errors and the last line one of them: unreachable. A program that said
+    so once or twice, or whose last line is its work, is not."""
+    import re
+
+    from arena.agents.cli_agent import UNREACHABLE, unreachable_only
+
+    pattern = re.compile(UNREACHABLE)
+    err, out = tmp_path / "err", tmp_path / "out"
+    out.write_text("")
+    err.write_text("fetch failed (update check)\nreading kernel.py\nplanning the tiling\n")
+    assert not unreachable_only(pattern, err, out)
+    err.write_text("ECONNREFUSED\nretrying\nECONNREFUSED\nretrying\nECONNREFUSED\n")
+    assert unreachable_only(pattern, err, out)
+    time.sleep(0.01)
+    out.write_text('{"type": "assistant", "text": "the model answered"}\n')      # written after: its work goes on
+    assert not unreachable_only(pattern, err, out)
+
+
 def test_resume_asks_an_agent_its_service_did_not_serve_again(tmp_path, monkeypatch):
     yaml_file = _agent(tmp_path, monkeypatch, "echo 'Invalid API key' >&2\nexit 1\n")
     yaml_file.write_text(yaml_file.read_text() + "auth_error: '(?i)invalid api key'\n")

@@ -67,7 +67,7 @@ def test_a_program_that_does_not_start_is_named_with_its_words(tmp_path, monkeyp
 
 def test_a_program_that_hangs_when_asked_its_version_is_stopped(tmp_path, monkeypatch):
     agent, _ = _agent(tmp_path, monkeypatch, "sleep 30")
-    assert "gave no answer within 1 s" in probe(agent, 1)
+    assert "gave no answer within 1 s" in probe(agent, 5, version_s=1)
 
 
 def test_an_endpoint_that_refuses_names_what_points_at_it(tmp_path, monkeypatch, closed):

@@ -41,6 +41,9 @@ from arena.workspace import editable_name, make_workspace, scratch_root
 log = logging.getLogger(__name__)
 
 DEFAULT_BUDGET_S = 1800.0
+# a program still running this long that has said its model cannot be reached and done nothing else is stopped
+# (exit_reason unreachable): it would otherwise retry until its budget ends
+UNREACHABLE_AFTER_S = 60.0
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TERM", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
             "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 
@@ -83,6 +86,7 @@ class AgentSpec:
     unreachable_error: str = ""
     transcript_file: str = ""
     root_needs_sandbox: bool = False
+    unreachable_after_s: float = UNREACHABLE_AFTER_S
     endpoint: Mapping[str, str] = field(default_factory=dict)
     path: Path | None = None
 
@@ -108,6 +112,7 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
                      unreachable_error=data.get("unreachable_error", ""),
                      transcript_file=data.get("transcript_file", ""),
                      root_needs_sandbox=bool(data.get("root_needs_sandbox", False)), endpoint=data.get("endpoint", {}),
+                     unreachable_after_s=float(data.get("unreachable_after_s", UNREACHABLE_AFTER_S)),
                      path=path)
     for key in ("auth_error", "unreachable_error"):
         try:
@@ -131,9 +136,17 @@ VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-.+][0-9A-Za-z.]+)?")
 def program_version(spec: AgentSpec, timeout_s: float = 60.0) -> str | None:
     """The version the program prints when run with its ``version_args`` (None: it names none,
     or is not on PATH, or printed none)."""
+    return asked_version(spec, timeout_s)[1]
+
+
+def asked_version(spec: AgentSpec, timeout_s: float = 60.0) -> tuple[str | None, str | None]:
+    """The program asked its version (``version_args``), once per program and file version in
+    this process: why it did not answer (it could not be run, exited with a status other than
+    0, with its last words, or ran past ``timeout_s``; None when it answered), and the version
+    it printed (None: none, or no ``version_args``, or not on PATH)."""
     exe = shutil.which(spec.executable)
     if exe is None or not spec.version_args:
-        return None
+        return None, None
     try:
         stamp = os.stat(exe).st_mtime_ns
     except OSError:
@@ -159,16 +172,21 @@ def ask_program(argv: Sequence[str], timeout_s: float) -> tuple[Any, str, str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> str | None:
+def _version(argv: tuple[str, ...], exe: str, stamp: int, timeout_s: float) -> tuple[str | None, str | None]:
     outcome, out, err = ask_program(argv, timeout_s)
     if isinstance(outcome, OSError):
-        return None
-    text = out + "\n" + err
-    for line in text.splitlines():
+        return f"could not be run: {outcome.strerror or outcome}", None
+    why = None
+    if outcome.exit_reason == "budget":
+        why = f"gave no answer within {timeout_s:g} s"
+    elif outcome.returncode != 0:
+        said = last_words(out, err)
+        why = f"exited with status {outcome.returncode}" + (f": {said}" if said else "")
+    for line in (out + "\n" + err).splitlines():
         m = VERSION.search(line)
         if m:
-            return m.group(0)
-    return None
+            return why, m.group(0)
+    return why, None
 
 
 # a program that ended this soon, with nothing done (no edit, no check), never started its work
@@ -185,7 +203,8 @@ def judge_outcome(spec: AgentSpec, outcome: Any, checked: bool, edited: bool, *o
     finished | no_edit (finished, the kernel as it was) | budget (stopped at its budget; the
     kernel it left is judged) | crashed (a non-zero exit) | not_started (a non-zero exit within
     ``NOT_STARTED_S`` having done nothing) | auth (its output says it could not authenticate)
-    | unreachable (its output says its model endpoint could not be reached). The last two are
+    | unreachable (its output says its model endpoint could not be reached; also where it was
+    stopped for saying only that, ``UNREACHABLE_AFTER_S``). The last two are
     read where the run failed or did nothing (``checked``: it called the feedback tool)."""
     idle = not checked and not edited
     if outcome.exit_reason == "crashed" or idle:
@@ -198,6 +217,8 @@ def judge_outcome(spec: AgentSpec, outcome: Any, checked: bool, edited: bool, *o
         return ("not_started" if idle and outcome.wall_s < NOT_STARTED_S else "crashed"), said
     if outcome.exit_reason == "finished" and not edited:
         return "no_edit", ""
+    if outcome.exit_reason == "stopped":      # cut off as unreachable just as it did something: judged as at a budget
+        return "budget", ""
     return outcome.exit_reason, ""
 
 
@@ -384,11 +405,24 @@ class CommandAgent:
             "sandbox": "none" if warning else "bubblewrap", "budget_s": self.budget_s, "auth_files_copied": copied,
             "options": self.options}, indent=2, default=str))
         (art / "prompt.md").write_text(prompt)
+        pattern = re.compile(self.spec.unreachable_error or UNREACHABLE)
+        cut_off_s = self.spec.unreachable_after_s
+
+        def cut_off(elapsed: float) -> bool:
+            """Past ``cut_off_s``: the program has done nothing (no check, no edit), has said
+            at least three times that its model cannot be reached, and the last thing it wrote
+            says so again (a stray line of a program that goes on working is followed by its
+            work): it is stopped, not left to retry until its budget ends."""
+            if elapsed < cut_off_s or server.calls or _snapshot(ws).get(editable_name(task)) != before.get(
+                    editable_name(task)):
+                return False
+            return unreachable_only(pattern, art / "agent.stderr", art / "transcript.raw")
+
         try:
             outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws, ctx.device, sandboxed), budget_s=self.budget_s,
                                    stdout=art / "transcript.raw", stderr=art / "agent.stderr",
                                    stdin_text=prompt if self.spec.stdin == "prompt" else None,
-                                   token=secrets.token_hex(8))
+                                   token=secrets.token_hex(8), stop_when=cut_off if cut_off_s > 0 else None)
         except FileNotFoundError as exc:
             raise ArenaError(f"agent {self.name}: cannot run {cmd[0]!r} ({exc.strerror}); is it installed?",
                              path=self.spec.path, key="command") from exc
@@ -443,6 +477,29 @@ def _own_record(pattern: str, workspace: Path, home: Path) -> Path | None:
     base, rel = (home, pattern[2:]) if pattern.startswith("~/") else (workspace, pattern)
     found = [p for p in base.glob(rel) if p.is_file()]
     return max(found, key=lambda p: p.stat().st_mtime_ns) if found else None
+
+
+def unreachable_only(pattern: re.Pattern[str], *paths: Path) -> bool:
+    """Do the outputs ``paths`` say at least three times that the model cannot be reached, and
+    is the last line written (in the file written last) one of those?"""
+    tails = [(p, _tail(p)) for p in paths]
+    if sum(len(pattern.findall(text)) for _, text in tails) < 3:
+        return False
+    written = [(p.stat().st_mtime_ns, text) for p, text in tails if text.strip() and p.exists()]
+    if not written:
+        return False
+    last = [ln for ln in max(written)[1].splitlines() if ln.strip()][-1]
+    return bool(pattern.search(last))
+
+
+def _tail(path: Path, n: int = 65536) -> str:
+    """The last ``n`` bytes of a file as text ("" where it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _snapshot(folder: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 MARKER = "ARENA_AGENT_RUN"      # in the agent's environment: how leftovers are found
 KILL_GRACE_S = 5.0
@@ -93,10 +93,28 @@ def _kill(pid_or_group: int, group: bool, sig: int) -> None:
         pass
 
 
+def _wait(proc: subprocess.Popen, start: float, budget_s: float, stop_when: Callable[[float], bool] | None) -> int:
+    """The process's exit status; ``TimeoutExpired`` at the budget, or (its output "stopped")
+    when ``stop_when`` says so."""
+    if stop_when is None:
+        return proc.wait(timeout=budget_s)
+    while True:
+        left = budget_s - (time.monotonic() - start)
+        try:
+            return proc.wait(timeout=max(0.0, min(1.0, left)))
+        except subprocess.TimeoutExpired:
+            if left <= 1.0:
+                raise
+            if stop_when(time.monotonic() - start):
+                raise subprocess.TimeoutExpired(proc.args, budget_s, output="stopped") from None
+
+
 def run_budgeted(argv: Sequence[str], *, cwd: Path, env: dict[str, str], budget_s: float, stdout: Path,
-                 stderr: Path, stdin_text: str | None = None, token: str) -> Outcome:
-    """Run argv in a new session until it exits or ``budget_s`` passes; then kill its group and
-    every process that still carries ``token`` in its environment."""
+                 stderr: Path, stdin_text: str | None = None, token: str,
+                 stop_when: Callable[[float], bool] | None = None) -> Outcome:
+    """Run argv in a new session until it exits or ``budget_s`` passes, or, where given,
+    ``stop_when(seconds so far)`` says yes (asked about once a second: exit_reason "stopped");
+    then kill its group and every process that still carries ``token`` in its environment."""
     env = {**env, MARKER: token}
     start = time.monotonic()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
@@ -112,9 +130,9 @@ def run_budgeted(argv: Sequence[str], *, cwd: Path, env: dict[str, str], budget_
                 pass
         reason = "finished"
         try:
-            rc = proc.wait(timeout=budget_s)
-        except subprocess.TimeoutExpired:
-            reason = "budget"
+            rc = _wait(proc, start, budget_s, stop_when)
+        except subprocess.TimeoutExpired as exc:
+            reason = "stopped" if exc.output == "stopped" else "budget"
             _kill(proc.pid, True, signal.SIGTERM)
             try:
                 rc = proc.wait(timeout=KILL_GRACE_S)

@@ -18,12 +18,14 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
-PROBE_S = 20.0          # how long a program may take to answer its version, and an endpoint to accept
+PROBE_S = 20.0          # how long an endpoint may take to accept a connection
+VERSION_S = 60.0        # how long a program may take to answer its version (a cold start of a Python program)
 
 
-def probe(agent: Any, timeout_s: float = PROBE_S, environ: Mapping[str, str] | None = None) -> str | None:
+def probe(agent: Any, timeout_s: float = PROBE_S, environ: Mapping[str, str] | None = None,
+          version_s: float = VERSION_S) -> str | None:
     """Why ``agent`` cannot run here, in one line with the fix, or None."""
-    from arena.agents.cli_agent import CommandAgent, missing_program
+    from arena.agents.cli_agent import CommandAgent, asked_version, missing_program
     from arena.agents.isolation import bubblewrap_missing
 
     if not isinstance(agent, CommandAgent):
@@ -34,7 +36,7 @@ def probe(agent: Any, timeout_s: float = PROBE_S, environ: Mapping[str, str] | N
     if missing:
         return missing
     if spec.version_args:
-        why = _starts(spec.version_args, timeout_s)
+        why, _ = asked_version(spec, version_s)      # asked once: the run records the same answer's version
         if why:
             return f"agent {spec.name}: its program did not start ({' '.join(spec.version_args)} {why})" + \
                 (f"; reinstall it: {spec.install}" if spec.install else "")
@@ -52,7 +54,7 @@ def probe(agent: Any, timeout_s: float = PROBE_S, environ: Mapping[str, str] | N
 
 
 def probe_all(agents: Sequence[Any], timeout_s: float = PROBE_S) -> list[str]:
-    """The probes of several agents at once (each takes up to ``timeout_s`` twice): their failures."""
+    """The probes of several agents at once: their failures."""
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(agents)))) as pool:
         return [why for why in pool.map(lambda a: probe(a, timeout_s), agents) if why]
 
@@ -95,19 +97,3 @@ def _unanswered(url: str, timeout_s: float, environ: Mapping[str, str]) -> str |
         return f"no answer from {host}:{port} within {timeout_s:g} s"
     except OSError as exc:
         return f"{host}:{port}: {exc.strerror or exc}"
-
-
-def _starts(argv: Sequence[str], timeout_s: float) -> str | None:
-    """Why the program, asked its version, did not answer: it could not be run, exited with a
-    status other than 0 (and what it said), or ran past ``timeout_s``; None when it answered."""
-    from arena.agents.cli_agent import ask_program, last_words
-
-    outcome, out, err = ask_program(argv, timeout_s)
-    if isinstance(outcome, OSError):
-        return f"could not be run: {outcome.strerror or outcome}"
-    if outcome.exit_reason == "budget":
-        return f"gave no answer within {timeout_s:g} s"
-    if outcome.returncode != 0:
-        said = last_words(out, err)
-        return f"exited with status {outcome.returncode}" + (f": {said}" if said else "")
-    return None
