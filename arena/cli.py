@@ -234,9 +234,31 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         from arena.report import load_runs
 
         recorded = load_runs(args.from_run)
-    rows = check_tasks(folders, device, recorded=recorded,
-                       on_row=lambda r: console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}", highlight=False,
-                                                      markup=False))
+    done: list = []
+
+    def write_files(rows: list) -> None:
+        if args.markdown:
+            Path(args.markdown).write_text(check_markdown(rows, device, of=len(folders)))
+        if args.json:
+            Path(args.json).write_text(json.dumps([{
+                "task": r.task_id, "ok": r.ok, "schema": r.schema, "reference": r.reference, "baseline": r.baseline,
+                "baseline_window_us": r.window_us, "solution": r.solution, "specialised": r.specialised,
+                "problems": r.problems, "details": r.details, "verdicts": [v.to_dict() for v in r.verdicts],
+            } for r in rows], indent=1, default=str))
+
+    def on_row(r) -> None:     # each row as it is finished: said with its reasons, and kept in the files asked for
+        done.append(r)
+        console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}" + "".join(f"\n      {p}" for p in r.problems),
+                      highlight=False, markup=False, soft_wrap=True)
+        write_files(done)
+
+    try:
+        rows = check_tasks(folders, device, recorded=recorded, on_row=on_row)
+    except KeyboardInterrupt:
+        files = " and ".join(f for f in (args.markdown, args.json) if f)
+        err_console.print(f"interrupted after {len(done)} of {len(folders)} tasks"
+                          + (f"; the rows finished are in {files}" if files else ""), highlight=False, markup=False)
+        return 130
     table = Table(title=_lit(f"arena tasks check — {device.kind} {device.name}"))
     for col in ("task", "schema", "reference", "baseline", "baseline µs", "solution", "specialised", "result"):
         table.add_column(col)
@@ -248,19 +270,13 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     for r in rows:
         for p in r.problems:
             console.print(f"[red]{_lit(r.task_id)}[/red]: {_lit(p)}", highlight=False, soft_wrap=True)
-    if args.markdown:
-        Path(args.markdown).write_text(check_markdown(rows, device))
-    if args.json:
-        Path(args.json).write_text(json.dumps([{
-            "task": r.task_id, "ok": r.ok, "schema": r.schema, "reference": r.reference, "baseline": r.baseline,
-            "baseline_window_us": r.window_us, "solution": r.solution, "specialised": r.specialised,
-            "problems": r.problems, "details": r.details, "verdicts": [v.to_dict() for v in r.verdicts],
-        } for r in rows], indent=1, default=str))
+    write_files(rows)
     return 0 if all(r.ok for r in rows) else 1
 
 
-def check_markdown(rows, device) -> str:
-    """The committed validation table: machine, date, versions, one row per task."""
+def check_markdown(rows, device, of: int | None = None) -> str:
+    """The committed validation table: machine, date, versions, one row per task (``of``: the
+    tasks asked for, where the rows are fewer: a check still running or interrupted)."""
     from datetime import datetime, timezone
 
     lines = [f"# arena tasks check — {device.kind} — {device.name}", "",
@@ -268,7 +284,8 @@ def check_markdown(rows, device) -> str:
              f"- device: {device.name} ({device.arch}, {device.sm_count or '-'} SMs, "
              f"last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB)",
              "- toolchains: " + ", ".join(f"{k} {v}" for k, v in device.toolchains.items()),
-             f"- result: {sum(r.ok for r in rows)} of {len(rows)} tasks ok", "",
+             f"- result: {sum(r.ok for r in rows)} of {len(rows)} tasks ok"
+             + (f" ({len(rows)} of the {of} asked for checked so far)" if of is not None and of > len(rows) else ""), "",
              "| task | result | reference | baseline (configs passed) | baseline µs (min-max) | solution | specialised |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:

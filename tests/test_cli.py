@@ -153,6 +153,8 @@ def test_broken_tasks_are_checked_and_run_beside_the_others(tmp_path, capsys):
     for want in _problem_lines(folders):
         name = Path(want.split(": ")[1]).relative_to(tmp_path / "tasks").parts[1]
         assert f"triton2triton/{name}: {want[len('error: '):]}" in out
+        # the row says why as it is finished, not only in the summary after the last one
+        assert f"  triton2triton/{name}: FAIL\n      {want[len('error: '):]}" in out
 
     assert main([*root, "run", "--agent", "baseline", "--tasks", selection, "--device", "cpu", "--no-prebuild",
                  "--out", str(tmp_path / "run")]) == 0
@@ -283,3 +285,28 @@ def test_eval_exits_with_a_code_of_its_own_where_nothing_failed_but_nothing_ran(
     assert eval_exit_code([passed]) == 0
     assert eval_exit_code([nr]) == eval_exit_code([passed, nr]) == EXIT_NOT_RUNNABLE == 3
     assert eval_exit_code([failed, nr]) == eval_exit_code([failed]) == 1
+
+
+def test_an_interrupted_tasks_check_keeps_the_rows_it_finished(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the second of two tasks: the first row is in the files asked for, and the
+    console says how far the check got."""
+    import arena.authoring as authoring
+
+    real = authoring.check_task
+    calls = []
+
+    def check_task(folder, device, ev):
+        calls.append(folder.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(folder, device, ev)
+
+    monkeypatch.setattr(authoring, "check_task", check_task)
+    out_json, out_md = tmp_path / "check.json", tmp_path / "check.md"
+    code = main(["--tasks-dir", str(FIX), "tasks", "check", "triton2triton/axpy,hip2hip/scale", "--device", "cpu",
+                 "--json", str(out_json), "--markdown", str(out_md)])
+    assert code == 130
+    assert "interrupted after 1 of 2 tasks; the rows finished are in" in capsys.readouterr().err
+    rows = json.loads(out_json.read_text())
+    assert [r["task"] for r in rows] == ["triton2triton/axpy"] and rows[0]["ok"]
+    assert "(1 of the 2 asked for checked so far)" in out_md.read_text()
