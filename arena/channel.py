@@ -80,12 +80,19 @@ def _write_all(fd: int, buf: bytes) -> None:
         buf = buf[n:]
 
 
-def take_frame(buf: bytearray) -> bytes | None:
+class FrameTooLarge(ValueError):
+    """A frame announces more bytes than its reader takes."""
+
+
+def take_frame(buf: bytearray, limit: int | None = None) -> bytes | None:
     """The body of the first whole frame in ``buf`` (bytes read so far from a channel that is
-    not blocking), taken out of it; None while it holds no whole frame."""
+    not blocking), taken out of it; None while it holds no whole frame. ``limit``: a frame that
+    announces more bytes is refused (``FrameTooLarge``) before they are waited for."""
     if len(buf) < 4:
         return None
     (n,) = struct.unpack_from("<I", buf)
+    if limit is not None and n > limit:
+        raise FrameTooLarge(f"a frame of {n} bytes announced, more than the {limit} a reply may have")
     if len(buf) < 4 + n:
         return None
     body = bytes(buf[4:4 + n])

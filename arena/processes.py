@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from arena.channel import take_frame, write_frame
+from arena.channel import FrameTooLarge, take_frame, write_frame
 from arena.protocol import (CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, TuningNotice, decode,
                             encode)
 
@@ -359,6 +359,7 @@ class CandidateGone(Exception):
 # the largest frame a confined process may send (a record of 4,096 launches with their parameters is far less)
 MAX_REPLY_BYTES = 64 * 2**20
 
+
 class CandidatePeer:
     """The trusted process's handle on its candidate process.
 
@@ -441,11 +442,10 @@ class CandidatePeer:
         ("garbled", why), or None if none came within ``timeout`` seconds."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
-            if len(self._buf) >= 4 and int.from_bytes(self._buf[:4], "little") > MAX_REPLY_BYTES:
-                # held in this process's memory whole before it is read: bounded before it is
-                return "garbled", f"a frame of {int.from_bytes(self._buf[:4], 'little')} bytes announced, more " \
-                                  f"than the {MAX_REPLY_BYTES} a reply may have"
-            body = take_frame(self._buf)
+            try:     # held in this process's memory whole before it is read: bounded before it is
+                body = take_frame(self._buf, MAX_REPLY_BYTES)
+            except FrameTooLarge as exc:
+                return "garbled", str(exc)
             if body is not None:
                 try:
                     return "frame", json.loads(body)

@@ -413,7 +413,7 @@ class CommandAgent:
             at least three times that its model cannot be reached, and the last thing it wrote
             says so again (a stray line of a program that goes on working is followed by its
             work): it is stopped, not left to retry until its budget ends."""
-            if elapsed < cut_off_s or server.calls or _snapshot(ws).get(editable_name(task)) != before.get(
+            if elapsed < cut_off_s or server.calls or _digest(ws / editable_name(task)) != before.get(
                     editable_name(task)):
                 return False
             return unreachable_only(pattern, art / "agent.stderr", art / "transcript.raw")
@@ -502,12 +502,19 @@ def _tail(path: Path, n: int = 65536) -> str:
         return ""
 
 
+def _digest(path: Path) -> str | None:
+    """A file's sha256 (None where it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def _snapshot(folder: Path) -> dict[str, str]:
     out = {}
     for p in folder.rglob("*"):
         if p.is_file() and not p.is_socket():
-            try:
-                out[p.relative_to(folder).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-            except OSError:
-                continue
+            digest = _digest(p)
+            if digest is not None:
+                out[p.relative_to(folder).as_posix()] = digest
     return out

@@ -59,3 +59,12 @@ def region(t: Any) -> tuple[int, int]:
     if t is None:
         return 0, 0
     return t.data_ptr(), span_bytes(t.shape, t.stride(), t.element_size())
+
+
+def locate(addr: int, extent: int, regions: Any) -> tuple[Any, int] | None:
+    """The first of ``regions`` ((key, address, bytes) each) that holds ``extent`` bytes from
+    ``addr``: its key and the offset there; None where none does."""
+    for key, start, n in regions:
+        if n and start <= addr and addr + extent <= start + n:
+            return key, addr - start
+    return None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from arena.protocol import CallRecord, KeptMemory, KernelArg, Place, Pointer, RecordedOp, View
-from arena.replay import MAX_ARGS, MAX_OPS, region
+from arena.replay import MAX_ARGS, MAX_OPS, locate, region
 
 RECORDER_SOURCE = Path(__file__).with_name("record_cuda.cc")
 # the runtime calls the recorder stands before (the linker's --wrap), as record_cuda.cc defines them
@@ -81,14 +81,14 @@ class _Places:
         self.kept: dict[int, int] = {}
 
     def find(self, addr: int, extent: int = 0) -> Place | None:
-        for i, (start, n) in enumerate(self.buffers):
-            if n and start <= addr and addr + extent <= start + n:
-                return Place(space="buffer", index=i, offset=addr - start)
-        for serial, (start, n) in self.live.items():
-            if n and start <= addr and addr + extent <= start + n:
-                self.kept[serial] = n
-                return Place(space="kept", index=serial, offset=addr - start)
-        return None
+        found = locate(addr, extent, [*((("buffer", i), start, n) for i, (start, n) in enumerate(self.buffers)),
+                                      *((("kept", k), start, n) for k, (start, n) in self.live.items())])
+        if found is None:
+            return None
+        (space, index), offset = found
+        if space == "kept":
+            self.kept[index] = self.live[index][1]
+        return Place(space=space, index=index, offset=offset)
 
     def view(self, addr: int, nbytes: int) -> View:
         place = self.find(addr, nbytes) or Place(space="unknown", index=-1, offset=addr)

@@ -17,7 +17,7 @@ import contextlib
 from typing import Any, Iterator, Sequence
 
 from arena.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
-from arena.replay import MAX_OPS, OPTIONS, kernel_id, region, span_bytes
+from arena.replay import MAX_OPS, OPTIONS, kernel_id, locate, region, span_bytes
 
 # torch operators of a call, by what a replay must do for them
 _ALLOC = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
@@ -133,11 +133,13 @@ class _Call:
         self.ops.append(op)
 
     def place(self, addr: int, extent: int = 0) -> Place:
-        for space, regions in (("buffer", self.buffers), ("scratch", self.scratch)):
-            for i, (start, n) in enumerate(regions):
-                if n and start <= addr and addr + extent <= start + n:
-                    return Place(space=space, index=i, offset=addr - start)
-        return Place(space="unknown", index=-1, offset=addr)
+        found = locate(addr, extent, [((space, i), start, n) for space, regions in
+                                      (("buffer", self.buffers), ("scratch", self.scratch))
+                                      for i, (start, n) in enumerate(regions)])
+        if found is None:
+            return Place(space="unknown", index=-1, offset=addr)
+        (space, i), offset = found
+        return Place(space=space, index=i, offset=offset)
 
     def view(self, t: Any) -> View:
         extent = span_bytes(t.shape, t.stride(), t.element_size())
