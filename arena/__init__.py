@@ -1,10 +1,9 @@
 """kernel-arena: measure GPU kernels written by agents, on seen and unseen shapes.
 
-The package is organised along one flow: a task (``arena.taskdef``) and a candidate file
-go through the gates (``arena.evaluate`` in the parent; ``arena.trusted``, which holds the
-task, the reference and the baseline, and ``arena.candidate``, which holds the candidate's
-code, in processes of their own, talking in ``arena.protocol``'s typed frames) and come out
-as Verdicts (``arena.records``), the only thing later stages read.
+A task (``arena.taskdef``) and a candidate file go through one evaluation
+(``arena.evaluation``: a parent, a trusted process, the candidate's process and a replay
+process, talking in typed frames) and come out as Verdicts (``arena.records``), the only thing
+later stages (``arena.runner``, ``arena.report``) read.
 """
 
 __version__ = "0.1.0"

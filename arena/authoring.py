@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from arena.check.degeneracy import load_reference, reference_problems
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status, Verdict
 from arena.taskdef.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean

@@ -61,7 +61,7 @@ def why_not_scored(v: Verdict) -> str:
     if v.status.scored:
         return ""
     if v.status is Status.NOT_RUNNABLE:
-        from arena.evaluate import not_runnable_reason
+        from arena.evaluation.parent import not_runnable_reason
 
         if v.build.get("builds"):
             return not_runnable_reason(v.build)
@@ -314,7 +314,7 @@ def _split_list(value: str | None, device) -> list[str]:
     for s in splits:
         if s not in ("seen", "heldout", "random", "smoke"):
             raise ArenaError(f"unknown split {s!r}; choose seen, heldout, random, smoke or all", key="--split")
-    from arena.evaluate import require_runnable_splits
+    from arena.evaluation.parent import require_runnable_splits
 
     require_runnable_splits(splits, device)      # the cpu backend runs smoke only: said here, in one line
     return splits
@@ -339,7 +339,7 @@ def print_configs(v: Verdict) -> None:
     console.print(table)
     if v.message and v.status is not Status.PASSED:
         console.print(v.message, highlight=False, markup=False)
-        from arena.tracebacks import render
+        from arena.evaluation.tracebacks import render
 
         failed = next((c for c in v.configs if c.status is not Status.PASSED and c.traceback), None)
         if failed is not None:       # the candidate's own frames (data from its process: printed literally)
@@ -370,7 +370,7 @@ def _timing_params(args) -> dict:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from arena.devices import detect
-    from arena.evaluate import Candidate, evaluate
+    from arena.evaluation.parent import Candidate, evaluate
     from arena.taskdef.loader import load_task, select_tasks
 
     device = detect(args.device)
@@ -692,10 +692,10 @@ def cmd_device(args: argparse.Namespace) -> int:
 
 
 def sandbox_defences(device) -> dict[str, str | None]:
-    """Each defence a candidate's process gets here (``arena.sandbox``), None where it is had,
+    """Each defence a candidate's process gets here (``arena.evaluation.sandbox``), None where it is had,
     else why not; and the device-memory allowance, which needs the driver's per-process count."""
     from arena.devices.usage import DeviceUsage
-    from arena.sandbox import confine
+    from arena.evaluation.sandbox import confine
 
     found = {k: v for k, v in confine.features().items() if k != "landlock abi"}
     if device.runs_kernels:

@@ -4,7 +4,7 @@ One function evaluates a kernel for feedback (``assess``) and one turns its Verd
 the summary every channel hands out (``summarize``): the workspace's check tool, the
 Python environment's ``run_kernel`` and the MCP server. The summary carries the status,
 the compiler output or the first mismatch, where in its file a failure of
-its code was raised (``arena.tracebacks``), per-config timings, the median speedup and the
+its code was raised (``arena.evaluation.tracebacks``), per-config timings, the median speedup and the
 reward; never held-out configs, seeds or the reference's values beyond the worst element.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from arena.devices import Device
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status, Verdict
 from arena.taskdef.loader import Task
-from arena.tracebacks import as_dicts, bounded, render as render_traceback
+from arena.evaluation.tracebacks import as_dicts, bounded, render as render_traceback
 
 MESSAGE_CHARS = 3000
 

@@ -2,7 +2,7 @@
 
 Each (agent, task, repeat) becomes one Ray task asking for a GPU (``num_gpus=1``, or a
 share of one with ``per_gpu`` > 1; one CPU on the cpu backend). Tasks sharing a GPU are
-timed one at a time through the GPU's lock files on their node (``arena.gpulock``). The task runs
+timed one at a time through the GPU's lock files on their node (``arena.evaluation.gpulock``). The task runs
 the same ``run_unit`` as the local executor, into a scratch run directory on its node, and
 returns its Verdicts and a tarball of its artifacts; the driver alone appends records and
 unpacks artifacts, so records.jsonl has one writer and ``--resume`` works as for local runs.
@@ -50,7 +50,7 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
         import ray
     except ImportError as exc:
         raise ArenaError("the ray executor needs Ray: pip install 'kernel-arena[ray]'", key="--executor") from exc
-    from arena.processes import PACKAGE_ROOT
+    from arena.evaluation.processes import PACKAGE_ROOT
     from arena.units import _task_id_of, failure_verdict
 
     started_here = not ray.is_initialized()

@@ -67,15 +67,15 @@ class Status(str, enum.Enum):
         candidate's code has run is the candidate's unless the harness can show a cause of its
         own. So:
         - the trusted process dying after the candidate was loaded, with no signal the parent
-          sent (its own deadline), is CRASHED (``arena.decision.assemble``); before any
+          sent (its own deadline), is CRASHED (``arena.evaluation.decision.assemble``); before any
           candidate code, HARNESS_ERROR;
         - running out of device memory, in the trusted process or the baseline's, is the
           candidate's RUNTIME_ERROR where its process holds more than its allowance then
-          (``arena.trusted.Evaluation.memory_cause``); where another evaluation's candidate does,
+          (``arena.evaluation.trusted.process.Evaluation.memory_cause``); where another evaluation's candidate does,
           the check waits for it and is tried again; only where no process holds more than it
           may is the shortage the harness's (HARNESS_ERROR, tried again);
         - the candidate's process cannot reach the others (its own uid and PID namespace, a
-          seccomp filter: ``arena.sandbox``), so a failure of the task's own code (its
+          seccomp filter: ``arena.evaluation.sandbox``), so a failure of the task's own code (its
           reference raising, its baseline failing but for memory) stays TASK_ERROR, and an
           exception of the harness's own code, HARNESS_ERROR."""
         return _KIND[self] not in ("infra", "not_runnable", "service")
@@ -144,7 +144,7 @@ class SideTiming:
 
 @dataclass
 class TraceEntry:
-    """One line of a candidate's traceback (``arena.tracebacks``): a frame in the candidate's own
+    """One line of a candidate's traceback (``arena.evaluation.tracebacks``): a frame in the candidate's own
     file (``file`` as the candidate knows it, ``line``, ``function``, the source line ``code``),
     or a run of frames elsewhere collapsed into one (``elsewhere`` says where: triton, torch,
     python ...). ``frames``: how many frames it stands for (a run, or a frame repeated by
@@ -191,7 +191,7 @@ class ConfigResult:
     sol: float | None = None
     sol_absent: str = ""           # why a timed config has no speed-of-light score (arena.devices.ceilings)
     # where a failure of the candidate's code was raised: its frames in the candidate's own file
-    # (arena.tracebacks); empty for other failures and in records written before it existed
+    # (arena.evaluation.tracebacks); empty for other failures and in records written before it existed
     traceback: list[TraceEntry] = field(default_factory=list)
 
     @classmethod
@@ -239,7 +239,7 @@ class Verdict:
     wall_s: float = 0.0
     agent_run: dict[str, Any] = field(default_factory=dict)   # an agent's run: wall_s, exit_reason, tokens, cost
     phases: dict[str, float] = field(default_factory=dict)    # the evaluation's seconds: build, start, load,
-    #                                                            correctness, timing, lock_wait (arena.evaluate)
+    #                                                            correctness, timing, lock_wait (arena.evaluation.parent)
     # which evaluation of this (run, agent, task, repeat, split) this is: 1, then 2, 3 ... where
     # ``arena run --resume`` redid an infrastructure failure; the latest one stands (``current``)
     attempt: int = 1

@@ -10,7 +10,7 @@ skips those and redoes the rest, so nothing is lost or written twice, even after
 (records.jsonl is append-only, each line fsynced, a torn last line dropped). Units run on
 one device or on several GPUs (``gpus``), ``workers_per_gpu`` threads each, or as Ray tasks
 (``executor="ray"``). Evaluations sharing a GPU are timed one at a time
-(``arena.gpulock``). A task
+(``arena.evaluation.gpulock``). A task
 that fails to load or an evaluation that breaks the harness is recorded as a failure and
 the run goes on; ``resume`` redoes infrastructure failures (not the candidate's) up to a limit
 the run states, and the latest verdict of a split stands.
@@ -33,7 +33,7 @@ from arena import records
 from arena.agents import get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.evaluate import configs_of_splits, require_runnable_splits
+from arena.evaluation.parent import configs_of_splits, require_runnable_splits
 from arena.records import Verdict
 from arena.units import RunPlan, Unit, _settings, _task_id_of, run_unit
 
@@ -118,7 +118,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
 
     ``gpus``: GPU indices; ``workers_per_gpu`` worker threads on each (default one), all
     claiming units from one queue. Workers on one GPU build, start, check and warm up side by
-    side, but their timed rounds take the GPU's lock exclusively (``arena.gpulock``): no GPU
+    side, but their timed rounds take the GPU's lock exclusively (``arena.evaluation.gpulock``): no GPU
     ever times two evaluations at once, nor runs another's kernels while it times one.
     ``executor="ray"``: every unit is a Ray task (num_gpus=1/workers_per_gpu on a GPU
     backend) on the cluster at ``ray_address``; records are written here by the driver only.
@@ -239,7 +239,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         # stays, --resume redoes the rest
         with lock:
             stop.set()
-        from arena.processes import kill_live_workers
+        from arena.evaluation.processes import kill_live_workers
 
         kill_live_workers()
         raise

@@ -206,7 +206,7 @@ def find_run_artifacts(run: Path, task_id: str, agent: str | None = None, repeat
 def _why(v: records.Verdict) -> str:
     """A verdict's message, and its first failing config's message and traceback (in the
     candidate's file, as ``arena eval`` prints it)."""
-    from arena.tracebacks import render
+    from arena.evaluation.tracebacks import render
 
     lines = [v.message] if v.message else []
     bad = next((c for c in v.configs if not c.status.passed), None)

@@ -16,7 +16,7 @@ from arena.agents import AgentContext, Proposal, get_agent
 from arena.agents.base import OUTCOME_STATUS, outcome_text
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status, Verdict, file_sha256
 from arena.taskdef.loader import load_task
 

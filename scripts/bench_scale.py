@@ -90,7 +90,7 @@ def first_calls(task_dir: str, path: str) -> None:
     import torch
 
     from arena.check.inputs import DTYPES, make_inputs
-    from arena.sides import import_file
+    from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
     task = load_task(task_dir)
@@ -125,7 +125,7 @@ def triton(selector: str, jobs: int | None, parallel: int) -> None:
     from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
     from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
     from arena.devices import detect
-    from arena.evaluate import configs_of_splits
+    from arena.evaluation.parent import configs_of_splits
     from arena.units import Unit
     from arena.taskdef.loader import load_task, select_tasks
 

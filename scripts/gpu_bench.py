@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from arena.toolchain.hip import build_hip  # noqa: E402
 from arena.devices import detect  # noqa: E402
-from arena.evaluate import Candidate, evaluate  # noqa: E402
+from arena.evaluation.parent import Candidate, evaluate  # noqa: E402
 from arena.taskdef.loader import discover_tasks, load_task  # noqa: E402
 from arena.timing.stats import median  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Does giving device memory back in another process change the time of timed kernels?
 
 The trusted process of every evaluation gives the blocks torch's allocator caches back to the
-device after each config (``arena.trusted.Evaluation.release_memory``: ``empty_cache``, a
+device after each config (``arena.evaluation.trusted.process.Evaluation.release_memory``: ``empty_cache``, a
 ``cudaFree`` per block, no kernel), inside a shared section of the GPU lock, which keeps a
 waiting timed round out for as long as it lasts. This measures what it would do to a timed
 round running beside it, were it done outside the lock: the harness's own timer

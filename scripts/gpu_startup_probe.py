@@ -41,8 +41,8 @@ def imports(out: dict) -> None:
         import arena.check.compare  # noqa: F401
         import arena.check.inputs  # noqa: F401
         import arena.taskdef.loader  # noqa: F401
-        import arena.guard  # noqa: F401
-        import arena.buffers  # noqa: F401
+        import arena.evaluation.candidate.guard  # noqa: F401
+        import arena.evaluation.buffers  # noqa: F401
         import arena.timing.timer  # noqa: F401
 
     _stage(out, "import triton+harness", harness)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from arena.check.inputs import make_inputs  # noqa: E402
-from arena.sides import import_file  # noqa: E402
+from arena.evaluation.sides import import_file  # noqa: E402
 from arena.taskdef.loader import load_task, select_tasks  # noqa: E402
 from arena.timing.timer import FLUSH_KERNEL, MARKER_KERNEL, DeviceTimer, _device_activities  # noqa: E402
 

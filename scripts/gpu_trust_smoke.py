@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arena.devices import detect  # noqa: E402
-from arena.evaluate import Candidate, evaluate  # noqa: E402
+from arena.evaluation.parent import Candidate, evaluate  # noqa: E402
 from arena.taskdef.loader import load_task  # noqa: E402
 
 CASES = [

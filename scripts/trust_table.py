@@ -6,7 +6,7 @@ python3 scripts/trust_table.py RECORDS.jsonl [MORE.jsonl ...]
 - every shipped kernel (baseline, solution, specialised agents): its status per split; a
   specialised kernel may fail only held-out correctness;
 - copies and fills: the largest share of a candidate's device time they took, per agent, with
-  the baseline's share beside it (arena.performance.INCIDENTAL_MAX);
+  the baseline's share beside it (arena.evaluation.trusted.performance.INCIDENTAL_MAX);
 - the same kernel evaluated twice (repeats 0 and 1): per config, how far the two speedups are
   apart, on configs whose baseline takes 100 us or more.
 """
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arena import records  # noqa: E402
-from arena.performance import INCIDENTAL_MAX  # noqa: E402
+from arena.evaluation.trusted.performance import INCIDENTAL_MAX  # noqa: E402
 
 
 def main(paths: list[str]) -> int:

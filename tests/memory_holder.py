@@ -1,4 +1,4 @@
-"""Another process holding memory in a GPU's account (arena.memory), as another evaluation on the
+"""Another process holding memory in a GPU's account (arena.evaluation.memory), as another evaluation on the
 same GPU would: ``hold(key, capacity, nbytes)`` returns once it holds them (``stand=n``: its
 processes stand for n of ``PROCESS_BYTES`` first; ``wait=False``: returns at once, ``held(p)``
 then waits until it holds); ``release(p)`` lets the work go and ends the process."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 HOLDER = """
 import sys
-from arena.memory import MemoryAccount, open_account
+from arena.evaluation.memory import MemoryAccount, open_account
 acct = MemoryAccount(open_account(sys.argv[1]), int(sys.argv[2]), poll_s=0.01)
 if int(sys.argv[4]):
     acct.stand(int(sys.argv[4]), "another evaluation's processes")

@@ -1,4 +1,4 @@
-"""The candidate process's audit hook (arena.audit): what it refuses ends the process with a
+"""The candidate process's audit hook (arena.evaluation.candidate.audit): what it refuses ends the process with a
 notice; what an honest Triton candidate does (import, interpret, compile for a GPU) passes.
 
 Each case runs in a fresh interpreter that installs and arms the hook with a pipe for the
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from arena import audit
+from arena.evaluation.candidate import audit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def run_armed(tmp_path: Path, body: str, before: str = "", env: dict[str, str] |
         f"sys.path.insert(0, {str(REPO)!r})\n"
         "import ctypes, triton  # the candidate process has both loaded (torch imports ctypes)\n"
         + textwrap.dedent(before) +
-        "\nfrom arena import audit\n"
+        "\nfrom arena.evaluation.candidate import audit\n"
         f"audit.install(audit.CandidatePolicy(candidate_file='cand.py', triton_cache_dir={str(cache)!r}), "
         "int(sys.argv[1]))\n"
         "audit.arm()\n"
@@ -193,7 +193,7 @@ def test_refused_symlink_made_before_arming_to_proc_self_mem(tmp_path):
 def test_refused_changing_the_hook_found_before_arming(tmp_path):
     """No reference to the hook is kept once armed; even code that took one before arming (as a
     candidate that found it by gc or frames would hold it) cannot change its code or settings."""
-    grab = ("from arena import audit as A\n_arm = A.arm\n"
+    grab = ("from arena.evaluation.candidate import audit as A\n_arm = A.arm\n"
             "def _grabbing_arm():\n    globals()['hook'] = A._STATE['hook']\n    _arm()\n"
             "A.arm = _grabbing_arm\n")
     body = "assert A._STATE.get('hook') is None and 'hook' not in A.__dict__\nhook.__defaults__ = (None,)"
@@ -253,7 +253,7 @@ def test_allowed_triton_interpreter_and_torch(tmp_path):
     interpreter on CPU tensors; torch operators; the harness's own checks; stdlib helpers that
     look at frames; a traceback; reading and writing ordinary files."""
     (tmp_path / "cand.py").write_text(KERNEL)
-    before = "import torch\nfrom arena.guard import OpTrace, Seal, ThreadWatch\nseal = Seal()\n"
+    before = "import torch\nfrom arena.evaluation.candidate.guard import OpTrace, Seal, ThreadWatch\nseal = Seal()\n"
     body = """
         import importlib.util, collections, typing, enum, logging, traceback, pathlib, dataclasses
         spec = importlib.util.spec_from_file_location("arena_side_test", os.path.join(os.getcwd(), "cand.py"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arena.devices import detect
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
 from arena.toolchain.autotune import AUTOTUNE_ON_CPU, uses_autotune

@@ -445,7 +445,7 @@ def test_two_steps_and_the_record(target: str, builds: Builds) -> None:
     record = json.loads((result.library.parent / "build.json").read_text())
     assert record["kernels"] == list(result.kernels) and record["undefined"] == list(result.undefined)
     kept = sorted(p.name for p in result.library.parent.iterdir())
-    if target == "cuda":      # and the device code alone, for a replay process (arena.replay.native_player)
+    if target == "cuda":      # and the device code alone, for a replay process (arena.evaluation.replay.native_player)
         assert kept == sorted(["build.json", "lib.so", "kernel.cu", "kernels.fatbin"])
         code = (result.library.parent / "kernels.fatbin").read_bytes()
         assert code[:4] == bytes.fromhex("50ed55ba")       # a fatbinary's magic number

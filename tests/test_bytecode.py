@@ -1,12 +1,12 @@
 """Workers keep the interpreter's bytecode in the harness's cache when Python would otherwise
-compile the same sources again in every process (arena.processes.bytecode_prefix)."""
+compile the same sources again in every process (arena.evaluation.processes.bytecode_prefix)."""
 
 from __future__ import annotations
 
 import importlib.util
 import py_compile
 
-from arena import processes
+from arena.evaluation import processes
 
 
 def _source(tmp_path, text="X = 1\n"):

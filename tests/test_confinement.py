@@ -1,4 +1,4 @@
-"""The processes that make calls are confined by the kernel (arena.sandbox.confine, .seccomp):
+"""The processes that make calls are confined by the kernel (arena.evaluation.sandbox.confine, .seccomp):
 seen from inside a candidate's process, and through what it can and cannot do to the others.
 Also the rule that no failure after the candidate's code ran is "not scored" without a cause
 the harness can show (Status.scored), and the device-memory allowance's bookkeeping."""
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from arena.devices import detect
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
-from arena.sandbox import confine, seccomp
+from arena.evaluation.sandbox import confine, seccomp
 from arena.taskdef.loader import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def _run(tmp_path: Path, body: str, cpu) -> object:
 FACTS = """\
 facts = {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(),
          "proc": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-         "init": "arena.trusted" in open("/proc/1/cmdline", "rb").read().decode(errors="replace"),
+         "init": "arena.evaluation.trusted.process" in open("/proc/1/cmdline", "rb").read().decode(errors="replace"),
          "oom": open("/proc/self/oom_score_adj").read().strip(),
          "cap": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0],
          "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
@@ -189,8 +189,8 @@ def test_the_init_reports_how_the_confined_process_ended():
 
 
 def test_the_trusted_process_dying_after_the_candidate_ran_is_the_candidates_failure():
-    from arena.decision import assemble
-    from arena.protocol import LoadedFrame, StageFrame
+    from arena.evaluation.decision import assemble
+    from arena.evaluation.protocol import LoadedFrame, StageFrame
 
     task = load_task(AXPY)
     splits = {"smoke": task.configs("smoke")}
@@ -207,7 +207,7 @@ def test_the_trusted_process_dying_after_the_candidate_ran_is_the_candidates_fai
 
 
 def test_the_memory_account_counts_what_processes_hold_and_finds_one_over_its_allowance(tmp_path, monkeypatch):
-    from arena.memory import MemoryAccount, allowance, PROCESS_BYTES
+    from arena.evaluation.memory import MemoryAccount, allowance, PROCESS_BYTES
 
     monkeypatch.setenv("ARENA_LOCK_DIR", str(tmp_path))
     fd = os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600)
@@ -239,9 +239,9 @@ class _Ev:
 
 
 def test_out_of_memory_is_the_candidates_when_its_process_is_over_its_allowance(monkeypatch):
-    from arena import correctness
-    from arena.correctness import GateFailure, retry_after_oom
-    from arena.protocol import CorrectnessResult
+    from arena.evaluation.trusted import correctness
+    from arena.evaluation.trusted.correctness import GateFailure, retry_after_oom
+    from arena.evaluation.protocol import CorrectnessResult
 
     monkeypatch.setattr(correctness.time, "sleep", lambda s: None)
     over = GateFailure(Status.RUNTIME_ERROR, "the candidate's process held 70 GiB", fatal=True)
@@ -266,9 +266,9 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     evaluation's candidate over its own is put down to that one."""
     import types
 
-    from arena.correctness import GateFailure
-    from arena.memory import PROCESS_BYTES, MemoryAccount, allowance
-    from arena.trusted import Evaluation
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, allowance
+    from arena.evaluation.trusted.process import Evaluation
 
     killed: list[int] = []
     used = {4242: 2 * 2**30, 4343: 3 * 2**30}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import discover_tasks, load_task
 

@@ -1,4 +1,4 @@
-"""Sharing a GPU (arena/gpulock.py): timed sections exclude every other evaluation's GPU
+"""Sharing a GPU (arena/evaluation/gpulock.py): timed sections exclude every other evaluation's GPU
 work, correctness sections share, a waiting writer goes before readers that come later
 unless a long reader keeps it waiting past its window (then the others go on), and an
 evaluation's trusted process really holds the lock the parent hands it (its wait is in the
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from arena.devices import Device, detect
-from arena.decision import phase_times
-from arena.evaluate import Candidate, evaluate
-from arena.gpulock import GpuLock, open_fds
+from arena.evaluation.decision import phase_times
+from arena.evaluation.parent import Candidate, evaluate
+from arena.evaluation.gpulock import GpuLock, open_fds
 from arena.records import Status
 from arena.taskdef.loader import load_task
 
@@ -32,7 +32,7 @@ def _lock(key="cuda-GPU-test", window_s=0.1):
 
 
 def _files(key="cuda-GPU-test") -> list[Path]:
-    from arena.gpulock import lock_dir
+    from arena.evaluation.gpulock import lock_dir
 
     return [lock_dir() / f"{key}.{part}" for part in ("turnstile", "rw")]
 
@@ -228,7 +228,7 @@ class _CpuWithLock(Device):
 def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
     """No wall-clock assumption: the timed section is held until the evaluation is seen
     blocked on the lock (/proc/locks), then ``hold`` seconds more."""
-    from arena.gpulock import lock_dir
+    from arena.evaluation.gpulock import lock_dir
 
     task = load_task(AXPY)
     cpu = detect("cpu")
@@ -272,7 +272,7 @@ def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
 
 
 def test_phase_times_from_frame_arrivals():
-    from arena.protocol import (CorrectnessFrame, CorrectnessResult, DoneFrame, LoadedFrame, LockFrame,
+    from arena.evaluation.protocol import (CorrectnessFrame, CorrectnessResult, DoneFrame, LoadedFrame, LockFrame,
                                 PerformanceFrame, PerformanceResult, StageFrame)
 
     frames = [
@@ -425,8 +425,8 @@ def test_every_request_to_the_candidate_holds_the_gpu_and_its_word_that_it_compi
     process, which runs the task's code, is believed: its compile lets the lock go."""
     from types import SimpleNamespace
 
-    from arena.calls import CandidateHandle
-    from arena.protocol import AckReply, CompilingNotice, KernelsRequest, ReleaseRequest
+    from arena.evaluation.trusted.calls import CandidateHandle
+    from arena.evaluation.protocol import AckReply, CompilingNotice, KernelsRequest, ReleaseRequest
 
     rw = _files()[1]
     lock = _lock()
@@ -466,7 +466,7 @@ def test_the_worker_lets_the_lock_go_while_triton_compiles(monkeypatch):
     import triton.compiler
     import triton.compiler.compiler
 
-    from arena.trusted import compile_off_gpu as _compile_off_gpu
+    from arena.evaluation.trusted.process import compile_off_gpu as _compile_off_gpu
 
     reader, writer = _lock(), _lock(window_s=30.0)
     got_in: list[bool] = []
@@ -544,7 +544,7 @@ def test_overlapping_readers_cannot_starve_a_writer():
 def test_torch_compile_compiles_with_the_lock_let_go():
     import torch
 
-    from arena.trusted import off_gpu_backend
+    from arena.evaluation.trusted.process import off_gpu_backend
 
     lock = _lock()
     modes: list = []
@@ -568,8 +568,8 @@ def test_a_torch_compile_over_its_time_budget_is_stopped():
     lock's section end normally, and leaves later eager calls working."""
     import torch
 
-    from arena.performance import _OverBudget, _time_limit
-    from arena.trusted import off_gpu_backend
+    from arena.evaluation.trusted.performance import _OverBudget, _time_limit
+    from arena.evaluation.trusted.process import off_gpu_backend
 
     def scan(x):
         for _ in range(5000):
@@ -597,11 +597,11 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     import contextlib
     import types
 
-    import arena.correctness as correctness
-    from arena.protocol import CorrectnessResult
+    import arena.evaluation.trusted.correctness as correctness
+    from arena.evaluation.protocol import CorrectnessResult
 
     released: list[int] = []
-    from arena.memory import MemoryAccount
+    from arena.evaluation.memory import MemoryAccount
 
     ev = types.SimpleNamespace(gpu=True, lost=False, release_memory=lambda: released.append(1),
                                memory=MemoryAccount(None, 0), waiting=contextlib.nullcontext,

@@ -1,4 +1,4 @@
-"""The in-process checks around candidate code (arena.guard) and the signed channel."""
+"""The in-process checks around candidate code (arena.evaluation.candidate.guard) and the signed channel."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import time
 import pytest
 import torch
 
-from arena.channel import ForgedFrame, signed_reader, signed_writer
-from arena.guard import OpTrace, Seal, ThreadWatch, foreign_kernels, incidental
+from arena.evaluation.channel import ForgedFrame, signed_reader, signed_writer
+from arena.evaluation.candidate.guard import OpTrace, Seal, ThreadWatch
+from arena.evaluation.trusted.kernels import foreign_kernels, incidental
 
 
 def test_seal_sees_a_patched_function_and_a_restored_one_is_fine():
@@ -146,8 +147,8 @@ def test_plain_json_frames_are_forgeries():
 
 
 def test_protocol_violations_are_named():
-    from arena.decision import protocol_violation
-    from arena.protocol import CorrectnessFrame, CorrectnessResult, PerformanceFrame, PerformanceResult
+    from arena.evaluation.decision import protocol_violation
+    from arena.evaluation.protocol import CorrectnessFrame, CorrectnessResult, PerformanceFrame, PerformanceResult
     from arena.records import Status
     from arena.taskdef.loader import Config
 
@@ -166,7 +167,7 @@ def test_protocol_violations_are_named():
 
 
 def test_defined_functions_are_a_files_function_names():
-    from arena.guard import defined_functions
+    from arena.evaluation.trusted.kernels import defined_functions
 
     src = ("import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef _k(x):\n    pass\n"
            "def entry(x):\n    def helper():\n        pass\n    return helper\n")

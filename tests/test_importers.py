@@ -17,7 +17,7 @@ import torch
 from arena.check.inputs import make_inputs
 from arena.cli import main
 from arena.errors import ArenaError
-from arena.sides import import_file
+from arena.evaluation.sides import import_file
 from arena.taskdef.importers import ImportStop, import_aka, import_kernelbench
 from arena.taskdef.loader import load_task, validate_task_dir
 

@@ -97,3 +97,28 @@ def test_annotation_imports_and_package_names_are_dependencies(tmp_path):
 def test_no_package_named_like_build_output_or_tests():
     names = {p.name for p in ROOT.rglob("*") if p.is_dir() and p.name != "__pycache__"}
     assert not names & {"build", "dist", "spec", "specs", "test", "tests"}, names
+
+
+def test_each_process_imports_only_what_may_run_in_it():
+    """The trusted process imports nothing that runs candidate code or replays it; the replay
+    process nothing of the candidate's process (its recorders, its guard, its audit hook)."""
+    graph = _graph()
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            m = todo.pop()
+            for n in graph.get(m, ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+
+    trusted = {m for m in graph if m.startswith("arena.evaluation.trusted")}
+    for m in sorted(trusted):
+        bad = sorted(n for n in graph[m] if n.startswith(("arena.evaluation.candidate", "arena.evaluation.replay",
+                                                          "arena.evaluation.server")))
+        assert not bad, f"{m} imports {bad}"
+    replay = reach("arena.evaluation.replay.process")
+    assert not sorted(n for n in replay if n.startswith("arena.evaluation.candidate")), replay
+    assert "arena.evaluation.server" in replay and "arena.evaluation.replay.player" in replay

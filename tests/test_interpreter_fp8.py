@@ -68,7 +68,7 @@ def test_a_candidate_that_rounds_to_fp8_passes_on_the_cpu_backend(tmp_path, cpu,
     """End to end: a kernel whose result holds only if 1.0625 rounds to 1.0 in e4m3 (a tie, to
     even) and 500 saturates to 448 passes in the cpu backend's candidate process; the
     interpreter's own conversion (1.125, 256) would make it INCORRECT_NUMERICAL."""
-    from arena.evaluate import Candidate, evaluate
+    from arena.evaluation.parent import Candidate, evaluate
 
     src = (axpy.path / "baseline.py").read_text()
     src = src.replace("    tl.store(out_ptr + offs, alpha * x + y, mask=mask)",

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
 
@@ -101,9 +101,9 @@ def test_candidate_code_runs_only_inside_the_candidates_own_requests(cpu, tmp_pa
 
 PROBE = """
 import gc, json, socket, struct, sys, types
-from arena.candidate import CandidateProcess
-from arena.protocol import CandidateSpec, LoadRequest, MapRequest, CallRequest, SetupRequest
-from arena.buffers import SlotMaker
+from arena.evaluation.candidate.process import CandidateProcess
+from arena.evaluation.protocol import CandidateSpec, LoadRequest, MapRequest, CallRequest, SetupRequest
+from arena.evaluation.buffers import SlotMaker
 import torch
 from pathlib import Path
 
@@ -167,7 +167,7 @@ def test_a_write_past_a_slot_buffer_is_caught_by_its_guard_band(tmp_path):
     element past the first buffer, or before it, is named; writes inside the buffers are not."""
     import torch
 
-    from arena.buffers import SlotMaker, open_slot
+    from arena.evaluation.buffers import SlotMaker, open_slot
 
     slot = SlotMaker("cpu").allocate([(torch.float32, (1000,)), (torch.int8, (7,))], ["x", "out"])
     (x, out), keep = open_slot(slot.handle, os.dup(slot.fd))

@@ -1,4 +1,4 @@
-"""The GPU's memory account (arena.memory): work that does not fit beside what other processes
+"""The GPU's memory account (arena.evaluation.memory): work that does not fit beside what other processes
 hold waits for room instead of failing; what fits goes in at once; a killed holder's memory
 comes back; one piece larger than the whole capacity runs alone. Real processes share one
 account file, as the evaluations on one GPU do."""
@@ -14,7 +14,7 @@ import threading
 import pytest
 from memory_holder import hold, held, release  # tests/ is on the path
 
-from arena.memory import PROCESS_BYTES, MemoryAccount, capacity_of, open_account, wait_to_start
+from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, capacity_of, open_account, wait_to_start
 
 GIB = 2**30
 KEY = "cuda-GPU-memory-test"
@@ -112,7 +112,7 @@ def test_standing_memory_counts_against_the_capacity_but_never_keeps_work_out_al
     H100): it is in the account, so work waits where the processes and the work together would
     not fit; but an evaluation's own processes never keep its work out when it is alone on the
     GPU, and a standing entry makes no process skip the queue."""
-    from arena.memory import PROCESS_BYTES
+    from arena.evaluation.memory import PROCESS_BYTES
 
     cap = 4 * PROCESS_BYTES
     other = hold(KEY, cap, PROCESS_BYTES)                # another evaluation's work: 1 unit
@@ -140,11 +140,11 @@ def test_standing_memory_counts_against_the_capacity_but_never_keeps_work_out_al
 
 def test_only_a_wait_runs_in_the_wait_context_and_a_wait_that_runs_out_is_the_harness_s():
     """Waiting for room is the harness's time, not the candidate's: the evaluation tells the
-    parent it waits (arena.trusted.Evaluation.waiting: no stage's limit runs meanwhile), and a
+    parent it waits (arena.evaluation.trusted.process.Evaluation.waiting: no stage's limit runs meanwhile), and a
     wait the parent's limit ends is HARNESS_ERROR (not scored), never the candidate's TIMEOUT."""
-    from arena.decision import assemble
+    from arena.evaluation.decision import assemble
     from arena.devices import detect
-    from arena.protocol import WAITING_STAGE, StageFrame
+    from arena.evaluation.protocol import WAITING_STAGE, StageFrame
     from arena.taskdef.loader import load_task
     from pathlib import Path
 
@@ -271,8 +271,8 @@ def test_a_worker_started_ahead_takes_its_place_in_the_account_only_when_its_job
     device context: the account holds nothing of it (an idle worker is no reason for work to
     wait). Its job's arrival makes it stand, for its three processes, before they open their
     contexts."""
-    from arena.channel import signed_reader, write_frame
-    from arena.processes import spawn_worker
+    from arena.evaluation.channel import signed_reader, write_frame
+    from arena.evaluation.processes import spawn_worker
 
     class Device:               # a GPU's kind, as far as starting a worker goes
         gpu_key, runs_kernels, visible_devices, kind = KEY, True, {}, "cuda"

@@ -8,7 +8,7 @@ from pathlib import Path
 from toolchains import need  # tests/ is on the path
 
 from arena.devices import detect
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.feedback import render, summarize
 from arena.taskdef.loader import load_task
 from arena.toolchain.hip import build_hip, toolchain_available

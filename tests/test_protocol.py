@@ -1,4 +1,4 @@
-"""The typed frames between the processes of an evaluation (arena.protocol): every frame
+"""The typed frames between the processes of an evaluation (arena.evaluation.protocol): every frame
 survives its codec, and what the protocol does not allow is refused, above all a candidate
 process that claims a pass or a fault that is not its own."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from arena.protocol import (CANDIDATE_REPLIES, CANDIDATE_STATUSES, REPORTS, REQUESTS, CandidateSpec, CorrectnessFrame,
+from arena.evaluation.protocol import (CANDIDATE_REPLIES, CANDIDATE_STATUSES, REPORTS, REQUESTS, CandidateSpec, CorrectnessFrame,
                             CorrectnessResult, FailReply, MapRequest, PerformanceFrame, PerformanceResult,
                             ProtocolError, SessionReply, SetupRequest, StepSample, decode, dumps, encode, loads)
 from arena.records import Status
@@ -82,8 +82,8 @@ class _Channel:
         import os
         import subprocess
 
-        from arena.processes import CandidatePeer
-        from arena.sandbox.confine import Plan
+        from arena.evaluation.processes import CandidatePeer
+        from arena.evaluation.sandbox.confine import Plan
 
         self.peer = peer = CandidatePeer.__new__(CandidatePeer)
         self.proc = peer.proc = subprocess.Popen(["sleep", "60"])
@@ -126,8 +126,8 @@ def test_a_reply_is_read_whole_however_it_arrives_and_a_partial_one_cannot_hold_
     timeout, and its process is stopped."""
     import time
 
-    from arena.processes import CandidateGone
-    from arena.protocol import AckReply, encode
+    from arena.evaluation.processes import CandidateGone
+    from arena.evaluation.protocol import AckReply, encode
 
     ch = _Channel(tmp_path)
     try:
@@ -158,7 +158,7 @@ def test_a_reply_that_breaks_the_channel_ends_the_candidate(data, why, tmp_path)
     import os
     import time
 
-    from arena.processes import CandidateGone
+    from arena.evaluation.processes import CandidateGone
 
     ch = _Channel(tmp_path)
     try:
@@ -184,8 +184,8 @@ def test_a_worker_forks_both_of_its_processes(tmp_path):
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from arena.processes import CandidatePeer, child_env\n"
-        "from arena.protocol import OpenRequest\n"
+        "from arena.evaluation.processes import CandidatePeer, child_env\n"
+        "from arena.evaluation.protocol import OpenRequest\n"
         "d = Path(sys.argv[1])\n"
         "peers = [CandidatePeer('cpu', d / n, child_env(d / n, d / 'triton', interpret=True), fork=True)\n"
         "         for n in ('c', 'b')]\n"
@@ -210,8 +210,8 @@ def test_after_a_notice_the_candidate_process_goes_on_only_when_the_lock_is_as_i
     import triton.compiler
     import triton.compiler.compiler
 
-    from arena.candidate import CandidateProcess
-    from arena.protocol import AckReply, CompilingNotice, ResumeRequest, TuningNotice, decode, encode
+    from arena.evaluation.candidate.process import CandidateProcess
+    from arena.evaluation.protocol import AckReply, CompilingNotice, ResumeRequest, TuningNotice, decode, encode
 
     # the trusted side
     ch = _Channel(tmp_path)
@@ -222,7 +222,7 @@ def test_after_a_notice_the_candidate_process_goes_on_only_when_the_lock_is_as_i
         ch.write(b"".join(_framed({"nonce": 7, "frame": encode(n)}) for n in notices)
                  + _framed({"nonce": 7, "frame": encode(AckReply())}))
 
-        from arena.channel import read_frame
+        from arena.evaluation.channel import read_frame
 
         answered = [0]
 
@@ -255,7 +255,7 @@ def test_after_a_notice_the_candidate_process_goes_on_only_when_the_lock_is_as_i
     monkeypatch.setattr(triton.compiler, "compile", fake_compile)
     monkeypatch.setattr(triton.compiler.compiler, "compile", fake_compile)
     proc = CandidateProcess(send=events.append, notice_fd=None, mode="cpu", resume=lambda: events.append("resumed"))
-    proc._watch_compiles()
+    proc.watch_compiles()
     assert triton.compiler.compile("src") == "kernel"
     assert events == [CompilingNotice(on=True), "resumed", "compiling", CompilingNotice(on=False), "resumed"]
 
@@ -271,8 +271,8 @@ def test_an_autotuner_times_its_variants_only_once_the_gpu_is_held_alone():
     process says so before the first timing and waits for the answer, says when the launch
     is over, and says nothing for a key it has tuned (a stand-in with the autotuner's shape:
     ``run`` times the variants of a new key, then launches the fastest)."""
-    from arena.candidate import watch_tuning
-    from arena.protocol import TuningNotice
+    from arena.evaluation.candidate.process import watch_tuning
+    from arena.evaluation.protocol import TuningNotice
 
     events: list = []
 
@@ -317,8 +317,9 @@ def test_a_request_that_runs_no_candidate_code_runs_no_finalizer_of_the_candidat
     import gc
     import signal
 
-    from arena.candidate import CandidateProcess, between_requests, candidate_code
-    from arena.protocol import HARNESS_ONLY, KernelsReply, KernelsRequest
+    from arena.evaluation.candidate.process import CandidateProcess
+    from arena.evaluation.server import between_requests, candidate_code
+    from arena.evaluation.protocol import HARNESS_ONLY, KernelsReply, KernelsRequest
 
     ran: list[str] = []
 
@@ -357,8 +358,8 @@ def test_every_reply_waits_for_the_device_and_a_failure_there_is_told_as_whose_i
     the candidate's once its code is loaded (its context lost); before that, the harness's."""
     from types import SimpleNamespace
 
-    from arena.candidate import CandidateProcess
-    from arena.protocol import AckReply, FailReply, SetupFailReply
+    from arena.evaluation.candidate.process import CandidateProcess
+    from arena.evaluation.protocol import AckReply, FailReply, SetupFailReply
 
     synced: list[int] = []
     broken = [False]

@@ -184,7 +184,7 @@ def test_every_status_has_a_kind():
 def test_the_task_s_code_running_out_of_memory_is_the_harness_s_failure():
     import torch
 
-    from arena.correctness import out_of_memory, task_failure
+    from arena.evaluation.trusted.correctness import out_of_memory, task_failure
 
     oom = task_failure("making inputs", torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert oom.status is Status.HARNESS_ERROR and out_of_memory(oom.message)     # the retries know it

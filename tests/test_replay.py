@@ -1,4 +1,4 @@
-"""Record and replay (arena.replay): a record crosses as typed data, and the replay's checks
+"""Record and replay (arena.evaluation.record): a record crosses as typed data, and the replay's checks
 refuse what a record cannot mean. The kernels are compiled for an H100 from their IR on the
 cpu (Triton's compiler needs no device); the replay itself runs on a GPU
 (scripts/gpu_replay_smoke.sh, scripts/gpu_exploits.py)."""
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from arena.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KernelArg, KernelCode, Place, ProtocolError,
+from arena.evaluation.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KernelArg, KernelCode, Place, ProtocolError,
                             RecordedOp, View, decode, encode)
-from arena.replay import kernel_id
+from arena.evaluation.record import kernel_id
 
 triton = pytest.importorskip("triton")
 
@@ -47,7 +47,7 @@ def code() -> KernelCode:
 def player(tmp_path, code):
     from triton.backends.compiler import GPUTarget
 
-    from arena.replay.player import Player
+    from arena.evaluation.replay.player import Player
 
     p = Player(tmp_path, target=GPUTarget("cuda", 90, 32))
     p.load([code])
@@ -96,7 +96,7 @@ def test_the_recorded_kernel_compiles_here_and_a_good_record_passes(player, code
     ("fill_dtype", "element type 'complex64'"),
 ])
 def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
-    from arena.replay.player import Refused
+    from arena.evaluation.replay.player import Refused
 
     ops = {
         "foreign": [_launch(code, kernel="0" * 64)],
@@ -116,15 +116,15 @@ def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
 
 
 def test_a_million_launches_are_refused(player, code):
-    from arena.replay import MAX_OPS
-    from arena.replay.player import Refused
+    from arena.evaluation.record import MAX_OPS
+    from arena.evaluation.replay.player import Refused
 
     with pytest.raises(Refused, match=f"more than {MAX_OPS}"):
         player.check(CallRecord(ops=[_launch(code)] * 10**6), REGIONS)
 
 
 def test_what_the_recorder_could_not_record_is_the_refusal(player):
-    from arena.replay.player import Refused
+    from arena.evaluation.replay.player import Refused
 
     with pytest.raises(Refused, match="the torch operator mm"):
         player.check(CallRecord(refused="the torch operator mm inside the call"), REGIONS)
@@ -140,7 +140,7 @@ def test_what_the_recorder_could_not_record_is_the_refusal(player):
 def test_kernel_code_is_checked_before_it_is_compiled(tmp_path, code, change, words):
     from triton.backends.compiler import GPUTarget
 
-    from arena.replay.player import Player, Refused
+    from arena.evaluation.replay.player import Player, Refused
 
     ttir, options, name = code.ttir, dict(code.options), code.name
     if change == "option":
@@ -160,8 +160,8 @@ def test_kernel_code_is_checked_before_it_is_compiled(tmp_path, code, change, wo
 
 def test_a_process_left_running_after_a_reply_is_found(tmp_path):
     """The candidate's process may start processes inside a request (a compiler); any still
-    running after its reply is found (arena.calls refuses the candidate for it)."""
-    from arena.sandbox.confine import strays
+    running after its reply is found (arena.evaluation.trusted.calls refuses the candidate for it)."""
+    from arena.evaluation.sandbox.confine import strays
 
     code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
            "print('ready', flush=True); time.sleep(60)"
@@ -192,7 +192,7 @@ def test_a_record_is_made_on_its_sets_structure_and_on_other_values():
 
     from arena.check.inputs import make_inputs, record_inputs
     from arena.taskdef.loader import load_task
-    from arena.sides import import_file
+    from arena.evaluation.sides import import_file
     from tests.exploits.catalogue import AXPY, VARLEN
 
     for path, structural in ((VARLEN, {"cu_seqlens"}), (AXPY, set())):
@@ -229,7 +229,7 @@ class _Handle:
         self.stopped_at_call: list[bool] = []
 
     def request(self, frame, expect):
-        from arena.protocol import AckReply
+        from arena.evaluation.protocol import AckReply
 
         self.frames.append(frame)
         self.stopped_at_call.append(self.peer.stopped)
@@ -247,7 +247,7 @@ class _Ev:
     def __init__(self, structural: bool):
         import random
 
-        from arena.gpulock import GpuLock
+        from arena.evaluation.gpulock import GpuLock
 
         self.structural = structural
         self.config_key = "c1"
@@ -268,7 +268,7 @@ class _Ev:
         pass
 
     def new_slot(self, remote):
-        from arena.calls import SharedSet
+        from arena.evaluation.trusted.calls import SharedSet
 
         return SharedSet(999, None, [], [], remote)
 
@@ -277,7 +277,7 @@ class _Ev:
 
 
 def _replayed(structural: bool):
-    from arena.calls import ReplayedCandidate, SharedSet
+    from arena.evaluation.trusted.calls import ReplayedCandidate, SharedSet
 
     ev, cand, rep = _Ev(structural), _Handle(), _Handle()
     rc = ReplayedCandidate(ev, cand, rep)
@@ -287,7 +287,7 @@ def _replayed(structural: bool):
 
 
 def _replays(rep):
-    from arena.protocol import ReplayRequest
+    from arena.evaluation.protocol import ReplayRequest
 
     return [f.slot for f in rep.frames if isinstance(f, ReplayRequest)]
 
@@ -301,6 +301,66 @@ def test_one_record_serves_every_set_of_a_config_without_structural_inputs():
     ev.config_key = "c2"                                      # another config: its own record
     rc.call(1, seed=7)
     assert len(cand.frames) == 2 and _replays(rep)[-1] == 1 and rep.frames[-1] == ("call", 1)
+
+
+def _sent(rep):
+    from arena.evaluation.protocol import ReplayRequest
+
+    return [(f.slot, f.ref, f.record is not None) for f in rep.frames if isinstance(f, ReplayRequest)]
+
+
+def test_a_record_is_sent_once_and_named_by_its_number_while_a_slot_replays_it():
+    ev, cand, rep, rc = _replayed(False)
+    for seed, slot in enumerate([1, 2, 3]):
+        rc.record_for(slot, 100 + seed)
+    assert _sent(rep) == [(1, 1, True), (2, 1, False), (3, 1, False)]
+    rc.release([1, 2, 3])                                     # no slot replays it: the replay process lets it go
+    rc.record_for(4, 200)
+    assert _sent(rep)[-1] == (4, 1, True)                     # the same record (kept here), sent again
+    ev.config_key = "c2"
+    rc.record_for(4, 201)
+    assert _sent(rep)[-1] == (4, 2, True)                     # another record, another number
+
+
+def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no_slot_replays():
+    import torch
+
+    from arena.evaluation.protocol import CallRecord, ReplayRequest
+    from arena.evaluation.replay.player import Refused as RecordRefused
+    from arena.evaluation.replay.process import ReplayProcess
+    from arena.evaluation.server import Refused
+
+    class Player:
+        checks: list = []
+
+        def load(self, kernels):
+            pass
+
+        def check(self, record, regions):
+            self.checks.append([n for _, n in regions])
+            if record.refused == "bad":
+                raise RecordRefused("a launch outside the call's memory")
+
+    proc = ReplayProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    proc.player = Player()
+    for slot, n in ((1, 4), (2, 4), (3, 8)):
+        proc.slots[slot] = ([torch.zeros(n)], [torch.zeros(n)], [], None, [])
+    rec = CallRecord(ops=[], kernels=[])
+    proc.take_record(ReplayRequest(slot=1, ref=1, record=rec))
+    proc.take_record(ReplayRequest(slot=2, ref=1))            # named: the same sizes, not checked again
+    proc.take_record(ReplayRequest(slot=3, ref=1))            # other sizes: checked on them
+    assert Player.checks == [[16, 16], [32, 32]]
+    assert proc.records == {1: rec, 2: rec, 3: rec}
+    with pytest.raises(RuntimeError, match="sent twice"):
+        proc.take_record(ReplayRequest(slot=1, ref=1, record=rec))
+    proc.release([1, 2, 3])
+    assert proc.held == {}
+    proc.slots[1] = ([torch.zeros(4)], [torch.zeros(4)], [], None, [])
+    with pytest.raises(RuntimeError, match="does not hold"):
+        proc.take_record(ReplayRequest(slot=1, ref=1))
+    with pytest.raises(Refused) as refused:
+        proc.take_record(ReplayRequest(slot=1, ref=2, record=CallRecord(ops=[], kernels=[], refused="bad")))
+    assert "outside the call's memory" in refused.value.message and 1 not in proc.records and proc.held == {}
 
 
 def test_each_set_has_its_own_record_where_the_config_has_structural_inputs():
@@ -325,7 +385,7 @@ def test_the_candidate_is_stopped_while_frozen_and_let_go_on_only_to_record():
 
 def test_a_process_is_stopped_and_let_go_on(tmp_path):
     """``CandidatePeer.pause`` on a real process: every thread of it stopped, then running again."""
-    from arena.processes import CandidatePeer
+    from arena.evaluation.processes import CandidatePeer
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     peer = object.__new__(CandidatePeer)
@@ -377,7 +437,7 @@ def test_a_reply_announcing_more_bytes_than_a_reply_may_have_is_refused_before_i
     INTEGRITY_VIOLATION), not memory the trusted process spends waiting for it."""
     import struct
 
-    from arena.processes import MAX_REPLY_BYTES, CandidatePeer
+    from arena.evaluation.processes import MAX_REPLY_BYTES, CandidatePeer
 
     peer = object.__new__(CandidatePeer)
     peer.rep_r, w = os.pipe()

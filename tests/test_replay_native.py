@@ -1,4 +1,4 @@
-"""Record and replay of HIP candidates on CUDA (arena.replay.native, native_player): the
+"""Record and replay of HIP candidates on CUDA (arena.evaluation.candidate.native_recorder, native_player): the
 recorder's log read into a record, the replay's checks against a kernel's parameters, the
 bound on the memory a record may ask of the replay process, and the recorder linked into a
 real build (nvcc needed; the replay itself runs on a GPU: scripts/gpu_hip_replay_validate.sh)."""
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KeptMemory, KernelArg, Place, Pointer,
+from arena.evaluation.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KeptMemory, KernelArg, Place, Pointer,
                             RecordedOp, View, decode, encode)
-from arena.replay.native import OP_ALLOC, OP_COPY, OP_FILL, OP_FREE, OP_LAUNCH, OP_REFUSE, parse
-from arena.replay.native_player import NativeChecks
-from arena.replay.player import Refused
+from arena.evaluation.candidate.native_recorder import OP_ALLOC, OP_COPY, OP_FILL, OP_FREE, OP_LAUNCH, OP_REFUSE, parse
+from arena.evaluation.replay.native_player import NativeChecks
+from arena.evaluation.replay.player import Refused
 
 X, Y = 0x7F00_0000_0000, 0x7F00_0010_0000          # the call's input and output, 4096 bytes each
 BUFFERS = [(X, 4096), (Y, 4096)]
@@ -153,7 +153,7 @@ def test_a_native_record_that_cannot_mean_a_call_is_refused(ops, kept, words):
 
 
 def test_a_million_native_launches_are_refused():
-    from arena.replay import MAX_OPS
+    from arena.evaluation.record import MAX_OPS
 
     with pytest.raises(Refused, match=f"more than {MAX_OPS}"):
         _Checks().check(CallRecord(ops=[_scale_op()] * 10**6), BUFFERS)
@@ -170,8 +170,8 @@ def test_kept_memory_is_one_size_for_good():
 def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_fails():
     """The trusted process holds a record's allocations and kept memory to the candidate's
     working allowance, counting kept memory once however many records name it."""
-    from arena.calls import ReplayedCandidate
-    from arena.correctness import GateFailure
+    from arena.evaluation.trusted.calls import ReplayedCandidate
+    from arena.evaluation.trusted.correctness import GateFailure
     from arena.records import Status
 
     class _Ev:

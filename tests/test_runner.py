@@ -180,7 +180,7 @@ def test_the_gpu_splits_are_refused_on_the_cpu_before_anything_runs(tmp_path):
     """seen, heldout and random are sized for a GPU: on the cpu backend a run and an evaluation
     refuse them in one line naming the split that runs there, instead of recording a TIMEOUT
     (or failing to draw a random config) that blames the kernel for the machine."""
-    from arena.evaluate import Candidate, evaluate
+    from arena.evaluation.parent import Candidate, evaluate
     from arena.taskdef.loader import load_task
 
     cpu = detect("cpu")

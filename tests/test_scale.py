@@ -79,7 +79,7 @@ def test_gpu_workers_claim_units_from_one_queue(tmp_path, monkeypatch):
 
 
 def test_a_worker_sees_only_its_gpu(tmp_path):
-    from arena.processes import _worker_env
+    from arena.evaluation.processes import _worker_env
 
     gpu = Device(kind="cuda", name="test", vendor="nvidia", arch="sm_90", index=3)
     env = _worker_env(gpu, tmp_path)
@@ -203,8 +203,8 @@ def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
 def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     """Each evaluation starts its successor's worker, which imports torch while it waits: the
     next evaluation of that kind hands its job to it. A changed environment gets its own."""
-    import arena.processes as ev
-    from arena.evaluate import Candidate, evaluate
+    import arena.evaluation.processes as ev
+    from arena.evaluation.parent import Candidate, evaluate
     from arena.taskdef.loader import load_task
 
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "1")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from arena.buffers import SlotMaker, open_slot
+from arena.evaluation.buffers import SlotMaker, open_slot
 from arena.check.inputs import clone, copy_into, make_inputs, storage
 from arena.errors import ArenaError
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import Config, load_task, validate_task_dir
 from arena.taskdef.shapes import draw_configs, tensor_bytes

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.gpulock import GpuLock, open_fds
+from arena.evaluation.gpulock import GpuLock, open_fds
 from arena.taskdef.loader import Config, load_task
 from test_timer_trace import _FakeTimer as FakeTimer      # tests/ is on the path of its own modules
 
@@ -39,8 +39,8 @@ def make(tmp_path):
     peers = []
 
     def evaluation(candidate: str | None, timer: FakeTimer, **timing_params):
-        from arena.processes import CandidatePeer, child_env
-        from arena.trusted import Evaluation
+        from arena.evaluation.processes import CandidatePeer, child_env
+        from arena.evaluation.trusted.process import Evaluation
 
         k = len(peers) // 2
         scratch = tmp_path / f"c{k}"
@@ -83,7 +83,7 @@ def make(tmp_path):
 
 
 def _time(ev, configs):
-    from arena.performance import time_split
+    from arena.evaluation.trusted.performance import time_split
 
     time_split(ev, "seen", configs)
 
@@ -222,7 +222,7 @@ def test_running_out_of_memory_while_checking_is_tried_again(make):
     the GPU: the config is tried again, not the whole evaluation lost to a harness error."""
     import torch
 
-    from arena.correctness import check_config
+    from arena.evaluation.trusted.correctness import check_config
 
     ev, frames, _ = make(None, FakeTimer())
     real = ev.make_inputs
@@ -325,8 +325,8 @@ def test_the_reference_as_candidate_is_trusted_and_both_sides_go_on_unprofiled_i
 
 def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     from arena.devices import Device
-    from arena.decision import apply_timing as _apply_timing
-    from arena.protocol import PerformanceResult
+    from arena.evaluation.decision import apply_timing as _apply_timing
+    from arena.evaluation.protocol import PerformanceResult
     from arena.records import ConfigResult, Status
 
     task = load_task(AXPY)
@@ -348,9 +348,9 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
 
 def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_ceilings(tmp_path, monkeypatch):
     from arena.devices import Device
-    from arena.decision import apply_timing as _apply_timing
+    from arena.evaluation.decision import apply_timing as _apply_timing
     from arena.devices.ceilings import ceilings_for, roofline_seconds
-    from arena.protocol import PerformanceResult
+    from arena.evaluation.protocol import PerformanceResult
     from arena.records import ConfigResult, Status
 
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path))         # no measured ceilings: the datasheet's
@@ -389,7 +389,7 @@ def test_a_verdict_s_speed_of_light_covers_the_configs_that_have_one_and_says_ho
 
 
 def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_path, monkeypatch):
-    """Memory admission (arena.memory) on the real paths: with another evaluation holding most of
+    """Memory admission (arena.evaluation.memory) on the real paths: with another evaluation holding most of
     a small account, this one's check waits for room and then passes; its timing reserves its
     input sets: with the account, its budget is what the sets want, not a fixed share, but no more
     than leaves room for the split's check beside the processes that stand."""
@@ -397,8 +397,8 @@ def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_p
 
     from memory_holder import hold, release  # tests/ is on the path
 
-    from arena.correctness import check_bytes, check_config
-    from arena.memory import MemoryAccount, open_account
+    from arena.evaluation.trusted.correctness import check_bytes, check_config
+    from arena.evaluation.memory import MemoryAccount, open_account
 
     monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
     key, capacity = "cuda-GPU-admission-test", 64 * 2**20

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
 
@@ -67,7 +67,7 @@ def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):
 def test_a_long_silence_is_said_while_it_lasts(axpy, cpu, monkeypatch):
     """While a hanging candidate runs out its stage's limit, the caller hears, every few seconds
     of silence, which stage of which config waits and how long until it is stopped."""
-    import arena.evaluate as ev
+    import arena.evaluation.parent as ev
 
     monkeypatch.setattr(ev, "WAIT_NOTE_S", 1.0)
     task = dataclasses.replace(axpy, timeouts={"correctness_s": 4.0})

@@ -615,7 +615,7 @@ def test_a_side_whose_call_waits_for_the_device_is_timed_without_the_gate_from_t
     assert gates_seen == [("a", True), ("s", True), ("s", False), ("a", True), ("a", True), ("s", False)]
     # the first sample whose gate opened by itself, and every one of that side's after it
     assert warnings == [(1, tm.UNGATED_WARNING), (2, tm.UNGATED_WARNING), (5, tm.UNGATED_WARNING)]
-    assert tm.UNGATED_WARNING.split(":")[0] == "ungated"      # the config's flag (arena.decision)
+    assert tm.UNGATED_WARNING.split(":")[0] == "ungated"      # the config's flag (arena.evaluation.decision)
     assert timer.ungated == {"s"}
     assert [side for side, *_ in out] == ["a", "s", "s", "a", "a", "s"]
 
@@ -650,8 +650,8 @@ def test_a_trace_that_does_not_cut_in_the_candidates_process_is_its_integrity_vi
     """Our flush, gate and marker kernels are launched as counted; in the candidate's process, a
     trace that does not cut holds kernels of the candidate's named like ours
     (tests/exploits/candidates/spoof_harness_names.py on a GPU): its failure, not the harness's."""
-    from arena.candidate import CandidateProcess
-    from arena.protocol import EndRequest, FailReply
+    from arena.evaluation.candidate.process import CandidateProcess
+    from arena.evaluation.protocol import EndRequest, FailReply
     from arena.records import Status
     from arena.timing.timer import GATE_KERNEL, _cut
 

@@ -131,7 +131,7 @@ def test_header_only_headers_on_rocm_need_a_rocm_build_of_pytorch(tmp_path: Path
 def test_on_the_cpu_backend_a_refused_header_is_the_candidates_and_a_missing_one_the_machines(tmp_path: Path
                                                                                               ) -> None:
     from arena.devices import detect
-    from arena.evaluate import Candidate, evaluate
+    from arena.evaluation.parent import Candidate, evaluate
     from arena.records import Status
     from arena.taskdef.loader import load_task
 

@@ -1,4 +1,4 @@
-"""The candidate's traceback (arena.tracebacks): failures of its code name the lines of its own
+"""The candidate's traceback (arena.evaluation.tracebacks): failures of its code name the lines of its own
 file, in the record, in ``arena eval``'s output and in the feedback text; the harness's frames
 are left out; what the candidate process sends is bounded on arrival and decides no status."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import ConfigResult, Status, TraceEntry, Verdict, dumps
-from arena.tracebacks import CODE_CHARS, MAX_ENTRIES, OMITTED, bounded, candidate_traceback, describe, render
+from arena.evaluation.tracebacks import CODE_CHARS, MAX_ENTRIES, OMITTED, bounded, candidate_traceback, describe, render
 
 FIX = Path(__file__).parent / "fixtures"
 CANDS = FIX / "candidates"
@@ -120,7 +120,7 @@ def test_compile_error_of_the_triton_front_end_points_at_the_kernel_lines(tmp_pa
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from arena.sides import import_file
+    from arena.evaluation.sides import import_file
 
     path = tmp_path / "kernel.py"
     path.write_text(
@@ -176,10 +176,10 @@ def test_bounded_treats_what_the_candidate_says_as_data():
 
 def test_the_trusted_side_bounds_a_failure_and_keeps_its_status():
     """A failure reply crosses the trust boundary bounded; its status is the reply's own."""
-    from arena.calls import CandidateHandle
-    from arena.correctness import GateFailure
-    from arena.gpulock import GpuLock
-    from arena.protocol import CANDIDATE_REPLIES, FailReply, decode, encode
+    from arena.evaluation.trusted.calls import CandidateHandle
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.gpulock import GpuLock
+    from arena.evaluation.protocol import CANDIDATE_REPLIES, FailReply, decode, encode
 
     reply = decode(encode(FailReply(status=Status.RUNTIME_ERROR, message="m" * 1_000_000,
                                     traceback=[TraceEntry(file="k.py\x07", line=3, code="x" * 9000)] * 500)),

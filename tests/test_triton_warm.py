@@ -18,7 +18,7 @@ import pytest
 from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
 from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
 from arena.devices import Device
-from arena.evaluate import configs_of_splits
+from arena.evaluation.parent import configs_of_splits
 from arena.units import Unit
 from arena.taskdef.loader import load_task
 
@@ -108,7 +108,7 @@ def test_only_an_evaluation_of_the_tasks_own_files_is_seeded(tmp_path, monkeypat
     """The trusted process's cache (the baseline's kernels) is always seeded: the candidate's
     process cannot reach it. The candidate's own cache is seeded only for one of the task's
     own files: it is shared by every evaluation of the same file."""
-    from arena.evaluate import _caches
+    from arena.evaluation.parent import _caches
 
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
     task = load_task(AXPY)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arena.devices import detect
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
 

@@ -273,7 +273,7 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
 
 
 def _hidden_paths(ctx: AgentContext, task: Task) -> list[Path]:
-    from arena.processes import cache_root as _cache_root
+    from arena.evaluation.processes import cache_root as _cache_root
 
     hide = [REPO_ROOT, DEFAULT_TASKS_DIR, task.path.parents[1], ctx.run_dir, _cache_root(),
             Path.home(), *ctx.private_dirs]

@@ -15,7 +15,7 @@ from types import ModuleType
 import torch
 
 from arena.check.inputs import generator, input_seed, make_inputs, make_one, run_reference, storage
-from arena.sides import import_file
+from arena.evaluation.sides import import_file
 from arena.taskdef.loader import Config, Task
 
 MIN_STD = 1e-2

@@ -34,7 +34,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 _SEED_MIX = 0x9E3779B1
 # the dtypes of inputs that shape a call's work rather than feed its arithmetic: indices, offsets, counts,
-# masks. A replayed candidate's call is recorded on its set's own values of these alone (arena.calls); 8-bit
+# masks. A replayed candidate's call is recorded on its set's own values of these alone (arena.evaluation.trusted.calls); 8-bit
 # integers are quantized values, not structure
 STRUCTURAL = ("bool", "int16", "int32", "int64")
 
@@ -196,7 +196,7 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
 
 def record_inputs(task: Task, env: Mapping[str, Any], seed: int, other: int, device: str,
                   reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
-    """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
+    """The inputs a replayed candidate's call is recorded on (``arena.evaluation.trusted.calls.ReplayedCandidate``):
     the structural inputs of ``seed`` (``structural``), every other one of ``other``."""
     own = make_inputs(task, env, seed, device, reference) if has_structural(task, env) else None
     drawn = make_inputs(task, env, other, device, reference)

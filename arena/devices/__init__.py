@@ -40,7 +40,7 @@ class Device:
 
     @property
     def gpu_key(self) -> str | None:
-        """Names the physical GPU for ``arena.gpulock`` (None on the cpu: nothing to share)."""
+        """Names the physical GPU for ``arena.evaluation.gpulock`` (None on the cpu: nothing to share)."""
         if not self.runs_kernels:
             return None
         return f"{self.kind}-{self.uuid}" if self.uuid else f"{self.kind}-{self.name}-{self.index or 0}"

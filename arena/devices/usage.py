@@ -1,6 +1,6 @@
 """What each process holds on a GPU, as the driver counts it: NVML's per-process used memory
 on NVIDIA (``nvidia-ml-py``). The trusted process reads it for the processes of its
-evaluation (the candidate's is held to an allowance: ``arena.memory.allowance``) and, when it
+evaluation (the candidate's is held to an allowance: ``arena.evaluation.memory.allowance``) and, when it
 runs out of device memory, for every process on the GPU, so that a process over its allowance,
 its own candidate's or a neighbour's, is found out instead of the shortage counting as the
 harness's. The pids are the machine's (the confined processes' as their starter sees them).

@@ -7,7 +7,7 @@ travels over a Unix socket (``SCM_RIGHTS``) to the process that maps it
 ``cuMemSetAccess``). A descriptor is a capability: unlike the runtime's IPC handles (which
 failed between processes of different uids on an H100, "mapping of buffer object failed"), it
 needs no common uid, so the processes that make calls can run as uids of their own
-(``arena.sandbox.confine``). Each side sees the memory as a torch tensor (through
+(``arena.evaluation.sandbox.confine``). Each side sees the memory as a torch tensor (through
 ``__cuda_array_interface__``); the mapping is undone when the last tensor over it is gone.
 """
 

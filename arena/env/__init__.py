@@ -32,7 +32,7 @@ from typing import Any
 from arena import records
 from arena.devices import Device, detect
 from arena.errors import ArenaError
-from arena.evaluate import Candidate, evaluate
+from arena.evaluation.parent import Candidate, evaluate
 from arena.feedback import assess, feedback_split, final_splits, summarize
 from arena.records import Status, Verdict
 from arena.runner import open_run

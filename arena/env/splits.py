@@ -69,7 +69,7 @@ def unvalidated_kernels(tasks_dir: Path | str | None = None,
                         validation_dir: Path | str | None = None) -> list[tuple[str, str]]:
     """(task id, role) of every shipped kernel file (and torch2hip reference, the baseline
     there) whose exact content no GPU record in the validation folder evaluated."""
-    from arena.evaluate import Candidate
+    from arena.evaluation.parent import Candidate
 
     tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
     folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"

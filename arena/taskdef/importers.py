@@ -1650,7 +1650,7 @@ def _module_self_check(folder: Path, problem: ModuleProblem, names: dict[tuple[s
     same inputs (the harness's input maker), the model's tensors set to the signature's."""
     from arena.check.degeneracy import reference_problems
     from arena.check.inputs import make_inputs
-    from arena.sides import import_file
+    from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
     out: list[str] = []

@@ -133,7 +133,7 @@ class RemoteCall:
 
 
 class Remote(Protocol):
-    """Another process's half of a session (arena.trusted's handle on a process that makes
+    """Another process's half of a session (arena.evaluation.trusted.process's handle on a process that makes
     calls: the candidate's, or the one that runs the baseline)."""
 
     def begin(self, profiled: bool) -> None: ...
@@ -146,7 +146,7 @@ class Remote(Protocol):
 def preload(profiler: bool = True, kernel_cache: str = "") -> None:
     """The seconds every timing process spends once, spent as its job arrives: the profiler's
     first start (CUPTI, ~4 s on an H200, most of it importing torch's compiler stack, which a
-    worker's processes import once, ahead: arena.trusted.preload_imports) and the compiles of
+    worker's processes import once, ahead: arena.evaluation.trusted.process.preload_imports) and the compiles of
     our flush and marker kernels, for the argument kinds DeviceTimer calls them with (0.6 s of
     one core each). ``kernel_cache``: a Triton cache for these two kernels only, shared by
     every worker of the harness (hidden from candidates by their sandbox), so a process finds
@@ -260,7 +260,7 @@ def _step_parts() -> dict[str, float]:
     """Host seconds of a process's timed steps (``Session.step``), by part: the ``flush`` and
     the start event, the ``call``, the ``wait`` for the device after it (the end event
     included), the end ``marker``; and the ``threads`` check around a remote step (made by
-    the process that serves it, arena.candidate). A remote's are summed into its reply at
+    the process that serves it, arena.evaluation.candidate.process). A remote's are summed into its reply at
     the session's end, and land in the record as ``alone_<part>_s`` (inside ``served``)."""
     return dict.fromkeys(STEP_PARTS, 0.0)
 
@@ -270,7 +270,7 @@ def _alone_parts() -> dict[str, float]:
     inputs, poisoned outputs), the ``sync`` after it, the ``step`` itself (a remote one: the
     round trip to its process), its ``after``, and the ``rounds``' own work between steps; of
     that, the ``checks`` of timed outputs made inside the section, for want of memory
-    (arena.performance counts them)."""
+    (arena.evaluation.trusted.performance counts them)."""
     return {"prepare": 0.0, "sync": 0.0, "step": 0.0, "after": 0.0, "rounds": 0.0, "checks": 0.0}
 
 

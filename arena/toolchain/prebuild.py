@@ -112,7 +112,7 @@ def _warm_all(work: list[tuple], processes: int, job_s: float) -> list[dict[str,
     """``warm_file(*args)`` for each args of ``work`` in up to ``processes`` warm-up processes
     that take jobs from one queue; a job over ``job_s`` has its process killed and is
     reported as an error, as is a job whose process died."""
-    from arena.processes import harness_pythonpath
+    from arena.evaluation.processes import harness_pythonpath
 
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1"}
     env.pop("TRITON_INTERPRET", None)

@@ -164,7 +164,7 @@ def compile_launches(task: Task, path: Path, configs: Sequence[Config], target: 
     entry = getattr(mod, task.entry)
     ref = None
     if any(s.init["kind"] == "custom" for s in task.inputs):
-        from arena.sides import import_file
+        from arena.evaluation.sides import import_file
 
         ref = import_file(task.reference_path, f"_arena_aot_ref_{tag}")
     out = Compiled()

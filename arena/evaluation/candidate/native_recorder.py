@@ -7,7 +7,7 @@ device work in a log (launches with their parameters' bytes, fills, device-to-de
 allocations), or a refusal of what a replay cannot do again. ``NativeRecorder`` turns the log
 into a ``CallRecord`` (``parse``): each pointer found in a parameter becomes a place (a buffer
 of the call, or memory the candidate allocated and keeps), so that the replay process
-(``arena.replay.native_player``) can point it at its own mapping.
+(``arena.evaluation.replay.native_player``) can point it at its own mapping.
 
 Nothing here is trusted, as with Triton's recorder: a record that does not hold the call's
 work gives wrong replayed outputs, and one the replay cannot check is refused there.
@@ -21,8 +21,8 @@ import struct
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from arena.protocol import CallRecord, KeptMemory, KernelArg, Place, Pointer, RecordedOp, View
-from arena.replay import MAX_ARGS, MAX_OPS, locate, region
+from arena.evaluation.protocol import CallRecord, KeptMemory, KernelArg, Place, Pointer, RecordedOp, View
+from arena.evaluation.record import MAX_ARGS, MAX_OPS, locate, region
 
 RECORDER_SOURCE = Path(__file__).with_name("record_cuda.cc")
 # the runtime calls the recorder stands before (the linker's --wrap), as record_cuda.cc defines them
@@ -171,7 +171,7 @@ def parse(log: bytes, full: bool, buffers: Sequence[tuple[int, int]], live: Sequ
 
 class NativeRecorder:
     """The recorder linked into a HIP candidate's library (``lib``: its ctypes handle);
-    ``recording(buffers)`` records one call, as ``arena.replay.recorder.Recorder`` does."""
+    ``recording(buffers)`` records one call, as ``arena.evaluation.candidate.recorder.Recorder`` does."""
 
     def __init__(self, lib: Any) -> None:
         import torch

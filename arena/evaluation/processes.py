@@ -1,21 +1,21 @@
 """The processes of an evaluation: how they are started, what they may see, how they talk.
 
-- The parent (``arena.evaluate``) starts a trusted process (``python -m arena.trusted``),
+- The parent (``arena.evaluation.parent``) starts a trusted process (``python -m arena.evaluation.trusted.process``),
   ahead of time where it can (``Spares``: torch imported while it waits for a job), and
   reads its signed frames.
-- The trusted process starts its candidate process (``arena.candidate``'s main) ahead of its
+- The trusted process starts its candidate process (``arena.evaluation.candidate.process``'s main) ahead of its
   own job: forked from it once torch and the harness are imported and before any device
   context is open, so a worker imports once, not three times (the CPU is what 12 workers
   starting side by side wait for). The child opens its own context, and starts the
   profiler, when the job arrives (``OpenRequest``). The trusted process talks to it through
   ``CandidatePeer``: one request, one reply, each under a deadline; the reply is decoded as
-  untrusted (``arena.protocol``). A second process of the same kind, forked the same way on
+  untrusted (``arena.evaluation.protocol``). A second process of the same kind, forked the same way on
   a GPU, runs the task's baseline: both sides of a comparison are called, and timed, by the
   same code in the same kind of process.
 
 Both children get the parent's environment without secrets, the harness's package on
 their path, scratch folders of their own (for their logs), and are confined by the kernel
-from their start (``arena.sandbox.confine``: their own uid, namespaces, limits, a seccomp
+from their start (``arena.evaluation.sandbox.confine``: their own uid, namespaces, limits, a seccomp
 filter whose refused calls this process hears of and names); the candidate process also gets a
 filesystem sandbox that hides the tasks, the caches and the checkout (``sandbox_spec``).
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import importlib
 import os
 import re
 import secrets
@@ -42,11 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from arena.channel import FrameTooLarge, take_frame, write_frame
-from arena.protocol import (CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, TuningNotice, decode,
+from arena.evaluation.channel import FrameTooLarge, take_frame, write_frame
+from arena.evaluation.protocol import (CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, TuningNotice, decode,
                             encode)
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]    # the checkout (or site-packages) holding arena/
 _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
 # the parts of a worker's environment that are its own (scratch places), not its kind
 _PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
@@ -149,7 +150,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def sandbox_spec(hide: Sequence[Path], read: Sequence[Path], write: Sequence[Path]) -> dict[str, list[str]]:
     """What the candidate process hides and what it may still read and write
-    (``arena.sandbox``): hidden are ``hide``, the source checkout (but the harness package),
+    (``arena.evaluation.sandbox``): hidden are ``hide``, the source checkout (but the harness package),
     the caches and ``$ARENA_SANDBOX_HIDE`` (paths separated by ':'); readable beneath them are
     only the harness, the interpreter and its packages, and ``read`` (the candidate's file
     and library); writable only ``write`` and /dev."""
@@ -218,7 +219,7 @@ def _worker_env(device: Any, cwd: Path) -> dict[str, str]:
 
 def _spare_key(device: Any) -> str:
     """Workers started for one device and environment can take each other's jobs."""
-    from arena.gpulock import lock_dir
+    from arena.evaluation.gpulock import lock_dir
 
     env = {k: v for k, v in _worker_env(device, Path(".")).items() if k not in _PER_WORKER_ENV + PER_JOB_ENV}
     return json_key(sys.executable, sorted(env.items()), device.kind, device.gpu_key,
@@ -236,8 +237,8 @@ def spawn_worker(device: Any) -> Worker:
     (cwd / "b").mkdir()
     lock_fds: tuple[int, ...] = ()
     if device.gpu_key is not None:
-        from arena.gpulock import open_fds
-        from arena.memory import open_account
+        from arena.evaluation.gpulock import open_fds
+        from arena.evaluation.memory import open_account
 
         # this worker's own descriptions of the GPU's lock files (turnstile, rw) and of its memory account
         lock_fds = (*open_fds(device.gpu_key), open_account(device.gpu_key))
@@ -246,7 +247,7 @@ def spawn_worker(device: Any) -> Worker:
     mode = "gpu" if device.runs_kernels else "cpu"
     with open(cwd / "worker.log", "ab") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "arena.trusted", str(job_r), str(res_w), mode, *map(str, lock_fds[2:])],
+            [sys.executable, "-P", "-m", "arena.evaluation.trusted.process", str(job_r), str(res_w), mode, *map(str, lock_fds[2:])],
             pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
             cwd=cwd, env=_worker_env(device, cwd), start_new_session=True)
     for fd in (job_r, res_w, *lock_fds):
@@ -259,7 +260,7 @@ class Spares:
     none is ready) and starts a successor, so the next job of that kind finds a worker whose
     processes have imported everything. A worker started ahead holds no device memory: its
     processes open their device contexts, and take their place in the GPU's memory account,
-    when its job arrives (``arena.trusted``). No more wait idle for a kind than jobs of it are
+    when its job arrives (``arena.evaluation.trusted.process``). No more wait idle for a kind than jobs of it are
     running, none of a kind no job runs in when one of another kind starts (a changed
     environment), and no more than ``MAX_IDLE`` in all (the oldest go first): each is three
     processes of about a GB of host memory. ``ARENA_SPARE_WORKERS=0`` turns this off (every job
@@ -358,6 +359,10 @@ class CandidateGone(Exception):
 
 # the largest frame a confined process may send (a record of 4,096 launches with their parameters is far less)
 MAX_REPLY_BYTES = 64 * 2**20
+# the module whose main each role's process runs: the candidate's code (and the baseline's) in one kind,
+# the records of the candidate's calls in the other, which runs none of its code
+SERVERS = {"candidate": "arena.evaluation.candidate.process", "baseline": "arena.evaluation.candidate.process",
+           "replay": "arena.evaluation.replay.process"}
 
 
 class CandidatePeer:
@@ -372,19 +377,19 @@ class CandidatePeer:
     process ended by the audit hook leaves a notice on a pipe of its own, which says why, and
     one that made a system call its seccomp filter refuses is ended here, the call named.
 
-    The process is confined by the kernel as it starts (``arena.sandbox.confine``, its
+    The process is confined by the kernel as it starts (``arena.evaluation.sandbox.confine``, its
     ``Plan`` made here): its report of what was applied (``confinement``), its pid as this
     process sees it (``pid``: NVML's figure for it) and the filter's listener come back on the
     control socket ``ctl``, which then carries the calls' buffers to it as descriptors."""
 
     def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False,
                  role: str = "candidate"):
-        from arena.sandbox import confine, seccomp
+        from arena.evaluation.sandbox import confine, seccomp
 
         self.cwd = cwd
         self.role = role
         cwd.mkdir(parents=True, exist_ok=True)
-        # confined by the kernel before any of its code runs (arena.sandbox.confine): the plan is made here
+        # confined by the kernel before any of its code runs (arena.evaluation.sandbox.confine): the plan is made here
         self.plan = confine.plan(role, share_by_fd=shares_by_fd(mode))
         env = {**env, "HOME": str(cwd), "USER": "arena", "LOGNAME": "arena"}     # no home, no entry in passwd
         req_r, self.req_w = os.pipe()
@@ -397,12 +402,12 @@ class CandidatePeer:
         keep = (req_r, rep_w, notice_w, ctl_child.fileno(), status_w)
         with confine.pid_namespace(self.plan.namespaces):
             if fork and _forkable():
-                self.proc = _fork_candidate(argv, keep, cwd, env)
+                self.proc = _fork_candidate(argv, keep, cwd, env, role)
             else:
                 with open(cwd / "candidate.log", "ab") as logf:
-                    # it makes a session of its own (arena.sandbox.confine): the trusted process's death ends it
+                    # it makes a session of its own (arena.evaluation.sandbox.confine): the trusted process's death ends it
                     self.proc = subprocess.Popen(
-                        [sys.executable, "-P", "-m", "arena.candidate", *argv], pass_fds=keep,
+                        [sys.executable, "-P", "-m", SERVERS.get(role, SERVERS["candidate"]), *argv], pass_fds=keep,
                         stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
         for fd in (req_r, rep_w, notice_w, status_w):
             os.close(fd)
@@ -544,7 +549,7 @@ class CandidatePeer:
             self.proc.kill()
             self.proc.wait()
         rc = self.returncode()
-        from arena.audit import FORBIDDEN_EXIT
+        from arena.evaluation.candidate.audit import FORBIDDEN_EXIT
 
         notice = self._notice()
         named = self.listener.take() if self.listener is not None and why != "forbidden" else None
@@ -591,7 +596,7 @@ class CandidatePeer:
             return None
         if not data:
             return None
-        from arena.audit import parse_notice
+        from arena.evaluation.candidate.audit import parse_notice
 
         try:
             return parse_notice(data.decode(errors="replace"))
@@ -645,8 +650,8 @@ class CandidatePeer:
         return ""
 
     def strays(self) -> list[str]:
-        """Processes it started that still run (``arena.sandbox.confine.strays``)."""
-        from arena.sandbox.confine import strays
+        """Processes it started that still run (``arena.evaluation.sandbox.confine.strays``)."""
+        from arena.evaluation.sandbox.confine import strays
 
         if not self.pid:
             return []
@@ -663,7 +668,7 @@ class CandidatePeer:
 
 
 def shares_by_fd(mode: str) -> bool:
-    """Are a call's buffers handed to the processes that make calls as descriptors (arena.buffers:
+    """Are a call's buffers handed to the processes that make calls as descriptors (arena.evaluation.buffers:
     memfd on the cpu, CUDA's virtual-memory handles), rather than the runtime's IPC handles
     (ROCm, until measured there)?"""
     if mode != "gpu":
@@ -710,13 +715,14 @@ class _Forked:
             pass
 
 
-def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str]) -> _Forked:
+def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str],
+                    role: str = "candidate") -> _Forked:
     """The candidate process as a fork of this one (no device context here yet, torch already
     imported, so the child starts in milliseconds instead of importing everything again). The
     child keeps only its own descriptors (not this process's job and result pipes, nor the
-    GPU's lock), its own folder, environment and log, and runs ``arena.candidate``'s main; it
+    GPU's lock), its own folder, environment and log, and runs its role's main (``SERVERS``); it
     is forked before this process reads its job, so it holds nothing of the task."""
-    from arena.sandbox.confine import close_fds_except
+    from arena.evaluation.sandbox.confine import close_fds_except
 
     log = os.open(cwd / "candidate.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     pid = os.fork()
@@ -734,9 +740,7 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
         os.environ.clear()
         os.environ.update(env)
         tempfile.tempdir = None         # $TMPDIR is now the child's own
-        from arena import candidate
-
-        code = candidate.main(argv) or 0
+        code = importlib.import_module(SERVERS.get(role, SERVERS["candidate"])).main(argv) or 0
     except BaseException:  # noqa: BLE001 - the child never returns into the parent's code
         import traceback
 
@@ -744,3 +748,10 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
     finally:
         os._exit(code)
 
+
+
+def preload_servers() -> None:
+    """What the processes forked from this one (``SERVERS``) import while they wait for their
+    job, imported here once, before they are forked."""
+    for module in sorted(set(SERVERS.values())):
+        importlib.import_module(module).preload()

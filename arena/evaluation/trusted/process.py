@@ -1,13 +1,13 @@
 """The trusted process of an evaluation: inputs, reference, baseline, comparison, timing, decision.
 
-The parent (``arena.evaluate``) starts ``python -m arena.trusted JOB_FD RESULT_FD MODE``,
-writes the job on JOB_FD and reads signed frames (``arena.protocol`` reports) from
+The parent (``arena.evaluation.parent``) starts ``python -m arena.evaluation.trusted.process JOB_FD RESULT_FD MODE``,
+writes the job on JOB_FD and reads signed frames (``arena.evaluation.protocol`` reports) from
 RESULT_FD. This process never runs candidate code: the candidate lives in a process of its
-own (``arena.candidate``), started by this one ahead of the job, which gets a call's buffers
+own (``arena.evaluation.candidate.process``), started by this one ahead of the job, which gets a call's buffers
 when the call is made and answers requests (``CandidateHandle``). Here live the task, its
 reference, its baseline (the starting kernel, the eager reference, torch.compile's), the
-GPU's lock, the correctness gate (``arena.correctness``) and the timing
-(``arena.performance``); whatever the candidate process changes in itself reaches none of
+GPU's lock, the correctness gate (``arena.evaluation.trusted.correctness``) and the timing
+(``arena.evaluation.trusted.performance``); whatever the candidate process changes in itself reaches none of
 them.
 
 A failure of the candidate process is the candidate's: a fault that loses its device
@@ -27,17 +27,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from arena.channel import read_frame, signed_writer
-from arena.calls import CandidateHandle, SharedSet
-from arena.correctness import GateFailure, check_config, task_failure
-from arena.memory import MemoryAccount, capacity_of
-from arena.processes import CandidatePeer, shares_by_fd
-from arena.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
+from arena.evaluation.channel import read_frame, signed_writer
+from arena.evaluation.trusted.calls import CandidateHandle, SharedSet
+from arena.evaluation.trusted.correctness import GateFailure, check_config, task_failure
+from arena.evaluation.memory import MemoryAccount, capacity_of
+from arena.evaluation.processes import CandidatePeer, preload_servers, shares_by_fd
+from arena.evaluation.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
                             LoadedFrame, LockFrame, OpenRequest, PerformanceFrame, PerformanceResult, SandboxFrame,
                             SetupRequest,
                             SplitDoneFrame, StageFrame, encode)
 from arena.records import Status
-from arena.sides import Side
+from arena.evaluation.sides import Side
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
 
@@ -47,7 +47,7 @@ class Evaluation:
                  base_peer: CandidatePeer | None = None, replay_peer: CandidatePeer | None = None):
         import torch
 
-        from arena.gpulock import GpuLock
+        from arena.evaluation.gpulock import GpuLock
         from arena.taskdef.loader import load_task
 
         self.job = job
@@ -68,7 +68,7 @@ class Evaluation:
         self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
         self.base_slots = None
         self.config_key = ""
-        # the process that replays the candidate's recorded calls (arena.replay): what counts is measured there
+        # the process that replays the candidate's recorded calls (arena.evaluation.record): what counts is measured there
         self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
         self.candidate_trusted = bool(job["candidate"].get("trusted"))
         self.own_hip_kernels = list(job["candidate"].get("kernels") or [])
@@ -90,7 +90,7 @@ class Evaluation:
         self.held: dict[str, dict[str, float]] = {}      # per split: the candidate's most, at a check
         self._slot_ids = 0
         self._lost_at = ""
-        self.current = None      # the config whose timing work runs now (arena.performance)
+        self.current = None      # the config whose timing work runs now (arena.evaluation.trusted.performance)
         self.slots = None
         self.timer = None
         self.marks: dict[str, float] = {}
@@ -115,7 +115,7 @@ class Evaluation:
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
-        """Waiting for room in the GPU's memory (``arena.memory``): the parent is told (its limit
+        """Waiting for room in the GPU's memory (``arena.evaluation.memory``): the parent is told (its limit
         is then the wait's own, ``WAITING_STAGE``), and the stage that was running starts its
         time afresh after, so other evaluations' memory never counts as a candidate's time."""
         stage, split, config = getattr(self, "_stage_now", ("load", "", ""))
@@ -137,7 +137,7 @@ class Evaluation:
 
     # -- the task's side -------------------------------------------------------------------------
     def load_reference(self) -> ModuleType:
-        from arena.sides import import_file
+        from arena.evaluation.sides import import_file
 
         try:
             return import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
@@ -157,15 +157,15 @@ class Evaluation:
 
     # -- the candidate's device memory -------------------------------------------------------------
     def allowance(self) -> int:
-        """What the candidate's process may hold on the device now (``arena.memory.allowance``)."""
-        from arena.memory import allowance
+        """What the candidate's process may hold on the device now (``arena.evaluation.memory.allowance``)."""
+        from arena.evaluation.memory import allowance
 
         return allowance(self._io_bytes, self.slots.live_bytes if self.slots is not None else 0)
 
     def working_allowance(self) -> int:
         """The working memory the candidate may hold beside its context and buffers (a
         replayed candidate's records may ask no more of the replay process)."""
-        from arena.memory import working_allowance
+        from arena.evaluation.memory import working_allowance
 
         return working_allowance(self._io_bytes)
 
@@ -185,7 +185,7 @@ class Evaluation:
                      share=round(held / allow, 4))
         # the processes that make calls, at what they hold (at least what they stood for); not this one, whose
         # buffers and working sets are in the account already, reserved piece by piece
-        from arena.memory import PROCESS_BYTES
+        from arena.evaluation.memory import PROCESS_BYTES
 
         self.memory.restand(PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in self._confined()),
                             {pid: allow})
@@ -197,7 +197,7 @@ class Evaluation:
         return [h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid]
 
     def _over(self, held: int, allow: int, where: str) -> GateFailure:
-        from arena.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
+        from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
 
         self.remote.peer.kill()
         return GateFailure(Status.RUNTIME_ERROR,
@@ -362,7 +362,7 @@ class Evaluation:
         return has_structural(self.task, self._env)
 
     def fill_for_record(self, seed: int, ins: list) -> None:
-        """The inputs a replayed candidate's call is recorded on (``arena.calls.ReplayedCandidate``):
+        """The inputs a replayed candidate's call is recorded on (``arena.evaluation.trusted.calls.ReplayedCandidate``):
         the structural inputs of ``seed``, every other input drawn from a seed of its own,
         which nothing keeps (``arena.check.inputs.record_inputs``)."""
         from arena.check.inputs import record_inputs
@@ -400,7 +400,7 @@ class Evaluation:
     def load(self) -> None:
         """The task's side here (reference, baseline, torch.compile's, the timer) while the
         candidate process prepares itself, then the candidate there."""
-        from arena.buffers import SlotMaker
+        from arena.evaluation.buffers import SlotMaker
 
         self.stage("load")
         waited = self.gpu_lock.waited_s
@@ -490,14 +490,14 @@ class Evaluation:
         defences = {**self.remote.peer.confinement, "landlock": "" if ready.sandbox_applied else ready.sandbox_reason}
         if self.usage is not None:
             defences["device memory allowance"] = self.usage.why or ""
-        if self.gpu and not self.candidate_trusted:     # arena.replay: where the times and outputs that count are made
+        if self.gpu and not self.candidate_trusted:     # arena.evaluation.record: where the times and outputs that count are made
             defences["record and replay"] = "" if self.replay_remote is not None else \
                 "this candidate's calls are timed in its own process (record and replay covers Triton and HIP on CUDA)"
         self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()
         if self.replay_remote is not None:
-            from arena.calls import ReplayedCandidate
+            from arena.evaluation.trusted.calls import ReplayedCandidate
 
             self.replay_remote.finish_setup()
             self.replay_remote.load()
@@ -526,6 +526,9 @@ class Evaluation:
             for h in handles:         # of served, by part (arena.timing.timer.STEP_PARTS)
                 for part, secs in h.served_parts.items():
                     now[f"alone_{part}_s"] = now.get(f"alone_{part}_s", 0.0) + secs
+        given = getattr(self.remote, "given", None)      # records handed to the replay process (ReplayedCandidate)
+        if given is not None:
+            now.update({f"records_{k}": v for k, v in given.items()})
         if since is None:
             lk.longest_shared_s = 0.0
             return now
@@ -560,7 +563,7 @@ class Evaluation:
             self.send(CorrectnessFrame(split=name, config=config.name, result=result))
             all_passed &= result.status is Status.PASSED
         if all_passed and self.job.get("timing") and self.baseline is not None and not self.lost:
-            from arena.performance import time_split
+            from arena.evaluation.trusted.performance import time_split
 
             time_split(self, name, configs)
         self.send(SplitDoneFrame(split=name, memory=self.held.get(name, {})))
@@ -627,7 +630,7 @@ def compiled_side(ev: Evaluation) -> Side:
     primary one). Inductor compiles in this process: its pool of compile processes failed to
     compile (on an H200: every config after the first, which inductor compiles in-process
     while the pool warms up). The backend compiles with the GPU's lock let go: no timed round
-    waits for it. Each config is compiled for its own shapes (arena.performance), as a user
+    waits for it. Each config is compiled for its own shapes (arena.evaluation.trusted.performance), as a user
     of torch.compile at that shape would get it."""
     import torch
     import torch._inductor.config as inductor_config
@@ -654,13 +657,13 @@ def preload_imports(mode: str) -> None:
         import torch._dynamo  # noqa: F401
         import torch._inductor  # noqa: F401
 
-    import arena.buffers  # noqa: F401
+    import arena.evaluation.buffers  # noqa: F401
     import arena.check.compare  # noqa: F401
     import arena.check.inputs  # noqa: F401
-    import arena.guard  # noqa: F401
     import arena.taskdef.loader  # noqa: F401
     import arena.timing.timer  # noqa: F401
     del torch
+    preload_servers()          # what the processes forked from this one import
     if mode == "gpu":
         prime_triton()
 
@@ -724,7 +727,7 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
 
 
 def replayed(job: dict[str, Any]) -> bool:
-    """Is the candidate's device work recorded and replayed (``arena.replay``)? On CUDA, a
+    """Is the candidate's device work recorded and replayed (``arena.evaluation.record``)? On CUDA, a
     Triton candidate's, and a HIP candidate's whose build gave its device code apart (a job may
     turn it off: ``"replay": false``)."""
     cand = job.get("candidate") or {}
@@ -744,7 +747,7 @@ def main(argv: list[str]) -> int:
     freeze_heap()     # before the forks: the forked processes start with it set aside too
     # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
     # this one now: everything imported once, no device context (none can be forked). While the worker
-    # waits for its job (started ahead: arena.processes.Spares) none of its processes holds device memory.
+    # waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds device memory.
     # The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
     peers = [_peer(mode, "c", fork=True), *([_peer(mode, "b", fork=True)] if mode == "gpu" else [])]
     job = read_frame(in_fd)
@@ -757,7 +760,7 @@ def main(argv: list[str]) -> int:
     send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
     if mode == "gpu" and len(argv) > 3:
         # from now on its processes are in the GPU's memory account: they open their device contexts
-        from arena.memory import MemoryAccount
+        from arena.evaluation.memory import MemoryAccount
 
         MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
     if len(peers) == 1 and job.get("timing") and job.get("baseline"):
@@ -784,6 +787,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
-    from arena import trusted as _self
+    from arena.evaluation.trusted import process as _self
 
     sys.exit(_self.main(sys.argv[1:]))

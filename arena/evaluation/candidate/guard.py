@@ -1,6 +1,6 @@
-"""In-process integrity checks around candidate code (used by the worker only).
+"""In-process integrity checks around candidate code, in the candidate process.
 
-Candidate code shares the worker's address space, so the worker checks, after every call
+Candidate code shares this process's address space, so the process checks, after every call
 into it and before it trusts anything it computes next:
 
 - ``Seal``: the identity of every function, class and hook the harness relies on (torch,
@@ -10,12 +10,11 @@ into it and before it trusts anything it computes next:
   background after the clock stopped);
 - ``OpTrace``: the aten operators a Python candidate called through torch, so a Triton
   candidate cannot hand the work to torch, and the task's ``forbidden`` torch functions;
-- ``foreign_kernels``: device kernels in the candidate's timed calls that this evaluation did
-  not build from its file (cuBLAS, cuDNN, rocBLAS, torch's compute kernels), besides copies
-  and fills (``incidental``).
 
-None of this can stop native code that deliberately rewrites the worker's memory; the
-README says so. What it does is turn every known Python-level trick into a failure.
+None of this can stop native code that deliberately rewrites this process's memory; the
+README says so. It turns Python-level tricks into failures early; what counts is measured
+where none of the candidate's code runs (``arena.evaluation.replay``), and which kernels are
+its own is decided in the trusted process (``arena.evaluation.trusted.kernels``).
 """
 
 from __future__ import annotations
@@ -271,40 +270,3 @@ class OpTrace:
 
 # ------------------------------------------------------------------------------------------
 # Device kernels
-
-# Device activities a candidate may cause besides its own kernels: copies and fills (torch's
-# allocation-side kernels, runtime memcpy / memset)
-_ALLOWED_ACTIVITY = re.compile(r"^Memcpy|^Memset|^memcpy|^memset|FillFunctor|copy_kernel|direct_copy|CopyFunctor|"
-                               r"fill_kernel|zero_kernel|^Copy(Device|Host)|^Fill(Buffer|Device)", re.IGNORECASE)
-
-
-def incidental(name: str) -> bool:
-    """A copy or a fill (runtime memcpy / memset, torch's copy and fill kernels): activity a
-    candidate may cause, a little of it, besides its own kernels."""
-    return bool(_ALLOWED_ACTIVITY.search(name))
-
-
-def foreign_kernels(names: Iterable[str], own: Iterable[str]) -> list[str]:
-    """Device activities of a candidate's timed calls that are neither kernels this evaluation
-    built from its file (by exact name: the name the device reports, as the build or Triton's
-    JIT produced it) nor copies and fills: vendor-library kernels (cuBLAS, cuDNN, rocBLAS: also
-    their level-1 kernels, whose names say nothing), torch's compute kernels, kernels of another
-    library. A function named after a library kernel is not that kernel: the exact names differ
-    (namespaces, template arguments, parameters), or, where a library kernel has a bare name,
-    the candidate cannot call the library (arena.audit, arena.toolchain.objcheck)."""
-    own = {" ".join(n.split()) for n in own}
-    return sorted({n for n in names if " ".join(n.split()) not in own and not incidental(n)})
-
-
-def defined_functions(source: str) -> set[str]:
-    """The names of the functions a Python file defines (at any depth). A Triton kernel's
-    compiled name is the name of the function it was compiled from: what the candidate's process
-    says it compiled from the candidate's file must be one of these (a name with a namespace,
-    template or parameter list, like torch's kernels, never is)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return set()
-    return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

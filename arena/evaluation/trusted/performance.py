@@ -26,14 +26,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from arena.memory import RESERVE_FRACTION
-from arena.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
-from arena.protocol import PerformanceResult
+from arena.evaluation.memory import RESERVE_FRACTION
+from arena.evaluation.trusted.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
+from arena.evaluation.protocol import PerformanceResult
 from arena.records import Status
-from arena.stage import EvaluationState
+from arena.evaluation.trusted.stage import EvaluationState
 
 if TYPE_CHECKING:
-    from arena.calls import SharedSet
+    from arena.evaluation.trusted.calls import SharedSet
 
 HOST_BOUND_RATIO = 0.5   # a trusted side whose host time is this share of its span is also timed unprofiled
 # ... if its device was idle for this share of its span at least: the profiler's cost per launch stretches
@@ -126,7 +126,7 @@ def _memory(ev: EvaluationState) -> tuple[int, int]:
 
 def time_configs(ev: EvaluationState, split: str, configs: list) -> list[tuple[Any, PerformanceResult]]:
     """Each config's inputs, compiles, warm-up and checks run in short shared sections beside
-    other evaluations' work (arena.gpulock); then the timed rounds of all of them run in as
+    other evaluations' work (arena.evaluation.gpulock); then the timed rounds of all of them run in as
     few exclusive sections as their stopping rules and memory allow
     (``arena.timing.timer.time_many``): every exclusive section waits for the GPU work of the
     other evaluations to drain, so a split takes a few, not a few per config. A config that
@@ -141,12 +141,12 @@ def time_configs(ev: EvaluationState, split: str, configs: list) -> list[tuple[A
     # the input sets of a round of every config of the split together (all are held until the split's timed
     # rounds end), and half as much for the sets kept for the checks; a config's sets 8 GiB at most
     if ev.memory.active:
-        # the GPU's account (arena.memory) sets it aside, waiting for room: what the sets want, up to a share
+        # the GPU's account (arena.evaluation.memory) sets it aside, waiting for room: what the sets want, up to a share
         # of what the account hands out
         want = sum(min(max_set, int(tp.get("max_sets", 16)) * _per_set_bytes(ev, c)) for c in configs)
         budget = min(float(want), TIMING_SHARE * ev.memory.capacity / 1.5, _fair_share(ev.memory.capacity, tp))
         # and what leaves room beside the processes that stand on the GPU now and this split's largest check (a
-        # reservation past that makes the GPU drain of other evaluations first: arena.memory), but one input
+        # reservation past that makes the GPU drain of other evaluations first: arena.evaluation.memory), but one input
         # set of its largest config at least; fewer sets a round cost more rounds, never a wrong time
         room = ev.memory.capacity - ev.memory.standing() - check
         budget = min(budget, max(room / 1.5, max((_per_set_bytes(ev, c) for c in configs), default=0)))
@@ -220,7 +220,7 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: floa
         ev.sync()
         for ct in timings:
             ct.verify_kept()
-        ev.check_device_memory("after its timed calls")       # and what its process holds (arena.trusted)
+        ev.check_device_memory("after its timed calls")       # and what its process holds (arena.evaluation.trusted.process)
 
     retries: dict[int, int] = {}
     # a replayed candidate's process is stopped while its records are timed (let go on only to make one)
@@ -264,7 +264,7 @@ def _own_kernels(ev: EvaluationState) -> set[str] | None:
         return None
     if ev.job["candidate"]["language"] == "hip":
         return set(ev.own_hip_kernels)
-    from arena.guard import defined_functions
+    from arena.evaluation.trusted.kernels import defined_functions
 
     # what the candidate's process says Triton compiled from the candidate's file, checked against the file
     try:
@@ -366,7 +366,7 @@ class ConfigTiming:
         self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
         self.inout = bool(ev.task.inout_inputs)
         self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}   # side -> set -> its seed
-        from arena.calls import REMOTES
+        from arena.evaluation.trusted.calls import REMOTES
 
         self.side_handles = {name: side for name, side in side_list if isinstance(side, REMOTES)}
         self.sides: dict[str, dict[str, Any]] = {}
@@ -375,10 +375,10 @@ class ConfigTiming:
 
     def _side(self, name: str, side: Any) -> dict[str, Any]:
         """A side's steps: the baseline's and the candidate's calls are made by their processes
-        (``side`` is the handle on it, arena.trusted), torch.compile's here."""
+        (``side`` is the handle on it, arena.evaluation.trusted.process), torch.compile's here."""
         from arena.check.compare import poison_
         from arena.timing.timer import RemoteCall
-        from arena.calls import REMOTES
+        from arena.evaluation.trusted.calls import REMOTES
 
         ev = self.ev
         remote = isinstance(side, REMOTES)
@@ -655,7 +655,7 @@ class ConfigTiming:
         self.spent["verify_s"] += time.perf_counter() - t0
 
     def check_guards(self) -> None:
-        """The guard bands of the candidate's sets (``arena.buffers``): a timed or warm-up call
+        """The guard bands of the candidate's sets (``arena.evaluation.buffers``): a timed or warm-up call
         that wrote past a buffer it was given fails the config."""
         sets = self.slots_of.get("candidate", [])
         if not sets:
@@ -731,7 +731,7 @@ class ConfigTiming:
             return result
         if own is None:            # the eager reference (a trusted candidate): torch's kernels by definition
             return result
-        from arena.guard import foreign_kernels
+        from arena.evaluation.trusted.kernels import foreign_kernels
 
         foreign = foreign_kernels(activity, own)
         if foreign:
@@ -753,7 +753,7 @@ class ConfigTiming:
 
 def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
     """The share of a side's device time (its profiled samples) spent in copies and fills."""
-    from arena.guard import incidental
+    from arena.evaluation.trusted.kernels import incidental
 
     device_us = sum(samples.spans_us.get(side, ())) or 0.0
     if device_us <= 0:

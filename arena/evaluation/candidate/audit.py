@@ -1,6 +1,6 @@
 """The candidate process's audit hook (PEP 578): what a Python candidate may not do ends the process.
 
-The candidate process (``arena.candidate``) calls ``install(policy, notice_fd)`` once, then
+The candidate process (``arena.evaluation.candidate.process``) calls ``install(policy, notice_fd)`` once, then
 ``arm()`` right before it imports a Triton candidate. From then on every audit event of the
 process passes through one hook that either returns (allowed) or refuses: it writes one JSON
 line ``{"type": "forbidden", "event": ..., "detail": ...}`` to ``notice_fd`` (a pipe the
@@ -45,7 +45,7 @@ What is refused after ``arm()`` (``policy_data()`` has the exact tables):
 - sockets (every ``socket.*`` event), ``os.kill``/``killpg``, ``signal.pthread_kill``;
 - opening ``/proc/<pid>/mem`` (also ``/proc/self``, ``thread-self``, ``task/<tid>``, through symlinks,
   a final component ``mem`` of a relative path, ``/dev/mem``) in any mode; other writes are left
-  to the filesystem sandbox (Landlock, ``arena.sandbox``);
+  to the filesystem sandbox (Landlock, ``arena.evaluation.sandbox``);
 - introspection: ``gc.get_objects``/``get_referrers``/``get_referents``, ``sys._current_frames``,
   ``sys.settrace``, ``sys.setprofile``, ``sys.monitoring.register_callback``, ``sys.addaudithook``
   (another hook would receive every event's arguments, frames included), ``sys._getframe`` and
@@ -77,10 +77,10 @@ top of the hook -- a signal handler, a finalizer -- and reaches that frame with 
 adds references and is refused).
 
 ``arm()`` also changes four things in the process: ``subprocess._fork_exec`` becomes a gate
-that fires ``arena.audit.fork_exec`` with a frozen copy of its arguments before calling the real
+that fires ``arena.evaluation.candidate.audit.fork_exec`` with a frozen copy of its arguments before calling the real
 ``_posixsubprocess.fork_exec`` (which starts processes without any audit event of its own);
 ``_posixsubprocess`` leaves ``sys.modules`` and ``_imp.create_builtin`` becomes a gate firing
-``arena.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters where
+``arena.evaluation.candidate.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters where
 ``_posixsubprocess`` is built in, as Debian's and Ubuntu's Python 3.12 on the GPU machine,
 ``importlib.import_module`` makes a fresh copy of it without any event; where it is a shared
 library, as with pyenv's 3.11, loading it again is an extension load, refused);
@@ -91,7 +91,7 @@ None (``Logger.findCaller`` would hand frames to module globals a candidate can 
 For the caller: a Python candidate must be imported from its source, not from a ``__pycache__``
 file (bytecode is accepted only beneath the trusted roots); ``traceback.format_exc()`` and
 ``logging`` keep working after arming; every ``id()`` fires ``builtins.id`` and so costs one call of
-the hook (~1 us), which code calling ``id()`` in bulk after arming (``arena.guard.Seal``) pays; a
+the hook (~1 us), which code calling ``id()`` in bulk after arming (``arena.evaluation.candidate.guard.Seal``) pays; a
 process that the hook ended may fail to leave a notice (a candidate can close the pipe first):
 its exit code, ``FORBIDDEN_EXIT``, says it all the same.
 
@@ -127,8 +127,8 @@ from typing import Any
 
 FORBIDDEN_EXIT = 86
 NOTICE_TYPE = "forbidden"
-FORK_EXEC_EVENT = "arena.audit.fork_exec"
-CREATE_BUILTIN_EVENT = "arena.audit.create_builtin"
+FORK_EXEC_EVENT = "arena.evaluation.candidate.audit.fork_exec"
+CREATE_BUILTIN_EVENT = "arena.evaluation.candidate.audit.create_builtin"
 # builtin modules that may not be made again after arming (a fresh copy escapes the gates)
 GATED_BUILTINS = frozenset({"_posixsubprocess", "_imp"})
 

@@ -1,4 +1,4 @@
-// The candidate process's recorder for a HIP candidate built for CUDA (arena.replay.native).
+// The candidate process's recorder for a HIP candidate built for CUDA (arena.evaluation.candidate.native_recorder).
 //
 // Linked into the candidate's library by the build (arena.toolchain.hip) with the linker's
 // --wrap for each runtime call below, so that the candidate's object reaches these first. A
@@ -276,7 +276,7 @@ ARENA_REFUSED(cudaStreamWaitEvent, "events between streams are not replayed",
               (cudaStream_t s, cudaEvent_t e, unsigned f), (s, e, f))
 ARENA_REFUSED(cudaEventRecord, "events are not replayed", (cudaEvent_t e, cudaStream_t s), (e, s))
 
-// ---- read from Python (arena.replay.native) ------------------------------------------------
+// ---- read from Python (arena.evaluation.candidate.native_recorder) ------------------------------------------------
 int arena_rec_begin(void) {
   pthread_mutex_lock(&g_mu);
   g_len = 0;

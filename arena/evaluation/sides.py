@@ -15,13 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from arena.protocol import CandidateSpec
+from arena.evaluation.protocol import CandidateSpec
 from arena.records import Status
 
 
 class SideError(Exception):
     """Loading or calling a side failed; ``status`` says how; ``origin``: the side's own
-    exception behind it, where there is one (its traceback: ``arena.tracebacks``)."""
+    exception behind it, where there is one (its traceback: ``arena.evaluation.tracebacks``)."""
 
     def __init__(self, status: Status, message: str, origin: BaseException | None = None):
         super().__init__(message)

@@ -1,8 +1,8 @@
 """The typed frames that cross between the processes of an evaluation, and their codec.
 
-An evaluation has three processes: the parent (``arena.evaluate``), the trusted process
-(``arena.trusted``: inputs, reference, baseline, comparison, timing, decision) and the
-candidate process (``arena.candidate``: the candidate's code and nothing else of the task).
+An evaluation has three processes: the parent (``arena.evaluation.parent``), the trusted process
+(``arena.evaluation.trusted.process``: inputs, reference, baseline, comparison, timing, decision) and the
+candidate process (``arena.evaluation.candidate.process``: the candidate's code and nothing else of the task).
 Only the dataclasses below cross between them, as JSON objects with a ``type`` field;
 ``decode`` rebuilds a frame and checks every field against its annotation (unknown types,
 missing or extra fields, wrong kinds of values and statuses a sender may not give are a
@@ -183,7 +183,7 @@ def _value(v: Any, hint: Any, where: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------
-# The trusted process to the parent (signed: arena.channel)
+# The trusted process to the parent (signed: arena.evaluation.channel)
 
 
 @dataclass
@@ -200,7 +200,7 @@ class CorrectnessResult:
     mismatch_fraction: float | None = None
     where: dict[str, Any] | None = None
     lock: dict[str, float] = field(default_factory=dict)     # the GPU lock's counters over the config
-    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.evaluation.tracebacks)
 
 
 @dataclass
@@ -230,10 +230,10 @@ class PerformanceResult:
     own_kernels: list[str] = field(default_factory=list)      # which of them this evaluation built from its file
     incidental_share: float | None = None    # copies and fills: their share of the candidate's device time
     baseline_incidental_share: float | None = None    # ... and of the baseline's
-    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.evaluation.tracebacks)
 
 
-# the stage a trusted process reports while it waits for room in the GPU's memory (arena.memory): the
+# the stage a trusted process reports while it waits for room in the GPU's memory (arena.evaluation.memory): the
 # harness's wait, not the candidate's time; the parent bounds it by ``waiting_s`` and a wait that runs out
 # is the harness's failure
 WAITING_STAGE = "waiting"
@@ -251,7 +251,7 @@ class StageFrame:
 @dataclass
 class SandboxFrame:
     """How the candidate's process was confined: ``applied``/``reason`` for its filesystem
-    sandbox (Landlock); ``defences`` for each of its defences (``arena.sandbox.confine.DEFENCES``),
+    sandbox (Landlock); ``defences`` for each of its defences (``arena.evaluation.sandbox.confine.DEFENCES``),
     "" where applied, else why not."""
     type: ClassVar[str] = "sandbox"
     applied: bool
@@ -312,7 +312,7 @@ class FailureFrame:
     type: ClassVar[str] = "failure"
     status: Status
     message: str
-    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.tracebacks)
+    traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.evaluation.tracebacks)
 
 
 @frame
@@ -340,7 +340,7 @@ class CandidateSpec:
     n_outputs: int
     scalar_types: list[str]       # int64 | int32 | float32 | bool, in call order
     library: str = ""             # the built shared library (hip)
-    device_code: str = ""         # the replay process: a HIP build's device code alone (arena.replay.native)
+    device_code: str = ""         # the replay process: a HIP build's device code alone (arena.evaluation.candidate.native_recorder)
     device_code_sha256: str = ""
     forbidden: list[str] = field(default_factory=list)    # torch functions the task forbids
     trusted: bool = False         # the task's own reference, run as the candidate (torch2hip's starting point)
@@ -366,11 +366,11 @@ class SetupRequest:
     type: ClassVar[str] = "setup"
     candidate: CandidateSpec
     env: dict[str, str] = field(default_factory=dict)
-    sandbox: dict[str, list[str]] | None = None       # hide / read / write (arena.sandbox)
+    sandbox: dict[str, list[str]] | None = None       # hide / read / write (arena.evaluation.sandbox)
     llc_bytes: int = 0
     timing: bool = False
-    probe: str = ""          # a small slot (arena.buffers) to map and answer through: the sharing works
-    record: bool = False     # the candidate's calls are recorded when asked (arena.replay)
+    probe: str = ""          # a small slot (arena.evaluation.buffers) to map and answer through: the sharing works
+    record: bool = False     # the candidate's calls are recorded when asked (arena.evaluation.record)
 
 
 @frame
@@ -384,7 +384,7 @@ class LoadRequest:
 @frame
 @dataclass
 class MapRequest:
-    """Map one call's buffers (arena.buffers) under a slot number, with the call's scalars."""
+    """Map one call's buffers (arena.evaluation.buffers) under a slot number, with the call's scalars."""
 
     type: ClassVar[str] = "map"
     slot: int
@@ -406,11 +406,11 @@ class CallRequest:
     slot: int
     trace: bool = True           # record the torch operators a Python candidate calls
     copy_out: bool = True
-    record: bool = False         # record the call's device work (arena.replay): it comes back in the reply
+    record: bool = False         # record the call's device work (arena.evaluation.record): it comes back in the reply
 
 
 # ------------------------------------------------------------------------------------------
-# A call's device work as the candidate process recorded it (arena.replay): data from an
+# A call's device work as the candidate process recorded it (arena.evaluation.record): data from an
 # untrusted process, replayed where none of its code runs, after checks of every field
 
 
@@ -482,7 +482,7 @@ class RecordedOp:
 class KernelCode:
     """A kernel a record launches, as code the replay compiles itself: Triton's IR of it
     (``ttir``) and the compile options it was built with; ``id`` the sha256 of both
-    (``arena.replay.kernel_id``)."""
+    (``arena.evaluation.record.kernel_id``)."""
 
     id: str
     name: str
@@ -515,11 +515,14 @@ class CallRecord:
 @dataclass
 class ReplayRequest:
     """To the replay process: the record its calls on ``slot`` replay from now on (checked, its
-    new kernels compiled, before the reply)."""
+    new kernels compiled, before the reply). A record is sent once, with the first slot that
+    replays it, under a number of its own (``ref``); the replay process keeps it while a slot
+    replays it, and a later slot names it by ``ref`` alone."""
 
     type: ClassVar[str] = "replay"
     slot: int
-    record: CallRecord
+    ref: int
+    record: CallRecord | None = None
 
 
 @frame
@@ -575,7 +578,7 @@ REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, 
 # its threads are gone, the collector is off meanwhile (no finalizer of the candidate's runs) and
 # nothing the candidate was handed is dropped. The rest may run candidate code (its import, its
 # calls, a finalizer that dropping a call's buffers runs), and are made inside a section of the
-# GPU's lock (arena.calls).
+# GPU's lock (arena.evaluation.trusted.calls).
 HARNESS_ONLY = (BeginRequest, EndRequest, KernelsRequest, ReplayRequest)
 
 
@@ -626,7 +629,7 @@ class FailReply:
     status: Status
     message: str
     context_lost: bool = False     # a sticky device error: nothing more can run in that process
-    # where in the candidate's file the failure was raised (arena.tracebacks): data only, bounded on arrival
+    # where in the candidate's file the failure was raised (arena.evaluation.tracebacks): data only, bounded on arrival
     traceback: list[TraceEntry] = field(default_factory=list)
 
 

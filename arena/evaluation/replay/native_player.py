@@ -8,7 +8,7 @@ bytes with its pointers set to this process's mapping of the memory they name. M
 candidate allocated and keeps between calls (``kept``) gets memory of the same size here,
 kept as long as the evaluation. Every field is checked first against the kernel's parameters
 as the driver reads them from the code (``cuFuncGetParamInfo``) and the bounds of
-``arena.replay``; a record that names a kernel the build does not hold, a parameter of the
+``arena.evaluation.record``; a record that names a kernel the build does not hold, a parameter of the
 wrong size or a pointer outside the call's memory is refused (``Refused``).
 """
 
@@ -19,9 +19,9 @@ import hashlib
 from pathlib import Path
 from typing import Any, Sequence
 
-from arena.protocol import CallRecord, KernelCode, Place, RecordedOp, View
-from arena.replay import MAX_ARGS, MAX_GRID, MAX_OPS, MAX_SCRATCH_BYTES
-from arena.replay.player import POISON_BYTE, Refused, check_place, check_view
+from arena.evaluation.protocol import CallRecord, KernelCode, Place, RecordedOp, View
+from arena.evaluation.record import MAX_ARGS, MAX_GRID, MAX_OPS, MAX_SCRATCH_BYTES
+from arena.evaluation.replay.player import POISON_BYTE, Refused, check_place, check_view
 
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
@@ -60,7 +60,7 @@ class _Driver:
 class NativeChecks:
     """A native record's checks: against the kernels' parameters (``params``: the driver's
     reading of the build's code, in ``NativePlayer``), the call's buffers, the kept memory the
-    records declared, and the bounds of ``arena.replay``."""
+    records declared, and the bounds of ``arena.evaluation.record``."""
 
     def __init__(self, max_shared: int):
         self.max_shared = max_shared
@@ -145,7 +145,7 @@ class NativeChecks:
 
 class NativePlayer(NativeChecks):
     """The device code of a HIP build, loaded here, and the replays of its records; the same
-    interface as ``arena.replay.player.Player``."""
+    interface as ``arena.evaluation.replay.player.Player``."""
 
     def __init__(self, code_path: str, sha256: str):
         import torch

@@ -1,6 +1,6 @@
 """The system calls a confined process may make: a seccomp-bpf allow-list, built with libseccomp.
 
-A confined process (``arena.sandbox.confine``) loads this filter on itself last, before any of
+A confined process (``arena.evaluation.sandbox.confine``) loads this filter on itself last, before any of
 the job's code runs; its children (Triton's ``ptxas`` and C compiler) inherit it. Calls on the
 list run; calls that act on a process (scheduling, priority, affinity, resource limits,
 signals) run on the process itself only; ``clone`` may make no namespace; sockets are Unix

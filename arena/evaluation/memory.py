@@ -9,7 +9,7 @@ need before it starts and waits until the account has room for it; the work then
 its memory set aside, and gives it back when done.
 
 The account is a small JSON file per physical GPU beside its lock files
-(``arena.gpulock.lock_dir``), changed under ``flock``; each entry names its process, so what a
+(``arena.evaluation.gpulock.lock_dir``), changed under ``flock``; each entry names its process, so what a
 killed process held is given back by the next one that looks. Its capacity is the device's
 total memory less a share kept for what no estimate covers (the processes' contexts, the
 candidate's own temporaries, the allocator's slack): ``RESERVE_FRACTION`` of it, or
@@ -25,7 +25,7 @@ process past the queue nor keep work out when no work is held (every evaluation 
 stands; were that enough to keep work out, none would run). On an H100 with torch 2.11 each
 process had 724-726 MiB in use before any of its work (out-of-memory messages of a run with
 12 evaluations side by side): without them in the account, 36 such processes (26 GB) sat
-outside it and 7 of 39 verdicts ran out of memory. A worker started ahead (``arena.processes``)
+outside it and 7 of 39 verdicts ran out of memory. A worker started ahead (``arena.evaluation.processes``)
 stands from its start.
 
 A piece of work that cannot fit beside the processes that stand now (a config whose check and
@@ -41,7 +41,7 @@ H100 the first rule was missing: a 4.2 GB ``log_softmax`` config, larger than th
 account left, was let in when no other work was held, beside 33 GB of other evaluations'
 processes, and ran out of memory.
 
-Reservations are taken outside the GPU lock's sections (``arena.gpulock``): work that waits
+Reservations are taken outside the GPU lock's sections (``arena.evaluation.gpulock``): work that waits
 for memory holds no lock, so a timed round never waits for a reader that waits for memory.
 """
 
@@ -56,13 +56,13 @@ import re
 import time
 from typing import Any, Callable, Iterator
 
-from arena.gpulock import lock_dir
+from arena.evaluation.gpulock import lock_dir
 
 RESERVE_FRACTION = 0.85          # of the device's memory, the part the account hands out
 PROCESS_BYTES = 2**30            # a process's standing memory: its context (~0.7 GiB), workspaces, its own
 # a candidate's process may hold, beyond its context and the buffers of the calls it was given, this many
 # times a config's inputs and outputs, and this much at least (workspaces, an autotuner's flush buffer, the
-# caching allocator's blocks): past it at a check, it is the candidate's failure (arena.trusted)
+# caching allocator's blocks): past it at a check, it is the candidate's failure (arena.evaluation.trusted.process)
 ALLOWANCE_IO = 4
 ALLOWANCE_FLOOR = 2 * 2**30
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
@@ -323,7 +323,7 @@ def allowance(io_bytes: int, mapped_bytes: int) -> int:
 def working_allowance(io_bytes: int) -> int:
     """The working memory a candidate may hold beside its context and its buffers: a multiple
     of the config's inputs and outputs (``io_bytes``), and a floor. A replayed candidate's
-    records may ask its replay for no more (``arena.calls.ReplayedCandidate``)."""
+    records may ask its replay for no more (``arena.evaluation.trusted.calls.ReplayedCandidate``)."""
     return max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
 
 

@@ -7,7 +7,7 @@ reference's results, the baseline's outputs or the inputs of a call it has not r
 
 - On an NVIDIA GPU a slot is an allocation of its own of CUDA's virtual memory management,
   handed to the other process as a file descriptor (``arena.devices.vmm``): it needs no uid in
-  common, so that process runs as a uid of its own (``arena.sandbox.confine``).
+  common, so that process runs as a uid of its own (``arena.evaluation.sandbox.confine``).
 - On ROCm the buffers are device memory shared through the runtime's IPC handles, by torch's
   own sharing of device tensors between processes. Such a handle maps the whole allocation
   block a tensor lives in, so the trusted process allocates candidate-visible buffers from a
@@ -17,7 +17,7 @@ reference's results, the baseline's outputs or the inputs of a call it has not r
   mapping of it faults in the trusted process), handed over as a descriptor too.
 
 A slot handed over as a descriptor travels beside its ``MapRequest`` on the process's control
-socket (``arena.processes.CandidatePeer.send_fd``); ``Slot.fd`` is it.
+socket (``arena.evaluation.processes.CandidatePeer.send_fd``); ``Slot.fd`` is it.
 
 Every tensor of a slot is followed by a guard band (and the first one is preceded by one) of
 a random byte the candidate is not told: a kernel that writes past the end of a buffer it was given
@@ -167,7 +167,7 @@ class Slot:
 
 class SlotMaker:
     """Allocates slots for one evaluation: ``device`` is "cuda" (a GPU of either vendor) or
-    "cpu"; ``by_fd``: slots are handed over as descriptors (``arena.processes.shares_by_fd``)."""
+    "cpu"; ``by_fd``: slots are handed over as descriptors (``arena.evaluation.processes.shares_by_fd``)."""
 
     def __init__(self, device: str, by_fd: bool = True):
         self.device = device

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from arena.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
-from arena.replay import MAX_OPS, OPTIONS, kernel_id, locate, region, span_bytes
+from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
+from arena.evaluation.record import MAX_OPS, OPTIONS, kernel_id, locate, region, span_bytes
 
 # torch operators of a call, by what a replay must do for them
 _ALLOC = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})

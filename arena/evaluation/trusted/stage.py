@@ -1,8 +1,8 @@
 """What the stages of an evaluation use of it: ``EvaluationState``.
 
-The correctness gate (``arena.correctness``), the timed rounds (``arena.performance``) and the
-handles on the processes that make calls (``arena.calls``) work on one evaluation of the
-trusted process, ``arena.trusted.Evaluation``, which imports them. They see it through this
+The correctness gate (``arena.evaluation.trusted.correctness``), the timed rounds (``arena.evaluation.trusted.performance``) and the
+handles on the processes that make calls (``arena.evaluation.trusted.calls``) work on one evaluation of the
+trusted process, ``arena.evaluation.trusted.process.Evaluation``, which imports them. They see it through this
 protocol, so the dependency runs one way: ``trusted`` imports the stages, the stages import
 this module, and nothing below imports ``trusted``.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any, ContextManager, Protocol
 
-from arena.gpulock import GpuLock
-from arena.memory import MemoryAccount
+from arena.evaluation.gpulock import GpuLock
+from arena.evaluation.memory import MemoryAccount
 from arena.taskdef.loader import Task
 
 
@@ -27,7 +27,7 @@ class EvaluationState(Protocol):
     rng: random.SystemRandom     # seeds no one can predict from the job
     gpu_lock: GpuLock
     memory: MemoryAccount
-    remote: Any                  # arena.calls.CandidateHandle: the candidate's process
+    remote: Any                  # arena.evaluation.trusted.calls.CandidateHandle: the candidate's process
     base_remote: Any             # ... the baseline's process, or None (no timing)
     compiled: Any                # torch.compile's side, or None
     timer: Any                   # arena.timing.timer.DeviceTimer or HostTimer, or None before the load

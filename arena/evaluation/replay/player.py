@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from arena.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
-from arena.replay import (DTYPES, MAX_ARGS, MAX_DIMS, MAX_GRID, MAX_IR_CHARS, MAX_KERNELS, MAX_OPS, MAX_SCRATCH_BYTES,
+from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
+from arena.evaluation.record import (DTYPES, MAX_ARGS, MAX_DIMS, MAX_GRID, MAX_IR_CHARS, MAX_KERNELS, MAX_OPS, MAX_SCRATCH_BYTES,
                           OPTIONS, kernel_id, region, span_bytes)
 
 _LIBPATH = re.compile(r'libpath\s*=\s*"([^"]*)"')

@@ -3,8 +3,8 @@
 ``evaluate(task, candidate, splits, device)`` returns one Verdict per split. Building a
 HIP file runs no candidate code, so it happens here (and is cached, with the symbols its
 object may use checked: ``arena.toolchain.objcheck``). The evaluation itself runs in two
-processes (``arena.trusted``, ``arena.candidate``) started through ``arena.processes``; the
-trusted one reports typed, signed frames (``arena.protocol``), which ``arena.decision``
+processes (``arena.evaluation.trusted.process``, ``arena.evaluation.candidate.process``) started through ``arena.evaluation.processes``; the
+trusted one reports typed, signed frames (``arena.evaluation.protocol``), which ``arena.evaluation.decision``
 turns into Verdicts. Every outcome maps to a Status from those frames, never from text.
 """
 
@@ -24,14 +24,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from arena import memory, processes
-from arena.channel import ForgedFrame, signed_reader, write_frame
-from arena.decision import assemble, phase_times
+from arena.evaluation import memory, processes
+from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
+from arena.evaluation.decision import assemble, phase_times
 from arena.devices import Device
 from arena.errors import ArenaError
-from arena.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
+from arena.evaluation.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
 from arena.records import ConfigResult, Status, Verdict, file_sha256
-from arena.sandbox import confine
+from arena.evaluation.sandbox import confine
 from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
                           info={"builds": builds})
         if i == 0:
             library, kernels = res.library, list(res.kernels)
-            if res.device_code is not None:    # what a replay process loads (arena.replay.native_player)
+            if res.device_code is not None:    # what a replay process loads (arena.evaluation.replay.native_player)
                 code = {"device_code": str(res.device_code), "device_code_sha256": res.device_code_sha256}
     info = {"builds": builds}
     from arena.toolchain.portability import warp_width_warnings
@@ -337,7 +337,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     verdicts = assemble(task, split_configs, [f for _, f in frames], exit_info, base, build_info, device)
     held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
     for v in verdicts:
-        # the candidate process's device memory at its checks, against its allowance (arena.memory.allowance)
+        # the candidate process's device memory at its checks, against its allowance (arena.evaluation.memory.allowance)
         v.phases = {"build_s": build_info["seconds"], **exit_info["phases"],
                     **{f"device_{k}": x for k, x in held.get(v.split, {}).items()}}
     return finish(verdicts)
@@ -391,7 +391,7 @@ def _caches(job: dict[str, Any], device: Device, task: Task) -> tuple[Path, Path
         own = {_file_bytes(task.kernel_file(r)) for r in ("baseline", "solution", "specialised")} - {b""}
         if _file_bytes(cand["path"]) in own:
             _seed_triton_cache(cand_dir, [Path(cand["path"])], device)
-    # written by the processes that make calls too, which run as uids of their own (arena.sandbox.confine)
+    # written by the processes that make calls too, which run as uids of their own (arena.evaluation.sandbox.confine)
     for d in (trusted_dir, cand_dir, timer_cache()):
         confine.share_dir(d)
     return trusted_dir, cand_dir

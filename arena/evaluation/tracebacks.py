@@ -1,6 +1,6 @@
 """A candidate's traceback: where in its own file a failure of its code was raised.
 
-The candidate process (``arena.candidate``) turns an exception that candidate code raised,
+The candidate process (``arena.evaluation.candidate.process``) turns an exception that candidate code raised,
 while it was imported or called (a Triton kernel's compile error included), into a short
 list of ``TraceEntry``s (``arena.records``): each frame in the candidate's file, named as the
 candidate knows it (the file's name in its workspace), with its line, function and source
@@ -30,7 +30,9 @@ FILE_CHARS, FUNCTION_CHARS, CODE_CHARS, WHERE_CHARS = 120, 120, 240, 40
 MAX_COUNT = 10**7
 OMITTED = "(omitted)"     # ``elsewhere`` of the entry standing for the frames cut from the middle
 
-_HARNESS = {os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.realpath(__file__))}
+# the arena package (this file is arena/evaluation/tracebacks.py)
+_HARNESS = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            os.path.dirname(os.path.dirname(os.path.realpath(__file__)))}
 _STDLIB = {os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.path.realpath(os.__file__))}
 _LIBRARY_DIRS = ("site-packages", "dist-packages")
 _COMPILE_ERROR = "CompilationError"       # Triton's front end: its subclasses carry the kernel's source and node

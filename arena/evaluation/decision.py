@@ -1,6 +1,6 @@
 """From the trusted process's frames to Verdicts: statuses, speedups, flags, phase times.
 
-``assemble`` reads the typed frames (``arena.protocol``) of one evaluation and how the
+``assemble`` reads the typed frames (``arena.evaluation.protocol``) of one evaluation and how the
 trusted process ended, and gives one Verdict per split. What the frames do not say (a
 process killed at a deadline, one that died) becomes the status of whatever was not
 finished. A tampered channel (a frame out of protocol) makes every split an
@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
 from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_absent, sol_score, upper_bounds
-from arena.protocol import (WAITING_STAGE, CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame,
+from arena.evaluation.protocol import (WAITING_STAGE, CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame,
                             PerformanceFrame, PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
 from arena.taskdef.loader import Config, Task
@@ -115,7 +115,7 @@ def sandbox_record(f: SandboxFrame) -> dict[str, Any]:
     """The record's account of the candidate process's confinement: ``sandbox``, the defences
     applied (comma-separated, in ``DEFENCES`` order), and ``sandbox_missing``, each defence it
     went without and why."""
-    from arena.sandbox.confine import DEFENCES
+    from arena.evaluation.sandbox.confine import DEFENCES
 
     defences = dict(f.defences) or {"landlock": "" if f.applied else f.reason}
     order = [d for d in DEFENCES if d in defences] + sorted(set(defences) - set(DEFENCES))
@@ -253,7 +253,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     (seconds): start (spawn to its first frame: Python, torch, the task), load (the sides, the
     timer, the candidate process's load), correctness and timing (per split, from the phase's
     first stage frame to its last result), and the part of those spent waiting for the GPU's
-    lock (``arena.gpulock``); inside timing: the warm-up, the profiler's start, stop and
+    lock (``arena.evaluation.gpulock``); inside timing: the warm-up, the profiler's start, stop and
     read-out, the renewal of input sets between rounds, the checks of timed outputs, the
     making of timed inputs and poisoning of outputs before each call, the time alone on the
     GPU (exclusive lock held) and the timed device spans themselves (every side). Of the lock
@@ -268,7 +268,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     part (``alone_<part>_s``: arena.timing.timer's parts, and ``served``, the remote steps'
     own time in their processes, the rest of those steps being the channel, and of ``served``
     the parts those processes counted: ``alone_<flush|call|wait|marker|threads>_s``); of the
-    shared sections, by what they were for (``arena.gpulock``'s labels), the seconds held
+    shared sections, by what they were for (``arena.evaluation.gpulock``'s labels), the seconds held
     (``held_<label>_s``) and the part past 0.1 s into a section (``over_<label>_s``: what keeps a
     waiting writer out longer than its window). Inside
     load: ``load_<part>_s`` for the parts the trusted process reports (reference, baseline,
@@ -287,7 +287,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
         for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits",
-                  *(k for k in r if re.fullmatch(r"(alone|held|over)_[a-z]{1,12}_s", k))):
+                  *(k for k in r if re.fullmatch(r"(alone|held|over)_[a-z]{1,12}_s|records_[a-z]{1,8}_[sn]", k))):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])
         out["longest_shared_s"] = max(out["longest_shared_s"], float(r.get("longest_shared_s") or 0.0))

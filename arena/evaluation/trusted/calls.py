@@ -3,7 +3,7 @@ one that runs the task's baseline), and the buffers of one call.
 
 Every request runs under the current stage's deadline. Every request to the candidate's
 process that may run candidate code (its import, its calls, a finalizer a release runs: all
-but ``arena.protocol.HARNESS_ONLY``) runs inside a section of the GPU's lock, and that
+but ``arena.evaluation.protocol.HARNESS_ONLY``) runs inside a section of the GPU's lock, and that
 process's word that it is only compiling does not let the lock go: only the baseline's
 process, which runs the task's own code, is believed. Every failure comes back as a
 ``GateFailure``: the candidate's own, or for the baseline's process the task's.
@@ -12,19 +12,20 @@ process, which runs the task's own code, is believed. Every failure comes back a
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from arena.correctness import GateFailure
-from arena.processes import CandidateGone, CandidatePeer
-from arena.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest,
+from arena.evaluation.trusted.correctness import GateFailure
+from arena.evaluation.processes import CandidateGone, CandidatePeer
+from arena.evaluation.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest,
                             FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
                             ReleaseRequest, ReplayRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply,
                             SetupRequest, TuningNotice)
 from arena.records import Status
-from arena.stage import EvaluationState
-from arena.tracebacks import bounded
+from arena.evaluation.trusted.stage import EvaluationState
+from arena.evaluation.tracebacks import bounded
 
 
 _GONE = {"died": (Status.CRASHED, "the candidate process died"),
@@ -34,7 +35,7 @@ _GONE = {"died": (Status.CRASHED, "the candidate process died"),
 MESSAGE_CHARS = 4000      # of a failure's message from a process that makes calls
 # the requests after which the candidate's device memory is checked at once (outside any section of the GPU's
 # lock they were made in); after its calls, each config's checked calls and each exclusive section's timed
-# ones, the stages check it (arena.correctness, arena.performance)
+# ones, the stages check it (arena.evaluation.trusted.correctness, arena.evaluation.trusted.performance)
 _CHECKED = {LoadRequest: "its import", ReleaseRequest: "a release of buffers"}
 
 
@@ -218,7 +219,7 @@ class SharedSet:
 
 
 class ReplayedCandidate:
-    """The trusted process's handle on a candidate whose calls are replayed (``arena.replay``):
+    """The trusted process's handle on a candidate whose calls are replayed (``arena.evaluation.record``):
     its process makes a call on buffers of its own and records it; the replay process, which
     runs none of its code, replays the record on the call's buffers. Those buffers, what is
     checked and what is timed are the replay's; the candidate's process never sees them.
@@ -240,6 +241,7 @@ class ReplayedCandidate:
         self.peer = candidate.peer
         self.sets: dict[int, SharedSet] = {}
         self.records: dict[Any, Any] = {}         # (config, the set's seed or None) -> its record
+        self.refs: dict[Any, int] = {}            # ... and its number (a record made again gets a new one)
         self.sent: dict[int, Any] = {}            # slot -> the key of the record the replay process holds for it
         self.own: SharedSet | None = None         # the candidate's buffers, for the current shapes
         self._own_shapes: Any = None
@@ -247,6 +249,9 @@ class ReplayedCandidate:
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
         self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
         self.ahead: set[Any] = set()              # the keys of records made ahead of their rounds (make_records)
+        self._numbers = itertools.count(1)
+        # records handed to the replay process: how many, how many of them sent whole, and the seconds it took
+        self.given: dict[str, float] = {"given_n": 0, "sent_n": 0, "given_s": 0.0}
 
     @property
     def host_us(self) -> list[float]:
@@ -326,13 +331,15 @@ class ReplayedCandidate:
             live = set(self.sent.values()) | self.ahead
             for k in [k for k in self.records if k not in live]:     # those no slot replays any longer
                 del self.records[k]
+                del self.refs[k]
             self.records[key] = self._record(slot, seed, trace)
+            self.refs[key] = next(self._numbers)
         return key
 
     def make_records(self, slot: int, seeds: list[int]) -> None:
         """The records that serve the sets of ``seeds`` (in the current config, of ``slot``'s
         shapes), made now, before the exclusive section whose rounds replay them, and kept until
-        then (``arena.performance.ConfigTiming.record_ahead``; a section runs the rounds of several
+        then (``arena.evaluation.trusted.performance.ConfigTiming.record_ahead``; a section runs the rounds of several
         configs, each made ahead in turn). Those of this config made ahead before and not used
         (a time cap ended their batch early) are let go."""
         config = self.ev.config_key
@@ -349,13 +356,21 @@ class ReplayedCandidate:
         self.sent.pop(slot, None)
         self._make(slot, seed, trace)
         self.ahead.discard(key)                   # given to a slot now: live while the slot replays it
-        record = self.records[key]
-        new = {k.id for k in record.kernels} - self.compiled
-        # the replay process compiles the kernels it has not yet: host work of the harness's own code, with the
-        # GPU's lock let go meanwhile (inside a shared section; nothing inside an exclusive one)
-        with self.ev.gpu_lock.off_gpu() if new else contextlib.nullcontext():
-            self.replay.request(ReplayRequest(slot=slot, record=record), AckReply)
-        self.compiled |= new
+        ref = self.refs[key]
+        t0 = time.perf_counter()
+        if key in self.sent.values():             # the replay process holds it (while a slot replays it): named alone
+            self.replay.request(ReplayRequest(slot=slot, ref=ref), AckReply)
+        else:
+            record = self.records[key]
+            new = {k.id for k in record.kernels} - self.compiled
+            # the replay process compiles the kernels it has not yet: host work of the harness's own code, with the
+            # GPU's lock let go meanwhile (inside a shared section; nothing inside an exclusive one)
+            with self.ev.gpu_lock.off_gpu() if new else contextlib.nullcontext():
+                self.replay.request(ReplayRequest(slot=slot, ref=ref, record=record), AckReply)
+            self.compiled |= new
+            self.given["sent_n"] += 1
+        self.given["given_n"] += 1
+        self.given["given_s"] += time.perf_counter() - t0
         self.sent[slot] = key
 
     def call(self, slot: int, *, seed: int, trace: bool = True, copy_out: bool = True) -> float:

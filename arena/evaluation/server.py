@@ -1,31 +1,12 @@
-"""The candidate process: the only process that runs candidate code.
+"""What the processes that make calls for the trusted process share: the candidate's (and the
+baseline's) process, ``arena.evaluation.candidate.process``, and the replay process,
+``arena.evaluation.replay.process``. Each confines itself as it starts, then serves the trusted
+process's requests (``arena.evaluation.protocol``) one at a time, one reply each: set up, load,
+map a call's buffers (they come as descriptors on its control socket), call, time calls.
 
-The trusted process (``arena.trusted``) starts it (``main``: forked from itself, or ``python -m
-arena.candidate``), and it confines itself first (``arena.sandbox.confine``: its own uid and
-namespaces, limits, a seccomp filter); then it takes requests (``arena.protocol``): load the
-candidate, map a call's buffers (they come as descriptors on its control socket), call, time
-calls. This process holds the candidate's file and nothing else of the
-task: it never loads the reference, the baseline or the task's folder (its filesystem
-sandbox hides them), never sees an expected output, and gets a call's buffers only when the
-call is made. Whatever candidate code changes here (classes, the environment, torch's flags,
-the dispatcher, its own memory) stays here.
-
-What it reports is not trusted: the trusted process decodes its replies strictly and takes a
-failure from it as the candidate's. Before a Python candidate is imported, an audit hook
-(``arena.audit``) is armed that ends this process on what candidates may not do (native
-libraries, ctypes, processes); a HIP candidate's library was checked symbol by symbol when it
-was built (``arena.toolchain.objcheck``). Its own calls are timed here, because a device
-profiler sees only the work of the process it runs in: the seal and thread watch of
-``arena.guard`` keep the candidate's code away from that timer between calls.
-
-Candidate code runs only while a request of the trusted process is served, and its work is
-done before the reply. Signals are blocked and the collector is off here except while the
-candidate's own code runs (its import, its calls), so a handler it installs (a timer's, say)
-does not run while this process waits for a request, when the trusted process may be timing
-the baseline in another process, and a finalizer of its garbage runs only inside its code or
-where the harness collects; and the device is synchronized before every reply, so work that
-candidate code launched while a request was served (a finalizer a release ran, a handler that
-ran as a call began) is over before the trusted process goes on.
+Signals are blocked and the collector is off here except while candidate code runs
+(``candidate_code``), and the device is synchronized before every reply (``settle``), so work a
+request started is over before the trusted process goes on.
 """
 
 from __future__ import annotations
@@ -36,21 +17,18 @@ import os
 import signal
 import socket
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.channel import read_frame, write_frame
-from arena.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
-                            EndRequest, FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest,
-                            OpenRequest, QuitRequest, ReadyReply, ReleaseRequest, ReplayRequest, REQUESTS, ResumeRequest,
-                            SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest, StepSample,
-                            TuningNotice, decode, encode)
+from arena.evaluation.channel import read_frame, write_frame
+from arena.evaluation.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
+                                       EndRequest, FailReply, KernelsReply, KernelsRequest, LoadRequest, MapRequest, OpenRequest,
+                                       QuitRequest, ReadyReply, ReleaseRequest, ReplayRequest, REQUESTS, ResumeRequest,
+                                       SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
+                                       StepSample, decode, encode)
 from arena.records import Status
-from arena.sides import Side, SideError, call_status
-from arena.tracebacks import candidate_traceback, describe
 
 
 # Every signal but the faults a crash raises (which must still end the process as they would)
@@ -93,14 +71,16 @@ def harness_code() -> Any:
         _SIGMASK(signal.SIG_SETMASK, before)
 
 
-class _Refused(Exception):
+class Refused(Exception):
+    """A request the candidate failed: its status, message and where its own code raised."""
+
     def __init__(self, status: Status, message: str, context_lost: bool = False, traceback: list | None = None):
         super().__init__(message)
         self.status, self.message, self.context_lost = status, message, context_lost
         self.traceback = traceback or []
 
 
-class CandidateProcess:
+class CallServer:
     """Serves the trusted process's requests, one at a time, each with one reply."""
 
     def __init__(self, send: Callable[[Any], None], notice_fd: int | None, mode: str,
@@ -115,7 +95,7 @@ class CandidateProcess:
         self.ctl = ctl                           # the calls' buffers arrive on it as descriptors
         self.private_tmp = private_tmp
         self.gpu = mode == "gpu"
-        self.side: Side | None = None
+        self.side: Any = None          # what makes the calls, once loaded
         self.spec: CandidateSpec | None = None
         self.slots: dict[int, tuple[list, list, list, Any, list]] = {}   # ins, outs, scalars, keep, meta
         self.timer = None
@@ -126,10 +106,7 @@ class CandidateProcess:
         self.candidate_file = ""
         self.own_files: set[str] = set()
         self.opened = False
-        self.recorder: Any = None     # records the candidate's calls (arena.replay.recorder)
-        self.record_calls = False     # its calls are recorded (the setup says so)
-        self.player: Any = None       # the replay process's: replays them (arena.replay.player)
-        self.records: dict[int, Any] = {}    # slot -> the record its calls replay
+        self.recorder: Any = None     # records the candidate's calls (arena.evaluation.candidate.recorder)
 
     def open(self, kernel_cache: str = "") -> None:
         """The device's context, the profiler's first start and the timer's kernels, once (the
@@ -161,8 +138,7 @@ class CandidateProcess:
             if isinstance(req, MapRequest):
                 return self.map(req)
             if isinstance(req, ReleaseRequest):
-                for s in req.slots:
-                    self.slots.pop(s, None)
+                self.release(req.slots)
                 gc.collect()
                 return AckReply()
             if isinstance(req, CallRequest):
@@ -180,19 +156,18 @@ class CandidateProcess:
                 return KernelsReply(names=sorted(self.own))
             if isinstance(req, ReplayRequest):
                 return self.take_record(req)
-        except _Refused as exc:
+        except Refused as exc:
             return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost,
                              traceback=exc.traceback)
         raise RuntimeError(f"no handler for {type(req).__name__}")
 
     def setup(self, req: SetupRequest) -> Any:
-        """All of this process's own preparation, before any candidate code runs."""
-        from arena.guard import OpTrace, Seal, ThreadWatch
-
+        """All of this process's own preparation, before any candidate code runs (its own part:
+        ``prepare``)."""
         t0 = time.perf_counter()
         self.open()
         # bytecode beside the sources only, as Python keeps it by default: the harness's own cache of it
-        # (arena.processes.bytecode_prefix) lies outside the roots the audit hook loads bytecode from
+        # (arena.evaluation.processes.bytecode_prefix) lies outside the roots the audit hook loads bytecode from
         sys.pycache_prefix = None
         os.environ.update(req.env)
         self.spec = req.candidate
@@ -201,15 +176,15 @@ class CandidateProcess:
         self.own_files = {str(Path(req.candidate.path)), self.candidate_file} - {""}
         applied, reason = False, "no sandbox asked for"
         if req.sandbox:
-            from arena.sandbox import restrict
+            from arena.evaluation.sandbox import restrict
 
             write = list(req.sandbox["write"])
-            if self.private_tmp:              # its own tmpfs, in its own mount namespace (arena.sandbox.confine)
+            if self.private_tmp:              # its own tmpfs, in its own mount namespace (arena.evaluation.sandbox.confine)
                 write.append(os.environ["TMPDIR"])
             why = restrict(req.sandbox["hide"], req.sandbox["read"], write)
             applied, reason = why is None, why or ""
             if not applied:                 # nothing bounds what it reads: no reading past file permissions
-                from arena.sandbox.confine import landlock_missing
+                from arena.evaluation.sandbox.confine import landlock_missing
 
                 landlock_missing()
         if req.timing:
@@ -223,12 +198,37 @@ class CandidateProcess:
                 from arena.timing.timer import HostTimer
 
                 self.timer = HostTimer()
+        self.prepare(req)
+        if req.probe:             # the buffers of the calls to come are shared the same way
+            from arena.evaluation.buffers import open_slot
+
+            (probe,), keep = open_slot(req.probe, self._fd_of(req.probe, 0))
+            probe[1] = probe[0] + 1
+            self._sync()
+            del probe, keep
+        self.armed()
+        # what exists now is the harness's (torch, triton, this module): set aside from the collector, so that the
+        # collection after each call (below) walks the candidate's objects only
+        gc.collect()
+        gc.freeze()
+        return ReadyReply(sandbox_applied=applied, sandbox_reason=reason, seconds=round(time.perf_counter() - t0, 3))
+
+    def prepare(self, req: SetupRequest) -> None:
+        """What this kind of process makes ready in its setup (the timer is there)."""
+        self.warm_torch(contextlib.nullcontext())
+        self.watch_compiles()
+
+    def armed(self) -> None:
+        """The last of the setup, once the calls' buffers are known to map."""
+
+    def warm_torch(self, around: Any) -> None:
+        """torch's first use on the device, inside ``around``; its CPU thread pools, and numpy's
+        BLAS threads (Triton's interpreter multiplies with numpy), started now, not inside a
+        call (a forked process starts them again on first use)."""
         torch = self.torch
-        with OpTrace():          # imports and first-use patches of torch happen now, before the seal
+        with around:
             torch.ones(4, device="cuda" if self.gpu else "cpu").add_(1)
             self._sync()
-        # torch's CPU thread pools, and numpy's BLAS threads (Triton's interpreter multiplies with numpy), start
-        # now, not inside a candidate's call (a forked process starts them again on first use)
         warm = torch.ones(256, 256)
         float((warm @ warm).sum() + torch.ones(1 << 21).mul_(2).sum())
         try:
@@ -239,90 +239,27 @@ class CandidateProcess:
                 float((a @ a).sum())
         except ImportError:
             pass
-        self._watch_compiles()
-        if self.gpu:
-            self._watch_tuning()
-        self.record_calls = bool(req.record and self.gpu)
-        if self.record_calls and self.spec.language == "triton":
-            # the candidate's calls recorded (arena.replay): Triton wrapped before its import (a HIP library's
-            # recorder is linked into it: arena.replay.native)
-            from arena.replay.recorder import Recorder
-
-            self.recorder = Recorder()
-        if self.spec.language == "replay" and self.spec.device_code:
-            from arena.replay.native_player import NativePlayer
-
-            # (a failure here is the harness's: no candidate code has run in this process)
-            self.player = NativePlayer(self.spec.device_code, self.spec.device_code_sha256)
-        elif self.spec.language == "replay":
-            from arena.replay.player import Player
-
-            tmp = Path(os.environ.get("TMPDIR") or self.private_dir())
-            # its kernels compiled in its own temporary folder: no cache another process can write
-            os.environ["TRITON_CACHE_DIR"] = str(tmp / "triton")
-            self.player = Player(tmp)
-        if not self.gpu:
-            # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
-            # common functions get implementations of its own operations)
-            from arena.toolchain import interpreter_fp8, interpreter_libdevice
-            from arena.toolchain.autotune import first_config_only
-
-            first_config_only()
-            interpreter_libdevice.install()
-            interpreter_fp8.install()       # and its fp8 conversions done as a GPU does them
-        self.threads = ThreadWatch()
-        self.seal = Seal()
-        self.threads.before()
-        if req.probe:             # the buffers of the calls to come are shared the same way
-            from arena.buffers import open_slot
-
-            (probe,), keep = open_slot(req.probe, self._fd_of(req.probe, 0))
-            probe[1] = probe[0] + 1
-            self._sync()
-            del probe, keep
-        if not self.spec.trusted and self.spec.language == "triton":
-            self._arm_audit()
-        # what exists now is the harness's (torch, triton, this module): set aside from the collector, so that the
-        # collection after each call (below) walks the candidate's objects only
-        gc.collect()
-        gc.freeze()
-        return ReadyReply(sandbox_applied=applied, sandbox_reason=reason, seconds=round(time.perf_counter() - t0, 3))
-
-    def private_dir(self) -> str:
-        import tempfile
-
-        return tempfile.mkdtemp(prefix="arena-replay-")
 
     def load(self) -> Any:
-        """The candidate's code runs from here on (in the replay process: no code of the
-        candidate's host, its records replayed from now on)."""
-        t0 = time.perf_counter()
-        if self.player is not None:
-            self.side = self.player
-            return LoadedReply(seconds=0.0)
-        try:
-            with candidate_code():
-                self.side = Side(self.spec, role="candidate")
-        except SideError as exc:
-            raise _Refused(exc.status, exc.message,
-                           traceback=self._traceback(exc.origin) if exc.origin is not None else None) from None
-        self.guard("loading the candidate")
-        if self.record_calls and self.spec.language == "hip":     # the recorder linked into its library
-            from arena.replay.native import NativeRecorder
+        raise NotImplementedError
 
-            self.recorder = NativeRecorder(self.side.lib)
-        return LoadedReply(seconds=round(time.perf_counter() - t0, 3))
+    def take_record(self, req: ReplayRequest) -> Any:
+        raise RuntimeError("a record sent to a process that does not replay")
 
-    def _arm_audit(self) -> None:
-        """The audit hook, armed for good before a Python candidate is imported (arena.audit)."""
-        if self.notice_fd is None:
-            return
-        from arena import audit
+    def release(self, slots: list[int]) -> None:
+        """Slots no call will use again."""
+        for s in slots:
+            self.slots.pop(s, None)
 
-        audit.install(audit.CandidatePolicy(candidate_file=self.candidate_file), self.notice_fd)
-        audit.arm()
+    def invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
+        """The call on a slot's buffers (a failure raises ``Refused``)."""
+        raise NotImplementedError
 
-    def _watch_compiles(self) -> None:
+    def trace(self, req: CallRequest) -> Any:
+        """The trace of the torch operators a guarded call makes, where they are checked."""
+        return None
+
+    def watch_compiles(self) -> None:
         """Triton's compiler, wrapped: the trusted process is told while a kernel compiles (host
         work: it lets the GPU's lock go meanwhile, and says when it holds it again), and the
         names of the kernels compiled from the candidate's own file are kept (exact compiled
@@ -358,17 +295,8 @@ class CandidateProcess:
         tc.compile = compile
         tcc.compile = compile
 
-    def _watch_tuning(self) -> None:
-        """Triton's autotuner, wrapped (``watch_tuning``): the trusted process holds the GPU's
-        lock exclusive while it times its variants."""
-        try:
-            from triton.runtime.autotuner import Autotuner
-        except ImportError:
-            return
-        watch_tuning(Autotuner, self.send, self.resume)
-
     def map(self, req: MapRequest) -> Any:
-        from arena.buffers import open_slot
+        from arena.evaluation.buffers import open_slot
 
         tensors, keep = open_slot(req.handle, self._fd_of(req.handle, req.slot))
         n_in = self.spec.n_inputs
@@ -395,49 +323,12 @@ class CandidateProcess:
             raise RuntimeError(f"slot {slot} is not mapped")
         return self.slots[slot]
 
-    def take_record(self, req: ReplayRequest) -> Any:
-        """The replay process: the record the calls on a slot replay from now on, its kernels
-        compiled and every field checked first (a refusal is the candidate's)."""
-        from arena.replay import region
-        from arena.replay.player import Refused
-
-        ins, outs, _, _, _ = self._slot(req.slot)
-        try:
-            self.player.load(req.record.kernels)
-            self.player.check(req.record, [region(t) for t in (*ins, *outs)])
-        except Refused as exc:
-            raise _Refused(Status.FORBIDDEN_CALL, f"the record of the candidate's call was refused: {exc}") from None
-        self.records[req.slot] = req.record
-        return AckReply()
-
-    def _invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
-        ins, outs, scalars, _, _ = self._slot(slot)
-        if self.player is not None:      # the replay process: the record of the slot's inputs, replayed
-            try:
-                self.player.replay(self.records[slot], (*ins, *outs), poison=checked)
-            except Exception as exc:  # noqa: BLE001 - the candidate's kernels failed
-                raise _Refused(Status.RUNTIME_ERROR, f"the replay of the candidate's call failed: {describe(exc)}"[:2000],
-                               context_lost=self._lost()) from None
-            return
-        try:
-            with candidate_code():
-                self.side(ins, outs, scalars, copy_out=copy_out)
-        except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
-            raise _Refused(call_status(exc), describe(exc)[:2000],
-                           context_lost=self._lost(), traceback=self._traceback(exc)) from None
-
-    def _traceback(self, exc: BaseException) -> list:
-        """Where in its own file the candidate's code raised ``exc`` (``arena.tracebacks``)."""
-        return candidate_traceback(exc, self.own_files, Path(self.spec.path).name if self.spec else "")
-
     def call(self, req: CallRequest) -> Any:
         """One guarded call (the correctness gate, a warm-up): the call, a synchronize, then the
         checks: nothing the harness relies on changed, no thread left, outputs the same tensors,
         and (a Python candidate) no torch operator that computes or that the task forbids."""
-        from arena.guard import OpTrace
-
-        trace = OpTrace() if req.trace and self.spec.language == "triton" and not self.spec.trusted else None
-        self.threads.before()
+        trace = self.trace(req)
+        self.before()
         t0 = time.perf_counter()
         recording = contextlib.nullcontext()
         if req.record:
@@ -449,14 +340,14 @@ class CandidateProcess:
             with recording as rec:
                 if trace is not None:
                     with trace:
-                        self._invoke(req.slot, req.copy_out)
+                        self.invoke(req.slot, req.copy_out)
                 else:
-                    self._invoke(req.slot, req.copy_out)
+                    self.invoke(req.slot, req.copy_out)
             try:
                 self._sync()
             except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
-                raise _Refused(Status.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000],
-                               context_lost=self._lost()) from None
+                raise Refused(Status.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000],
+                              context_lost=self._lost()) from None
         finally:
             gc.collect()   # finalizers of the candidate's garbage run now, before the checks below
         host_us = (time.perf_counter() - t0) * 1e6
@@ -465,12 +356,12 @@ class CandidateProcess:
         if trace is not None:
             forbidden = trace.forbidden_calls(self.spec.forbidden)
             if forbidden:
-                raise _Refused(Status.FORBIDDEN_CALL, f"the candidate called {', '.join(forbidden)}, which the "
-                                                      f"task forbids")
+                raise Refused(Status.FORBIDDEN_CALL, f"the candidate called {', '.join(forbidden)}, which the "
+                                                     f"task forbids")
             compute = trace.compute_ops()
             if compute:
-                raise _Refused(Status.FORBIDDEN_CALL, "a Triton candidate computes in Triton kernels; it called the "
-                                                      f"torch operators {', '.join(compute[:8])}")
+                raise Refused(Status.FORBIDDEN_CALL, "a Triton candidate computes in Triton kernels; it called the "
+                                                     f"torch operators {', '.join(compute[:8])}")
         return CalledReply(host_us=round(host_us, 3), record=rec.record() if req.record else None)
 
     def sample(self, req: SampleRequest) -> Any:
@@ -478,22 +369,22 @@ class CandidateProcess:
         if self.session is None:
             raise RuntimeError("a sample outside a session")
         t_in = time.perf_counter()
-        self.threads.before()
+        self.before()
         checks = time.perf_counter() - t_in
         spent = [0.0]
 
         def call() -> None:
             t0 = time.perf_counter()
-            self._invoke(req.slot, req.copy_out, checked=False)
+            self.invoke(req.slot, req.copy_out, checked=False)
             spent[0] = time.perf_counter() - t0
 
         self.session.step(call)
         t_out = time.perf_counter()
-        if not self.spec.trusted:
+        if not self.spec.trusted and self.threads is not None:
             threads = self.threads.after()
             if threads:
-                raise _Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
-                                                           f"{', '.join(threads[:8])}")
+                raise Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
+                                                          f"{', '.join(threads[:8])}")
         end = time.perf_counter()
         self.timer.step_parts["threads"] += checks + end - t_out
         served = end - t_in
@@ -509,10 +400,10 @@ class CandidateProcess:
         try:
             samples, warnings = session.close()
         except TraceCutError as exc:       # our kernels are launched as counted: the extra ones are its own
-            raise _Refused(Status.INTEGRITY_VIOLATION,
-                           f"the device trace of the candidate's timed calls does not cut into samples: the "
-                           f"harness's timing kernels ({', '.join(OURS)}) are not there as it launched them (a "
-                           f"kernel of the candidate's named like one of them): {exc}") from None
+            raise Refused(Status.INTEGRITY_VIOLATION,
+                          f"the device trace of the candidate's timed calls does not cut into samples: the "
+                          f"harness's timing kernels ({', '.join(OURS)}) are not there as it launched them (a "
+                          f"kernel of the candidate's named like one of them): {exc}") from None
         self.guard("the candidate's timed calls")
         return SessionReply(samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
                             warnings=[f"{j}: {w}" for j, w in warnings],
@@ -520,29 +411,24 @@ class CandidateProcess:
                             parts={k: round(v, 6) for k, v in self.timer.step_parts.items()})
 
     # -- checks --------------------------------------------------------------------------------
+    def before(self) -> None:
+        """Before a call: the threads there are now (where they are watched)."""
+        if self.threads is not None:
+            self.threads.before()
+
     def guard(self, when: str) -> None:
-        """After candidate code ran: what the harness here relies on is as sealed, and no
-        thread it started is still running. (The task's own reference, run as the torch2hip
-        starting point, is trusted code and not checked.)"""
-        if self.spec is None or self.spec.trusted:
-            return
-        broken = self.seal.broken() if self.seal is not None else []
-        if broken:
-            raise _Refused(Status.INTEGRITY_VIOLATION, f"{when} changed what the harness relies on: "
-                                                       f"{', '.join(broken[:8])}")
-        threads = self.threads.after()
-        if threads:
-            raise _Refused(Status.INTEGRITY_VIOLATION, f"{when} left threads running: {', '.join(threads[:8])}")
+        """After candidate code ran: what the harness here relies on is intact (where it runs
+        candidate code)."""
 
     def _outputs_intact(self, slot: int) -> None:
         _, outs, _, _, meta = self._slot(slot)
         for k, (o, m) in enumerate(zip(outs, meta)):
             if type(o) is not self.torch.Tensor:
-                raise _Refused(Status.INTEGRITY_VIOLATION,
-                               f"output {k} is no longer a plain tensor (now {type(o).__name__})")
+                raise Refused(Status.INTEGRITY_VIOLATION,
+                              f"output {k} is no longer a plain tensor (now {type(o).__name__})")
             if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
-                raise _Refused(Status.INCORRECT_SHAPE, f"output {k} was replaced or reshaped (now {tuple(o.shape)} "
-                                                       f"{o.dtype}, given {tuple(m[0])} {m[1]})")
+                raise Refused(Status.INCORRECT_SHAPE, f"output {k} was replaced or reshaped (now {tuple(o.shape)} "
+                                                      f"{o.dtype}, given {tuple(m[0])} {m[1]})")
 
     def _sync(self) -> None:
         if self.gpu:
@@ -580,49 +466,14 @@ class CandidateProcess:
             return True
 
 
-def preload() -> None:
-    """What every candidate process imports, done while it waits for its job (a process forked
-    from its trusted process, ``arena.processes``, has them already)."""
-    import torch  # noqa: F401
 
-    import arena.buffers  # noqa: F401
-    import arena.guard  # noqa: F401
-
-
-def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], None]) -> None:
-    """Wrap an autotuner class (Triton's ``Autotuner``): the first time one of its launches
-    times a variant (``_bench``: a key it has not seen), the trusted process is told and takes
-    the GPU alone before the timing starts; when the outermost launch returns, it is told the
-    tuning is over. Each notice waits for the trusted process's answer."""
-    real_run, real_bench = tuner.run, tuner._bench
-    state = threading.local()
-
-    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(state, "depth", 0) and not getattr(state, "alone", False):
-            send(TuningNotice(on=True))
-            resume()
-            state.alone = True
-        return real_bench(self, *args, **kwargs)
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        state.depth = getattr(state, "depth", 0) + 1
-        try:
-            return real_run(self, *args, **kwargs)
-        finally:
-            state.depth -= 1
-            if state.depth == 0 and getattr(state, "alone", False):
-                state.alone = False
-                send(TuningNotice(on=False))
-                resume()
-
-    tuner.run, tuner._bench = run, _bench
-
-
-def main(argv: list[str]) -> int:
-    """``REQ_FD REP_FD NOTICE_FD MODE CTL_FD STATUS_FD PLAN``: the channel's pipes, cpu or gpu, the
-    control socket (the confinement's report out, the calls' buffers in), the pipe its
-    namespace's init tells its end on, and its confinement (``arena.sandbox.confine.Plan``)."""
-    from arena.sandbox import confine
+def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[], None]) -> int:
+    """A process's main: ``REQ_FD REP_FD NOTICE_FD MODE CTL_FD STATUS_FD PLAN``: the channel's
+    pipes, cpu or gpu, the control socket (the confinement's report out, the calls' buffers in),
+    the pipe its namespace's init tells its end on, and its confinement
+    (``arena.evaluation.sandbox.confine.Plan``); ``make`` builds the server, ``preload`` imports
+    what it needs while it waits for its job."""
+    from arena.evaluation.sandbox import confine
 
     ctl = socket.socket(fileno=int(argv[4]))
     plan = confine.Plan.from_json(argv[6])
@@ -654,7 +505,7 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         decode(raw["frame"], (ResumeRequest,))
 
-    proc = CandidateProcess(send, notice_fd, mode, resume, ctl, private_tmp=plan.namespaces)
+    proc = make(send, notice_fd, mode, resume, ctl, private_tmp=plan.namespaces)
     while True:
         raw = read_frame(req_fd)
         if raw is None:
@@ -675,7 +526,3 @@ def main(argv: list[str]) -> int:
     os._exit(0)   # skip interpreter teardown: candidate atexit hooks and threads do not get a say
 
 
-if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
-    from arena import candidate as _self
-
-    sys.exit(_self.main(sys.argv[1:]))

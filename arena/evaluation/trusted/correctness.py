@@ -1,6 +1,6 @@
 """The correctness gate, in the trusted process: every config of a split x fresh seeds.
 
-For each seed: the inputs are made from the seed into the call's buffers (``arena.buffers``),
+For each seed: the inputs are made from the seed into the call's buffers (``arena.evaluation.buffers``),
 the outputs poisoned, and the candidate process makes the call. Then, here: the inputs are
 made again from the seed (nothing the candidate saw) and compared with what it was given;
 the reference runs on the fresh ones, in higher precision, on the same device; each output
@@ -15,9 +15,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from arena.protocol import CorrectnessResult
+from arena.evaluation.protocol import CorrectnessResult
 from arena.records import Status
-from arena.stage import EvaluationState
+from arena.evaluation.trusted.stage import EvaluationState
 
 
 OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
@@ -26,7 +26,7 @@ OOM_RETRIES = 2      # a config that failed for want of device memory is tried t
 class GateFailure(Exception):
     """A failure with a status. ``fatal``: nothing more can run with this candidate (its
     process is gone, or it broke what the harness relies on). ``traceback``: where in the
-    candidate's file its code raised, where it did (``arena.tracebacks``, already bounded)."""
+    candidate's file its code raised, where it did (``arena.evaluation.tracebacks``, already bounded)."""
 
     def __init__(self, status: Status, message: str, fatal: bool = False, traceback: list | None = None):
         super().__init__(message)
@@ -54,7 +54,7 @@ def task_failure(what: str, exc: BaseException) -> GateFailure:
 
 
 # What checking one config holds on the device, in multiples of its inputs' and outputs' bytes (an
-# estimate, for the GPU's memory account, arena.memory): the inputs in the call's buffers, made again for
+# estimate, for the GPU's memory account, arena.evaluation.memory): the inputs in the call's buffers, made again for
 # the mutation check, and upcast for the reference (2x); the outputs in the call's buffers, the
 # reference's upcast outputs (2x) and its working set (taken as twice that), and the comparison's
 # temporaries in the compare dtype (diff, tolerance, masks: about 3 outputs' upcast worth). An input
@@ -74,7 +74,7 @@ def check_bytes(ev: EvaluationState, config: Any) -> int:
 
 def check_config(ev: EvaluationState, config: Any) -> CorrectnessResult:
     """The gate on one config. Its memory is set aside in the GPU's account first (waiting for
-    room while other evaluations hold theirs: ``arena.memory``); if it still fails for want of
+    room while other evaluations hold theirs: ``arena.evaluation.memory``); if it still fails for want of
     device memory (the estimate was short, or memory outside the account was used), it is tried
     again (``OOM_RETRIES``) after a pause."""
     need = check_bytes(ev, config) if ev.memory.active else 0
@@ -147,7 +147,7 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
         with shared("slot"):
             slot = ev.new_slot()
         for seed in seeds:
-            # three shared sections per seed (arena.gpulock), each ending with the device idle: a timed round
+            # three shared sections per seed (arena.evaluation.gpulock), each ending with the device idle: a timed round
             # elsewhere waits for the piece in flight, not for a whole check (a compile lets the lock go)
             with shared("call"):
                 ev.fill_inputs(seed, slot.ins)
@@ -186,7 +186,7 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
                     _merge_worst(worst, stats)
                 del expected, fresh
                 ev.sync()
-        # what its process holds after its calls, outside the GPU lock's sections (arena.trusted)
+        # what its process holds after its calls, outside the GPU lock's sections (arena.evaluation.trusted.process)
         ev.check_device_memory(f"after its calls of {getattr(config, 'name', config)}")
     except GateFailure as exc:
         worst.status, worst.message, worst.traceback = exc.status, exc.message, list(exc.traceback)

@@ -22,7 +22,7 @@ started process then confines itself (``enter``), first thing, in this order:
   address space: a CUDA process's device allocations take it (on an H100, a limit of VmSize +
   8 GiB refused a 20 GiB device allocation), so that limit would cap the device memory by
   accident; the data limit does not count them;
-- no new privileges, and last a seccomp filter (``arena.sandbox.seccomp``), whose listener it
+- no new privileges, and last a seccomp filter (``arena.evaluation.sandbox.seccomp``), whose listener it
   hands to the process that started it over ``ctl`` with a report of what was applied.
 
 The trusted process, still root, is the only one that can undo any of it, and runs none of the
@@ -176,8 +176,8 @@ def _namespace_trial() -> str | None:
                 said = f.read().decode(errors="replace")
             os.waitpid(pid, 0)
         else:
-            code = "from arena.sandbox.confine import _private_mounts; _private_mounts(shm=True); print('ok')"
-            root = str(Path(__file__).resolve().parents[2])
+            code = "from arena.evaluation.sandbox.confine import _private_mounts; _private_mounts(shm=True); print('ok')"
+            root = str(Path(__file__).resolve().parents[3])
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
             with pid_namespace(True):
                 out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
@@ -191,7 +191,7 @@ def plan(role: str, *, share_by_fd: bool = True) -> Plan:
     """The confinement of a process of ``role`` (``ROLES``). ``share_by_fd``: the buffers it maps come as descriptors (memfd, CUDA's virtual-memory
     handles), which need no common uid; the runtime's IPC handles (ROCm here) do, and then it
     keeps the starter's uid."""
-    from arena.sandbox import seccomp
+    from arena.evaluation.sandbox import seccomp
 
     p = Plan(role=role, data_headroom=data_headroom())
     why_ns = _namespace_trial()
@@ -369,7 +369,7 @@ def enter(p: Plan, ctl: socket.socket | None, status_w: int | None = None) -> di
     report["no new privileges"] = ""
     listener = None
     if p.seccomp:
-        from arena.sandbox import seccomp
+        from arena.evaluation.sandbox import seccomp
 
         listener = seccomp.load()
         report["seccomp"] = "" if listener is not None else "refused calls kill the process unnamed " \
@@ -475,7 +475,7 @@ def receive(ctl: socket.socket, timeout: float) -> tuple[dict[str, str], int, in
 def features() -> dict[str, Any]:
     """What this machine offers a confined process (for ``arena device``): each defence, with
     None where it is had, else why not."""
-    from arena.sandbox import landlock, seccomp
+    from arena.evaluation.sandbox import landlock, seccomp
 
     why_ns = _namespace_trial()
     _, why_dev = device_groups()

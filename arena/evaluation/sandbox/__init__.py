@@ -10,6 +10,6 @@ Where the kernel (or the harness's own privileges) lacks a defence, the process 
 and the evaluation's record says which one is missing and why.
 """
 
-from arena.sandbox.landlock import abi_version, plan, restrict
+from arena.evaluation.sandbox.landlock import abi_version, plan, restrict
 
 __all__ = ["abi_version", "plan", "restrict"]
