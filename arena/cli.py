@@ -496,7 +496,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arena.agents.isolation import bubblewrap_missing
     from arena.runner import STOP_AFTER
 
-    if args.executor != "ray":        # (Ray runs them on its workers, whose PATH this is not)
+    if args.executor != "ray":        # (Ray probes them on a node, whose PATH this is not: arena.ray_executor)
         require_programs(agents)      # a program not on PATH: one line saying which and how to install it
         if not args.no_probe:         # each agent probed once: a run that cannot work stops now, in one line
             from arena.agents import get_agent
@@ -551,7 +551,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
             build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n),
             workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries,
-            stop_after=STOP_AFTER if args.stop_after is None else args.stop_after, on_stop=on_stop)
+            stop_after=STOP_AFTER if args.stop_after is None else args.stop_after, on_stop=on_stop,
+            probe=args.executor == "ray" and not args.no_probe)
     all_records = records.current(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     infra = [v for v in all_records if v.status.infra or v.status.kind == "service"]

@@ -35,7 +35,7 @@ from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation.parent import configs_of_splits, require_runnable_splits
 from arena.records import Verdict
-from arena.units import RunPlan, Unit, _settings, _task_id_of, run_unit
+from arena.units import RunPlan, Unit, agent_settings, task_id_of, run_unit
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ def open_run(out: Path, meta: dict) -> Path:
 def plan_units(plan: RunPlan, done: set[tuple[str, str, int, str]]) -> list[Unit]:
     units = []
     for agent_spec in plan.agents:
-        s = _settings(plan)
+        s = agent_settings(plan)
         name = get_agent(agent_spec, s["agent_options"], budget_s=s["budget_s"], auth_files=s["auth_files"]).name
         for folder in plan.tasks:
-            task_id = _task_id_of(folder)
+            task_id = task_id_of(folder)
             for repeat in range(plan.repeats):
                 todo = tuple(sp for sp in plan.splits if (name, task_id, repeat, sp) not in done)
                 if todo:
@@ -113,7 +113,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         executor: str = "local", ray_address: str | None = None, prebuild: bool = True,
         build_jobs: int | None = None, on_start: Callable[[int], None] | None = None,
         workers_per_gpu: int = 1, infra_retries: int | None = None, stop_after: int = STOP_AFTER,
-        on_stop: Callable[[str], None] | None = None) -> list[Verdict]:
+        on_stop: Callable[[str], None] | None = None, probe: bool = False) -> list[Verdict]:
     """Execute a plan into ``out``; returns the verdicts written by this call.
 
     ``gpus``: GPU indices; ``workers_per_gpu`` worker threads on each (default one), all
@@ -121,7 +121,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     side, but their timed rounds take the GPU's lock exclusively (``arena.evaluation.gpulock``): no GPU
     ever times two evaluations at once, nor runs another's kernels while it times one.
     ``executor="ray"``: every unit is a Ray task (num_gpus=1/workers_per_gpu on a GPU
-    backend) on the cluster at ``ray_address``; records are written here by the driver only.
+    backend) on the cluster at ``ray_address``; records are written here by the driver only;
+    ``probe``: each program agent is first probed on a node (a local run's are probed by the CLI).
     ``prebuild``: the kernel files the plan knows ahead (the tasks' own) are compiled on every
     CPU core first (``arena.toolchain.prebuild``): HIP into the shared content-addressed cache,
     Triton's launches on the run's configs into warm folders that seed each evaluation's
@@ -150,7 +151,7 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     if infra_retries is not None and infra_retries < 0:
         raise ArenaError(f"--infra-retries must be 0 or more, not {infra_retries}", key="--infra-retries")
     limit = retry_limit(out, infra_retries)
-    open_run(out, {"infra_retries": limit, "agents": list(plan.agents), "tasks": [_task_id_of(t) for t in plan.tasks],
+    open_run(out, {"infra_retries": limit, "agents": list(plan.agents), "tasks": [task_id_of(t) for t in plan.tasks],
                    "splits": list(plan.splits), "repeats": plan.repeats, "device": device.to_dict(),
                    "gpus": list(gpus) if gpus else None, "workers_per_gpu": workers_per_gpu,
                    "executor": executor})
@@ -205,7 +206,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         from arena.ray_executor import run_on_ray
 
         run_on_ray(units, plan, device, out, run_id, split_seed, timing, emit, address=ray_address,
-                   per_gpu=workers_per_gpu)
+                   per_gpu=workers_per_gpu, probe=probe, attempted=attempted,
+                   stopped=lambda agent: agent in streaks.stopped)
         return written
     devices = [device] if not gpus else [_on_gpu(device, i) for i in gpus]
     devices = [d for d in devices for _ in range(workers_per_gpu)]

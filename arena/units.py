@@ -37,7 +37,7 @@ class RunPlan:
     auth_files: tuple[str, ...] = ()
 
 
-def _task_id_of(folder: Path) -> str:
+def task_id_of(folder: Path) -> str:
     return f"{folder.parent.name}/{folder.name}"
 
 
@@ -61,7 +61,7 @@ class Unit:
     todo: tuple[str, ...]
 
 
-def _settings(plan: RunPlan) -> dict:
+def agent_settings(plan: RunPlan) -> dict:
     return {"agent_options": dict(plan.agent_options), "budget_s": plan.agent_budget_s,
             "auth_files": tuple(plan.auth_files)}
 
@@ -94,10 +94,10 @@ def run_unit(unit: Unit, plan: RunPlan, device: Device, out: Path, run_id: str, 
              timing: bool | None) -> list[Verdict]:
     """Propose and evaluate one unit on one device; every failure becomes records, never an
     exception. Used the same way by the local executor's GPU threads and by Ray tasks."""
-    s = _settings(plan)
+    s = agent_settings(plan)
     agent = get_agent(unit.agent, s["agent_options"], budget_s=s["budget_s"], auth_files=s["auth_files"])
     agent_name = agent.name     # a YAML path given on the command line records as its agent's name
-    task_id = _task_id_of(unit.folder)
+    task_id = task_id_of(unit.folder)
     todo = list(unit.todo)
     try:
         task = load_task(unit.folder)

@@ -310,6 +310,39 @@ def test_a_closed_endpoint_stops_the_run_or_is_recorded_unreachable(name, tmp_pa
     assert v.agent_run["wall_s"] < 120          # stopped for saying only that (unreachable_after_s), not at its budget
 
 
+@pytest.mark.parametrize("name", ["claude-code", "codex", "gemini-cli", "aider", "mini-swe-agent"])
+def test_an_endpoint_that_accepts_and_never_answers_is_recorded_unreachable(name, tmp_path, monkeypatch):
+    """The endpoint accepts every connection and never sends a byte: the probe's connection
+    succeeds, and the program waits without a word (or retries). Its traffic goes through the
+    harness's proxy, which sees the silence: stopped soon after ``unreachable_after_s``, not
+    scored, not a pass of the untouched starting kernel."""
+    import socket
+    from types import SimpleNamespace
+
+    _need_program(name)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    held: list = []
+
+    def accept() -> None:             # every connection kept open, and never a byte sent
+        while True:
+            try:
+                held.append(sock.accept())
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    silent = SimpleNamespace(url=f"http://127.0.0.1:{sock.getsockname()[1]}")
+    try:
+        v, art = _arena_run(name, tmp_path, monkeypatch, silent, budget_s=400)
+    finally:
+        sock.close()
+    assert v.agent_run["exit_reason"] == "unreachable", (v.agent_run, (art / "agent.stderr").read_text()[-2000:])
+    assert v.status.value == "AGENT_UNAVAILABLE" and not v.status.scored
+    assert v.agent_run["wall_s"] < 150          # unreachable_after_s (60 s) and the proxy's 30 s, not the budget
+
+
 def _environ(pid: int) -> list[bytes]:
     try:
         return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")

@@ -265,6 +265,68 @@ def test_an_agent_that_only_says_its_model_is_unreachable_is_stopped_early(tmp_p
     assert w.agent_run["exit_reason"] == "finished" and w.status.value == "PASSED" and w.agent_run["wall_s"] >= 2.5
 
 
+# a program that asks its endpoint through the proxy (HTTPS_PROXY: a tunnel) and then waits without a word
+_SILENT_CLIENT = """python3 - <<'PY'
+import os, socket, sys, time
+host, port = os.environ["HTTPS_PROXY"].rsplit("/", 1)[1].split(":")
+s = socket.create_connection((host, int(port)))
+s.sendall(b"CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n")
+s.recv(200)
+s.sendall(b"client hello")
+time.sleep({wait})
+PY
+"""
+
+
+def _endpoint(greeting: bytes):
+    """A model endpoint on 127.0.0.1 that accepts connections and says ``greeting`` (or nothing)."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    conns = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = sock.accept()
+            except OSError:
+                return
+            conns.append(c)
+            if greeting:
+                c.sendall(greeting)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("answers", [False, True])
+def test_an_agent_whose_endpoint_never_answers_is_stopped_even_if_it_says_nothing(answers, tmp_path, monkeypatch):
+    """Its program reaches the network through the harness's proxy: an endpoint that accepts the
+    connection and never sends a byte back is seen there, though the program says nothing while
+    it waits (it would otherwise wait until its budget, then be judged on the untouched kernel).
+    An endpoint that answers (a TLS server's first bytes) is left to the program, however long
+    its model takes."""
+    import arena.agents.cli_agent as cli_agent
+
+    monkeypatch.setattr(cli_agent, "ANSWER_WAIT_S", 1.0)
+    sock, port = _endpoint(b"\x16\x03\x03 server hello" if answers else b"")
+    body = _SILENT_CLIENT.format(port=port, wait=5 if answers else 600)
+    yaml_file = _agent(tmp_path, monkeypatch, body, budget_s=120)
+    yaml_file.write_text(yaml_file.read_text() + f"unreachable_after_s: 2\nendpoint: {{default: 'https://127.0.0.1:{port}'}}\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    sock.close()
+    if answers:
+        assert v.agent_run["exit_reason"] == "no_edit" and v.status.value == "PASSED", v.agent_run
+        assert v.agent_run["wall_s"] >= 4
+        return
+    assert v.agent_run["exit_reason"] == "unreachable" and v.status.value == "AGENT_UNAVAILABLE", v.agent_run
+    assert v.agent_run["wall_s"] < 30 and not v.status.scored
+    assert f"its model endpoint (127.0.0.1:{port}) never answered: 1 connection" in v.agent_run["message"]
+
+
 def test_a_stray_connection_error_of_a_program_at_work_is_not_a_cut_off(tmp_path):
     """Three connection errors and the last line one of them: unreachable. A program that said
     so once or twice, or whose last line is its work, is not."""

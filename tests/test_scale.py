@@ -107,6 +107,34 @@ def test_ray_executor_on_a_local_instance(tmp_path):
         assert (out / "artifacts" / "baseline" / "triton2triton" / "axpy" / str(r) / "worker.log").is_file()
 
 
+def test_ray_probes_program_agents_and_stops_one_that_keeps_failing(tmp_path, monkeypatch):
+    """On Ray, as locally: a program agent that cannot run stops the run before anything is
+    recorded (probed on a node), and one whose attempts fail the same way three times in a row
+    has its other attempts cancelled (``--resume`` makes them)."""
+    pytest.importorskip("ray")
+    from arena.errors import ArenaError
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dies").write_text("#!/bin/sh\necho 'Error: no configuration found' >&2\nexit 1\n")
+    (bin_dir / "dies").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    dies = tmp_path / "dies.yaml"
+    dies.write_text("name: dies\ncommand: [dies]\nbudget_s: 60\n")
+    absent = tmp_path / "absent.yaml"
+    absent.write_text("name: absent\ncommand: [no-such-program-here]\nbudget_s: 60\ninstall: get it\n")
+    with pytest.raises(ArenaError, match="no-such-program-here"):
+        run(RunPlan(agents=(str(absent),), tasks=(AXPY,), splits=("smoke",)), detect("cpu"), tmp_path / "r1",
+            executor="ray", probe=True)
+    assert not (tmp_path / "r1" / "records.jsonl").exists()
+    said: list[str] = []
+    run(RunPlan(agents=(str(dies),), tasks=(AXPY,), splits=("smoke",), repeats=6), detect("cpu"), tmp_path / "r2",
+        executor="ray", probe=True, on_stop=said.append)
+    got = list(records.read(tmp_path / "r2" / "records.jsonl"))
+    assert len(got) == 3 and all(v.agent_run["exit_reason"] == "not_started" for v in got)
+    assert len(said) == 1 and "agent dies stopped: 3 attempts in a row ended 'not_started'" in said[0]
+
+
 def test_hip_files_are_built_ahead_into_the_shared_cache(tmp_path, monkeypatch):
     from arena.toolchain.hip import toolchain_available
     from arena.toolchain.prebuild import known_hip_files, prebuild

@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 from arena.agents.base import AgentContext, Proposal
 from arena.agents.feedback_server import SOCKET_DIR, TOOL_NAME, FeedbackServer
 from arena.agents.isolation import bubblewrap_missing, bwrap_argv, run_budgeted
+from arena.agents.model_proxy import ANSWER_WAIT_S, ModelProxy, endpoint_url, user_proxy
 from arena.agents.usage import parse_usage
 from arena.errors import ArenaError
 from arena.taskdef.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, _schema_errors, read_yaml
@@ -88,6 +89,7 @@ class AgentSpec:
     root_needs_sandbox: bool = False
     unreachable_after_s: float = UNREACHABLE_AFTER_S
     endpoint: Mapping[str, str] = field(default_factory=dict)
+    proxy: bool = True
     path: Path | None = None
 
 
@@ -113,7 +115,7 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
                      transcript_file=data.get("transcript_file", ""),
                      root_needs_sandbox=bool(data.get("root_needs_sandbox", False)), endpoint=data.get("endpoint", {}),
                      unreachable_after_s=float(data.get("unreachable_after_s", UNREACHABLE_AFTER_S)),
-                     path=path)
+                     proxy=bool(data.get("proxy", True)), path=path)
     for key in ("auth_error", "unreachable_error"):
         try:
             re.compile(getattr(spec, key))
@@ -407,19 +409,31 @@ class CommandAgent:
         (art / "prompt.md").write_text(prompt)
         pattern = re.compile(self.spec.unreachable_error or UNREACHABLE)
         cut_off_s = self.spec.unreachable_after_s
+        env = self._env(home, ws, ctx.device, sandboxed)
+        proxy = None
+        if self.spec.proxy:         # the program's traffic through the harness: is its model endpoint answering?
+            endpoint = endpoint_url(self.spec.endpoint, self.options, os.environ)[0] if self.spec.endpoint else None
+            proxy = ModelProxy(endpoint, upstream=user_proxy(os.environ))
+            env.update(proxy.env(proxy.start()))
+        silent: list[str] = []
 
         def cut_off(elapsed: float) -> bool:
-            """Past ``cut_off_s``: the program has done nothing (no check, no edit), has said
-            at least three times that its model cannot be reached, and the last thing it wrote
-            says so again (a stray line of a program that goes on working is followed by its
-            work): it is stopped, not left to retry until its budget ends."""
+            """Past ``cut_off_s``, where the program has done nothing (no check, no edit): it has
+            said at least three times that its model cannot be reached and the last thing it
+            wrote says so again (a stray line of a program that goes on working is followed by
+            its work), or its model endpoint has had no byte back through the proxy for
+            ``ANSWER_WAIT_S`` (a program that waits without a word). It is stopped, not left to
+            wait or retry until its budget ends."""
             if elapsed < cut_off_s or server.calls or _digest(ws / editable_name(task)) != before.get(
                     editable_name(task)):
                 return False
+            if proxy is not None and proxy.silent_s() >= ANSWER_WAIT_S:
+                silent.append(proxy.why())
+                return True
             return unreachable_only(pattern, art / "agent.stderr", art / "transcript.raw")
 
         try:
-            outcome = run_budgeted(cmd, cwd=ws, env=self._env(home, ws, ctx.device, sandboxed), budget_s=self.budget_s,
+            outcome = run_budgeted(cmd, cwd=ws, env=env, budget_s=self.budget_s,
                                    stdout=art / "transcript.raw", stderr=art / "agent.stderr",
                                    stdin_text=prompt if self.spec.stdin == "prompt" else None,
                                    token=secrets.token_hex(8), stop_when=cut_off if cut_off_s > 0 else None)
@@ -428,6 +442,8 @@ class CommandAgent:
                              path=self.spec.path, key="command") from exc
         finally:
             server.stop()
+            if proxy is not None:
+                proxy.stop()
         stdout = (art / "transcript.raw").read_text(errors="replace")
         stderr = (art / "agent.stderr").read_text(errors="replace")
         record = ""
@@ -457,6 +473,8 @@ class CommandAgent:
         info["edited"] = before.get(name) != after.get(name)
         reason, message = judge_outcome(self.spec, outcome, bool(server.calls), info["edited"], record, stderr,
                                         stdout)
+        if outcome.exit_reason == "stopped" and silent and not server.calls and not info["edited"]:
+            reason, message = "unreachable", message or silent[-1]      # its own words where it said any
         info["exit_reason"] = reason
         if message:
             info["message"] = message

@@ -18,6 +18,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
+from arena.agents.model_proxy import endpoint_url
+
 PROBE_S = 20.0          # how long an endpoint may take to accept a connection
 VERSION_S = 60.0        # how long a program may take to answer its version (a cold start of a Python program)
 
@@ -57,19 +59,6 @@ def probe_all(agents: Sequence[Any], timeout_s: float = PROBE_S) -> list[str]:
     """The probes of several agents at once: their failures."""
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(agents)))) as pool:
         return [why for why in pool.map(lambda a: probe(a, timeout_s), agents) if why]
-
-
-def endpoint_url(endpoint: Mapping[str, str], options: Mapping[str, Any],
-                 environ: Mapping[str, str]) -> tuple[str, str]:
-    """The URL an agent's model endpoint is at, and what named it ("--agent-option base_url",
-    "ANTHROPIC_BASE_URL"; "" for the adapter's default)."""
-    option = endpoint.get("option")
-    if option and options.get(option):
-        return str(options[option]), f"--agent-option {option}"
-    var = endpoint.get("env")
-    if var and environ.get(var):
-        return environ[var], var
-    return endpoint["default"], ""
 
 
 def _sources(endpoint: Mapping[str, str]) -> list[str]:
