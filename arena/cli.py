@@ -279,18 +279,24 @@ def check_markdown(rows, device, of: int | None = None) -> str:
     tasks asked for, where the rows are fewer: a check still running or interrupted)."""
     from datetime import datetime, timezone
 
-    lines = [f"# arena tasks check — {device.kind} — {device.name}", "",
-             f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
-             f"- device: {device.name} ({device.arch}, {device.sm_count or '-'} SMs, "
-             f"last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB)",
-             "- toolchains: " + ", ".join(f"{k} {v}" for k, v in device.toolchains.items()),
-             f"- result: {sum(r.ok for r in rows)} of {len(rows)} tasks ok"
-             + (f" ({len(rows)} of the {of} asked for checked so far)" if of is not None and of > len(rows) else ""), "",
-             "| task | result | reference | baseline (configs passed) | baseline µs (min-max) | solution | specialised |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# arena tasks check — {device.kind} — {device.name}",
+        "",
+        f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+        f"- device: {device.name} ({device.arch}, {device.sm_count or '-'} SMs, "
+        f"last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB)",
+        "- toolchains: " + ", ".join(f"{k} {v}" for k, v in device.toolchains.items()),
+        f"- result: {sum(r.ok for r in rows)} of {len(rows)} tasks ok"
+        + (f" ({len(rows)} of the {of} asked for checked so far)" if of is not None and of > len(rows) else ""),
+        "",
+        "| task | result | reference | baseline (configs passed) | baseline µs (min-max) | solution | specialised |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.task_id} | {'ok' if r.ok else 'FAIL'} | {r.reference} | {r.baseline} | {r.window_us} | "
-                     f"{r.solution} | {r.specialised} |")
+        lines.append(
+            f"| {r.task_id} | {'ok' if r.ok else 'FAIL'} | {r.reference} | {r.baseline} | {r.window_us} | "
+            f"{r.solution} | {r.specialised} |"
+        )
     problems = [(r.task_id, p) for r in rows for p in r.problems]
     if problems:
         lines += ["", "## Problems", ""] + [f"- {t}: {p}" for t, p in problems]
@@ -316,33 +322,51 @@ def _split_list(value: str | None, device) -> list[str]:
             raise ArenaError(f"unknown split {s!r}; choose seen, heldout, random, smoke or all", key="--split")
     from arena.evaluation.parent import require_runnable_splits
 
-    require_runnable_splits(splits, device)      # the cpu backend runs smoke only: said here, in one line
+    require_runnable_splits(splits, device)  # the cpu backend runs smoke only: said here, in one line
     return splits
 
 
 def print_configs(v: Verdict) -> None:
-    table = Table(title=_lit(f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: ") +
-                        f"[{_status_style(v.status)}]{v.status.value}[/]")
-    for col in ("config", "status", "max abs err", "norm err", "baseline µs", "candidate µs", "speedup (95% CI)",
-                "roofline", "flags", "why"):
+    table = Table(
+        title=_lit(f"{v.task_id} [{v.split}] {v.candidate.get('origin', '')}: ")
+        + f"[{_status_style(v.status)}]{v.status.value}[/]"
+    )
+    for col in (
+        "config",
+        "status",
+        "max abs err",
+        "norm err",
+        "baseline µs",
+        "candidate µs",
+        "speedup (95% CI)",
+        "roofline",
+        "flags",
+        "why",
+    ):
         table.add_column(col)
     for c in v.configs:
         ci = f" ({c.speedup_ci[0]:.2f}-{c.speedup_ci[1]:.2f})" if c.speedup_ci else ""
         # a config that did not pass says why (one that was not run, what stopped the evaluation)
         why = "" if c.status is Status.PASSED else ((c.message or "").strip().splitlines() or [""])[0][:120]
-        table.add_row(_lit(c.name), f"[{_status_style(c.status)}]{c.status.value}[/]", _fmt(c.max_abs_err, ".2e"),
-                      _fmt(c.norm_err, ".2e"), _fmt(c.baseline.median_us if c.baseline else None, ".1f"),
-                      _fmt(c.candidate.median_us if c.candidate else None, ".1f"),
-                      (_fmt(c.speedup, ".3f", "x") + ci) if c.speedup else "-",
-                      _fmt(c.roofline_fraction * 100 if c.roofline_fraction else None, ".0f", "%"),
-                      _lit(",".join(c.flags)), _lit(why))
+        table.add_row(
+            _lit(c.name),
+            f"[{_status_style(c.status)}]{c.status.value}[/]",
+            _fmt(c.max_abs_err, ".2e"),
+            _fmt(c.norm_err, ".2e"),
+            _fmt(c.baseline.median_us if c.baseline else None, ".1f"),
+            _fmt(c.candidate.median_us if c.candidate else None, ".1f"),
+            (_fmt(c.speedup, ".3f", "x") + ci) if c.speedup else "-",
+            _fmt(c.roofline_fraction * 100 if c.roofline_fraction else None, ".0f", "%"),
+            _lit(",".join(c.flags)),
+            _lit(why),
+        )
     console.print(table)
     if v.message and v.status is not Status.PASSED:
         console.print(v.message, highlight=False, markup=False)
         from arena.evaluation.tracebacks import render
 
         failed = next((c for c in v.configs if c.status is not Status.PASSED and c.traceback), None)
-        if failed is not None:       # the candidate's own frames (data from its process: printed literally)
+        if failed is not None:  # the candidate's own frames (data from its process: printed literally)
             console.print("\n".join(render(failed.traceback)), highlight=False, markup=False, soft_wrap=True)
     if v.speedup is not None:
         ci = f" (95% CI {v.speedup_ci[0]:.3f}-{v.speedup_ci[1]:.3f})" if v.speedup_ci else ""
@@ -381,10 +405,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     kernel = Path(args.kernel) if args.kernel else None
     if kernel is not None and not kernel.is_file():
         raise ArenaError("kernel file not found", path=kernel)
-    verdicts = evaluate(task, Candidate(task, kernel, origin="user"), _split_list(args.split, device), device,
-                        timing=False if args.no_timing else None, split_seed=args.seed,
-                        timing_params=_timing_params(args),
-                        on_wait=lambda line: err_console.print(f"[dim]waiting:[/] {_lit(line)}", highlight=False))
+    verdicts = evaluate(
+        task,
+        Candidate(task, kernel, origin="user"),
+        _split_list(args.split, device),
+        device,
+        timing=False if args.no_timing else None,
+        split_seed=args.seed,
+        timing_params=_timing_params(args),
+        on_wait=lambda line: err_console.print(f"[dim]waiting:[/] {_lit(line)}", highlight=False),
+    )
     if args.json:
         sys.stdout.write("\n".join(json.dumps(v.to_dict(), default=str) for v in verdicts) + "\n")
     else:
@@ -414,11 +444,18 @@ def print_run_summary(verdicts: list[Verdict], title: str) -> None:
     for v in verdicts:
         n_ok = sum(c.status is Status.PASSED for c in v.configs)
         ci = f"{v.speedup_ci[0]:.2f}-{v.speedup_ci[1]:.2f}" if v.speedup_ci else "-"
-        ran = v.status is not Status.NOT_RUNNABLE    # its configs were compiled for, never run
-        table.add_row(_lit(v.agent), _lit(v.task_id), _lit(v.split), f"[{_status_style(v.status)}]{v.status.value}[/]",
-                      f"{n_ok}/{len(v.configs)}" if ran else "-", _fmt(v.speedup, ".3f", "x"), ci,
-                      _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"),
-                      _lit(verdict_note(v)))
+        ran = v.status is not Status.NOT_RUNNABLE  # its configs were compiled for, never run
+        table.add_row(
+            _lit(v.agent),
+            _lit(v.task_id),
+            _lit(v.split),
+            f"[{_status_style(v.status)}]{v.status.value}[/]",
+            f"{n_ok}/{len(v.configs)}" if ran else "-",
+            _fmt(v.speedup, ".3f", "x"),
+            ci,
+            _fmt(v.roofline_fraction * 100 if v.roofline_fraction else None, ".0f", "%"),
+            _lit(verdict_note(v)),
+        )
     console.print(table)
     counts = tally(verdicts)
     console.print(_tally_text(counts), highlight=False)
@@ -427,8 +464,7 @@ def print_run_summary(verdicts: list[Verdict], title: str) -> None:
 def tally(verdicts) -> dict[str, int]:
     """Verdicts by what they mean for the score: passed, not passed (every scored failure,
     flagged passes included), not runnable here (NOT_RUNNABLE), infrastructure failures."""
-    out = {"passed": 0, "not passed": 0, "not runnable here": 0, "infrastructure failures": 0,
-           "agents not served": 0}
+    out = {"passed": 0, "not passed": 0, "not runnable here": 0, "infrastructure failures": 0, "agents not served": 0}
     for v in verdicts:
         out[_tally_key(v)] += 1
     return out
@@ -455,8 +491,9 @@ def _tally_text(counts: dict[str, int], *, passed: bool = True) -> str:
         n = counts["infrastructure failures"]
         parts.append(f"[magenta]{n} infrastructure failure{'s' if n != 1 else ''} (not scored)[/]")
     if counts["agents not served"]:
-        parts.append(f"[magenta]{counts['agents not served']} refused or unreached by the agent's model service "
-                     f"(not scored)[/]")
+        parts.append(
+            f"[magenta]{counts['agents not served']} refused or unreached by the agent's model service (not scored)[/]"
+        )
     return ", ".join(parts)
 
 
@@ -464,8 +501,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arena import records
     from arena.devices import detect
     from arena.runner import run
-    from arena.units import RunPlan
     from arena.taskdef.loader import select_tasks
+    from arena.units import RunPlan
 
     if args.config:
         from arena.taskdef.loader import load_suite
@@ -488,24 +525,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         if "=" not in item:
             raise ArenaError(f"--agent-option takes NAME=VALUE, not {item!r}", key="--agent-option")
         options.append(tuple(item.split("=", 1)))
-    plan = RunPlan(agents=agents, tasks=folders, splits=tuple(_split_list(args.split or "all", device)),
-                   repeats=args.repeats or 1, random_configs=args.random_configs or 4, seed=args.seed,
-                   timing_params=tuple(sorted(_timing_params(args).items())), agent_options=tuple(options),
-                   agent_budget_s=args.budget, auth_files=tuple(args.auth_file or ()))
+    plan = RunPlan(
+        agents=agents,
+        tasks=folders,
+        splits=tuple(_split_list(args.split or "all", device)),
+        repeats=args.repeats or 1,
+        random_configs=args.random_configs or 4,
+        seed=args.seed,
+        timing_params=tuple(sorted(_timing_params(args).items())),
+        agent_options=tuple(options),
+        agent_budget_s=args.budget,
+        auth_files=tuple(args.auth_file or ()),
+    )
     from arena.agents import BUILTIN, require_programs
     from arena.agents.isolation import bubblewrap_missing
     from arena.runner import STOP_AFTER
 
-    if args.executor != "ray":        # (Ray probes them on a node, whose PATH this is not: arena.ray_executor)
-        require_programs(agents)      # a program not on PATH: one line saying which and how to install it
-        if not args.no_probe:         # each agent probed once: a run that cannot work stops now, in one line
+    if args.executor != "ray":  # (Ray probes them on a node, whose PATH this is not: arena.ray_executor)
+        require_programs(agents)  # a program not on PATH: one line saying which and how to install it
+        if not args.no_probe:  # each agent probed once: a run that cannot work stops now, in one line
             from arena.agents import get_agent
             from arena.agents.probe import probe_all
 
             failed = probe_all([get_agent(a, dict(options)) for a in agents if a not in BUILTIN])
             if failed:
-                raise ArenaError(failed[0] + (f" (and {len(failed) - 1} more agents)" if len(failed) > 1 else ""),
-                                 key="--agent")
+                raise ArenaError(
+                    failed[0] + (f" (and {len(failed) - 1} more agents)" if len(failed) > 1 else ""), key="--agent"
+                )
     if any(a not in BUILTIN for a in agents) and bubblewrap_missing():
         console.print(f"[yellow]warning:[/] {_lit(bubblewrap_missing())}")
     out = Path(args.out)
@@ -517,16 +563,36 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ArenaError(f"--gpus takes GPU indices like 0,1,2, not {args.gpus!r}", key="--gpus") from None
         if device.kind == "cpu":
             raise ArenaError("--gpus needs a GPU backend", key="--gpus")
-    console.print(f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
-                  f"on {device.kind} ({device.name})" + (f", GPUs {gpus}" if gpus else "")
-                  + (f", {args.workers_per_gpu} workers each" if args.workers_per_gpu > 1 else "")
-                  + (" via Ray" if args.executor == "ray" else ""), markup=False, highlight=False)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    console.print(
+        f"run {out.name}: {len(agents)} agents x {len(folders)} tasks x {len(plan.splits)} splits "
+        f"on {device.kind} ({device.name})"
+        + (f", GPUs {gpus}" if gpus else "")
+        + (f", {args.workers_per_gpu} workers each" if args.workers_per_gpu > 1 else "")
+        + (" via Ray" if args.executor == "ray" else ""),
+        markup=False,
+        highlight=False,
+    )
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                        TimeRemainingColumn(), console=console, disable=args.quiet, transient=False)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=args.quiet,
+        transient=False,
+    )
     counts = tally([])
     bar = progress.add_task("verdicts", total=None, tally=_tally_text(counts, passed=False))
 
@@ -535,37 +601,63 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.update(bar, advance=1, tally=_tally_text(counts, passed=False))
         if not args.quiet:
             why = verdict_note(v)
-            progress.console.print(_lit(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} ") +
-                                   f"[{_status_style(v.status)}]{v.status.value}[/] "
-                                   f"{_fmt(v.speedup, '.3f', 'x')}" + (f"  {_lit(why)}" if why else ""),
-                                   highlight=False, soft_wrap=True)
+            progress.console.print(
+                _lit(f"  {v.agent:12s} {v.task_id:36s} {v.split:8s} ")
+                + f"[{_status_style(v.status)}]{v.status.value}[/] "
+                f"{_fmt(v.speedup, '.3f', 'x')}" + (f"  {_lit(why)}" if why else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
 
     stopped: list[str] = []
 
-    def on_stop(line: str) -> None:       # said at once, and again after the summary
+    def on_stop(line: str) -> None:  # said at once, and again after the summary
         stopped.append(line)
         progress.console.print(f"[red]{_lit(line)}[/]", highlight=False)
 
     with progress:
-        run(plan, device, out, resume=args.resume, timing=False if args.no_timing else None, on_verdict=on_verdict,
-            gpus=gpus, executor=args.executor, ray_address=args.ray_address, prebuild=not args.no_prebuild,
-            build_jobs=args.build_jobs, on_start=lambda n: progress.update(bar, total=n),
-            workers_per_gpu=args.workers_per_gpu, infra_retries=args.infra_retries,
-            stop_after=STOP_AFTER if args.stop_after is None else args.stop_after, on_stop=on_stop,
-            probe=args.executor == "ray" and not args.no_probe)
+        run(
+            plan,
+            device,
+            out,
+            resume=args.resume,
+            timing=False if args.no_timing else None,
+            on_verdict=on_verdict,
+            gpus=gpus,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            prebuild=not args.no_prebuild,
+            build_jobs=args.build_jobs,
+            on_start=lambda n: progress.update(bar, total=n),
+            workers_per_gpu=args.workers_per_gpu,
+            infra_retries=args.infra_retries,
+            stop_after=STOP_AFTER if args.stop_after is None else args.stop_after,
+            on_stop=on_stop,
+            probe=args.executor == "ray" and not args.no_probe,
+        )
     all_records = records.current(records.read(out / "records.jsonl"))
     print_run_summary(all_records, f"{out / 'records.jsonl'} ({len(all_records)} records)")
     infra = [v for v in all_records if v.status.infra or v.status.kind == "service"]
     if infra:
         limit = records.stated_retry_limit(out)
         left = sum(records.redoable(v.status, v.attempt, limit) for v in infra)
-        what = "infrastructure failures and agents not served" if any(v.status.kind == "service" for v in infra) \
+        what = (
+            "infrastructure failures and agents not served"
+            if any(v.status.kind == "service" for v in infra)
             else "infrastructure failures"
-        console.print(f"{what}: the same command with --resume redoes {left} of {len(infra)}"
-                      if left else f"{what}: no retries left (--infra-retries raises the limit)",
-                      highlight=False, markup=False)
-    console.print(f"next: arena report {out} --out {out / 'report'}   (the report: Markdown and one HTML file)",
-                  highlight=False, markup=False)
+        )
+        console.print(
+            f"{what}: the same command with --resume redoes {left} of {len(infra)}"
+            if left
+            else f"{what}: no retries left (--infra-retries raises the limit)",
+            highlight=False,
+            markup=False,
+        )
+    console.print(
+        f"next: arena report {out} --out {out / 'report'}   (the report: Markdown and one HTML file)",
+        highlight=False,
+        markup=False,
+    )
     for line in stopped:
         console.print(f"[red]{_lit(line)}[/]", highlight=False)
     return 1 if stopped else 0
@@ -582,10 +674,17 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
     for col in ("agent", "kind", "executable", "on PATH", "version", "description"):
         table.add_column(col)
     for r in rows:
-        desc = _lit(r["description"]) + (f"\n[yellow]experimental:[/] {_lit(r['experimental'])}"
-                                         if r.get("experimental") else "")
-        table.add_row(_lit(r["name"]), _lit(r["kind"]), _lit(r.get("executable", "-")),
-                      "[green]yes[/]" if r["available"] else "[red]no[/]", _lit(r.get("version") or "-"), desc)
+        desc = _lit(r["description"]) + (
+            f"\n[yellow]experimental:[/] {_lit(r['experimental'])}" if r.get("experimental") else ""
+        )
+        table.add_row(
+            _lit(r["name"]),
+            _lit(r["kind"]),
+            _lit(r.get("executable", "-")),
+            "[green]yes[/]" if r["available"] else "[red]no[/]",
+            _lit(r.get("version") or "-"),
+            desc,
+        )
     console.print(table)
     from arena.agents.isolation import bubblewrap_missing
 
@@ -619,19 +718,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not rows:
         raise ArenaError("the two runs have no task and split in common", key="RUN_A RUN_B")
     table = Table(title=_lit(f"B = {args.run_b} vs A = {args.run_a} (paired over common tasks)"))
-    for col in ("split", "tasks", "both correct", "both timed", "speedup B/A (geo)", "95% CI", "correct B-A",
-                "95% CI", "SOL B-A", "changed"):
+    for col in (
+        "split",
+        "tasks",
+        "both correct",
+        "both timed",
+        "speedup B/A (geo)",
+        "95% CI",
+        "correct B-A",
+        "95% CI",
+        "SOL B-A",
+        "changed",
+    ):
         table.add_column(col)
     for r in rows:
         lo, hi = r.log_speedup_ci
         import math
 
-        table.add_row(r.split, str(r.n_common), str(r.n_both_correct), str(r.n_both_timed),
-                      _fmt(r.speedup_ratio, ".3f", "x"),
-                      "-" if math.isnan(lo) else f"{math.exp(lo):.3f}-{math.exp(hi):.3f}",
-                      _fmt(r.correct_diff * 100 if not math.isnan(r.correct_diff) else None, "+.0f", "%"),
-                      "-" if math.isnan(r.correct_ci[0]) else f"{r.correct_ci[0] * 100:+.0f}..{r.correct_ci[1] * 100:+.0f}%",
-                      _fmt(r.sol_diff, "+.2f"), str(len(r.changed)))
+        table.add_row(
+            r.split,
+            str(r.n_common),
+            str(r.n_both_correct),
+            str(r.n_both_timed),
+            _fmt(r.speedup_ratio, ".3f", "x"),
+            "-" if math.isnan(lo) else f"{math.exp(lo):.3f}-{math.exp(hi):.3f}",
+            _fmt(r.correct_diff * 100 if not math.isnan(r.correct_diff) else None, "+.0f", "%"),
+            "-" if math.isnan(r.correct_ci[0]) else f"{r.correct_ci[0] * 100:+.0f}..{r.correct_ci[1] * 100:+.0f}%",
+            _fmt(r.sol_diff, "+.2f"),
+            str(len(r.changed)),
+        )
     console.print(table)
     for r in rows:
         for task, a, b in r.changed:
@@ -644,16 +759,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ArenaError("name a protocol: --mcp", key="--mcp")
     from arena.env.mcp_server import serve
 
-    serve(device=args.device, run_dir=Path(args.run_dir), tasks_dir=_tasks_root(args), select=args.select,
-          time_limit_s=args.time_limit, agent=args.agent)
+    serve(
+        device=args.device,
+        run_dir=Path(args.run_dir),
+        tasks_dir=_tasks_root(args),
+        select=args.select,
+        time_limit_s=args.time_limit,
+        agent=args.agent,
+    )
     return 0
 
 
 def cmd_device(args: argparse.Namespace) -> int:
     from arena.devices import detect
-    from arena.toolchain.hip import TARGETS, compiler_found
-
     from arena.devices.ceilings import ceilings_for, measure
+    from arena.toolchain.hip import TARGETS, compiler_found
 
     d = detect(args.device)
     if args.measure:
@@ -665,10 +785,20 @@ def cmd_device(args: argparse.Namespace) -> int:
     ceilings, source = ceilings_for(d)
     sandbox = sandbox_defences(d)
     if args.json:
-        print(json.dumps({**d.to_dict(), "compilers": {c["compiler"]: {k: c[k] for k in ("path", "version", "problem")}
-                                                       for c in compilers.values()},
-                          "hip_builds": builds, "ceilings": {"source": source, **(ceilings or {})},
-                          "sandbox": sandbox}, indent=2))
+        print(
+            json.dumps(
+                {
+                    **d.to_dict(),
+                    "compilers": {
+                        c["compiler"]: {k: c[k] for k in ("path", "version", "problem")} for c in compilers.values()
+                    },
+                    "hip_builds": builds,
+                    "ceilings": {"source": source, **(ceilings or {})},
+                    "sandbox": sandbox,
+                },
+                indent=2,
+            )
+        )
         return 0
     table = Table(title="device", show_header=False)
     for k, v in d.to_dict().items():
@@ -678,16 +808,26 @@ def cmd_device(args: argparse.Namespace) -> int:
             v = f"{v / 2**20:.0f} MiB"
         table.add_row(k, _lit(v))
     for c in compilers.values():
-        found = f"{c['path']} ({c['version']})" if c["problem"] is None else \
-            f"{c['path']}: unusable: {c['problem']}" if c["path"] else "not found"
+        found = (
+            f"{c['path']} ({c['version']})"
+            if c["problem"] is None
+            else f"{c['path']}: unusable: {c['problem']}"
+            if c["path"]
+            else "not found"
+        )
         table.add_row(c["compiler"], _lit(found))
     table.add_row("HIP builds", _lit(builds))
     for defence, why in sandbox.items():
         table.add_row(f"sandbox: {defence}", _lit("yes" if why is None else f"missing: {why}"))
-    table.add_row("roofline ceilings", _lit(
-        f"{source}: " + ", ".join(f"{k} {v / 1e12:.3g} T{'B' if k == 'bytes_per_s' else 'FLOP'}/s"
-                                  for k, v in ceilings.items()) if ceilings else
-        "none (the cpu backend, or a GPU with no datasheet entry: run arena device --measure)"))
+    table.add_row(
+        "roofline ceilings",
+        _lit(
+            f"{source}: "
+            + ", ".join(f"{k} {v / 1e12:.3g} T{'B' if k == 'bytes_per_s' else 'FLOP'}/s" for k, v in ceilings.items())
+            if ceilings
+            else "none (the cpu backend, or a GPU with no datasheet entry: run arena device --measure)"
+        ),
+    )
     console.print(table)
     return 0
 
@@ -713,8 +853,10 @@ def hip_builds(device, compilers: dict[str, dict]) -> str:
     if device.runs_kernels:
         if not missing:
             return ", ".join(f"{t} {a}" for t, a in usable)
-        return (f"none: {', '.join(f'{t} {a}' for t, a in missing)} needs {lacking}, not usable here; "
-                "HIP candidates get HARNESS_ERROR")
+        return (
+            f"none: {', '.join(f'{t} {a}' for t, a in missing)} needs {lacking}, not usable here; "
+            "HIP candidates get HARNESS_ERROR"
+        )
     if not usable:
         return f"none: no {lacking}; HIP candidates are not compiled (NOT_RUNNABLE: no GPU)"
     made = ", ".join(f"{t} {a}" for t, a in usable) + " (compile-only: no GPU runs them; NOT_RUNNABLE)"
@@ -725,7 +867,9 @@ def hip_builds(device, compilers: dict[str, dict]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="arena", description="kernel-arena: evaluate GPU kernels on seen and unseen shapes")
+    p = argparse.ArgumentParser(
+        prog="arena", description="kernel-arena: evaluate GPU kernels on seen and unseen shapes"
+    )
     p.add_argument("--tasks-dir", help="the tasks folder (default: tasks/ of this repository)")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
@@ -746,15 +890,27 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(fn=cmd_tasks_new)
     x = tsub.add_parser("import", help="draft a task from a problem written for another harness")
     isub = x.add_subparsers(dest="import_format", required=True)
-    for fmt, what, ids in (("kernelbench", "a KernelBench-style problem file (class Model, get_inputs, "
-                                           "get_init_inputs) -> a torch2hip task", "torch2hip/NAME"),
-                           ("aka", "an AgentKernelArena-style task folder (config.yaml, kernel source, test "
-                                   "script) -> a triton2triton or hip2hip task, the kernel kept as written",
-                            "CATEGORY/NAME")):
+    for fmt, what, ids in (
+        (
+            "kernelbench",
+            "a KernelBench-style problem file (class Model, get_inputs, get_init_inputs) -> a torch2hip task",
+            "torch2hip/NAME",
+        ),
+        (
+            "aka",
+            "an AgentKernelArena-style task folder (config.yaml, kernel source, test "
+            "script) -> a triton2triton or hip2hip task, the kernel kept as written",
+            "CATEGORY/NAME",
+        ),
+    ):
         y = isub.add_parser(fmt, help=what)
         y.add_argument("path", metavar="PATH")
-        y.add_argument("--out", metavar="DIR", help="the tasks folder to write into: DIR/CATEGORY/NAME (default: "
-                                                    "--tasks-dir, else tasks/ of this repository)")
+        y.add_argument(
+            "--out",
+            metavar="DIR",
+            help="the tasks folder to write into: DIR/CATEGORY/NAME (default: "
+            "--tasks-dir, else tasks/ of this repository)",
+        )
         y.add_argument("--id", metavar="ID", help=f"NAME or {ids} (default: from the file or folder name)")
         y.set_defaults(fn=cmd_tasks_import)
     x = tsub.add_parser("check", help="the author's validator (baseline, degeneracy, timing window, solution)")
@@ -762,8 +918,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     x.add_argument("--json", help="also write the rows (with every verdict) to this file")
     x.add_argument("--markdown", help="also write the table as Markdown (for reports/validation/)")
-    x.add_argument("--from-run", action="append", help="reuse the verdicts of a run of the built-in agents "
-                   "(same files, same device) instead of evaluating again; repeatable")
+    x.add_argument(
+        "--from-run",
+        action="append",
+        help="reuse the verdicts of a run of the built-in agents "
+        "(same files, same device) instead of evaluating again; repeatable",
+    )
     x.set_defaults(fn=cmd_tasks_check)
 
     e = sub.add_parser("eval", help="run the gates on one kernel file")
@@ -773,59 +933,110 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, help="the random split's secret (default: fresh)")
     e.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     e.add_argument("--no-timing", action="store_true", help="correctness only")
-    e.add_argument("--torch-compile", action="store_true",
-                   help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
+    e.add_argument(
+        "--torch-compile",
+        action="store_true",
+        help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)",
+    )
     e.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
-    e.add_argument("--timing-memory", type=float,
-                   help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half of free memory)")
+    e.add_argument(
+        "--timing-memory",
+        type=float,
+        help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half "
+        "of free memory)",
+    )
     e.add_argument("--json", action="store_true", help="print the records as JSON lines")
     e.set_defaults(fn=cmd_eval)
 
     r = sub.add_parser("run", help="built-in agents over a selection of tasks, into a run directory")
     r.add_argument("--config", help="a run configuration, configs/suites/*.yaml (flags override it)")
-    r.add_argument("--agent", action="append", help="built-in (baseline, solution, specialised, tuner) or configs/agents/NAME.yaml (repeatable, comma lists); `arena agents list`")
+    r.add_argument(
+        "--agent",
+        action="append",
+        help="built-in (baseline, solution, specialised, tuner) or configs/agents/NAME.yaml (repeatable, comma "
+        "lists); `arena agents list`",
+    )
     r.add_argument("--tasks", help="task selector (default: all)")
-    r.add_argument("--split", help="seen | heldout | random | smoke | all, or a comma list (default: all = "
-                                   "seen,heldout,random on a GPU, smoke on the cpu)")
+    r.add_argument(
+        "--split",
+        help="seen | heldout | random | smoke | all, or a comma list (default: all = "
+        "seen,heldout,random on a GPU, smoke on the cpu)",
+    )
     r.add_argument("--random-configs", type=int, help="configs drawn for the random split (default 4)")
     r.add_argument("--seed", type=int, help="the random split's secret (default: fresh from os.urandom)")
     r.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     r.add_argument("--out", required=True)
-    r.add_argument("--resume", action="store_true",
-                   help="finish the run: do what it owes, and redo infrastructure failures (TASK_ERROR, "
-                        "HARNESS_ERROR) of the same candidates, up to --infra-retries times")
-    r.add_argument("--infra-retries", type=int,
-                   help="times --resume redoes a split whose verdict is an infrastructure failure (default: the "
-                        "run's own, else 2; stated in run.json)")
-    r.add_argument("--no-probe", action="store_true",
-                   help="do not probe each agent before the run (its program starts, its model endpoint answers, "
-                        "bubblewrap is there where the program needs it)")
-    r.add_argument("--stop-after", type=int, default=None, metavar="N",
-                   help="stop an agent whose N attempts in a row ended the same failed way (it did not start, "
-                        "crashed, was refused by its model service or could not reach it); --resume makes its "
-                        "other attempts later (default 3; 0: never)")
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the run: do what it owes, and redo infrastructure failures (TASK_ERROR, "
+        "HARNESS_ERROR) of the same candidates, up to --infra-retries times",
+    )
+    r.add_argument(
+        "--infra-retries",
+        type=int,
+        help="times --resume redoes a split whose verdict is an infrastructure failure (default: the "
+        "run's own, else 2; stated in run.json)",
+    )
+    r.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not probe each agent before the run (its program starts, its model endpoint answers, "
+        "bubblewrap is there where the program needs it)",
+    )
+    r.add_argument(
+        "--stop-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop an agent whose N attempts in a row ended the same failed way (it did not start, "
+        "crashed, was refused by its model service or could not reach it); --resume makes its "
+        "other attempts later (default 3; 0: never)",
+    )
     r.add_argument("--repeats", type=int)
     r.add_argument("--no-timing", action="store_true")
-    r.add_argument("--torch-compile", action="store_true",
-                   help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)")
+    r.add_argument(
+        "--torch-compile",
+        action="store_true",
+        help="torch2hip: also time torch.compile of the reference (a second denominator; compiles per shape)",
+    )
     r.add_argument("--timing-cap", type=float, help="seconds of timing per config at most (default 4)")
-    r.add_argument("--timing-memory", type=float,
-                   help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half of free memory)")
+    r.add_argument(
+        "--timing-memory",
+        type=float,
+        help="GiB of input sets a config's timing may hold at most (default 8; a split's together at most half "
+        "of free memory)",
+    )
     r.add_argument("--quiet", action="store_true")
     r.add_argument("--gpus", help="GPU indices (e.g. 0,1,2,3); default: one GPU")
-    r.add_argument("--workers-per-gpu", type=int, default=1,
-                   help="evaluations side by side on each GPU (default 1); their timed rounds still take the GPU "
-                        "one at a time, and no other work runs on it meanwhile")
-    r.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="ray: each (agent, task, repeat) is a Ray task with one GPU (pip install 'kernel-arena[ray]')")
+    r.add_argument(
+        "--workers-per-gpu",
+        type=int,
+        default=1,
+        help="evaluations side by side on each GPU (default 1); their timed rounds still take the GPU "
+        "one at a time, and no other work runs on it meanwhile",
+    )
+    r.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: each (agent, task, repeat) is a Ray task with one GPU (pip install 'kernel-arena[ray]')",
+    )
     r.add_argument("--ray-address", help="an existing Ray cluster (default: $RAY_ADDRESS, else a local one)")
     r.add_argument("--no-prebuild", action="store_true", help="do not compile the tasks' HIP and Triton files ahead")
-    r.add_argument("--build-jobs", type=int, help="parallel HIP builds and Triton warm-ups ahead of GPU work (default: every core)")
-    r.add_argument("--agent-option", action="append", metavar="NAME=VALUE",
-                   help="an option of a YAML agent, e.g. model=... (repeatable)")
+    r.add_argument(
+        "--build-jobs", type=int, help="parallel HIP builds and Triton warm-ups ahead of GPU work (default: every core)"
+    )
+    r.add_argument(
+        "--agent-option",
+        action="append",
+        metavar="NAME=VALUE",
+        help="an option of a YAML agent, e.g. model=... (repeatable)",
+    )
     r.add_argument("--budget", type=float, help="wall seconds per task for an agent (default: its YAML's)")
-    r.add_argument("--auth-file", action="append",
-                   help="a file under HOME copied into the agent's private HOME (repeatable)")
+    r.add_argument(
+        "--auth-file", action="append", help="a file under HOME copied into the agent's private HOME (repeatable)"
+    )
     r.set_defaults(fn=cmd_run)
 
     x = sub.add_parser("report", help="metrics, tables and plots over run directories")
@@ -859,8 +1070,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--mcp", action="store_true", help="serve MCP over stdio (needs the mcp package)")
     x.add_argument("--run-dir", required=True, help="where episodes are recorded (records.jsonl, artifacts/)")
     x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
-    x.add_argument("--select", choices=("last", "best"), default="last",
-                   help="the submission finish scores (default: the last)")
+    x.add_argument(
+        "--select", choices=("last", "best"), default="last", help="the submission finish scores (default: the last)"
+    )
     x.add_argument("--time-limit", type=float, default=300.0, help="seconds per run_kernel call (default 300)")
     x.add_argument("--agent", default="mcp", help="the agent name in the records (default: mcp)")
     x.set_defaults(fn=cmd_serve)
@@ -868,9 +1080,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("device", help="what was detected")
     d.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     d.add_argument("--json", action="store_true")
-    d.add_argument("--measure", action="store_true",
-                   help="measure the GPU's copy bandwidth and matrix-multiply throughput per dtype and keep them: "
-                        "the roofline uses them from then on (a GPU only)")
+    d.add_argument(
+        "--measure",
+        action="store_true",
+        help="measure the GPU's copy bandwidth and matrix-multiply throughput per dtype and keep them: "
+        "the roofline uses them from then on (a GPU only)",
+    )
     d.set_defaults(fn=cmd_device)
     return p
 
@@ -887,8 +1102,9 @@ def _terminate(signum, frame) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
-        else None
+    previous = (
+        signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         return args.fn(args)
     except ArenaError as exc:

@@ -16,9 +16,10 @@ from typing import Any, Sequence
 
 from arena.devices import Device
 from arena.evaluation.parent import Candidate, evaluate
+from arena.evaluation.tracebacks import as_dicts, bounded
+from arena.evaluation.tracebacks import render as render_traceback
 from arena.records import Status, Verdict
 from arena.taskdef.loader import Task
-from arena.evaluation.tracebacks import as_dicts, bounded, render as render_traceback
 
 MESSAGE_CHARS = 3000
 

@@ -67,7 +67,7 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
     except ImportError as exc:
         raise ArenaError("the ray executor needs Ray: pip install 'kernel-arena[ray]'", key="--executor") from exc
     from arena.evaluation.processes import PACKAGE_ROOT
-    from arena.units import task_id_of, failure_verdict
+    from arena.units import failure_verdict, task_id_of
 
     started_here = not ray.is_initialized()
     if started_here:

@@ -41,8 +41,8 @@ class Status(str, enum.Enum):
     NOT_RUNNABLE = "NOT_RUNNABLE"      # correct status for a HIP candidate on the cpu backend: never a pass
     AGENT_FAILED = "AGENT_FAILED"      # the agent's program crashed or never started: its failure, whatever its file
     AGENT_UNAVAILABLE = "AGENT_UNAVAILABLE"  # its model service refused it or was not reached: not scored, redone
-    TASK_ERROR = "TASK_ERROR"          # the task itself is broken (reference raised, bad file): not the candidate's fault
-    HARNESS_ERROR = "HARNESS_ERROR"    # infrastructure failure, kept apart from candidate failures
+    TASK_ERROR = "TASK_ERROR"  # the task itself is broken (reference raised, bad file): not the candidate's fault
+    HARNESS_ERROR = "HARNESS_ERROR"  # infrastructure failure, kept apart from candidate failures
 
     @property
     def passed(self) -> bool:
@@ -134,12 +134,12 @@ class SideTiming:
     median_us: float
     iqr_us: float
     n: int
-    events_median_us: float | None = None   # cross-check: events around call + device synchronize
+    events_median_us: float | None = None  # cross-check: events around call + device synchronize
     min_us: float | None = None
     # "span": device span under the profiler (every side by default); "events": a trusted, host-bound
     # side timed without the profiler, events around its call on its stream (arena.timing.timer)
     timer: str = "span"
-    other_timer_median_us: float | None = None   # its median by the other timer, where it had both
+    other_timer_median_us: float | None = None  # its median by the other timer, where it had both
 
 
 @dataclass
@@ -173,7 +173,7 @@ class ConfigResult:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     norm_err: float | None = None
-    where: dict[str, Any] | None = None       # output, index, candidate and reference values of the worst element
+    where: dict[str, Any] | None = None  # output, index, candidate and reference values of the worst element
     mismatch_fraction: float | None = None
     baseline: SideTiming | None = None
     candidate: SideTiming | None = None
@@ -181,15 +181,15 @@ class ConfigResult:
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
     flags: list[str] = field(default_factory=list)
-    compiled: SideTiming | None = None          # torch2hip: torch.compile of the reference, where measured
-    speedup_compiled: float | None = None       # median(compiled) / median(candidate)
+    compiled: SideTiming | None = None  # torch2hip: torch.compile of the reference, where measured
+    speedup_compiled: float | None = None  # median(compiled) / median(candidate)
     # copies and fills: their share of the candidate's device time in its timed calls, and of the baseline's
     incidental_share: float | None = None
     baseline_incidental_share: float | None = None
     # speed of light: the share of the gap between the baseline's time and the roofline time the candidate
     # closes (arena.devices.ceilings.sol_score): 0 at the baseline, 1 at the roofline
     sol: float | None = None
-    sol_absent: str = ""           # why a timed config has no speed-of-light score (arena.devices.ceilings)
+    sol_absent: str = ""  # why a timed config has no speed-of-light score (arena.devices.ceilings)
     # where a failure of the candidate's code was raised: its frames in the candidate's own file
     # (arena.evaluation.tracebacks); empty for other failures and in records written before it existed
     traceback: list[TraceEntry] = field(default_factory=list)
@@ -213,33 +213,33 @@ class Verdict:
     category: str
     split: str
     status: Status
-    candidate: dict[str, Any]         # path, sha256, origin (agent name), language
-    device: dict[str, Any]            # kind, name, arch, vendor, ...
-    stage: str = ""                   # compile | load | correctness | performance | done
+    candidate: dict[str, Any]  # path, sha256, origin (agent name), language
+    device: dict[str, Any]  # kind, name, arch, vendor, ...
+    stage: str = ""  # compile | load | correctness | performance | done
     message: str = ""
     configs: list[ConfigResult] = field(default_factory=list)
     build: dict[str, Any] = field(default_factory=dict)
-    speedup: float | None = None      # geometric mean over configs
+    speedup: float | None = None  # geometric mean over configs
     speedup_ci: tuple[float, float] | None = None
     roofline_fraction: float | None = None
-    speedup_compiled: float | None = None   # torch2hip: geomean over configs vs torch.compile, where measured
-    sol: float | None = None          # speed-of-light score: the mean over the configs that have one ...
-    sol_configs: int = 0              # ... and how many those are (of ``configs``)
-    ceilings: dict[str, Any] = field(default_factory=dict)   # the roofline's ceilings: source (measured,
+    speedup_compiled: float | None = None  # torch2hip: geomean over configs vs torch.compile, where measured
+    sol: float | None = None  # speed-of-light score: the mean over the configs that have one ...
+    sol_configs: int = 0  # ... and how many those are (of ``configs``)
+    ceilings: dict[str, Any] = field(default_factory=dict)  # the roofline's ceilings: source (measured,
     #                                                          datasheet, none) and the figures used
     flags: list[str] = field(default_factory=list)
     run_id: str = ""
     agent: str = ""
     repeat: int = 0
-    seeds: list[int] = field(default_factory=list)   # input seeds of the correctness gate
-    split_seed: int | None = None                      # the secret the random split was drawn with
+    seeds: list[int] = field(default_factory=list)  # input seeds of the correctness gate
+    split_seed: int | None = None  # the secret the random split was drawn with
     versions: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
-    agent_run: dict[str, Any] = field(default_factory=dict)   # an agent's run: wall_s, exit_reason, tokens, cost
-    phases: dict[str, float] = field(default_factory=dict)    # the evaluation's seconds: build, start, load,
-    #                                                            correctness, timing, lock_wait (arena.evaluation.parent)
+    agent_run: dict[str, Any] = field(default_factory=dict)  # an agent's run: wall_s, exit_reason, tokens, cost
+    phases: dict[str, float] = field(default_factory=dict)  # the evaluation's seconds: build, start, load,
+    # correctness, timing, lock_wait (arena.evaluation.parent)
     # which evaluation of this (run, agent, task, repeat, split) this is: 1, then 2, 3 ... where
     # ``arena run --resume`` redid an infrastructure failure; the latest one stands (``current``)
     attempt: int = 1
@@ -373,9 +373,9 @@ def current(verdicts: Iterable[Verdict]) -> list[Verdict]:
     """The verdicts that stand: for each (run, agent, task, repeat, split) the last one written.
     An earlier one was an infrastructure failure that ``arena run --resume`` redid; it stays in
     records.jsonl (nothing recorded is lost) but no longer counts. Order: as first written."""
-    latest: dict[tuple, Verdict] = {}
+    latest: dict[tuple[str, str, str, int, str], Verdict] = {}
     for v in verdicts:
-        latest[v.key] = v        # a dict keeps the key's first place
+        latest[v.key] = v  # a dict keeps the key's first place
     return list(latest.values())
 
 
@@ -385,7 +385,7 @@ def read(path: Path) -> Iterator[Verdict]:
     under reports/validation); one cut short ends where it was cut."""
     if not path.is_file():
         return
-    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
         try:
             for raw in f:
                 if not raw.endswith(b"\n"):
@@ -393,5 +393,5 @@ def read(path: Path) -> Iterator[Verdict]:
                 raw = raw.strip()
                 if raw:
                     yield Verdict.from_dict(json.loads(raw))
-        except EOFError:        # a compressed file cut short
+        except EOFError:  # a compressed file cut short
             return

@@ -19,7 +19,6 @@ the run states, and the latest verdict of a split stands.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import logging
 import queue
@@ -35,7 +34,7 @@ from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation.parent import configs_of_splits, require_runnable_splits
 from arena.records import Verdict
-from arena.units import RunPlan, Unit, agent_settings, task_id_of, run_unit
+from arena.units import RunPlan, Unit, agent_settings, run_unit, task_id_of
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +161,13 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     previous = list(records.read(rec_path))
     standing = records.current(previous)
     # a split is done unless its verdict is an infrastructure failure with retries left
-    done = {(v.agent, v.task_id, v.repeat, v.split) for v in standing if not records.redoable(v.status, v.attempt, limit)}
+    done = {(v.agent, v.task_id, v.repeat, v.split) for v in standing
+            if not records.redoable(v.status, v.attempt, limit)}
     attempts = {(v.agent, v.task_id, v.repeat, v.split): v.attempt for v in standing}
     # one secret per run, kept across --resume (it is in the records, never in a workspace)
-    split_seed = plan.seed if plan.seed is not None else next(
-        (v.split_seed for v in previous if v.split_seed is not None), None)
+    split_seed = (
+        plan.seed if plan.seed is not None else next((v.split_seed for v in previous if v.split_seed is not None), None)
+    )
     if split_seed is None and "random" in plan.splits:
         from arena.taskdef.shapes import new_secret
 
@@ -186,8 +187,8 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
             on_stop(line)
 
     def emit(v: Verdict) -> None:
-        with lock:                       # one writer at a time: whole lines, fsynced
-            if stop.is_set():            # interrupted: what finishes now was cut short, not failed
+        with lock:  # one writer at a time: whole lines, fsynced
+            if stop.is_set():  # interrupted: what finishes now was cut short, not failed
                 return
             v.attempt = attempts.get((v.agent, v.task_id, v.repeat, v.split), 0) + 1
             records.append(rec_path, v)
@@ -198,16 +199,32 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
     if prebuild and units:
         from arena.toolchain.prebuild import prebuild_units
 
-        built = prebuild_units(units, device, jobs=build_jobs, configs_of=lambda task, splits: configs_of_splits(
-            task, splits, device, split_seed, plan.random_configs))
-        with open(out / "prebuild.jsonl", "a") as f:     # what was built ahead, one line per call
+        built = prebuild_units(
+            units,
+            device,
+            jobs=build_jobs,
+            configs_of=lambda task, splits: configs_of_splits(task, splits, device, split_seed, plan.random_configs),
+        )
+        with open(out / "prebuild.jsonl", "a") as f:  # what was built ahead, one line per call
             f.write(json.dumps({"at": time.time(), **built}) + "\n")
     if executor == "ray":
         from arena.ray_executor import run_on_ray
 
-        run_on_ray(units, plan, device, out, run_id, split_seed, timing, emit, address=ray_address,
-                   per_gpu=workers_per_gpu, probe=probe, attempted=attempted,
-                   stopped=lambda agent: agent in streaks.stopped)
+        run_on_ray(
+            units,
+            plan,
+            device,
+            out,
+            run_id,
+            split_seed,
+            timing,
+            emit,
+            address=ray_address,
+            per_gpu=workers_per_gpu,
+            probe=probe,
+            attempted=attempted,
+            stopped=lambda agent: agent in streaks.stopped,
+        )
         return written
     devices = [device] if not gpus else [_on_gpu(device, i) for i in gpus]
     devices = [d for d in devices for _ in range(workers_per_gpu)]
@@ -221,15 +238,16 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
                 u = q.get_nowait()
             except queue.Empty:
                 return
-            if u.agent in streaks.stopped:       # not attempted: --resume makes it
+            if u.agent in streaks.stopped:  # not attempted: --resume makes it
                 continue
             verdicts = run_unit(u, plan, dev, out, run_id, split_seed, timing)
             for v in verdicts:
                 emit(v)
             attempted(u.agent, verdicts)
 
-    threads = [threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}-{k}", daemon=True)
-               for k, d in enumerate(devices)]
+    threads = [
+        threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}-{k}", daemon=True) for k, d in enumerate(devices)
+    ]
     try:
         for t in threads:
             t.start()

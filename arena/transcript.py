@@ -124,12 +124,17 @@ def _tool_html(name: str, args: Any) -> str:
     if isinstance(args, dict) and isinstance(args.get("changes"), list):        # Codex reports no content
         return out + "".join(f" <code>{_e(c.get('path'))}</code> ({_e(c.get('kind'))})" for c in args["changes"]
                              if isinstance(c, dict)) + "</div>"
-    shell = next((k for k in ("command", "cmd") if isinstance(args, dict) and isinstance(args.get(k), (str, list))), None)
+    shell = next((k for k in ("command", "cmd")
+                  if isinstance(args, dict) and isinstance(args.get(k), (str, list))), None)
     if shell is not None and len(args) <= 4:
         cmd = args[shell] if isinstance(args[shell], str) else " ".join(map(str, args[shell]))
-        if "<<" in cmd and "\n" in cmd:        # a file written through the shell: shown as an edit
-            return out + f"<pre>{_e(cmd.splitlines()[0])}</pre>" + _diff_html("", "\n".join(cmd.splitlines()[1:-1]),
-                                                                               "/dev/null", "written") + "</div>"
+        if "<<" in cmd and "\n" in cmd:  # a file written through the shell: shown as an edit
+            return (
+                out
+                + f"<pre>{_e(cmd.splitlines()[0])}</pre>"
+                + _diff_html("", "\n".join(cmd.splitlines()[1:-1]), "/dev/null", "written")
+                + "</div>"
+            )
         return out + f"<pre>$ {_e(cmd)}</pre></div>"
     if isinstance(args, dict):
         path = args.get("file_path") or args.get("path") or args.get("filePath") or args.get("filename") or ""
@@ -147,7 +152,15 @@ def _tool_html(name: str, args: Any) -> str:
 def _patch_html(patch: str) -> str:
     rows = []
     for line in patch.splitlines():
-        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith(("@@", "***")) else ""
+        cls = (
+            "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "hunk"
+            if line.startswith(("@@", "***"))
+            else ""
+        )
         rows.append(f'<span class="{cls}">{_e(line)}</span>')
     return "<pre>" + "\n".join(rows) + "</pre>"
 
@@ -157,7 +170,7 @@ def _event_html(i: int, ev: Any) -> str:
         return f"<details><summary>{i}</summary><pre>{_e(ev)}</pre></details>"
     kind = " / ".join(str(ev[k]) for k in ("type", "subtype", "role") if isinstance(ev.get(k), str))
     item = next((ev[k] for k in ("item", "part", "payload") if isinstance(ev.get(k), dict)), None)
-    if isinstance(item, dict) and isinstance(item.get("type"), str):      # Codex items and rollout, OpenCode parts
+    if isinstance(item, dict) and isinstance(item.get("type"), str):  # Codex items and rollout, OpenCode parts
         kind += f" / {item['type']}"
     texts = list(_texts(ev))
     first = next((ln.strip()[:140] for t in texts[:1] for ln in t.splitlines() if re.search(r"\w", ln)), "")
@@ -167,8 +180,10 @@ def _event_html(i: int, ev: Any) -> str:
     body = "".join(f"<pre>{_e(t[:20000])}</pre>" for t in texts)
     body += "".join(_tool_html(n, a) for n, a in calls)
     body += f"<details><summary>raw event</summary><pre>{_e(json.dumps(ev, indent=1)[:20000])}</pre></details>"
-    return (f'<details><summary><span class="kind">{_e(kind or "event")}</span>{_e(first)} '
-            f'{_usage_badges(ev)}</summary>{body}</details>')
+    return (
+        f'<details><summary><span class="kind">{_e(kind or "event")}</span>{_e(first)} '
+        f"{_usage_badges(ev)}</summary>{body}</details>"
+    )
 
 
 def _events(raw: str) -> list[Any] | None:
@@ -185,21 +200,29 @@ def _events(raw: str) -> list[Any] | None:
         doc = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):     # a trajectory: one turn a message
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):  # a trajectory: one turn a message
         return [m for m in doc["messages"]] + [{k: v for k, v in doc.items() if k != "messages"}]
     return [doc] if isinstance(doc, dict) else None
 
 
 def find_run_artifacts(run: Path, task_id: str, agent: str | None = None, repeat: int | None = None) -> Path:
     base = Path(run) / "artifacts"
-    found = sorted(p for p in base.glob(f"*/{task_id}/*") if p.is_dir() and p.name.isdigit()
-                   and (agent is None or p.parts[-4] == agent) and (repeat is None or int(p.name) == repeat))
+    found = sorted(
+        p
+        for p in base.glob(f"*/{task_id}/*")
+        if p.is_dir()
+        and p.name.isdigit()
+        and (agent is None or p.parts[-4] == agent)
+        and (repeat is None or int(p.name) == repeat)
+    )
     if not found:
-        raise ArenaError(f"no artifacts of {task_id} in this run"
-                         + (f" for agent {agent}" if agent else ""), path=base)
+        raise ArenaError(f"no artifacts of {task_id} in this run" + (f" for agent {agent}" if agent else ""), path=base)
     if len(found) > 1 and agent is None and len({p.parts[-4] for p in found}) > 1:
-        raise ArenaError(f"{task_id} was run by several agents here ({', '.join(sorted({p.parts[-4] for p in found}))});"
-                         " name one with --agent", path=base)
+        raise ArenaError(
+            f"{task_id} was run by several agents here ({', '.join(sorted({p.parts[-4] for p in found}))});"
+            " name one with --agent",
+            path=base,
+        )
     return found[0]
 
 
@@ -224,14 +247,31 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
     agent = art.parts[-4]
     run = art.parents[4]
     meta = json.loads((art / "agent.json").read_text()) if (art / "agent.json").is_file() else {}
-    verdicts = [v for v in records.read(run / "records.jsonl")
-                if v.task_id == task_id and v.agent == agent and v.repeat == repeat]
+    verdicts = [
+        v
+        for v in records.read(run / "records.jsonl")
+        if v.task_id == task_id and v.agent == agent and v.repeat == repeat
+    ]
     info = next((v.agent_run for v in verdicts if v.agent_run), {})
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(agent)} on {_e(task_id)}</title>"
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>{_e(agent)} on {_e(task_id)} <small>(repeat {repeat}, run {_e(run.name)})</small></h1><div>"]
-    for k in ("version", "exit_reason", "message", "wall_s", "feedback_calls", "turns", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "sandbox"):
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(agent)} on {_e(task_id)}</title>"
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{_e(agent)} on {_e(task_id)} <small>(repeat {repeat}, run {_e(run.name)})</small></h1><div>",
+    ]
+    for k in (
+        "version",
+        "exit_reason",
+        "message",
+        "wall_s",
+        "feedback_calls",
+        "turns",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+        "sandbox",
+    ):
         if info.get(k) is not None:
             parts.append(f'<span class="badge">{_e(k)} {_e(info[k])}</span>')
     for v in verdicts:
@@ -245,18 +285,21 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
         for v in failed:
             parts.append(f"<h3>{_e(v.split)}: {_e(v.status.value)}</h3><pre>{_e(_why(v))}</pre>")
     if (art / "prompt.md").is_file():
-        parts.append(f"<h2>Prompt</h2><details><summary>the prompt the agent got</summary>"
-                     f"<pre>{_e((art / 'prompt.md').read_text())}</pre></details>")
+        parts.append(
+            f"<h2>Prompt</h2><details><summary>the prompt the agent got</summary>"
+            f"<pre>{_e((art / 'prompt.md').read_text())}</pre></details>"
+        )
     raw = (art / "transcript.raw").read_text(errors="replace") if (art / "transcript.raw").is_file() else ""
     own_file = next((art / n for n in ("transcript.json", "transcript.jsonl") if (art / n).is_file()), None)
     own = own_file.read_text(errors="replace") if own_file is not None else ""
     parts.append("<h2>Transcript</h2>")
     evs = _events(own) if own else None
-    if evs is not None:          # the program's own record of the session; then what it printed
+    if evs is not None:  # the program's own record of the session; then what it printed
         parts += [_event_html(i, ev) for i, ev in enumerate(evs)]
         if raw.strip():
-            parts.append(f"<details><summary>what the program printed</summary><pre>{_e(raw[-200000:])}</pre>"
-                         "</details>")
+            parts.append(
+                f"<details><summary>what the program printed</summary><pre>{_e(raw[-200000:])}</pre></details>"
+            )
     else:
         evs = _events(raw)
         if evs is None:
@@ -264,15 +307,22 @@ def render_transcript(art: Path, *, tasks_dir: Path | None = None) -> str:
         else:
             parts += [_event_html(i, ev) for i, ev in enumerate(evs)]
     if (art / "agent.stderr").is_file() and (art / "agent.stderr").stat().st_size:
-        parts.append(f"<details><summary>stderr</summary><pre>{_e((art / 'agent.stderr').read_text(errors='replace')[-50000:])}"
-                     "</pre></details>")
+        parts.append(
+            f"<details><summary>stderr</summary><pre>{_e((art / 'agent.stderr').read_text(errors='replace')[-50000:])}"
+            "</pre></details>"
+        )
     fb = art / "feedback.jsonl"
     if fb.is_file():
         rows = [json.loads(x) for x in fb.read_text().splitlines() if x.strip()]
-        parts.append("<h2>Feedback calls</h2><table><tr><th>#</th><th>status</th><th>speedup (median)</th>"
-                     "<th>reward</th><th>seconds</th></tr>")
-        parts += [f"<tr><td>{r['index']}</td><td>{_e(r['status'])}</td><td>{_e(r.get('speedup_median'))}</td>"
-                  f"<td>{_e(r.get('reward'))}</td><td>{_e(r.get('seconds'))}</td></tr>" for r in rows]
+        parts.append(
+            "<h2>Feedback calls</h2><table><tr><th>#</th><th>status</th><th>speedup (median)</th>"
+            "<th>reward</th><th>seconds</th></tr>"
+        )
+        parts += [
+            f"<tr><td>{r['index']}</td><td>{_e(r['status'])}</td><td>{_e(r.get('speedup_median'))}</td>"
+            f"<td>{_e(r.get('reward'))}</td><td>{_e(r.get('seconds'))}</td></tr>"
+            for r in rows
+        ]
         parts.append("</table>")
     kernel = next((p for p in art.iterdir() if p.name in ("kernel.py", "kernel.hip")), None)
     if kernel is not None:

@@ -47,8 +47,8 @@ from arena.timing.stats import quantile  # noqa: E402
 def builds(selector: str, jobs: int | None) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from arena.toolchain.hip import build_hip, toolchain_available
     from arena.taskdef.loader import select_tasks
+    from arena.toolchain.hip import build_hip, toolchain_available
 
     files = sorted({p for f in select_tasks(selector) for p in f.glob("*.hip")})
     targets = [(t, a) for t, a in (("cuda", "sm_90"), ("rocm", "gfx90a")) if toolchain_available(t) is None]
@@ -115,19 +115,27 @@ def first_calls(task_dir: str, path: str) -> None:
         args = None
         torch.cuda.empty_cache()
     after = _groups(cache)
-    print(json.dumps({"compiled": sum(1 for g, t in after.items() if before.get(g) != t), "calls_s": round(calls, 3), "errors": errors}))
+    print(
+        json.dumps(
+            {
+                "compiled": sum(1 for g, t in after.items() if before.get(g) != t),
+                "calls_s": round(calls, 3),
+                "errors": errors,
+            }
+        )
+    )
 
 
 def triton(selector: str, jobs: int | None, parallel: int) -> None:
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
-    from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
     from arena.devices import detect
     from arena.evaluation.parent import configs_of_splits
-    from arena.units import Unit
     from arena.taskdef.loader import load_task, select_tasks
+    from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
+    from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
+    from arena.units import Unit
 
     dev = detect()
     target = device_target(dev)
@@ -141,17 +149,23 @@ def triton(selector: str, jobs: int | None, parallel: int) -> None:
         cold = warm_triton(tjobs, dev, processes=jobs)
         cold_s = time.perf_counter() - t0
         again = warm_triton(tjobs, dev, processes=jobs)
-        print(f"warm-up ahead, cold: {cold_s:.1f} s on {jobs or os.cpu_count()} processes, {cold['warmed']} files, "
-              f"{cold['kernels']} kernels, {cold['failed']} failed, {cold['config_errors']} configs not warmed; "
-              f"again (warm folders): {again['seconds']:.2f} s, {again['cached']} files cached")
+        print(
+            f"warm-up ahead, cold: {cold_s:.1f} s on {jobs or os.cpu_count()} processes, {cold['warmed']} files, "
+            f"{cold['kernels']} kernels, {cold['failed']} failed, {cold['config_errors']} configs not warmed; "
+            f"again (warm folders): {again['seconds']:.2f} s, {again['cached']} files cached"
+        )
 
         def check(job, seeded: bool) -> dict:
             with tempfile.TemporaryDirectory() as cache:
                 if seeded:
                     seed_cache(Path(cache), [job.path], target, warm_root())
-                out = subprocess.run([sys.executable, __file__, "_first_calls", str(job.task.path), str(job.path)],
-                                     capture_output=True, text=True, timeout=600,
-                                     env={**os.environ, "TRITON_CACHE_DIR": cache})
+                out = subprocess.run(
+                    [sys.executable, __file__, "_first_calls", str(job.task.path), str(job.path)],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    env={**os.environ, "TRITON_CACHE_DIR": cache},
+                )
                 try:
                     return json.loads(out.stdout.strip().splitlines()[-1])
                 except (ValueError, IndexError):
@@ -161,19 +175,25 @@ def triton(selector: str, jobs: int | None, parallel: int) -> None:
             colds = list(pool.map(lambda j: check(j, False), tjobs))
             warms = list(pool.map(lambda j: check(j, True), tjobs))
         kernels = {j.path: len(_cache_entries(warm_dir(j.path, target, warm_root()))) for j in tjobs}
-    print("\n| file | kernels warmed | compiled, empty cache | compiled, seeded cache | calls, empty cache (s) "
-          "| calls, seeded (s) | errors |")
+    print(
+        "\n| file | kernels warmed | compiled, empty cache | compiled, seeded cache | calls, empty cache (s) "
+        "| calls, seeded (s) | errors |"
+    )
     print("|---|---|---|---|---|---|---|")
     for j, c, w in zip(tjobs, colds, warms):
         errs = {**c["errors"], **w["errors"]}
-        print(f"| {j.task.id}/{j.path.name} | {kernels[j.path]} | {c['compiled']} | {w['compiled']} | {c['calls_s']} "
-              f"| {w['calls_s']} | {'; '.join(f'{k}: {v}' for k, v in errs.items())[:200]} |")
+        print(
+            f"| {j.task.id}/{j.path.name} | {kernels[j.path]} | {c['compiled']} | {w['compiled']} | {c['calls_s']} "
+            f"| {w['calls_s']} | {'; '.join(f'{k}: {v}' for k, v in errs.items())[:200]} |"
+        )
     ok = [(c, w) for c, w in zip(colds, warms) if c["compiled"] is not None and w["compiled"] is not None]
-    print(f"\n{len(ok)} files: kernels compiled in the first calls, empty cache {sum(c['compiled'] for c, _ in ok)}, "
-          f"seeded {sum(w['compiled'] for _, w in ok)} ({sum(1 for _, w in ok if w['compiled'] == 0)} files with "
-          f"none); calls' seconds, empty cache {sum(c['calls_s'] for c, _ in ok):.1f}, seeded "
-          f"{sum(w['calls_s'] for _, w in ok):.1f}; median per file {statistics.median(c['calls_s'] for c, _ in ok):.2f}"
-          f" s against {statistics.median(w['calls_s'] for _, w in ok):.2f} s")
+    print(
+        f"\n{len(ok)} files: kernels compiled in the first calls, empty cache {sum(c['compiled'] for c, _ in ok)}, "
+        f"seeded {sum(w['compiled'] for _, w in ok)} ({sum(1 for _, w in ok if w['compiled'] == 0)} files with "
+        f"none); calls' seconds, empty cache {sum(c['calls_s'] for c, _ in ok):.1f}, seeded "
+        f"{sum(w['calls_s'] for _, w in ok):.1f}; median per file {statistics.median(c['calls_s'] for c, _ in ok):.2f}"
+        f" s against {statistics.median(w['calls_s'] for _, w in ok):.2f} s"
+    )
 
 
 def from_records(paths: list[str]) -> None:
@@ -184,18 +204,27 @@ def from_records(paths: list[str]) -> None:
     walls, timed_frac_num, timed_frac_den = [], 0.0, 0.0
     cold_builds = []
     evals = {}
-    for v in vs:     # the splits of one evaluation share its wall time: count it once
+    for v in vs:  # the splits of one evaluation share its wall time: count it once
         evals.setdefault((v.agent, v.task_id, v.repeat, v.started_at), v.wall_s)
     for (agent, task, _, _), w in evals.items():
         walls.append(w)
         by_task[(agent, task)] += w
     for v in vs:
-        gpu_us = sum((c.baseline.median_us * c.baseline.n if c.baseline else 0) +
-                     (c.candidate.median_us * c.candidate.n if c.candidate else 0) for c in v.configs)
+        gpu_us = sum(
+            (c.baseline.median_us * c.baseline.n if c.baseline else 0)
+            + (c.candidate.median_us * c.candidate.n if c.candidate else 0)
+            for c in v.configs
+        )
         if gpu_us:
             timed_frac_num += gpu_us / 1e6
-            timed_frac_den += v.wall_s / max(1, sum(1 for u in vs if (u.agent, u.task_id, u.repeat, u.started_at)
-                                                    == (v.agent, v.task_id, v.repeat, v.started_at)))
+            timed_frac_den += v.wall_s / max(
+                1,
+                sum(
+                    1
+                    for u in vs
+                    if (u.agent, u.task_id, u.repeat, u.started_at) == (v.agent, v.task_id, v.repeat, v.started_at)
+                ),
+            )
         for b in (v.build or {}).get("builds", []):
             if b.get("ok") and not b.get("cached") and b.get("seconds"):
                 cold_builds.append(b["seconds"])
@@ -203,49 +232,81 @@ def from_records(paths: list[str]) -> None:
     for (agent, task), w in by_task.items():
         tasks[task] += w
     print(f"{len(vs)} verdicts of {len(evals)} evaluations, {len(tasks)} tasks")
-    print(f"wall per evaluation (all its splits): median {statistics.median(walls):.1f} s, p90 {quantile(walls, 0.9):.1f} s, "
-          f"max {max(walls):.1f} s")
+    print(
+        f"wall per evaluation (all its splits): median {statistics.median(walls):.1f} s, "
+        f"p90 {quantile(walls, 0.9):.1f} s, "
+        f"max {max(walls):.1f} s"
+    )
     tw = list(tasks.values())
-    print(f"wall per task (all agents and splits of the run): median {statistics.median(tw):.1f} s, "
-          f"p90 {quantile(tw, 0.9):.1f} s, total {sum(tw) / 60:.1f} min of evaluation")
+    print(
+        f"wall per task (all agents and splits of the run): median {statistics.median(tw):.1f} s, "
+        f"p90 {quantile(tw, 0.9):.1f} s, total {sum(tw) / 60:.1f} min of evaluation"
+    )
     if timed_frac_den:
-        print(f"timed GPU work (samples x median, both sides) / wall of timed evaluations: "
-              f"{100 * timed_frac_num / timed_frac_den:.1f}%")
+        print(
+            f"timed GPU work (samples x median, both sides) / wall of timed evaluations: "
+            f"{100 * timed_frac_num / timed_frac_den:.1f}%"
+        )
     if cold_builds:
-        print(f"uncached HIP builds inside evaluations: median {statistics.median(cold_builds):.2f} s, "
-              f"p90 {quantile(cold_builds, 0.9):.2f} s (n={len(cold_builds)})")
+        print(
+            f"uncached HIP builds inside evaluations: median {statistics.median(cold_builds):.2f} s, "
+            f"p90 {quantile(cold_builds, 0.9):.2f} s (n={len(cold_builds)})"
+        )
     phases: dict[tuple, dict[str, float]] = {}
     for v in vs:
         if v.phases:
             phases.setdefault((v.agent, v.task_id, v.repeat, v.started_at), v.phases)
     if phases:
-        keys = ("build_s", "start_s", "load_s", "correctness_s", "timing_s", "lock_wait_s", "warm_s", "profiler_s",
-                "refresh_s", "verify_s", "prepare_s", "alone_s", "timed_gpu_s", "shared_s", "off_gpu_s")
+        keys = (
+            "build_s",
+            "start_s",
+            "load_s",
+            "correctness_s",
+            "timing_s",
+            "lock_wait_s",
+            "warm_s",
+            "profiler_s",
+            "refresh_s",
+            "verify_s",
+            "prepare_s",
+            "alone_s",
+            "timed_gpu_s",
+            "shared_s",
+            "off_gpu_s",
+        )
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("load_") and k != "load_s"}))
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith("alone_") and k != "alone_s"}))
         keys += tuple(sorted({k for p in phases.values() for k in p if k.startswith(("held_", "over_"))}))
         total = {k: sum(p.get(k, 0.0) for p in phases.values()) for k in keys}
         whole = sum(evals[k] for k in phases)
-        print(f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
-              f"is inside load, correctness and timing; warm, profiler, refresh and timed_gpu inside timing; shared: "
-              f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
-              f"load; alone_*: inside alone, the host's time by part, served the remote steps' time in their "
-              f"processes, inside step; of served, flush, call, wait (the synchronize after the call), marker and "
-              f"threads (the thread checks), as those processes counted them; held_*: the shared sections by what they "
-              f"were for, over_* their part past 0.1 s, which keeps a waiting writer out past its window):")
+        print(
+            f"where evaluation time went ({len(phases)} evaluations, {whole / 60:.1f} min in all; the lock wait "
+            f"is inside load, correctness and timing; warm, profiler, refresh and timed_gpu inside timing; shared: "
+            f"the lock held shared; off_gpu: let go inside shared sections while Triton compiled; load_*: inside "
+            f"load; alone_*: inside alone, the host's time by part, served the remote steps' time in their "
+            f"processes, inside step; of served, flush, call, wait (the synchronize after the call), marker and "
+            f"threads (the thread checks), as those processes counted them; held_*: the shared sections by what they "
+            f"were for, over_* their part past 0.1 s, which keeps a waiting writer out past its window):"
+        )
         for k in keys:
-            print(f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
-                  f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation")
+            print(
+                f"  {k[:-2]:16s} {total[k]:9.1f} s  {100 * total[k] / max(whole, 1e-9):5.1f}%   "
+                f"median {statistics.median(p.get(k, 0.0) for p in phases.values()):.2f} s per evaluation"
+            )
         n_ex = sum(p.get("exclusive_n", 0.0) for p in phases.values())
         tries = sum(p.get("failed_tries", 0.0) for p in phases.values())
         w_wait = sum(p.get("writer_wait_s", 0.0) for p in phases.values())
-        print(f"  exclusive sections: {n_ex:.0f} ({n_ex / len(phases):.1f} per evaluation), tries that found "
-              f"readers inside: {tries:.0f}; of the lock wait, {w_wait:.1f} s as a writer (readers draining), "
-              f"{total['lock_wait_s'] - w_wait:.1f} s as a reader (behind writers)")
+        print(
+            f"  exclusive sections: {n_ex:.0f} ({n_ex / len(phases):.1f} per evaluation), tries that found "
+            f"readers inside: {tries:.0f}; of the lock wait, {w_wait:.1f} s as a writer (readers draining), "
+            f"{total['lock_wait_s'] - w_wait:.1f} s as a reader (behind writers)"
+        )
         n_sh = sum(p.get("shared_n", 0.0) for p in phases.values())
         if n_sh:
-            print(f"  shared sections: {n_sh:.0f} ({n_sh / len(phases):.1f} per evaluation), the wait as a reader "
-                  f"{1000 * (total['lock_wait_s'] - w_wait) / n_sh:.1f} ms a section on average")
+            print(
+                f"  shared sections: {n_sh:.0f} ({n_sh / len(phases):.1f} per evaluation), the wait as a reader "
+                f"{1000 * (total['lock_wait_s'] - w_wait) / n_sh:.1f} ms a section on average"
+            )
         longest = sorted(((p.get("longest_shared_s", 0.0), k[1]) for k, p in phases.items()), reverse=True)
         print("  longest shared sections: " + ", ".join(f"{t} {s:.2f} s" for s, t in longest[:6]))
     from datetime import datetime
@@ -254,24 +315,33 @@ def from_records(paths: list[str]) -> None:
     ends = [datetime.fromisoformat(v.finished_at) for v in vs if v.finished_at]
     if starts and ends:
         span = (max(ends) - min(starts)).total_seconds()
-        print(f"run span (first evaluation's start to the last one's end): {span / 60:.1f} min for {len(tasks)} "
-              f"tasks ({span / max(1, len(tasks)):.1f} s per task); timed GPU work is "
-              f"{100 * timed_frac_num / max(span, 1e-9):.1f}% of it")
+        print(
+            f"run span (first evaluation's start to the last one's end): {span / 60:.1f} min for {len(tasks)} "
+            f"tasks ({span / max(1, len(tasks)):.1f} s per task); timed GPU work is "
+            f"{100 * timed_frac_num / max(span, 1e-9):.1f}% of it"
+        )
 
 
 def compare(paths: list[str]) -> None:
     from arena.records import read
 
-    rows = (("exclusive sections", "exclusive_n", "{:.0f}"), ("alone on the GPU (s)", "alone_s", "{:.1f}"),
-            ("timed device work (s)", "timed_gpu_s", "{:.1f}"), ("baseline pairs", "pairs", "{:,.0f}"),
-            ("writers' wait (s)", "writer_wait_s", "{:.1f}"), ("lock wait, all (s)", "lock_wait_s", "{:,.0f}"),
-            ("evaluations' wall (s)", "wall_s", "{:,.0f}"))
+    rows = (
+        ("exclusive sections", "exclusive_n", "{:.0f}"),
+        ("alone on the GPU (s)", "alone_s", "{:.1f}"),
+        ("timed device work (s)", "timed_gpu_s", "{:.1f}"),
+        ("baseline pairs", "pairs", "{:,.0f}"),
+        ("writers' wait (s)", "writer_wait_s", "{:.1f}"),
+        ("lock wait, all (s)", "lock_wait_s", "{:,.0f}"),
+        ("evaluations' wall (s)", "wall_s", "{:,.0f}"),
+    )
     runs = []
     for p in paths:
-        evals: dict[tuple, dict] = {}    # an evaluation's phases are the same in each of its splits' records
+        evals: dict[tuple, dict] = {}  # an evaluation's phases are the same in each of its splits' records
         for v in read(Path(p)):
-            e = evals.setdefault((v.agent, v.task_id, v.repeat), {**(v.phases or {}), "pairs": 0.0, "wall_s": 0.0,
-                                                                  "category": v.category})
+            e = evals.setdefault(
+                (v.agent, v.task_id, v.repeat),
+                {**(v.phases or {}), "pairs": 0.0, "wall_s": 0.0, "category": v.category},
+            )
             e["pairs"] += sum(c.baseline.n for c in v.configs if c.baseline)
             e["wall_s"] = max(e["wall_s"], v.wall_s)
         runs.append(evals)
@@ -281,12 +351,18 @@ def compare(paths: list[str]) -> None:
     print("| | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for label, key, fmt in rows:
-        print(f"| {label} | " + " | ".join(fmt.format(sum(float(r[k].get(key) or 0.0) for k in common))
-                                         for r in runs) + " |")
+        print(
+            f"| {label} | "
+            + " | ".join(fmt.format(sum(float(r[k].get(key) or 0.0) for k in common)) for r in runs)
+            + " |"
+        )
     for cat in sorted({runs[0][k]["category"] for k in common}):
         keys = [k for k in common if runs[0][k]["category"] == cat]
-        print(f"| exclusive sections, {cat} ({len(keys)}) | "
-              + " | ".join(f"{sum(float(r[k].get('exclusive_n') or 0.0) for k in keys):.0f}" for r in runs) + " |")
+        print(
+            f"| exclusive sections, {cat} ({len(keys)}) | "
+            + " | ".join(f"{sum(float(r[k].get('exclusive_n') or 0.0) for k in keys):.0f}" for r in runs)
+            + " |"
+        )
 
 
 def main() -> int:

@@ -45,13 +45,18 @@ def main() -> int:
     if shares:
         xs = sorted(s for s, _ in shares)
         top = max(shares, key=lambda t: t[0])[1]
-        print(f"\ncandidate device memory at its checks / allowance ({len(xs)} verdicts): median {quantile(xs, 0.5):.3f}, "
-              f"90% {quantile(xs, 0.9):.3f}, most {xs[-1]:.3f} ({top.task_id} {top.split}: "
-              f"{top.phases.get('device_held_gib')} of {top.phases.get('device_allowance_gib')} GiB)")
+        print(
+            f"\ncandidate device memory at its checks / allowance ({len(xs)} verdicts): "
+            f"median {quantile(xs, 0.5):.3f}, "
+            f"90% {quantile(xs, 0.9):.3f}, most {xs[-1]:.3f} ({top.task_id} {top.split}: "
+            f"{top.phases.get('device_held_gib')} of {top.phases.get('device_allowance_gib')} GiB)"
+        )
     if len(sys.argv) > 2:
         learned = collections.Counter(line.split()[0] for line in Path(sys.argv[2]).read_text().splitlines() if line)
-        print("\nsystem calls the filter would refuse, let through in learning mode:",
-              dict(learned) if learned else "none")
+        print(
+            "\nsystem calls the filter would refuse, let through in learning mode:",
+            dict(learned) if learned else "none",
+        )
     return 0
 
 

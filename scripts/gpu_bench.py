@@ -17,11 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arena.toolchain.hip import build_hip  # noqa: E402
 from arena.devices import detect  # noqa: E402
 from arena.evaluation.parent import Candidate, evaluate  # noqa: E402
 from arena.taskdef.loader import discover_tasks, load_task  # noqa: E402
 from arena.timing.stats import median  # noqa: E402
+from arena.toolchain.hip import build_hip  # noqa: E402
 
 
 def builds(device) -> None:
@@ -39,7 +39,9 @@ def builds(device) -> None:
                 cached = time.perf_counter() - t0
                 cold_all.append(cold)
                 status = "" if a.ok and b.cached else "  BUILD FAILED" if not a.ok else "  not cached"
-                print(f"{folder.parent.name + '/' + folder.name + '/' + path.name:48s} {cold:7.2f} {cached:9.4f}{status}")
+                print(
+                    f"{folder.parent.name + '/' + folder.name + '/' + path.name:48s} {cold:7.2f} {cached:9.4f}{status}"
+                )
     print(f"median cold build {median(cold_all):.2f} s, max {max(cold_all):.2f} s")
 
 
@@ -74,8 +76,25 @@ def spread() -> None:
             continue
         runs = []
         for _ in range(2):
-            out = subprocess.run([sys.executable, "-m", "arena", "eval", task.id, "--kernel", str(sol), "--split",
-                                  "seen", "--device", "cuda", "--json"], capture_output=True, text=True, cwd=ROOT)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "arena",
+                    "eval",
+                    task.id,
+                    "--kernel",
+                    str(sol),
+                    "--split",
+                    "seen",
+                    "--device",
+                    "cuda",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             rec = json.loads(out.stdout.strip().splitlines()[-1])
             runs.append({c["name"]: c["speedup"] for c in rec["configs"]})
         for name in runs[0]:

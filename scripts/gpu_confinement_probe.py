@@ -18,7 +18,6 @@ import platform
 import socket
 import stat
 import sys
-import time
 import traceback
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -103,14 +102,26 @@ def confine(variant: str, report: dict) -> None:
         scratch = f"/tmp/probe-{UID}"
         os.makedirs(scratch, exist_ok=True)
         os.chown(scratch, UID, UID)
-        os.environ.update(TRITON_CACHE_DIR=scratch + "/triton", HOME=scratch, TMPDIR=scratch, USER="arena", LOGNAME="arena",
-                          CUDA_CACHE_PATH=scratch + "/nv")
-        groups = sorted({os.stat(p).st_gid for p in (f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia"))
-                         if os.path.exists(p)} - {0})
+        os.environ.update(
+            TRITON_CACHE_DIR=scratch + "/triton",
+            HOME=scratch,
+            TMPDIR=scratch,
+            USER="arena",
+            LOGNAME="arena",
+            CUDA_CACHE_PATH=scratch + "/nv",
+        )
+        groups = sorted(
+            {
+                os.stat(p).st_gid
+                for p in (f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia"))
+                if os.path.exists(p)
+            }
+            - {0}
+        )
         os.setgroups(groups)
         os.setresgid(UID, UID, UID)
         os.setresuid(UID, UID, UID)
-        libc.prctl(4, 1, 0, 0, 0)      # PR_SET_DUMPABLE
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
     report["uid"], report["ppid"], report["pid"] = os.getuid(), os.getppid(), os.getpid()
     report["proc_pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())[:20]
 
@@ -172,22 +183,42 @@ def child(variant: str, sock: socket.socket, parent_pid: int) -> dict:
             if err:
                 raise RuntimeError(f"cuMemImportFromShareableHandle {err}")
             ptr = ctypes.c_ulonglong()
-            for name, call in (("reserve", lambda: cu.cuMemAddressReserve(ctypes.byref(ptr), ctypes.c_size_t(VMM_BYTES),
-                                                                           ctypes.c_size_t(0), ctypes.c_ulonglong(0),
-                                                                           ctypes.c_ulonglong(0))),
-                               ("map", lambda: cu.cuMemMap(ptr, ctypes.c_size_t(VMM_BYTES), ctypes.c_size_t(0), h,
-                                                           ctypes.c_ulonglong(0))),
-                               ("access", lambda: cu.cuMemSetAccess(ptr, ctypes.c_size_t(VMM_BYTES), ctypes.byref(
-                                   AccessDesc(MemLocation(1, 0), 3)), ctypes.c_size_t(1)))):
+            for name, call in (
+                (
+                    "reserve",
+                    lambda: cu.cuMemAddressReserve(
+                        ctypes.byref(ptr),
+                        ctypes.c_size_t(VMM_BYTES),
+                        ctypes.c_size_t(0),
+                        ctypes.c_ulonglong(0),
+                        ctypes.c_ulonglong(0),
+                    ),
+                ),
+                (
+                    "map",
+                    lambda: cu.cuMemMap(ptr, ctypes.c_size_t(VMM_BYTES), ctypes.c_size_t(0), h, ctypes.c_ulonglong(0)),
+                ),
+                (
+                    "access",
+                    lambda: cu.cuMemSetAccess(
+                        ptr,
+                        ctypes.c_size_t(VMM_BYTES),
+                        ctypes.byref(AccessDesc(MemLocation(1, 0), 3)),
+                        ctypes.c_size_t(1),
+                    ),
+                ),
+            ):
                 err = call()
                 if err:
                     raise RuntimeError(f"{name} {err}")
             host = (ctypes.c_int64 * 2)()
             err = cu.cuMemcpyDtoH_v2(host, ptr, ctypes.c_size_t(16))
             report["vmm_read"] = int(host[0]) if not err else f"copy {err}"
+
             # the same memory as a torch tensor, through __cuda_array_interface__
             class _Arr:
                 __cuda_array_interface__ = {"shape": (2,), "typestr": "<i8", "data": (ptr.value, False), "version": 3}
+
             tv = torch.as_tensor(_Arr(), device="cuda")
             report["vmm_torch_view"] = int(tv[0].item())
             tv[1] = 11
@@ -208,8 +239,11 @@ def child(variant: str, sock: socket.socket, parent_pid: int) -> dict:
                 for _ in range(3):
                     a @ a
                 torch.cuda.synchronize()
-            kernels = [e for e in prof.events() if getattr(e, "device_type", None) is not None and
-                       str(e.device_type).endswith("CUDA")]
+            kernels = [
+                e
+                for e in prof.events()
+                if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA")
+            ]
             report["profiler_kernels"] = len(kernels)
         except Exception as exc:  # noqa: BLE001
             report["profiler_kernels"] = f"{type(exc).__name__}: {exc}"[:300]
@@ -270,10 +304,10 @@ def child(variant: str, sock: socket.socket, parent_pid: int) -> dict:
         report["nofile"] = len(os.listdir("/proc/self/fd"))
         report["threads"] = len(os.listdir("/proc/self/task"))
         report["held"] = torch.cuda.memory_allocated()
-        big = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")   # 3 GiB, for NVML's figure
+        big = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")  # 3 GiB, for NVML's figure
         torch.cuda.synchronize()
         send(sock, report)
-        recv(sock)          # the parent has read NVML
+        recv(sock)  # the parent has read NVML
         del big
     except Exception as exc:  # noqa: BLE001
         report["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"
@@ -282,8 +316,13 @@ def child(variant: str, sock: socket.socket, parent_pid: int) -> dict:
 
 
 def facts() -> dict:
-    out: dict = {"kernel": platform.release(), "uid": os.getuid(), "python": sys.executable, "prefix": sys.prefix,
-                 "cwd": os.getcwd()}
+    out: dict = {
+        "kernel": platform.release(),
+        "uid": os.getuid(),
+        "python": sys.executable,
+        "prefix": sys.prefix,
+        "cwd": os.getcwd(),
+    }
     p, chain = os.getcwd(), []
     while True:
         st = os.stat(p)
@@ -293,11 +332,20 @@ def facts() -> dict:
         p = os.path.dirname(p)
     out["cwd_chain"] = chain
     out["home"] = os.path.expanduser("~")
-    out["dev"] = {n: f"{stat.filemode(os.stat('/dev/' + n).st_mode)} {os.stat('/dev/' + n).st_gid}"
-                  for n in sorted(os.listdir("/dev")) if n.startswith(("nvidia", "kfd", "dri", "shm"))}
+    out["dev"] = {
+        n: f"{stat.filemode(os.stat('/dev/' + n).st_mode)} {os.stat('/dev/' + n).st_gid}"
+        for n in sorted(os.listdir("/dev"))
+        if n.startswith(("nvidia", "kfd", "dri", "shm"))
+    }
     out["libseccomp"] = ctypes.util.find_library("seccomp")
-    for f in ("/dev/kmsg", "/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/cgroup.subtree_control",
-              "/proc/sys/kernel/dmesg_restrict", "/proc/self/cgroup", "/proc/sys/kernel/yama/ptrace_scope"):
+    for f in (
+        "/dev/kmsg",
+        "/sys/fs/cgroup/cgroup.controllers",
+        "/sys/fs/cgroup/cgroup.subtree_control",
+        "/proc/sys/kernel/dmesg_restrict",
+        "/proc/self/cgroup",
+        "/proc/sys/kernel/yama/ptrace_scope",
+    ):
         try:
             with open(f, "rb") as fh:
                 out[f] = fh.read(300).decode(errors="replace").strip() if f != "/dev/kmsg" else "readable"
@@ -305,15 +353,21 @@ def facts() -> dict:
             out[f] = str(exc)
     import resource
 
-    out["rlimits"] = {n: resource.getrlimit(getattr(resource, n)) for n in
-                      ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_MEMLOCK")}
+    out["rlimits"] = {
+        n: resource.getrlimit(getattr(resource, n))
+        for n in ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_MEMLOCK")
+    }
     out["nproc_cpus"] = os.cpu_count()
     try:
         out["landlock_abi"] = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     except Exception:  # noqa: BLE001
         out["landlock_abi"] = None
-    for f in ("/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
-              "/proc/sys/kernel/pid_max", "/proc/sys/kernel/seccomp/actions_avail"):
+    for f in (
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/kernel/pid_max",
+        "/proc/sys/kernel/seccomp/actions_avail",
+    ):
         try:
             out[f] = open(f).read().strip()
         except OSError as exc:
@@ -364,7 +418,7 @@ def main() -> int:
         h = IpcHandle()
         err = rt.cudaIpcGetMemHandle(ctypes.byref(h), rawp)
         # a VMM allocation exported as a file descriptor
-        prop = AllocProp(1, 1, MemLocation(1, 0), None, AllocFlags())   # pinned, POSIX fd, device 0
+        prop = AllocProp(1, 1, MemLocation(1, 0), None, AllocFlags())  # pinned, POSIX fd, device 0
         vh = ctypes.c_ulonglong()
         vfd = ctypes.c_int(-1)
         verr = cu.cuMemCreate(ctypes.byref(vh), ctypes.c_size_t(VMM_BYTES), ctypes.byref(prop), ctypes.c_ulonglong(0))
@@ -372,16 +426,24 @@ def main() -> int:
             verr = cu.cuMemExportToShareableHandle(ctypes.byref(vfd), vh, 1, ctypes.c_ulonglong(0))
         vptr = ctypes.c_ulonglong()
         if not verr:
-            cu.cuMemAddressReserve(ctypes.byref(vptr), ctypes.c_size_t(VMM_BYTES), ctypes.c_size_t(0),
-                                   ctypes.c_ulonglong(0), ctypes.c_ulonglong(0))
+            cu.cuMemAddressReserve(
+                ctypes.byref(vptr),
+                ctypes.c_size_t(VMM_BYTES),
+                ctypes.c_size_t(0),
+                ctypes.c_ulonglong(0),
+                ctypes.c_ulonglong(0),
+            )
             cu.cuMemMap(vptr, ctypes.c_size_t(VMM_BYTES), ctypes.c_size_t(0), vh, ctypes.c_ulonglong(0))
-            cu.cuMemSetAccess(vptr, ctypes.c_size_t(VMM_BYTES), ctypes.byref(AccessDesc(MemLocation(1, 0), 3)),
-                              ctypes.c_size_t(1))
+            cu.cuMemSetAccess(
+                vptr, ctypes.c_size_t(VMM_BYTES), ctypes.byref(AccessDesc(MemLocation(1, 0), 3)), ctypes.c_size_t(1)
+            )
             host = (ctypes.c_int64 * 2)(4321, 0)
             cu.cuMemcpyHtoD_v2(vptr, host, ctypes.c_size_t(16))
         try:
-            send(sock, {"torch": pickle.dumps(reduce_tensor(t)), "raw": bytes(h.reserved) if not err else b"",
-                        "raw_err": err})
+            send(
+                sock,
+                {"torch": pickle.dumps(reduce_tensor(t)), "raw": bytes(h.reserved) if not err else b"", "raw_err": err},
+            )
             if not verr:
                 socket.send_fds(sock, [b"v"], [vfd.value])
             else:

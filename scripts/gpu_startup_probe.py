@@ -13,7 +13,6 @@ Prints one table per setting: the median and largest of each stage over the proc
 from __future__ import annotations
 
 import json
-import warnings
 import os
 import resource
 import statistics
@@ -21,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 
 def _cpu() -> float:
@@ -40,9 +40,9 @@ def imports(out: dict) -> None:
     def harness() -> None:
         import arena.check.compare  # noqa: F401
         import arena.check.inputs  # noqa: F401
-        import arena.taskdef.loader  # noqa: F401
-        import arena.evaluation.candidate.guard  # noqa: F401
         import arena.evaluation.buffers  # noqa: F401
+        import arena.evaluation.candidate.guard  # noqa: F401
+        import arena.taskdef.loader  # noqa: F401
         import arena.timing.timer  # noqa: F401
 
     _stage(out, "import triton+harness", harness)

@@ -101,7 +101,7 @@ def main(selectors):
                             if f1 <= a[0] < m0 and FLUSH_KERNEL not in a[2] and MARKER_KERNEL not in a[2]) / 1000)
         print(f"{folder.parent.name + '/' + folder.name:45s} {_fmt(ev)} {_fmt(host)} {_fmt(pev)} "
               f"{_fmt(phost)} {_fmt(span)} {_fmt(busy)}", flush=True)
-        del sets
+        sets = []
         torch.cuda.empty_cache()
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.toolchain.abi import ctypes_argtypes, ctypes_scalar, find_entry_params, hip_signature_problem
 from arena.taskdef.loader import ScalarSpec, load_task
+from arena.toolchain.abi import ctypes_argtypes, ctypes_scalar, find_entry_params, hip_signature_problem
 
 REPO = Path(__file__).resolve().parents[1]
 

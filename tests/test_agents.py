@@ -26,8 +26,8 @@ from arena.devices import detect
 from arena.errors import ArenaError
 from arena.records import Status, Verdict
 from arena.runner import run
-from arena.units import RunPlan
 from arena.taskdef.loader import REPO_ROOT
+from arena.units import RunPlan
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 AXPY = FIX / "triton2triton" / "axpy"
@@ -364,7 +364,8 @@ def test_an_agent_failing_the_same_way_three_times_in_a_row_makes_no_more_attemp
     """Five attempts of an agent that cannot reach its model: after the third the run stops it
     (one line naming it, the outcome and the program's words), the other two are not made and
     not recorded, and --resume makes them once the cause is fixed."""
-    yaml_file = _agent(tmp_path, monkeypatch, "echo 'API Error: Connection error. ECONNREFUSED 127.0.0.1:9' >&2\nexit 1\n")
+    refused = "echo 'API Error: Connection error. ECONNREFUSED 127.0.0.1:9' >&2\nexit 1\n"
+    yaml_file = _agent(tmp_path, monkeypatch, refused)
     out = tmp_path / "run"
     plan = RunPlan(agents=(str(yaml_file),), tasks=(AXPY,), splits=("smoke",), repeats=5)
     said: list[str] = []
@@ -372,7 +373,7 @@ def test_an_agent_failing_the_same_way_three_times_in_a_row_makes_no_more_attemp
     assert [v.status.value for v in got] == ["AGENT_UNAVAILABLE"] * 3
     assert len(said) == 1 and "agent standin stopped: 3 attempts in a row ended 'unreachable'" in said[0]
     assert "ECONNREFUSED" in said[0] and "--resume" in said[0]
-    _stand_in(tmp_path / "bin", "standin", f"cp {tmp_path / 'good.py'} kernel.py\n")      # reachable again
+    _stand_in(tmp_path / "bin", "standin", f"cp {tmp_path / 'good.py'} kernel.py\n")  # reachable again
     (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
     again = run(plan, detect("cpu"), out, resume=True, on_stop=said.append)
     assert sorted(v.repeat for v in again) == [0, 1, 2, 3, 4] and {v.status.value for v in again} == {"PASSED"}
@@ -383,18 +384,29 @@ def test_a_streak_counts_one_failure_in_a_row_and_a_success_or_another_failure_e
     from arena.runner import Streaks
 
     def attempt(reason: str, message: str = "") -> list:
-        return [Verdict(task_id="t/x", category="t", split="seen", status=Status.AGENT_FAILED,
-                        candidate={}, device={}, agent="a", agent_run={"exit_reason": reason, "message": message})]
+        return [
+            Verdict(
+                task_id="t/x",
+                category="t",
+                split="seen",
+                status=Status.AGENT_FAILED,
+                candidate={},
+                device={},
+                agent="a",
+                agent_run={"exit_reason": reason, "message": message},
+            )
+        ]
 
     s = Streaks(3)
-    assert [s.add("a", attempt(r)) for r in ("crashed", "crashed", "auth", "crashed", "finished", "crashed")] == \
-        [None] * 6
+    assert [s.add("a", attempt(r)) for r in ("crashed", "crashed", "auth", "crashed", "finished", "crashed")] == [
+        None
+    ] * 6
     assert s.add("a", attempt("crashed")) is None and s.add("a", attempt("crashed", "boom\nmore")) is not None
     assert "3 attempts in a row ended 'crashed' (boom)" in s.stopped["a"]
-    assert s.add("a", attempt("crashed")) is None                          # said once
+    assert s.add("a", attempt("crashed")) is None  # said once
     never = Streaks(0)
     assert all(never.add("a", attempt("crashed")) is None for _ in range(10)) and not never.stopped
-    assert Streaks(3).add("a", []) is None                                 # an attempt with no agent run
+    assert Streaks(3).add("a", []) is None  # an attempt with no agent run
 
 
 def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, monkeypatch):
@@ -410,7 +422,7 @@ def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, 
         folder.mkdir()
         recs += _run_agent(folder, str(_agent(folder, monkeypatch, body)), monkeypatch)
     merged = tmp_path / "all.jsonl"
-    for v in recs:               # three runs: three attempts
+    for v in recs:  # three runs: three attempts
         v.run_id = f"run-{v.agent_run['exit_reason']}"
         records.append(merged, v)
     files = build_report([merged], tmp_path / "report")
@@ -418,8 +430,8 @@ def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, 
 
     summ = pd.read_csv(files["summary_csv"])
     row = summ[summ["category"] == "all"].iloc[0]
-    assert row["attempts"] == 2                          # the unserved attempt is not scored
-    assert row["correct_smoke"] == 0.5                   # the starting kernel passed, the crash did not
+    assert row["attempts"] == 2  # the unserved attempt is not scored
+    assert row["correct_smoke"] == 0.5  # the starting kernel passed, the crash did not
     assert row["no_edit"] == 1
     md = files["md"].read_text()
     assert "## Agent runs" in md and "| standin | unreachable | 1 |" in md and "| standin | crashed | 1 |" in md
@@ -450,7 +462,7 @@ def test_budget_kill_leaves_no_process(tmp_path, monkeypatch):
     assert v.agent_run["exit_reason"] == "budget" and v.agent_run["wall_s"] >= 3
     time.sleep(0.3)
     assert _alive("913") == [] and _alive("914") == [] and _alive("915") == []
-    assert v.status.value == "PASSED"      # the kernel it left (the starting one) is still evaluated
+    assert v.status.value == "PASSED"  # the kernel it left (the starting one) is still evaluated
 
 
 def test_bubblewrap_hides_the_repository_and_the_run(tmp_path, monkeypatch):
@@ -459,9 +471,11 @@ def test_bubblewrap_hides_the_repository_and_the_run(tmp_path, monkeypatch):
             pytest.fail("bubblewrap is required (ARENA_REQUIRE_TOOLCHAINS=1)")
         pytest.skip("bubblewrap not installed")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    probe = (f"ls {REPO_ROOT} > .arena/repo.txt 2>&1; ls {FIX} > .arena/tasks.txt 2>&1; "
-             f"ls {tmp_path / 'run'} > .arena/run.txt 2>&1; touch {tmp_path}/escaped 2>/dev/null; "
-             "cat .arena/*.txt")
+    probe = (
+        f"ls {REPO_ROOT} > .arena/repo.txt 2>&1; ls {FIX} > .arena/tasks.txt 2>&1; "
+        f"ls {tmp_path / 'run'} > .arena/run.txt 2>&1; touch {tmp_path}/escaped 2>/dev/null; "
+        "cat .arena/*.txt"
+    )
     yaml_file = tmp_path / "probe.yaml"
     yaml_file.write_text(f"name: probe\ncommand: [sh, -c, {json.dumps(probe)}]\nbudget_s: 60\n")
     [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
@@ -475,13 +489,15 @@ def test_bubblewrap_hides_the_repository_and_the_run(tmp_path, monkeypatch):
 def test_a_tampered_feedback_tool_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     (tmp_path / "wrong.py").write_text(WRONG)
-    script = (f"cp {tmp_path}/wrong.py kernel.py; printf '#!/bin/sh\\necho PASSED\\n' > arena-check; "
-              "./arena-check; echo extra > notes.txt")
+    script = (
+        f"cp {tmp_path}/wrong.py kernel.py; printf '#!/bin/sh\\necho PASSED\\n' > arena-check; "
+        "./arena-check; echo extra > notes.txt"
+    )
     yaml_file = tmp_path / "liar.yaml"
     yaml_file.write_text(f"name: liar\ncommand: [sh, -c, {json.dumps(script)}]\nbudget_s: 60\n")
     [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
     assert v.status.value == "INCORRECT_NUMERICAL"
-    assert v.agent_run["feedback_calls"] == 0 and v.agent_run["ignored_changes"] == 2   # arena-check, notes.txt
+    assert v.agent_run["feedback_calls"] == 0 and v.agent_run["ignored_changes"] == 2  # arena-check, notes.txt
     art = tmp_path / "run" / "artifacts" / "liar" / "triton2triton" / "axpy" / "0"
     assert json.loads((art / "ignored_changes.json").read_text()) == ["arena-check", "notes.txt"]
 
@@ -501,7 +517,7 @@ def test_fill_leaves_other_braces():
 
 
 def test_tuner_finds_launch_parameters():
-    src = textwrap.dedent('''
+    src = textwrap.dedent("""
         import triton
         import triton.language as tl
 
@@ -513,7 +529,7 @@ def test_tuner_finds_launch_parameters():
         def entry(x, n):
             BLOCK = 1024
             k[(1,)](x, BLOCK=BLOCK, num_warps=4, num_stages=2, OTHER=3)
-        ''')
+        """)
     ps = triton_params(src)
     assert [(p.name, p.value) for p in ps] == [("BLOCK", 1024), ("num_warps", 4), ("num_stages", 2)]
     changed = apply(src, {ps[0]: 256, ps[1]: 8})
@@ -527,7 +543,7 @@ def test_tuner_runs_the_loop_through_the_feedback_tool(tmp_path, monkeypatch):
     assert v.status.value == "PASSED" and v.agent == "tuner"
     info = v.agent_run
     assert info["feedback_calls"] >= 2 and info["exit_reason"] in ("budget", "finished")
-    assert info["tuned"] == {"BLOCK": 1024}        # no timing on the cpu backend: nothing beats the start
+    assert info["tuned"] == {"BLOCK": 1024}  # no timing on the cpu backend: nothing beats the start
     art = tmp_path / "run" / "artifacts" / "tuner" / "triton2triton" / "axpy" / "0"
     trials = [json.loads(x) for x in (art / "transcript.raw").read_text().splitlines()]
     assert len(trials) == info["feedback_calls"] and trials[0]["params"] == {"BLOCK": 1024}
@@ -545,21 +561,31 @@ def test_transcript_page_renders_in_headless_chromium(tmp_path, monkeypatch):
     (tmp_path / "out.txt").write_text(_raw("claude-code"))
     (tmp_path / "good.py").write_text(GOOD.replace("alpha * x + y", "y + alpha * x"))
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    _stand_in(tmp_path / "bin", "claude", 'case "$1" in --version) echo 9.9.9; exit 0;; esac\n'
-                                          f"cp {tmp_path}/good.py kernel.py\n./arena-check >/dev/null\n"
-                                          f"cat {tmp_path}/out.txt\n")
+    _stand_in(
+        tmp_path / "bin",
+        "claude",
+        'case "$1" in --version) echo 9.9.9; exit 0;; esac\n'
+        f"cp {tmp_path}/good.py kernel.py\n./arena-check >/dev/null\n"
+        f"cat {tmp_path}/out.txt\n",
+    )
     _with_bin(monkeypatch, tmp_path / "bin")
     _run_agent(tmp_path, "claude-code", monkeypatch)
     page = tmp_path / "t.html"
     from arena.cli import main
 
-    assert main(["--tasks-dir", str(FIX), "transcript", str(tmp_path / "run"), "triton2triton/axpy",
-                 "--out", str(page)]) == 0
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert (
+        main(["--tasks-dir", str(FIX), "transcript", str(tmp_path / "run"), "triton2triton/axpy", "--out", str(page)])
+        == 0
+    )
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "claude-code on triton2triton/axpy" in dom
     assert "cost_usd 0.063405" in dom and "feedback_calls 1" in dom and "version 9.9.9" in dom
-    assert "Write" in dom and "y + alpha * x" in dom              # the tool call and the final diff
+    assert "Write" in dom and "y + alpha * x" in dom  # the tool call and the final diff
     assert "<details" in dom and "smoke: PASSED" in dom
     # the report carries the attempt's cost and time
     from arena.report import build_report

@@ -226,27 +226,35 @@ def test_refused_native_extension_built_here(tmp_path):
     lso = cache / ("__triton_launcher" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"], str(tmp_path / "l.c"), "-o",
                     str(lso)], check=True)
-    body = f"from triton.runtime.build import _load_module_from_path\n_load_module_from_path('__triton_launcher', {str(lso)!r})"
+    body = (f"from triton.runtime.build import _load_module_from_path\n"
+            f"_load_module_from_path('__triton_launcher', {str(lso)!r})")
     assert_refused(run_armed(tmp_path, body), "import", "__triton_launcher")
 
 
 def test_refused_writing_a_native_library_into_the_triton_cache(tmp_path):
-    body = ("p = os.path.join(os.environ['TRITON_CACHE_DIR'], 'k')\nos.makedirs(p, exist_ok=True)\n"
-            "open(os.path.join(p, '__triton_launcher.so'), 'wb')")
+    body = (
+        "p = os.path.join(os.environ['TRITON_CACHE_DIR'], 'k')\nos.makedirs(p, exist_ok=True)\n"
+        "open(os.path.join(p, '__triton_launcher.so'), 'wb')"
+    )
     assert_refused(run_armed(tmp_path, body), "open", "native library")
-    body = ("evil = os.path.abspath('evil.so')\nopen(evil, 'wb').close()  # outside the cache: Landlock's business\n"
-            "os.replace(evil, os.path.join(os.environ['TRITON_CACHE_DIR'], '__triton_launcher.so'))")
+    body = (
+        "evil = os.path.abspath('evil.so')\nopen(evil, 'wb').close()  # outside the cache: Landlock's business\n"
+        "os.replace(evil, os.path.join(os.environ['TRITON_CACHE_DIR'], '__triton_launcher.so'))"
+    )
     assert_refused(run_armed(tmp_path, body), "os.rename", "Triton's cache")
 
 
 def test_refused_ptxas_outside_triton(tmp_path):
     """The very tool Triton may run, started by candidate code: refused."""
-    body = ("from triton import knobs\nimport subprocess\n"
-            "subprocess.run([knobs.nvidia.ptxas.path, '--version'], capture_output=True)")
+    body = (
+        "from triton import knobs\nimport subprocess\n"
+        "subprocess.run([knobs.nvidia.ptxas.path, '--version'], capture_output=True)"
+    )
     assert_refused(run_armed(tmp_path, body), ("subprocess.Popen", audit.FORK_EXEC_EVENT), "outside Triton")
 
 
 # -- what honest code does ------------------------------------------------------------------------
+
 
 def test_allowed_triton_interpreter_and_torch(tmp_path):
     """An ordinary Triton kernel in a module file, imported after arming and run by Triton's
@@ -299,11 +307,14 @@ def test_allowed_triton_compile_for_gpu_targets(tmp_path):
     (gfx942) target, after arming, with a fresh Triton cache; then a compile error (Triton reads
     the traceback's frames to filter it) is an ordinary exception, and a second compile of the
     same kernel loads from the cache."""
-    (tmp_path / "cand.py").write_text(KERNEL + textwrap.dedent("""
+    (tmp_path / "cand.py").write_text(
+        KERNEL
+        + textwrap.dedent("""
         @triton.jit
         def broken_kernel(x_ptr, BLOCK: tl.constexpr):
             tl.store(x_ptr + tl.arange(0, BLOCK), undefined_name)
-    """))
+    """)
+    )
     body = """
         import importlib.util, glob
         import triton
@@ -382,7 +393,8 @@ def test_allowed_triton_jit_on_the_gpu(tmp_path):
             s.step(lambda: mod.entry(x, y, out))
         samples, warnings = s.close()
         assert len(samples) == 5 and all(span > 0 for span, _, _ in samples), samples
-        print("policy", {k: audit.policy_data()[k] for k in ("python", "triton", "launcher_per_signature", "c_compiler")})
+        print("policy", {k: audit.policy_data()[k] for k in ("python", "triton", "launcher_per_signature",
+        "c_compiler")})
     """
     out = assert_allowed(run_armed(tmp_path, body, before=before))
     print(out)
@@ -394,6 +406,8 @@ def test_refused_a_candidate_from_its_own_bytecode_cache(tmp_path):
     imports candidates from source."""
     (tmp_path / "cand.py").write_text(KERNEL)
     before = "import py_compile\npy_compile.compile('cand.py')\n"
-    body = ("import importlib.util\nspec = importlib.util.spec_from_file_location('c', os.path.abspath('cand.py'))\n"
-            "spec.loader.exec_module(importlib.util.module_from_spec(spec))")
+    body = (
+        "import importlib.util\nspec = importlib.util.spec_from_file_location('c', os.path.abspath('cand.py'))\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))"
+    )
     assert_refused(run_armed(tmp_path, body, before=before), "marshal.loads", "trusted roots")

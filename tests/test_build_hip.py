@@ -9,17 +9,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
+from toolchains import ARCHS, REQUIRE_TOOLCHAINS  # noqa: E402,F401 - tests/ is on the path
+from toolchains import need as _need
 
 from arena.toolchain import hip2cuda
-from arena.toolchain.hip import (build_hip, default_cache_dir, parse_amdgpu_remarks,
-                             parse_ptxas, toolchain_available)
-
-from toolchains import ARCHS, REQUIRE_TOOLCHAINS, need as _need  # noqa: E402,F401 - tests/ is on the path
+from arena.toolchain.hip import (
+    BuildResult,
+    build_hip,
+    default_cache_dir,
+    parse_amdgpu_remarks,
+    parse_ptxas,
+    toolchain_available,
+)
 
 
 def _need_toolchain(target: str) -> None:

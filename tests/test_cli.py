@@ -181,20 +181,38 @@ def _verdict(status, *, build=None, message="", configs=3, task="hip2hip/scale")
                    build=build or {}, configs=[ConfigResult(f"c{i}", {"n": i}, Status(status)) for i in range(configs)])
 
 
-COMPILED = {"builds": [{"target": "cuda", "arch": "sm_90", "ok": True}, {"target": "rocm", "arch": "gfx90a", "ok": True}]}
-NO_COMPILER = {"builds": [{"target": "cuda", "arch": "sm_90", "ok": None, "skipped": "nvcc not found on PATH"},
-                          {"target": "rocm", "arch": "gfx90a", "ok": None, "skipped": "hipcc not found on PATH"}]}
+COMPILED = {"builds": [{"target": "cuda", "arch": "sm_90", "ok": True},
+                      {"target": "rocm", "arch": "gfx90a", "ok": True}]}
+NO_COMPILER = {
+    "builds": [
+        {"target": "cuda", "arch": "sm_90", "ok": None, "skipped": "nvcc not found on PATH"},
+        {"target": "rocm", "arch": "gfx90a", "ok": None, "skipped": "hipcc not found on PATH"},
+    ]
+}
 
 
 def test_the_summary_says_why_a_row_is_not_runnable_and_does_not_count_it_as_a_failure(capsys):
     from arena.cli import print_run_summary, tally
 
-    verdicts = [_verdict("NOT_RUNNABLE", build=COMPILED), _verdict("NOT_RUNNABLE", build=NO_COMPILER),
-                _verdict("PASSED", task="triton2triton/axpy"), _verdict("INCORRECT_NUMERICAL", task="triton2triton/x"),
-                _verdict("TASK_ERROR", message="tasks/x/task.yaml: entry: required key is missing\nmore",
-                         task="triton2triton/y", configs=0)]
-    assert tally(verdicts) == {"passed": 1, "not passed": 1, "not runnable here": 2, "infrastructure failures": 1,
-                               "agents not served": 0}
+    verdicts = [
+        _verdict("NOT_RUNNABLE", build=COMPILED),
+        _verdict("NOT_RUNNABLE", build=NO_COMPILER),
+        _verdict("PASSED", task="triton2triton/axpy"),
+        _verdict("INCORRECT_NUMERICAL", task="triton2triton/x"),
+        _verdict(
+            "TASK_ERROR",
+            message="tasks/x/task.yaml: entry: required key is missing\nmore",
+            task="triton2triton/y",
+            configs=0,
+        ),
+    ]
+    assert tally(verdicts) == {
+        "passed": 1,
+        "not passed": 1,
+        "not runnable here": 2,
+        "infrastructure failures": 1,
+        "agents not served": 0,
+    }
     print_run_summary(verdicts, "records")
     out = capsys.readouterr().out
     lines = {tuple(c.strip() for c in line.split("│")[1:-1]): line for line in out.splitlines() if "│" in line}
@@ -204,8 +222,7 @@ def test_the_summary_says_why_a_row_is_not_runnable_and_does_not_count_it_as_a_f
     assert cells[2][3:5] == ("PASSED", "3/3") and cells[2][-1] == ""
     assert cells[3][3:5] == ("INCORRECT_NUMERICAL", "0/3")
     assert cells[4][-1] == "tasks/x/task.yaml: entry: required key is missing"
-    assert ("1 passed, 1 not passed, 2 not runnable here (not scored), 1 infrastructure failure (not scored)"
-            in out)
+    assert "1 passed, 1 not passed, 2 not runnable here (not scored), 1 infrastructure failure (not scored)" in out
 
 
 def _fake_compiler(path: Path, version_text: str) -> str:
@@ -217,8 +234,10 @@ def _fake_compiler(path: Path, version_text: str) -> str:
 def test_device_names_the_compilers_it_found(tmp_path, monkeypatch, capsys):
     from arena.toolchain import hip
 
-    fake = {"cuda": _fake_compiler(tmp_path / "nvcc", "Cuda compilation tools, release 12.4, V12.4.131"),
-            "rocm": _fake_compiler(tmp_path / "hipcc", "HIP version: 6.1.40091\nAMD clang version 17.0.0 (x)")}
+    fake = {
+        "cuda": _fake_compiler(tmp_path / "nvcc", "Cuda compilation tools, release 12.4, V12.4.131"),
+        "rocm": _fake_compiler(tmp_path / "hipcc", "HIP version: 6.1.40091\nAMD clang version 17.0.0 (x)"),
+    }
     monkeypatch.setattr(hip, "_find_compiler", lambda target: fake[target])
     assert main(["device", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
@@ -230,7 +249,9 @@ def test_device_names_the_compilers_it_found(tmp_path, monkeypatch, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["compilers"]["hipcc"] == {"path": None, "version": None, "problem": "hipcc not found on PATH"}
     assert d["compilers"]["nvcc"]["version"] == "12.4.131"
-    assert d["hip_builds"].startswith("cuda sm_90 (compile-only") and d["hip_builds"].endswith("not rocm gfx90a: no hipcc")
+    assert d["hip_builds"].startswith("cuda sm_90 (compile-only") and d["hip_builds"].endswith(
+        "not rocm gfx90a: no hipcc"
+    )
 
 
 def test_device_claims_no_hip_build_without_a_compiler(monkeypatch, capsys):
@@ -241,14 +262,18 @@ def test_device_claims_no_hip_build_without_a_compiler(monkeypatch, capsys):
     monkeypatch.setattr(hip, "_find_compiler", lambda target: None)
     assert main(["device", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    rows = {c[0]: c[1] for c in (tuple(x.strip() for x in line.split("│")[1:-1]) for line in out.splitlines())
-            if len(c) == 2}
+    rows = {
+        c[0]: c[1]
+        for c in (tuple(x.strip() for x in line.split("│")[1:-1]) for line in out.splitlines())
+        if len(c) == 2
+    }
     assert rows["nvcc"] == "not found" and rows["hipcc"] == "not found"
     assert rows["HIP builds"].startswith("none: no nvcc or hipcc")
     compilers = {t: hip.compiler_found(t) for t in hip.TARGETS}
     gpu = Device(kind="cuda", name="H100", vendor="nvidia", arch="sm_90")
-    assert hip_builds(gpu, compilers).startswith("none: cuda sm_90 needs nvcc") and "HARNESS_ERROR" in \
-        hip_builds(gpu, compilers)
+    assert hip_builds(gpu, compilers).startswith("none: cuda sm_90 needs nvcc") and "HARNESS_ERROR" in hip_builds(
+        gpu, compilers
+    )
 
 
 # -- text from task files, messages and schemas is printed as it is ---------------------------------------
@@ -263,8 +288,11 @@ def test_task_text_and_schema_patterns_print_literally(tmp_path, capsys):
     folder = tmp_path / "triton2triton" / "axpy"
     shutil.copytree(FIX / "triton2triton" / "axpy", folder)
     yml = folder / "task.yaml"
-    yml.write_text(yml.read_text().replace("tags: [fixture, elementwise]", "tags: [Fixture]")
-                   .replace("  A tiny task", "  [bold]not bold[/bold] [red] y[r, :] A tiny task"))
+    yml.write_text(
+        yml.read_text()
+        .replace("tags: [fixture, elementwise]", "tags: [Fixture]")
+        .replace("  A tiny task", "  [bold]not bold[/bold] [red] y[r, :] A tiny task")
+    )
     assert main(["tasks", "validate", str(folder)]) == 1
     assert "tags.0: 'Fixture' does not match '^[a-z0-9][a-z0-9_-]*$'" in capsys.readouterr().err
     yml.write_text(yml.read_text().replace("tags: [Fixture]", "tags: [fixture]"))
@@ -303,8 +331,21 @@ def test_an_interrupted_tasks_check_keeps_the_rows_it_finished(tmp_path, capsys,
 
     monkeypatch.setattr(authoring, "check_task", check_task)
     out_json, out_md = tmp_path / "check.json", tmp_path / "check.md"
-    code = main(["--tasks-dir", str(FIX), "tasks", "check", "triton2triton/axpy,hip2hip/scale", "--device", "cpu",
-                 "--json", str(out_json), "--markdown", str(out_md)])
+    code = main(
+        [
+            "--tasks-dir",
+            str(FIX),
+            "tasks",
+            "check",
+            "triton2triton/axpy,hip2hip/scale",
+            "--device",
+            "cpu",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        ]
+    )
     assert code == 130
     assert "interrupted after 1 of 2 tasks; the rows finished are in" in capsys.readouterr().err
     rows = json.loads(out_json.read_text())

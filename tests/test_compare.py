@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from arena.check.compare import (_POISON_BITS, all_ok, check_tensors, compare_output, is_poison, poison_,
-                                 same_bytes)
+from arena.check.compare import _POISON_BITS, all_ok, check_tensors, compare_output, is_poison, poison_, same_bytes
 from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one
 from arena.errors import ArenaError
 from arena.records import Status

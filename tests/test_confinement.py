@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,8 +17,8 @@ import pytest
 
 from arena.devices import detect
 from arena.evaluation.parent import Candidate, evaluate
-from arena.records import Status
 from arena.evaluation.sandbox import confine, seccomp
+from arena.records import Status
 from arena.taskdef.loader import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +206,7 @@ def test_the_trusted_process_dying_after_the_candidate_ran_is_the_candidates_fai
 
 
 def test_the_memory_account_counts_what_processes_hold_and_finds_one_over_its_allowance(tmp_path, monkeypatch):
-    from arena.evaluation.memory import MemoryAccount, allowance, PROCESS_BYTES
+    from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, allowance
 
     monkeypatch.setenv("ARENA_LOCK_DIR", str(tmp_path))
     fd = os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600)
@@ -239,9 +238,9 @@ class _Ev:
 
 
 def test_out_of_memory_is_the_candidates_when_its_process_is_over_its_allowance(monkeypatch):
+    from arena.evaluation.protocol import CorrectnessResult
     from arena.evaluation.trusted import correctness
     from arena.evaluation.trusted.correctness import GateFailure, retry_after_oom
-    from arena.evaluation.protocol import CorrectnessResult
 
     monkeypatch.setattr(correctness.time, "sleep", lambda s: None)
     over = GateFailure(Status.RUNTIME_ERROR, "the candidate's process held 70 GiB", fatal=True)
@@ -266,8 +265,8 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     evaluation's candidate over its own is put down to that one."""
     import types
 
-    from arena.evaluation.trusted.correctness import GateFailure
     from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, allowance
+    from arena.evaluation.trusted.correctness import GateFailure
     from arena.evaluation.trusted.process import Evaluation
 
     killed: list[int] = []

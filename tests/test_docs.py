@@ -25,10 +25,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from toolchains import REQUIRE_TOOLCHAINS
 
 from arena.cli import build_parser, main
 from arena.taskdef.loader import load_suite, validate_task_dir
-from toolchains import REQUIRE_TOOLCHAINS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "CONTRIBUTING.md")

@@ -144,13 +144,18 @@ def test_verified_needs_the_same_solution_passing_on_a_gpu(tmp_path):
     shutil.copytree(FIX / "triton2triton" / "axpy", root / "triton2triton" / "axpy2")
     for name in ("axpy", "axpy2"):
         t = root / "triton2triton" / name
-        (t / "task.yaml").write_text((t / "task.yaml").read_text().replace("triton2triton/axpy", f"triton2triton/{name}"))
+        text = (t / "task.yaml").read_text()
+        (t / "task.yaml").write_text(text.replace("triton2triton/axpy", f"triton2triton/{name}"))
         shutil.copy2(t / "baseline.py", t / "solution.py")
     sha = hashlib.sha256((root / "triton2triton" / "axpy" / "solution.py").read_bytes()).hexdigest()
     val = tmp_path / "validation"
     val.mkdir()
-    rows = [_record(f"triton2triton/{n}", a, s, "PASSED", sha) for n in ("axpy", "axpy2")
-            for a in ("baseline", "solution") for s in ("seen", "heldout")]
+    rows = [
+        _record(f"triton2triton/{n}", a, s, "PASSED", sha)
+        for n in ("axpy", "axpy2")
+        for a in ("baseline", "solution")
+        for s in ("seen", "heldout")
+    ]
     with gzip.open(val / "x-records.jsonl.gz", "wt") as f:
         f.write("\n".join(json.dumps(r) for r in rows) + "\n")
     assert verified_ids(root, val) == ["triton2triton/axpy", "triton2triton/axpy2"]
@@ -176,18 +181,24 @@ def test_mcp_server_answers_a_client(tmp_path):
     run = tmp_path / "run"
     tasks = tmp_path / "tasks"
     shutil.copytree(FIX, tasks)
-    broken = tasks / "triton2triton" / "broken"        # a task with a missing key is not offered
+    broken = tasks / "triton2triton" / "broken"  # a task with a missing key is not offered
     shutil.copytree(FIX / "triton2triton" / "axpy", broken)
-    (broken / "task.yaml").write_text((broken / "task.yaml").read_text()
-                                      .replace("triton2triton/axpy", "triton2triton/broken").replace("entry: axpy\n", ""))
+    (broken / "task.yaml").write_text(
+        (broken / "task.yaml")
+        .read_text()
+        .replace("triton2triton/axpy", "triton2triton/broken")
+        .replace("entry: axpy\n", "")
+    )
 
     def is_error(res) -> bool:
         return bool(getattr(res, "is_error", None) or getattr(res, "isError", None))
 
     async def episode():
-        params = StdioServerParameters(command=sys.executable, args=[
-            "-m", "arena", "--tasks-dir", str(tasks), "serve", "--mcp", "--run-dir", str(run), "--device", "cpu"],
-            cwd=str(Path(__file__).resolve().parents[1]))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "arena", "--tasks-dir", str(tasks), "serve", "--mcp", "--run-dir", str(run), "--device", "cpu"],
+            cwd=str(Path(__file__).resolve().parents[1]),
+        )
         async with stdio_client(params) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
@@ -203,9 +214,11 @@ def test_mcp_server_answers_a_client(tmp_path):
                 wrong = await call("run_kernel", task_id=TASK, code=WRONG)
                 good = await call("run_kernel", task_id=TASK, code=GOOD)
                 final = await call("finish", task_id=TASK)
-                errors = [await s.call_tool("get_task", {"task_id": "hip2hip/nope"}),
-                          await s.call_tool("get_task", {"task_id": "triton2triton/broken"}),
-                          await s.call_tool("list_tasks", {"split": "nope"})]
+                errors = [
+                    await s.call_tool("get_task", {"task_id": "hip2hip/nope"}),
+                    await s.call_tool("get_task", {"task_id": "triton2triton/broken"}),
+                    await s.call_tool("list_tasks", {"split": "nope"}),
+                ]
                 return tools, listed, task, wrong, good, final, errors
 
     tools, listed, task, wrong, good, final, errors = asyncio.run(asyncio.wait_for(episode(), 240))
@@ -236,12 +249,15 @@ def test_mcp_descriptions_say_what_the_device_scores():
 
     cpu = Device(kind="cpu", name="x86_64", vendor="cpu", arch="x86_64")
     gpu = Device(kind="cuda", name="H100", vendor="nvidia", arch="sm_90")
-    assert finish_description(gpu, "last") == ("End the episode: your last submission is scored on the seen, heldout "
-                                               "and random splits (held-out and random: shapes you have not seen) "
-                                               "and recorded.")
+    assert finish_description(gpu, "last") == (
+        "End the episode: your last submission is scored on the seen, heldout "
+        "and random splits (held-out and random: shapes you have not seen) "
+        "and recorded."
+    )
     on_cpu = finish_description(cpu, "best")
-    assert on_cpu.startswith("End the episode: your best submission (highest run_kernel reward) is scored on the "
-                             "smoke configs only")
+    assert on_cpu.startswith(
+        "End the episode: your best submission (highest run_kernel reward) is scored on the smoke configs only"
+    )
     assert "scores your submission on the seen configs and on held-out and random shapes" in instructions(gpu)
     assert "held-out and random shapes are scored on a GPU only" in instructions(cpu)
     assert "shapes you have not seen" not in instructions(cpu)

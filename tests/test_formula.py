@@ -9,7 +9,6 @@ import pytest
 
 from arena.taskdef.formula import FUNCTIONS, FormulaError, evaluate, names_in
 
-
 # -- arithmetic and precedence --------------------------------------------------------------
 
 @pytest.mark.parametrize("text, value", [

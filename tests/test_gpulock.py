@@ -14,8 +14,8 @@ import pytest
 
 from arena.devices import Device, detect
 from arena.evaluation.decision import phase_times
-from arena.evaluation.parent import Candidate, evaluate
 from arena.evaluation.gpulock import GpuLock, open_fds
+from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task
 
@@ -272,8 +272,16 @@ def test_the_worker_waits_for_a_timed_section_of_another_evaluation(tmp_path):
 
 
 def test_phase_times_from_frame_arrivals():
-    from arena.evaluation.protocol import (CorrectnessFrame, CorrectnessResult, DoneFrame, LoadedFrame, LockFrame,
-                                PerformanceFrame, PerformanceResult, StageFrame)
+    from arena.evaluation.protocol import (
+        CorrectnessFrame,
+        CorrectnessResult,
+        DoneFrame,
+        LoadedFrame,
+        LockFrame,
+        PerformanceFrame,
+        PerformanceResult,
+        StageFrame,
+    )
 
     frames = [
         (2.0, StageFrame(stage="load")),
@@ -294,13 +302,33 @@ def test_phase_times_from_frame_arrivals():
         (7.75, PerformanceFrame(split="", config="b", result=PerformanceResult(status=Status.PASSED))),
         (8.0, DoneFrame()),
     ]
-    assert phase_times(frames) == {"start_s": 2.0, "load_s": 1.0, "correctness_s": 1.5, "timing_s": 3.25,
-                                   "lock_wait_s": 1.625, "worker_s": 8.0, "warm_s": 0.5, "profiler_s": 0.25,
-                                   "refresh_s": 0.75, "ahead_s": 0.0, "timed_gpu_s": 0.6, "alone_s": 0.5, "prepare_s": 0.0,
-                                   "verify_s": 0.0, "shared_s": 0.75, "longest_shared_s": 0.25, "off_gpu_s": 0.125,
-                                   "shared_n": 3.0, "exclusive_n": 1.0, "load_reference_s": 0.25,
-                                   "load_timer_s": 0.5, "alone_step_s": 0.25, "alone_served_s": 0.125,
-                                   "held_warm_s": 0.25, "over_warm_s": 0.125}
+    assert phase_times(frames) == {
+        "start_s": 2.0,
+        "load_s": 1.0,
+        "correctness_s": 1.5,
+        "timing_s": 3.25,
+        "lock_wait_s": 1.625,
+        "worker_s": 8.0,
+        "warm_s": 0.5,
+        "profiler_s": 0.25,
+        "refresh_s": 0.75,
+        "ahead_s": 0.0,
+        "timed_gpu_s": 0.6,
+        "alone_s": 0.5,
+        "prepare_s": 0.0,
+        "verify_s": 0.0,
+        "shared_s": 0.75,
+        "longest_shared_s": 0.25,
+        "off_gpu_s": 0.125,
+        "shared_n": 3.0,
+        "exclusive_n": 1.0,
+        "load_reference_s": 0.25,
+        "load_timer_s": 0.5,
+        "alone_step_s": 0.25,
+        "alone_served_s": 0.125,
+        "held_warm_s": 0.25,
+        "over_warm_s": 0.125,
+    }
 
 
 def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
@@ -314,7 +342,7 @@ def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
     def read():
         with reader.shared():
             order.append("r in")
-            with reader.off_gpu():          # e.g. Triton compiling a kernel on its first call
+            with reader.off_gpu():  # e.g. Triton compiling a kernel on its first call
                 compiling.set()
                 resume.wait(60)
             order.append("r back")
@@ -333,8 +361,8 @@ def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
     tw.start()
     assert w_in.wait(60), "the writer must not wait for a compile"
     assert order == ["r in", "w in"]
-    resume.set()                            # the reader comes back while the writer is inside
-    _until(lambda: _waiters(_files()[0]) == 1)   # ... and queues at the turnstile
+    resume.set()  # the reader comes back while the writer is inside
+    _until(lambda: _waiters(_files()[0]) == 1)  # ... and queues at the turnstile
     time.sleep(0.1)
     assert order == ["r in", "w in"], "the reader must wait for the GPU again"
     w_release.set()
@@ -342,7 +370,7 @@ def test_host_only_work_inside_a_shared_section_lets_a_waiting_writer_in():
     tw.join(60)
     assert order == ["r in", "w in", "w out", "r back"]
     assert reader.off_gpu_s > 0 and reader.waited_s >= 0.09
-    assert reader.shared_n == 2 and writer.shared_n == 0     # entered, and taken back after the compile
+    assert reader.shared_n == 2 and writer.shared_n == 0  # entered, and taken back after the compile
 
 
 def test_a_shared_section_inside_an_exclusive_one_is_part_of_it():
@@ -354,7 +382,7 @@ def test_a_shared_section_inside_an_exclusive_one_is_part_of_it():
             entered.set()
 
     with w.exclusive():
-        with w.shared():                    # renewing inputs between timed rounds: still alone
+        with w.shared():  # renewing inputs between timed rounds: still alone
             t = threading.Thread(target=read)
             t.start()
             assert not entered.wait(0.3), "another evaluation got in while the GPU was held alone"
@@ -362,7 +390,7 @@ def test_a_shared_section_inside_an_exclusive_one_is_part_of_it():
     assert entered.wait(5)
     t.join(5)
     with w.shared(), pytest.raises(RuntimeError):
-        with w.exclusive():                 # flock would convert the shared lock, not nest it
+        with w.exclusive():  # flock would convert the shared lock, not nest it
             pass
 
 
@@ -411,7 +439,7 @@ def test_an_autotuner_timing_its_variants_has_the_gpu_alone_inside_a_shared_sect
     t.start()
     assert entered.wait(60), "a section that ended alone gave the lock back"
     t.join(60)
-    with tuner.exclusive():                 # a timed round: already alone
+    with tuner.exclusive():  # a timed round: already alone
         assert tuner.alone_inside() is False and tuner.mode == "exclusive"
 
 
@@ -425,8 +453,8 @@ def test_every_request_to_the_candidate_holds_the_gpu_and_its_word_that_it_compi
     process, which runs the task's code, is believed: its compile lets the lock go."""
     from types import SimpleNamespace
 
-    from arena.evaluation.trusted.calls import CandidateHandle
     from arena.evaluation.protocol import AckReply, CompilingNotice, KernelsRequest, ReleaseRequest
+    from arena.evaluation.trusted.calls import CandidateHandle
 
     rw = _files()[1]
     lock = _lock()
@@ -440,19 +468,20 @@ def test_every_request_to_the_candidate_holds_the_gpu_and_its_word_that_it_compi
             on_notice(CompilingNotice(on=False))
             return AckReply()
 
-    ev = SimpleNamespace(gpu_lock=lock, deadline=None, stage_name="correctness", stage_limit=60.0,
-                         check_device_memory=lambda where: None)
+    ev = SimpleNamespace(
+        gpu_lock=lock, deadline=None, stage_name="correctness", stage_limit=60.0, check_device_memory=lambda where: None
+    )
     candidate = CandidateHandle(ev, Peer())
-    candidate.release([1])                  # no section held: one of its own
+    candidate.release([1])  # no section held: one of its own
     assert seen == [("asked", "shared", 1), ("compiling", "shared", 1)]
     assert lock.mode is None and _holders(rw) == 0 and lock.held_by.get("release", 0) > 0
     seen.clear()
-    with lock.shared("call"):               # inside a section: that one
+    with lock.shared("call"):  # inside a section: that one
         candidate.request(ReleaseRequest(slots=[1]), AckReply)
         assert lock.shared_n == 2
     assert seen == [("asked", "shared", 1), ("compiling", "shared", 1)]
     seen.clear()
-    candidate.request(KernelsRequest(), AckReply)     # runs no candidate code (HARNESS_ONLY): no section
+    candidate.request(KernelsRequest(), AckReply)  # runs no candidate code (HARNESS_ONLY): no section
     assert seen == [("asked", None, 0), ("compiling", None, 0)]
     seen.clear()
     baseline = CandidateHandle(ev, Peer(), trusted=True)
@@ -471,9 +500,9 @@ def test_the_worker_lets_the_lock_go_while_triton_compiles(monkeypatch):
     reader, writer = _lock(), _lock(window_s=30.0)
     got_in: list[bool] = []
     tried = threading.Event()
-    held: list = []      # the writer's section, kept open until the test closes it
+    held: list = []  # the writer's section, kept open until the test closes it
 
-    def fake_compile(*args, **kwargs):      # stands in for Triton's compiler: can a writer get in now?
+    def fake_compile(*args, **kwargs):  # stands in for Triton's compiler: can a writer get in now?
         held.append(writer.exclusive())
         t = threading.Thread(target=lambda: held[0].__enter__() or got_in.append(True))
         t.start()
@@ -515,7 +544,7 @@ def test_overlapping_readers_cannot_starve_a_writer():
 
     def read(k, lock):
         if k:
-            inside[0].wait(60)               # the second starts while the first is inside
+            inside[0].wait(60)  # the second starts while the first is inside
         while not stop.is_set():
             with lock.shared():
                 inside[k].set()
@@ -538,7 +567,7 @@ def test_overlapping_readers_cannot_starve_a_writer():
         for t in (*ts, tw):
             t.join(60)
     assert writer.exclusive_n == 1
-    assert writer.writer_waited_s == writer.waited_s > 0    # its whole wait was as a writer
+    assert writer.writer_waited_s == writer.waited_s > 0  # its whole wait was as a writer
 
 
 def test_torch_compile_compiles_with_the_lock_let_go():
@@ -549,7 +578,7 @@ def test_torch_compile_compiles_with_the_lock_let_go():
     lock = _lock()
     modes: list = []
 
-    def inner(gm, example_inputs):          # stands in for inductor: records the lock's state
+    def inner(gm, example_inputs):  # stands in for inductor: records the lock's state
         modes.append(lock.mode)
         return gm.forward
 
@@ -579,12 +608,12 @@ def test_a_torch_compile_over_its_time_budget_is_stopped():
     lock = _lock()
     torch._dynamo.reset()
     fn = torch.compile(scan, backend=off_gpu_backend(lock, lambda gm, ex: gm.forward))
-    with pytest.raises(_OverBudget):       # the 1 s limit, not the compile's end, stopped it
+    with pytest.raises(_OverBudget):  # the 1 s limit, not the compile's end, stopped it
         with lock.shared(), _time_limit(1.0):
             fn(torch.ones(4))
     assert lock.mode is None
     with _time_limit(5.0):
-        assert scan(torch.zeros(1)).item() == pytest.approx(2.0)   # no alarm left behind
+        assert scan(torch.zeros(1)).item() == pytest.approx(2.0)  # no alarm left behind
     time.sleep(0.1)
     torch._dynamo.reset()
 
@@ -603,16 +632,22 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     released: list[int] = []
     from arena.evaluation.memory import MemoryAccount
 
-    ev = types.SimpleNamespace(gpu=True, lost=False, release_memory=lambda: released.append(1),
-                               memory=MemoryAccount(None, 0), waiting=contextlib.nullcontext,
-                               memory_cause=lambda: None)
+    ev = types.SimpleNamespace(
+        gpu=True,
+        lost=False,
+        release_memory=lambda: released.append(1),
+        memory=MemoryAccount(None, 0),
+        waiting=contextlib.nullcontext,
+        memory_cause=lambda: None,
+    )
     oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB"
-    outcomes = iter([CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom),
-                     CorrectnessResult(status=Status.PASSED)])
+    outcomes = iter(
+        [CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom), CorrectnessResult(status=Status.PASSED)]
+    )
     monkeypatch.setattr(correctness, "_check_once", lambda ev, config: next(outcomes))
     monkeypatch.setattr(correctness.time, "sleep", lambda s: None)
     assert correctness.check_config(ev, "a").status is Status.PASSED
-    assert len(released) == 2                # before the retry, and after the config
+    assert len(released) == 2  # before the retry, and after the config
     calls: list[int] = []
 
     def wrong(ev, config):
@@ -623,6 +658,7 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
     assert correctness.check_config(ev, "a").status is Status.INCORRECT_NUMERICAL and calls == [1]
     # a candidate process gone (a lost device context, a crash): nothing to retry with
     ev.lost = True
-    monkeypatch.setattr(correctness, "_check_once", lambda ev, config: CorrectnessResult(
-        status=Status.RUNTIME_ERROR, message=oom))
+    monkeypatch.setattr(
+        correctness, "_check_once", lambda ev, config: CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom)
+    )
     assert correctness.check_config(ev, "a").status is Status.RUNTIME_ERROR

@@ -9,8 +9,8 @@ import time
 import pytest
 import torch
 
-from arena.evaluation.channel import ForgedFrame, signed_reader, signed_writer
 from arena.evaluation.candidate.guard import OpTrace, Seal, ThreadWatch
+from arena.evaluation.channel import ForgedFrame, signed_reader, signed_writer
 from arena.evaluation.trusted.kernels import foreign_kernels, incidental
 
 

@@ -122,3 +122,15 @@ def test_each_process_imports_only_what_may_run_in_it():
     replay = reach("arena.evaluation.replay.process")
     assert not sorted(n for n in replay if n.startswith("arena.evaluation.candidate")), replay
     assert "arena.evaluation.server" in replay and "arena.evaluation.replay.player" in replay
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A module's ``_name`` is its own: no other module of the package imports it (a helper two
+    modules need is public where it is defined)."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("arena") and not node.level:
+                found += [f"{path.relative_to(ROOT.parent)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import load_task

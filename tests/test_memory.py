@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 import threading
+import time
 
 import pytest
-from memory_holder import hold, held, release  # tests/ is on the path
+from memory_holder import held, hold, release  # tests/ is on the path
 
 from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, capacity_of, open_account, wait_to_start
 
@@ -142,11 +142,12 @@ def test_only_a_wait_runs_in_the_wait_context_and_a_wait_that_runs_out_is_the_ha
     """Waiting for room is the harness's time, not the candidate's: the evaluation tells the
     parent it waits (arena.evaluation.trusted.process.Evaluation.waiting: no stage's limit runs meanwhile), and a
     wait the parent's limit ends is HARNESS_ERROR (not scored), never the candidate's TIMEOUT."""
-    from arena.evaluation.decision import assemble
+    from pathlib import Path
+
     from arena.devices import detect
+    from arena.evaluation.decision import assemble
     from arena.evaluation.protocol import WAITING_STAGE, StageFrame
     from arena.taskdef.loader import load_task
-    from pathlib import Path
 
     entered = []
 

@@ -17,19 +17,20 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Iterator
 
 import pytest
 
-from arena.toolchain.hip import BuildResult, build_hip, default_cache_dir, toolchain_available
 from arena.taskdef.loader import task_headers
-from arena.toolchain.objcheck import (check_object, demangle, offload_kernels, read_elf,
-                                      refusal_reason)
+from arena.toolchain.hip import BuildResult, build_hip, default_cache_dir, toolchain_available
+from arena.toolchain.objcheck import check_object, demangle, offload_kernels, read_elf, refusal_reason
 
 ROOT = Path(__file__).resolve().parents[1]
-from toolchains import ARCHS, REQUIRE_TOOLCHAINS, need as _need  # noqa: E402,F401 - tests/ is on the path
+from toolchains import ARCHS, REQUIRE_TOOLCHAINS  # noqa: E402,F401 - tests/ is on the path
+from toolchains import need as _need  # noqa: E402
+
 TARGETS = ("cuda", "rocm")
 
 

@@ -8,9 +8,27 @@ import json
 
 import pytest
 
-from arena.evaluation.protocol import (CANDIDATE_REPLIES, CANDIDATE_STATUSES, REPORTS, REQUESTS, CandidateSpec, CorrectnessFrame,
-                            CorrectnessResult, FailReply, MapRequest, PerformanceFrame, PerformanceResult,
-                            ProtocolError, SessionReply, SetupRequest, StepSample, decode, dumps, encode, loads)
+from arena.evaluation.protocol import (
+    CANDIDATE_REPLIES,
+    CANDIDATE_STATUSES,
+    REPORTS,
+    REQUESTS,
+    CandidateSpec,
+    CorrectnessFrame,
+    CorrectnessResult,
+    FailReply,
+    MapRequest,
+    PerformanceFrame,
+    PerformanceResult,
+    ProtocolError,
+    SessionReply,
+    SetupRequest,
+    StepSample,
+    decode,
+    dumps,
+    encode,
+    loads,
+)
 from arena.records import Status
 
 
@@ -318,8 +336,8 @@ def test_a_request_that_runs_no_candidate_code_runs_no_finalizer_of_the_candidat
     import signal
 
     from arena.evaluation.candidate.process import CandidateProcess
-    from arena.evaluation.server import between_requests, candidate_code
     from arena.evaluation.protocol import HARNESS_ONLY, KernelsReply, KernelsRequest
+    from arena.evaluation.server import between_requests, candidate_code
 
     ran: list[str] = []
 

@@ -48,7 +48,9 @@ def test_solution_and_specialised_counts(tasks):
     solutions, specialised = stated(r"(\d+) ship a solution and (\d+) a specialised kernel")
     actual = (sum(t.kernel_file("solution") is not None for t in tasks),
               sum(t.kernel_file("specialised") is not None for t in tasks))
-    assert (solutions, specialised) == actual, f"write: {actual[0]} ship a solution and {actual[1]} a specialised kernel"
+    assert (solutions, specialised) == actual, (
+        f"write: {actual[0]} ship a solution and {actual[1]} a specialised kernel"
+    )
 
 
 def test_exploit_catalogue_counts(monkeypatch):
@@ -58,8 +60,11 @@ def test_exploit_catalogue_counts(monkeypatch):
 
     entries, files = stated(r"\((\d+) entries over (\d+) candidate files")
     (on_cpu,) = stated(r"runs the (\d+) that can run on the CPU backend")
-    assert (entries, files, on_cpu) == (len(CATALOGUE), len({e.file for e in CATALOGUE}),
-                                        sum(e.where == "cpu" for e in CATALOGUE))
+    assert (entries, files, on_cpu) == (
+        len(CATALOGUE),
+        len({e.file for e in CATALOGUE}),
+        sum(e.where == "cpu" for e in CATALOGUE),
+    )
     assert files == len(list((REPO / "tests" / "exploits" / "candidates").iterdir()))
 
 

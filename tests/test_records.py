@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 import math
 
-
 import pytest
 
-from arena.records import (RECORD_VERSION, ConfigResult, SideTiming, Status, Verdict, append, dumps, read,
-                           redoable, reward)
+from arena.records import (
+    RECORD_VERSION,
+    ConfigResult,
+    SideTiming,
+    Status,
+    Verdict,
+    append,
+    dumps,
+    read,
+    redoable,
+    reward,
+)
 
 
 def full_verdict(i: int = 0) -> Verdict:

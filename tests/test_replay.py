@@ -12,8 +12,19 @@ import time
 
 import pytest
 
-from arena.evaluation.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KernelArg, KernelCode, Place, ProtocolError,
-                            RecordedOp, View, decode, encode)
+from arena.evaluation.protocol import (
+    CANDIDATE_REPLIES,
+    CalledReply,
+    CallRecord,
+    KernelArg,
+    KernelCode,
+    Place,
+    ProtocolError,
+    RecordedOp,
+    View,
+    decode,
+    encode,
+)
 from arena.evaluation.record import kernel_id
 
 triton = pytest.importorskip("triton")
@@ -67,9 +78,14 @@ def _launch(code: KernelCode, **over) -> RecordedOp:
 
 
 def test_a_record_crosses_as_typed_data(code):
-    rec = CallRecord(ops=[RecordedOp(kind="alloc", nbytes=64),
-                          RecordedOp(kind="fill", dst=View(Place("scratch", 0, 0), "float32", [16], [1]), value=float("-inf")),
-                          _launch(code)], kernels=[code])
+    rec = CallRecord(
+        ops=[
+            RecordedOp(kind="alloc", nbytes=64),
+            RecordedOp(kind="fill", dst=View(Place("scratch", 0, 0), "float32", [16], [1]), value=float("-inf")),
+            _launch(code),
+        ],
+        kernels=[code],
+    )
     back = decode(encode(CalledReply(host_us=3.0, record=rec)), CANDIDATE_REPLIES)
     assert back.record.ops[2].args[3].value == 2.0 and back.record.ops[2].args[2].value == 1024
     assert back.record.ops[1].value == float("-inf") and back.record.kernels[0].id == code.id
@@ -84,31 +100,40 @@ def test_the_recorded_kernel_compiles_here_and_a_good_record_passes(player, code
     player.check(CallRecord(ops=[_launch(code)]), REGIONS)
 
 
-@pytest.mark.parametrize("op, words", [
-    ("foreign", "did not compile from the record's IR"),
-    ("unknown_memory", "neither the call's buffers nor memory the call allocated"),
-    ("past_buffer", "bytes 4100..4100 of a buffer of 4096"),
-    ("grid", "out of bounds"),
-    ("float_for_int", "not a value of type i32"),
-    ("arity", "3 arguments for 4 parameters"),
-    ("no_scratch", "scratch 0 does not exist"),
-    ("copy_past", "its source: bytes 0..8192"),
-    ("fill_dtype", "element type 'complex64'"),
-])
+@pytest.mark.parametrize(
+    "op, words",
+    [
+        ("foreign", "did not compile from the record's IR"),
+        ("unknown_memory", "neither the call's buffers nor memory the call allocated"),
+        ("past_buffer", "bytes 4100..4100 of a buffer of 4096"),
+        ("grid", "out of bounds"),
+        ("float_for_int", "not a value of type i32"),
+        ("arity", "3 arguments for 4 parameters"),
+        ("no_scratch", "scratch 0 does not exist"),
+        ("copy_past", "its source: bytes 0..8192"),
+        ("fill_dtype", "element type 'complex64'"),
+    ],
+)
 def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
     from arena.evaluation.replay.player import Refused
 
     ops = {
         "foreign": [_launch(code, kernel="0" * 64)],
-        "unknown_memory": [_launch(code, args=[KernelArg(place=Place("unknown", -1, 0x7F00_0000_0000)),
-                                               *_launch(code).args[1:]])],
+        "unknown_memory": [
+            _launch(code, args=[KernelArg(place=Place("unknown", -1, 0x7F00_0000_0000)), *_launch(code).args[1:]])
+        ],
         "past_buffer": [_launch(code, args=[KernelArg(place=Place("buffer", 0, 4100)), *_launch(code).args[1:]])],
         "grid": [_launch(code, grid=[1, 70000, 1])],
         "float_for_int": [_launch(code, args=[*_launch(code).args[:2], KernelArg(value=1.5), KernelArg(value=2.0)])],
         "arity": [_launch(code, args=_launch(code).args[:3])],
         "no_scratch": [_launch(code, args=[KernelArg(place=Place("scratch", 0, 0)), *_launch(code).args[1:]])],
-        "copy_past": [RecordedOp(kind="copy", dst=View(Place("buffer", 1, 0), "float32", [1024], [1]),
-                                 src=View(Place("buffer", 0, 0), "float32", [2048], [1]))],
+        "copy_past": [
+            RecordedOp(
+                kind="copy",
+                dst=View(Place("buffer", 1, 0), "float32", [1024], [1]),
+                src=View(Place("buffer", 0, 0), "float32", [2048], [1]),
+            )
+        ],
         "fill_dtype": [RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "complex64", [4], [1]), value=0)],
     }[op]
     with pytest.raises(Refused, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
@@ -130,13 +155,16 @@ def test_what_the_recorder_could_not_record_is_the_refusal(player):
         player.check(CallRecord(refused="the torch operator mm inside the call"), REGIONS)
 
 
-@pytest.mark.parametrize("change, words", [
-    ("id", "not the hash of its code"),
-    ("option", "'ir_override' is not one a record may set"),
-    ("option_kind", "'num_warps' is '4'"),
-    ("libpath", "links a library of its own"),
-    ("name", "public functions are"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ("id", "not the hash of its code"),
+        ("option", "'ir_override' is not one a record may set"),
+        ("option_kind", "'num_warps' is '4'"),
+        ("libpath", "links a library of its own"),
+        ("name", "public functions are"),
+    ],
+)
 def test_kernel_code_is_checked_before_it_is_compiled(tmp_path, code, change, words):
     from triton.backends.compiler import GPUTarget
 
@@ -148,12 +176,19 @@ def test_kernel_code_is_checked_before_it_is_compiled(tmp_path, code, change, wo
     elif change == "option_kind":
         options["num_warps"] = "4"
     elif change == "libpath":
-        ttir = ttir.replace('libpath = ""', 'libpath = "/tmp/evil.bc"') if 'libpath = ""' in ttir else \
-            ttir + '\n// tt.extern_elementwise {libname = "x", libpath = "/tmp/evil.bc", symbol = "f"}'
+        ttir = (
+            ttir.replace('libpath = ""', 'libpath = "/tmp/evil.bc"')
+            if 'libpath = ""' in ttir
+            else ttir + '\n// tt.extern_elementwise {libname = "x", libpath = "/tmp/evil.bc", symbol = "f"}'
+        )
     elif change == "name":
         name = "cublas_gemm_kernel"
-    bad = KernelCode(id=code.id if change == "id" else kernel_id(ttir, options), name=name, ttir=ttir + (
-        "\n" if change == "id" else ""), options=options)
+    bad = KernelCode(
+        id=code.id if change == "id" else kernel_id(ttir, options),
+        name=name,
+        ttir=ttir + ("\n" if change == "id" else ""),
+        options=options,
+    )
     with pytest.raises(Refused, match=words):
         Player(tmp_path, target=GPUTarget("cuda", 90, 32)).load([bad])
 
@@ -163,8 +198,10 @@ def test_a_process_left_running_after_a_reply_is_found(tmp_path):
     running after its reply is found (arena.evaluation.trusted.calls refuses the candidate for it)."""
     from arena.evaluation.sandbox.confine import strays
 
-    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
-           "print('ready', flush=True); time.sleep(60)"
+    code = (
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
@@ -179,7 +216,7 @@ def test_a_process_left_running_after_a_reply_is_found(tmp_path):
         deadline = time.monotonic() + 10
         while strays(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert strays(proc.pid) == []      # killed: a zombie until reaped, which runs nothing
+        assert strays(proc.pid) == []  # killed: a zombie until reaped, which runs nothing
     finally:
         proc.kill()
         proc.wait()
@@ -191,8 +228,8 @@ def test_a_record_is_made_on_its_sets_structure_and_on_other_values():
     import torch
 
     from arena.check.inputs import make_inputs, record_inputs
-    from arena.taskdef.loader import load_task
     from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import load_task
     from tests.exploits.catalogue import AXPY, VARLEN
 
     for path, structural in ((VARLEN, {"cu_seqlens"}), (AXPY, set())):
@@ -251,7 +288,7 @@ class _Ev:
 
         self.structural = structural
         self.config_key = "c1"
-        self.gpu_lock = GpuLock(None, None)      # no lock to take: one evaluation
+        self.gpu_lock = GpuLock(None, None)  # no lock to take: one evaluation
         self.filled: list[int] = []
         self.rng = random.Random(0)
 
@@ -296,9 +333,9 @@ def test_one_record_serves_every_set_of_a_config_without_structural_inputs():
     ev, cand, rep, rc = _replayed(False)
     for seed, slot in enumerate([1, 2, 3, 4, 1, 2]):
         rc.record_for(slot, 100 + seed)
-    assert len(cand.frames) == 1 and ev.filled == [100]      # one call recorded, for the whole config
-    assert _replays(rep) == [1, 2, 3, 4]                      # each slot given it once
-    ev.config_key = "c2"                                      # another config: its own record
+    assert len(cand.frames) == 1 and ev.filled == [100]  # one call recorded, for the whole config
+    assert _replays(rep) == [1, 2, 3, 4]  # each slot given it once
+    ev.config_key = "c2"  # another config: its own record
     rc.call(1, seed=7)
     assert len(cand.frames) == 2 and _replays(rep)[-1] == 1 and rep.frames[-1] == ("call", 1)
 
@@ -314,12 +351,12 @@ def test_a_record_is_sent_once_and_named_by_its_number_while_a_slot_replays_it()
     for seed, slot in enumerate([1, 2, 3]):
         rc.record_for(slot, 100 + seed)
     assert _sent(rep) == [(1, 1, True), (2, 1, False), (3, 1, False)]
-    rc.release([1, 2, 3])                                     # no slot replays it: the replay process lets it go
+    rc.release([1, 2, 3])  # no slot replays it: the replay process lets it go
     rc.record_for(4, 200)
-    assert _sent(rep)[-1] == (4, 1, True)                     # the same record (kept here), sent again
+    assert _sent(rep)[-1] == (4, 1, True)  # the same record (kept here), sent again
     ev.config_key = "c2"
     rc.record_for(4, 201)
-    assert _sent(rep)[-1] == (4, 2, True)                     # another record, another number
+    assert _sent(rep)[-1] == (4, 2, True)  # another record, another number
 
 
 def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no_slot_replays():
@@ -347,8 +384,8 @@ def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no
         proc.slots[slot] = ([torch.zeros(n)], [torch.zeros(n)], [], None, [])
     rec = CallRecord(ops=[], kernels=[])
     proc.take_record(ReplayRequest(slot=1, ref=1, record=rec))
-    proc.take_record(ReplayRequest(slot=2, ref=1))            # named: the same sizes, not checked again
-    proc.take_record(ReplayRequest(slot=3, ref=1))            # other sizes: checked on them
+    proc.take_record(ReplayRequest(slot=2, ref=1))  # named: the same sizes, not checked again
+    proc.take_record(ReplayRequest(slot=3, ref=1))  # other sizes: checked on them
     assert Player.checks == [[16, 16], [32, 32]]
     assert proc.records == {1: rec, 2: rec, 3: rec}
     with pytest.raises(RuntimeError, match="sent twice"):
@@ -368,9 +405,9 @@ def test_each_set_has_its_own_record_where_the_config_has_structural_inputs():
     for seed, slot in enumerate([1, 2, 3, 4, 1, 2]):
         rc.record_for(slot, 100 + seed)
     assert ev.filled == [100, 101, 102, 103, 104, 105] and _replays(rep) == [1, 2, 3, 4, 1, 2]
-    rc.record_for(2, 105)                                     # the slot's record is of this set already
+    rc.record_for(2, 105)  # the slot's record is of this set already
     assert len(cand.frames) == 6
-    assert len(rc.records) <= 4                               # records no slot replays are let go
+    assert len(rc.records) <= 4  # records no slot replays are let go
 
 
 def test_the_candidate_is_stopped_while_frozen_and_let_go_on_only_to_record():
@@ -394,6 +431,7 @@ def test_a_process_is_stopped_and_let_go_on(tmp_path):
     def state() -> str:
         with open(f"/proc/{proc.pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0]
+
     try:
         assert peer.pause(True) == ""
         deadline = time.monotonic() + 10
@@ -418,7 +456,7 @@ def test_records_made_ahead_of_their_rounds_are_given_there_without_another_call
     ev, cand, rep, rc = _replayed(True)
     rc.make_records(1, [11, 12, 13, 14])
     assert len(cand.frames) == 4 and ev.filled == [11, 12, 13, 14]
-    ev.config_key = "c2"                                           # the next config of the same section
+    ev.config_key = "c2"  # the next config of the same section
     rc.make_records(1, [31, 32])
     assert len(cand.frames) == 6 and ("c1", 14) in rc.records
     ev.config_key = "c1"
@@ -426,8 +464,8 @@ def test_records_made_ahead_of_their_rounds_are_given_there_without_another_call
         rc.record_for(slot, seed)
     ev.config_key = "c2"
     rc.record_for(1, 31)
-    assert len(cand.frames) == 6 and _replays(rep) == [1, 2, 3, 4, 1]   # no call of the candidate's in the rounds
-    rc.make_records(1, [41])                                       # c2's next batch: its unused 32 let go
+    assert len(cand.frames) == 6 and _replays(rep) == [1, 2, 3, 4, 1]  # no call of the candidate's in the rounds
+    rc.make_records(1, [41])  # c2's next batch: its unused 32 let go
     assert len(cand.frames) == 7 and ("c2", 32) not in rc.records and ("c2", 41) in rc.records
 
 

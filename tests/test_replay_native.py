@@ -12,9 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from arena.evaluation.protocol import (CANDIDATE_REPLIES, CalledReply, CallRecord, KeptMemory, KernelArg, Place, Pointer,
-                            RecordedOp, View, decode, encode)
 from arena.evaluation.candidate.native_recorder import OP_ALLOC, OP_COPY, OP_FILL, OP_FREE, OP_LAUNCH, OP_REFUSE, parse
+from arena.evaluation.protocol import (
+    CANDIDATE_REPLIES,
+    CalledReply,
+    CallRecord,
+    KeptMemory,
+    KernelArg,
+    Place,
+    Pointer,
+    RecordedOp,
+    View,
+    decode,
+    encode,
+)
 from arena.evaluation.replay.native_player import NativeChecks
 from arena.evaluation.replay.player import Refused
 
@@ -124,29 +135,87 @@ def _scale_op(**over) -> RecordedOp:
     return op
 
 
-@pytest.mark.parametrize("ops, kept, words", [
-    ([_scale_op(kernel="_Z6cublasv")], [], "a kernel the build of the candidate's file does not define"),
-    ([_scale_op(args=[KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("unknown", -1, 0x7F00_0000))]),
-                      *_scale_op().args[1:]])], [], "neither the call's buffers"),
-    ([_scale_op(args=[KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("buffer", 0, 5000))]),
-                      *_scale_op().args[1:]])], [], "bytes 5000..5000 of a buffer of 4096"),
-    ([_scale_op(args=[KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("kept", 4, 0))]),
-                      *_scale_op().args[1:]])], [], "kept 4 does not exist"),
-    ([_scale_op(args=_scale_op().args[:3])], [], "3 arguments for 4 parameters"),
-    ([_scale_op(args=[*_scale_op().args[:3], KernelArg(raw="00" * 8)])], [], "has 8 bytes; the kernel's parameter has 4"),
-    ([_scale_op(args=[KernelArg(raw="00" * 8, pointers=[Pointer(4, Place("buffer", 0, 0))]),
-                      *_scale_op().args[1:]])], [], "a pointer at byte 4 of 8"),
-    ([_scale_op(args=[KernelArg(place=Place("buffer", 0, 0)), *_scale_op().args[1:]])], [], "not a native parameter"),
-    ([_scale_op(grid=[0, 1, 1])], [], "grid [0, 1, 1] out of bounds"),
-    ([_scale_op(block=[1024, 2, 1])], [], "block [1024, 2, 1] out of bounds"),
-    ([_scale_op(shared=1 << 20)], [], "dynamic shared memory"),
-    ([RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "uint8", [4096], [1]), value=256)], [], "a byte"),
-    ([RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "float32", [16], [1]), value=0)], [], "not a run of bytes"),
-    ([RecordedOp(kind="copy", dst=View(Place("buffer", 1, 0), "uint8", [4096], [1]),
-                 src=View(Place("buffer", 0, 16), "uint8", [4096], [1]))], [], "its source: bytes 16..4112"),
-    ([RecordedOp(kind="alloc", nbytes=64)], [], "not an operation a native record may hold"),
-    ([], [KeptMemory(1, 2**40)], "past the"),
-])
+@pytest.mark.parametrize(
+    "ops, kept, words",
+    [
+        ([_scale_op(kernel="_Z6cublasv")], [], "a kernel the build of the candidate's file does not define"),
+        (
+            [
+                _scale_op(
+                    args=[
+                        KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("unknown", -1, 0x7F00_0000))]),
+                        *_scale_op().args[1:],
+                    ]
+                )
+            ],
+            [],
+            "neither the call's buffers",
+        ),
+        (
+            [
+                _scale_op(
+                    args=[
+                        KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("buffer", 0, 5000))]),
+                        *_scale_op().args[1:],
+                    ]
+                )
+            ],
+            [],
+            "bytes 5000..5000 of a buffer of 4096",
+        ),
+        (
+            [
+                _scale_op(
+                    args=[KernelArg(raw="00" * 8, pointers=[Pointer(0, Place("kept", 4, 0))]), *_scale_op().args[1:]]
+                )
+            ],
+            [],
+            "kept 4 does not exist",
+        ),
+        ([_scale_op(args=_scale_op().args[:3])], [], "3 arguments for 4 parameters"),
+        (
+            [_scale_op(args=[*_scale_op().args[:3], KernelArg(raw="00" * 8)])],
+            [],
+            "has 8 bytes; the kernel's parameter has 4",
+        ),
+        (
+            [
+                _scale_op(
+                    args=[KernelArg(raw="00" * 8, pointers=[Pointer(4, Place("buffer", 0, 0))]), *_scale_op().args[1:]]
+                )
+            ],
+            [],
+            "a pointer at byte 4 of 8",
+        ),
+        (
+            [_scale_op(args=[KernelArg(place=Place("buffer", 0, 0)), *_scale_op().args[1:]])],
+            [],
+            "not a native parameter",
+        ),
+        ([_scale_op(grid=[0, 1, 1])], [], "grid [0, 1, 1] out of bounds"),
+        ([_scale_op(block=[1024, 2, 1])], [], "block [1024, 2, 1] out of bounds"),
+        ([_scale_op(shared=1 << 20)], [], "dynamic shared memory"),
+        ([RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "uint8", [4096], [1]), value=256)], [], "a byte"),
+        (
+            [RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "float32", [16], [1]), value=0)],
+            [],
+            "not a run of bytes",
+        ),
+        (
+            [
+                RecordedOp(
+                    kind="copy",
+                    dst=View(Place("buffer", 1, 0), "uint8", [4096], [1]),
+                    src=View(Place("buffer", 0, 16), "uint8", [4096], [1]),
+                )
+            ],
+            [],
+            "its source: bytes 16..4112",
+        ),
+        ([RecordedOp(kind="alloc", nbytes=64)], [], "not an operation a native record may hold"),
+        ([], [KeptMemory(1, 2**40)], "past the"),
+    ],
+)
 def test_a_native_record_that_cannot_mean_a_call_is_refused(ops, kept, words):
     with pytest.raises(Refused, match=words.replace("(", r"\(").replace("[", r"\[").replace(".", r"\.")):
         _Checks().check(CallRecord(ops=ops, kept=kept), BUFFERS)
@@ -181,7 +250,7 @@ def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_
     rc = object.__new__(ReplayedCandidate)
     rc.ev, rc.kept = _Ev(), {}
     rc._within_allowance(CallRecord(kept=[KeptMemory(1, 600 << 20)]))
-    rc._within_allowance(CallRecord(kept=[KeptMemory(1, 600 << 20)]))       # the same memory again
+    rc._within_allowance(CallRecord(kept=[KeptMemory(1, 600 << 20)]))  # the same memory again
     with pytest.raises(GateFailure) as info:
         rc._within_allowance(CallRecord(ops=[RecordedOp(kind="alloc", nbytes=500 << 20)]))
     assert info.value.status is Status.RUNTIME_ERROR and "working allowance" in str(info.value)
@@ -189,7 +258,7 @@ def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_
         rc._within_allowance(CallRecord(kept=[KeptMemory(2, 600 << 20)]))
 
 
-_RECORDED = r'''
+_RECORDED = r"""
 #include <hip/hip_runtime.h>
 #include <cstdint>
 __global__ void scale_kernel(const float* x, float* y, int64_t n, float a) {
@@ -203,7 +272,7 @@ extern "C" int scale(const float* x, float* y, int64_t n, float a, hipStream_t s
     (void)hipMemcpyAsync(y, host, sizeof host, hipMemcpyHostToDevice, s);
     return 0;
 }
-'''
+"""
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -231,7 +300,7 @@ def test_the_recorder_linked_into_a_build_writes_what_the_parser_reads(tmp_path)
     fill, copy = rec.ops
     assert fill.kind == "fill" and fill.value == 7 and fill.dst == View(Place("buffer", 1, 0), "uint8", [4096], [1])
     assert copy.kind == "copy" and copy.src.place == Place("buffer", 0, 0) and copy.dst.sizes == [64]
-    begin()                                  # nothing recorded outside a call; each call's log its own
+    begin()  # nothing recorded outside a call; each call's log its own
     end(ctypes.byref(data), ctypes.byref(size))
     assert size.value == 0
     assert Path(res.device_code).read_bytes()[:4] == bytes.fromhex("50ed55ba")

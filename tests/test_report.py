@@ -21,7 +21,6 @@ from arena.report import build_report
 from arena.report.compare import compare_runs
 
 
-
 def _write_run(path: Path, rows):
     for agent, task, split, status, sp in rows:
         records.append(path / "records.jsonl", Verdict(
@@ -30,10 +29,16 @@ def _write_run(path: Path, rows):
             speedup=sp, agent=agent, run_id=path.name, roofline_fraction=0.4 if sp else None))
 
 
-RUN_A = [("baseline", "hip2hip/a", "seen", "PASSED", 1.0), ("baseline", "hip2hip/a", "heldout", "PASSED", 1.0),
-         ("baseline", "triton2triton/b", "seen", "PASSED", 1.0), ("baseline", "triton2triton/b", "heldout", "PASSED", 1.0),
-         ("special", "hip2hip/a", "seen", "PASSED", 3.0), ("special", "hip2hip/a", "heldout", "INCORRECT_NUMERICAL", None),
-         ("special", "triton2triton/b", "seen", "PASSED", 2.0), ("special", "triton2triton/b", "heldout", "PASSED", 2.0)]
+RUN_A = [
+    ("baseline", "hip2hip/a", "seen", "PASSED", 1.0),
+    ("baseline", "hip2hip/a", "heldout", "PASSED", 1.0),
+    ("baseline", "triton2triton/b", "seen", "PASSED", 1.0),
+    ("baseline", "triton2triton/b", "heldout", "PASSED", 1.0),
+    ("special", "hip2hip/a", "seen", "PASSED", 3.0),
+    ("special", "hip2hip/a", "heldout", "INCORRECT_NUMERICAL", None),
+    ("special", "triton2triton/b", "seen", "PASSED", 2.0),
+    ("special", "triton2triton/b", "heldout", "PASSED", 2.0),
+]
 
 
 def test_report_files_and_contents(tmp_path):
@@ -57,10 +62,26 @@ def test_report_html_renders_in_headless_chromium(tmp_path):
     _write_run(tmp_path / "runA", RUN_A)
     files = build_report([tmp_path / "runA"], tmp_path / "rep")
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2400",
-                    f"--screenshot={shot}", files["html"].as_uri()], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1400,2400",
+            f"--screenshot={shot}",
+            files["html"].as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     img = Image.open(shot).convert("L")
     hist = img.histogram()
     white = hist[255] / sum(hist)
@@ -73,28 +94,31 @@ def test_compare_two_runs(tmp_path, capsys):
     better = [(a, t, s, st, (sp * 2 if sp else sp)) for a, t, s, st, sp in RUN_A]
     better[5] = ("special", "hip2hip/a", "heldout", "PASSED", 5.0)
     _write_run(tmp_path / "runB", better)
-    rows = {r.split: r for r in compare_runs(tmp_path / "runA", tmp_path / "runB", agent_a="special",
-                                             agent_b="special")}
+    rows = {
+        r.split: r for r in compare_runs(tmp_path / "runA", tmp_path / "runB", agent_a="special", agent_b="special")
+    }
     seen, held = rows["seen"], rows["heldout"]
     assert seen.n_common == 2 and seen.speedup_ratio == pytest.approx(2.0)
     assert seen.correct_diff == 0
     assert held.correct_diff == pytest.approx(0.5)
     assert held.changed == [("hip2hip/a", "INCORRECT_NUMERICAL", "PASSED")]
     assert main(["compare", str(tmp_path / "runA"), str(tmp_path / "runB")]) == 0
-    assert "INCORRECT_NUMERICAL -> PASSED" in " ".join(capsys.readouterr().out.split())   # wrapped or not
+    assert "INCORRECT_NUMERICAL -> PASSED" in " ".join(capsys.readouterr().out.split())  # wrapped or not
 
 
 def test_infrastructure_failures_are_reported_apart_and_not_scored(tmp_path):
     (tmp_path / "runA").mkdir()
     (tmp_path / "runA" / "run.json").write_text(json.dumps({"run_id": "runA", "infra_retries": 1}))
-    rows = RUN_A + [("special", "torch2hip/c", "seen", "HARNESS_ERROR", None),
-                    ("special", "torch2hip/c", "heldout", "TASK_ERROR", None),
-                    ("special", "hip2hip/d", "seen", "NOT_RUNNABLE", None)]
+    rows = RUN_A + [
+        ("special", "torch2hip/c", "seen", "HARNESS_ERROR", None),
+        ("special", "torch2hip/c", "heldout", "TASK_ERROR", None),
+        ("special", "hip2hip/d", "seen", "NOT_RUNNABLE", None),
+    ]
     _write_run(tmp_path / "runA", rows)
     files = build_report([tmp_path / "runA"], tmp_path / "rep")
     summary = json.loads(files["summary_json"].read_text())["summary"]
     special_all = next(r for r in summary if r["agent"] == "special" and r["category"] == "all")
-    assert special_all["attempts"] == 2 and special_all["correct_seen"] == 1.0     # as without c and d
+    assert special_all["attempts"] == 2 and special_all["correct_seen"] == 1.0  # as without c and d
     assert "torch2hip" not in {r["category"] for r in summary}
     md = files["md"].read_text()
     infra = md.split("## Infrastructure failures (not scored)")[1].split("## ")[0]
@@ -104,12 +128,34 @@ def test_infrastructure_failures_are_reported_apart_and_not_scored(tmp_path):
     assert "torch2hip/c" not in files["per_task_csv"].read_text()
     assert "Infrastructure failures (not scored)</h2>" in files["html"].read_text()
     # a redone split counts once, as redone; with the retries spent the report says so
-    records.append(tmp_path / "runA" / "records.jsonl", Verdict(
-        task_id="torch2hip/c", category="torch2hip", split="seen", status=Status.HARNESS_ERROR, candidate={},
-        device={"kind": "cpu", "name": "test"}, agent="special", run_id="runA", attempt=2))
-    records.append(tmp_path / "runA" / "records.jsonl", Verdict(
-        task_id="torch2hip/c", category="torch2hip", split="heldout", status=Status.TASK_ERROR, candidate={},
-        device={"kind": "cpu", "name": "test"}, agent="special", run_id="runA", attempt=2))
+    records.append(
+        tmp_path / "runA" / "records.jsonl",
+        Verdict(
+            task_id="torch2hip/c",
+            category="torch2hip",
+            split="seen",
+            status=Status.HARNESS_ERROR,
+            candidate={},
+            device={"kind": "cpu", "name": "test"},
+            agent="special",
+            run_id="runA",
+            attempt=2,
+        ),
+    )
+    records.append(
+        tmp_path / "runA" / "records.jsonl",
+        Verdict(
+            task_id="torch2hip/c",
+            category="torch2hip",
+            split="heldout",
+            status=Status.TASK_ERROR,
+            candidate={},
+            device={"kind": "cpu", "name": "test"},
+            agent="special",
+            run_id="runA",
+            attempt=2,
+        ),
+    )
     md = build_report([tmp_path / "runA"], tmp_path / "rep2")["md"].read_text()
     infra = md.split("## Infrastructure failures (not scored)")[1].split("## ")[0]
     assert "2 verdicts" in infra and "None has a retry left" in infra and "(attempt 2)" in infra
@@ -119,10 +165,11 @@ def test_compare_leaves_unscored_verdicts_out_and_counts_correct_pairs(tmp_path,
     untimed = [(a, t, s, st, None) for a, t, s, st, _ in RUN_A]
     _write_run(tmp_path / "runA", untimed + [("special", "torch2hip/c", "seen", "HARNESS_ERROR", None)])
     _write_run(tmp_path / "runB", untimed + [("special", "torch2hip/c", "seen", "PASSED", None)])
-    rows = {r.split: r for r in compare_runs(tmp_path / "runA", tmp_path / "runB", agent_a="special",
-                                             agent_b="special")}
+    rows = {
+        r.split: r for r in compare_runs(tmp_path / "runA", tmp_path / "runB", agent_a="special", agent_b="special")
+    }
     seen = rows["seen"]
-    assert seen.n_common == 2 and seen.n_both_correct == 2 and seen.n_both_timed == 0   # c is not common
+    assert seen.n_common == 2 and seen.n_both_correct == 2 and seen.n_both_timed == 0  # c is not common
     assert seen.changed == [] and seen.correct_diff == 0
     assert main(["compare", str(tmp_path / "runA"), str(tmp_path / "runB")]) == 0
     out = capsys.readouterr().out
@@ -166,11 +213,29 @@ def _render(report: Path, tmp_path: Path, width: int = 1400, height: int = 2400)
     page = tmp_path / "measured.html"
     page.write_text(report.read_text().replace("</body>", _MEASURE + "</body>"))
     shot = tmp_path / "measured.png"
-    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                          f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},{height}",
-                          "--force-device-scale-factor=1", f"--screenshot={shot}", "--dump-dom",
-                          page.as_uri()], check=True, capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--window-size={width},{height}",
+            "--force-device-scale-factor=1",
+            f"--screenshot={shot}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     title = re.search(r"<title>(.*?)</title>", dom, re.S)
     assert title and title.group(1).startswith("{"), "the measuring script did not run"
     return json.loads(htmllib.unescape(title.group(1))), Image.open(shot).convert("L")
@@ -184,15 +249,21 @@ def _build_quietly(runs, out: Path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         files = build_report(runs, out)
-    assert [str(w.message) for w in caught] == []        # no matplotlib (or other) warning printed
+    assert [str(w.message) for w in caught] == []  # no matplotlib (or other) warning printed
     return files
 
 
 def _wide_run(path: Path) -> None:
     """A run with data in nearly every summary column: three agents with long names, three
     categories, every GPU split, timings, roofline fractions, torch.compile, agent costs."""
-    tasks = ["hip2hip/softmax_online_fused", "hip2hip/layer_norm_backward_welford", "triton2triton/rms_norm",
-             "triton2triton/llama_mlp_decode_block", "torch2hip/cross_entropy_backward", "torch2hip/fused_adamw_step"]
+    tasks = [
+        "hip2hip/softmax_online_fused",
+        "hip2hip/layer_norm_backward_welford",
+        "triton2triton/rms_norm",
+        "triton2triton/llama_mlp_decode_block",
+        "torch2hip/cross_entropy_backward",
+        "torch2hip/fused_adamw_step",
+    ]
     agents = ["baseline", "claude-code-sonnet-long-agent-name", "codex-cli-high-reasoning-agent"]
     for i, agent in enumerate(agents):
         for j, task in enumerate(tasks):
@@ -200,17 +271,36 @@ def _wide_run(path: Path) -> None:
                 ok = (i + j + len(split)) % 4 != 0
                 status = Status.PASSED if ok else Status.INCORRECT_NUMERICAL
                 sp = 1.0 + 0.37 * i + 0.11 * j if ok else None
-                records.append(path / "records.jsonl", Verdict(
-                    task_id=task, category=task.split("/")[0], split=split, status=status, candidate={},
-                    device={"kind": "cuda", "name": "test"}, configs=[ConfigResult("c", {"n": 1}, status)],
-                    speedup=sp, roofline_fraction=0.2 + 0.05 * j if ok else None,
-                    speedup_compiled=0.9 * sp if ok and task.startswith("torch2hip") else None,
-                    agent=agent, run_id=path.name,
-                    agent_run={"wall_s": 400.0 + 37 * j, "cost_usd": 0.8 + 0.1 * i, "feedback_calls": 3 + j}))
+                records.append(
+                    path / "records.jsonl",
+                    Verdict(
+                        task_id=task,
+                        category=task.split("/")[0],
+                        split=split,
+                        status=status,
+                        candidate={},
+                        device={"kind": "cuda", "name": "test"},
+                        configs=[ConfigResult("c", {"n": 1}, status)],
+                        speedup=sp,
+                        roofline_fraction=0.2 + 0.05 * j if ok else None,
+                        speedup_compiled=0.9 * sp if ok and task.startswith("torch2hip") else None,
+                        agent=agent,
+                        run_id=path.name,
+                        agent_run={"wall_s": 400.0 + 37 * j, "cost_usd": 0.8 + 0.1 * i, "feedback_calls": 3 + j},
+                    ),
+                )
 
 
-KEY_TITLES = ["agent", "category", "n", "correct seen", "correct held-out", "correct random", "drop held-out",
-              "speedup seen (geo)"]
+KEY_TITLES = [
+    "agent",
+    "category",
+    "n",
+    "correct seen",
+    "correct held-out",
+    "correct random",
+    "drop held-out",
+    "speedup seen (geo)",
+]
 
 
 def test_summary_table_fits_1400px_key_columns_first_the_rest_behind_a_toggle(tmp_path):
@@ -221,7 +311,7 @@ def test_summary_table_fits_1400px_key_columns_first_the_rest_behind_a_toggle(tm
     assert width == 1400
     summ = folded["summary"]
     # as first seen: the key columns, in order, nothing cut off, the page does not scroll sideways
-    assert summ["shown"][:len(KEY_TITLES)] == KEY_TITLES
+    assert summ["shown"][: len(KEY_TITLES)] == KEY_TITLES
     assert "compiled" not in summ["shown"] and "$/task" not in summ["shown"]
     assert summ["right"] <= min(width, summ["box"]["right"]) and summ["width"] <= summ["box"]["right"] - summ["left"]
     assert folded["page"] <= width
@@ -230,8 +320,9 @@ def test_summary_table_fits_1400px_key_columns_first_the_rest_behind_a_toggle(tm
     assert per_task["right"] <= width
     # the table's right border is on the screenshot: a grey line where the DOM says the table ends
     edge = _crop(shot, {**summ, "left": summ["right"] - 3})
-    assert any(sum(edge.getpixel((x, y)) < 250 for y in range(edge.height)) > 0.9 * edge.height
-               for x in range(edge.width))
+    assert any(
+        sum(edge.getpixel((x, y)) < 250 for y in range(edge.height)) > 0.9 * edge.height for x in range(edge.width)
+    )
     # unfolded: every column with data, wider than the window, so it scrolls in its box, not the page
     shown = unfolded["summary"]["shown"]
     for title in ("compiled", "$/task", "vs torch.compile (geo)", "agent s/task", "reward", "fast_1.5"):
@@ -248,12 +339,14 @@ def test_summary_table_fits_1400px_key_columns_first_the_rest_behind_a_toggle(tm
 
 
 def test_smoke_run_is_reported_as_smoke_and_empty_plots_say_no_data(tmp_path):
-    rows = [("baseline", "triton2triton/rms_norm", "smoke", "PASSED", None),
-            ("baseline", "torch2hip/cross_entropy", "smoke", "INCORRECT_NUMERICAL", None),
-            ("baseline", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None),
-            ("solution", "triton2triton/rms_norm", "smoke", "PASSED", None),
-            ("solution", "torch2hip/cross_entropy", "smoke", "PASSED", None),
-            ("solution", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None)]
+    rows = [
+        ("baseline", "triton2triton/rms_norm", "smoke", "PASSED", None),
+        ("baseline", "torch2hip/cross_entropy", "smoke", "INCORRECT_NUMERICAL", None),
+        ("baseline", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None),
+        ("solution", "triton2triton/rms_norm", "smoke", "PASSED", None),
+        ("solution", "torch2hip/cross_entropy", "smoke", "PASSED", None),
+        ("solution", "hip2hip/softmax", "smoke", "NOT_RUNNABLE", None),
+    ]
     _write_run(tmp_path / "quick", rows)
     files = _build_quietly([tmp_path / "quick"], tmp_path / "rep")
     summary = json.loads(files["summary_json"].read_text())
@@ -272,7 +365,7 @@ def test_smoke_run_is_reported_as_smoke_and_empty_plots_say_no_data(tmp_path):
     assert sorted(b["id"] for b in m["noData"]) == ["nodata-drop", "nodata-roofline", "nodata-speedup"]
     for b in m["noData"]:
         assert "no data" in b["text"]
-        assert b["bottom"] <= shot.height and _crop(shot, b).getextrema()[0] < 100      # dark text drawn
+        assert b["bottom"] <= shot.height and _crop(shot, b).getextrema()[0] < 100  # dark text drawn
     # correctness has data (smoke): one image, drawn, not blank
     assert [(i["alt"], i["natural"] > 0) for i in m["images"]] == [("correctness", True)]
     img = _crop(shot, m["images"][0])

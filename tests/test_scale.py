@@ -201,21 +201,46 @@ def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
     shutil.copytree(AXPY, task, ignore=shutil.ignore_patterns("__pycache__"))
     (task / "task.yaml").write_text((task / "task.yaml").read_text() + "timeouts: {correctness_s: 600}\n")
     # its Triton cache: the one folder of the run's it may write (its own temporary folder is private)
-    (task / "baseline.py").write_text("import os\nimport time\n\n\ndef axpy(x, y, out, n, alpha):\n"
-                                      "    open(os.path.join(os.environ['TRITON_CACHE_DIR'], 'in-flight'), 'w').close()\n"
-                                      "    time.sleep(3600)\n")
+    (task / "baseline.py").write_text(
+        "import os\nimport time\n\n\ndef axpy(x, y, out, n, alpha):\n"
+        "    open(os.path.join(os.environ['TRITON_CACHE_DIR'], 'in-flight'), 'w').close()\n"
+        "    time.sleep(3600)\n"
+    )
     cache, out = tmp_path / "cache", tmp_path / "run"
-    cmd = [sys.executable, "-m", "arena", "--tasks-dir", str(tasks), "run", "--agent", "baseline",
-           "--tasks", "triton2triton/axpy", "--split", "smoke", "--device", "cpu", "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "ARENA_CACHE_DIR": str(cache)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "arena",
+        "--tasks-dir",
+        str(tasks),
+        "run",
+        "--agent",
+        "baseline",
+        "--tasks",
+        "triton2triton/axpy",
+        "--split",
+        "smoke",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, "ARENA_CACHE_DIR": str(cache)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not list(cache.glob("triton/**/in-flight")):
             assert proc.poll() is None and time.monotonic() < deadline, "the kernel never ran"
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=300)        # waiting for the evaluation would take 600 s
+        rc = proc.wait(timeout=300)  # waiting for the evaluation would take 600 s
         assert rc == 130, proc.stderr.read().decode(errors="replace")[-2000:]
     finally:
         if proc.poll() is None:
@@ -251,9 +276,9 @@ def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     (successor,) = ev.SPARES.idle[key]
     assert successor.proc.pid != spare.proc.pid
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")
-    assert ev._spare_key(cpu) == key           # handed over with the job
+    assert ev._spare_key(cpu) == key  # handed over with the job
     monkeypatch.setenv("SOME_SETTING", "changed")
-    assert ev._spare_key(cpu) != key           # not a worker started with another environment
+    assert ev._spare_key(cpu) != key  # not a worker started with another environment
     (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
     assert v.status.value == "PASSED", v.message
     # the idle worker of the environment no job runs in any more is given back

@@ -14,8 +14,7 @@ import urllib.request
 
 import pytest
 
-from arena.agents.scripted_model import (SUBMIT_WORD, Action, ScriptedModel, UsagePlan, aider_reply,
-                                         session_script)
+from arena.agents.scripted_model import SUBMIT_WORD, Action, ScriptedModel, UsagePlan, aider_reply, session_script
 
 KERNEL = "def entry():\n    return 42\n"
 SCRIPT = session_script("kernel.py", KERNEL)
@@ -44,19 +43,36 @@ def _sse(text: str) -> list[tuple[str | None, object]]:
     return out
 
 
-ANTHROPIC_TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {
-                       "command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"]}},
-                   {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
-                   {"name": "Write", "input_schema": {"type": "object", "properties": {
-                       "file_path": {"type": "string"}, "content": {"type": "string"}}}}]
+ANTHROPIC_TOOLS = [
+    {
+        "name": "Bash",
+        "input_schema": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
+            "required": ["command"],
+        },
+    },
+    {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
+    {
+        "name": "Write",
+        "input_schema": {
+            "type": "object",
+            "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    },
+]
 
 
 def _anthropic_history(k: int, cwd: str = "/w") -> list[dict]:
     """A conversation after k tool calls, the first of which printed the working folder."""
     msgs: list[dict] = [{"role": "user", "content": "do the task"}]
     for i in range(k):
-        msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                                        "input": {"command": "x"}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "x"}}],
+            }
+        )
         out = f"arena-cwd={cwd}\n# README" if i == 0 else "ok"
         msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": out}]})
     return msgs
@@ -66,9 +82,10 @@ def test_anthropic_stream_walks_the_script_with_the_programs_own_tools():
     with ScriptedModel(SCRIPT) as m:
         calls = []
         for k in range(len(SCRIPT)):
-            code, text = _post(f"{m.url}/v1/messages?beta=true", {"model": "claude-x", "stream": True,
-                                                                   "tools": ANTHROPIC_TOOLS,
-                                                                   "messages": _anthropic_history(k)})
+            code, text = _post(
+                f"{m.url}/v1/messages?beta=true",
+                {"model": "claude-x", "stream": True, "tools": ANTHROPIC_TOOLS, "messages": _anthropic_history(k)},
+            )
             assert code == 200
             events = _sse(text)
             names = [n for n, _ in events]
@@ -90,36 +107,60 @@ def test_anthropic_stream_walks_the_script_with_the_programs_own_tools():
                 calls.append(("text", "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta")))
     assert [c[0] for c in calls] == ["Bash", "Bash", "Read", "Write", "Bash", "text"]
     assert "README.md" in calls[0][1]["command"] and calls[1][1]["command"] == "./arena-check"
-    assert calls[2][1] == {"file_path": "/w/kernel.py"}                 # absolute, from the first tool result
+    assert calls[2][1] == {"file_path": "/w/kernel.py"}  # absolute, from the first tool result
     assert calls[3][1] == {"file_path": "/w/kernel.py", "content": KERNEL}
     assert [s.step for s in m.replies()] == list(range(6)) and m.totals().input == sum(
-        PLAN.step(k).input for k in range(6))
+        PLAN.step(k).input for k in range(6)
+    )
 
 
 def test_a_request_without_the_shell_tool_is_a_side_request():
     with ScriptedModel(SCRIPT) as m:
-        code, text = _post(f"{m.url}/v1/messages", {"model": "small", "messages": [{"role": "user", "content": "title?"}]})
+        code, text = _post(
+            f"{m.url}/v1/messages", {"model": "small", "messages": [{"role": "user", "content": "title?"}]}
+        )
     doc = json.loads(text)
     assert code == 200 and doc["content"][0]["type"] == "text" and doc["usage"]["input_tokens"] == PLAN.side.input
     assert [s.kind for s in m.served] == ["side"] and m.replies() == []
 
 
 def test_chat_completions_stream_with_usage_and_a_submit_word():
-    tools = [{"type": "function", "function": {"name": "bash", "parameters": {
-        "type": "object", "properties": {"command": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+            },
+        }
+    ]
     msgs = [{"role": "system", "content": f"finish with echo {SUBMIT_WORD}"}, {"role": "user", "content": "go"}]
     for i in range(5):
-        msgs += [{"role": "assistant", "tool_calls": [{"id": f"c{i}", "type": "function",
-                                                        "function": {"name": "bash", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"}]
+        msgs += [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
+        ]
     with ScriptedModel(SCRIPT) as m:
-        code, text = _post(f"{m.url}/v1/chat/completions", {"model": "gpt-x", "stream": True, "tools": tools,
-                                                            "stream_options": {"include_usage": True},
-                                                            "messages": msgs})
+        code, text = _post(
+            f"{m.url}/v1/chat/completions",
+            {
+                "model": "gpt-x",
+                "stream": True,
+                "tools": tools,
+                "stream_options": {"include_usage": True},
+                "messages": msgs,
+            },
+        )
     chunks = [d for _, d in _sse(text)]
     assert code == 200 and chunks[-1] == "[DONE]"
-    call = next(c["choices"][0]["delta"]["tool_calls"][0] for c in chunks[:-1]
-                if c["choices"] and "tool_calls" in c["choices"][0]["delta"])
+    call = next(
+        c["choices"][0]["delta"]["tool_calls"][0]
+        for c in chunks[:-1]
+        if c["choices"] and "tool_calls" in c["choices"][0]["delta"]
+    )
     # the script's closing reply, as the prompt asks to finish: the submit command
     assert json.loads(call["function"]["arguments"]) == {"command": f"echo {SUBMIT_WORD}"}
     usage = chunks[-2]["usage"]
@@ -129,12 +170,20 @@ def test_chat_completions_stream_with_usage_and_a_submit_word():
 
 
 def test_responses_stream_with_a_freeform_patch_tool():
-    tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {
-        "cmd": {"type": "string"}}}}, {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}}]
+    tools = [
+        {
+            "type": "function",
+            "name": "exec_command",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        },
+        {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}},
+    ]
     items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
     for i in range(3):
-        items += [{"type": "function_call", "call_id": f"c{i}", "name": "exec_command", "arguments": "{}"},
-                  {"type": "function_call_output", "call_id": f"c{i}", "output": "arena-cwd=/w" if i == 0 else "ok"}]
+        items += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": "arena-cwd=/w" if i == 0 else "ok"},
+        ]
     with ScriptedModel(SCRIPT) as m:
         code, text = _post(f"{m.url}/v1/responses", {"model": "gpt-x", "stream": True, "tools": tools, "input": items})
     events = _sse(text)
@@ -148,15 +197,34 @@ def test_responses_stream_with_a_freeform_patch_tool():
 
 
 def test_gemini_stream_generate_content():
-    tools = [{"functionDeclarations": [{"name": "run_shell_command", "parametersJsonSchema": {
-        "type": "object", "properties": {"command": {"type": "string"}}}}]}]
+    tools = [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "run_shell_command",
+                    "parametersJsonSchema": {"type": "object", "properties": {"command": {"type": "string"}}},
+                }
+            ]
+        }
+    ]
     with ScriptedModel(SCRIPT) as m:
-        code, text = _post(f"{m.url}/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-                           {"contents": [{"role": "user", "parts": [{"text": "go"}]}], "tools": tools})
-        code2, text2 = _post(f"{m.url}/v1beta/models/gemini-x:generateContent", {
-            "contents": [{"role": "user", "parts": [{"text": "next speaker?"}]}],
-            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
-                "type": "object", "properties": {"next_speaker": {"type": "string", "enum": ["user", "model"]}}}}})
+        code, text = _post(
+            f"{m.url}/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+            {"contents": [{"role": "user", "parts": [{"text": "go"}]}], "tools": tools},
+        )
+        code2, text2 = _post(
+            f"{m.url}/v1beta/models/gemini-x:generateContent",
+            {
+                "contents": [{"role": "user", "parts": [{"text": "next speaker?"}]}],
+                "generationConfig": {
+                    "responseMimeType": "application/json",
+                    "responseJsonSchema": {
+                        "type": "object",
+                        "properties": {"next_speaker": {"type": "string", "enum": ["user", "model"]}},
+                    },
+                },
+            },
+        )
     [(_, doc)] = _sse(text)
     part = doc["candidates"][0]["content"]["parts"][0]
     assert code == 200 and part["functionCall"]["name"] == "run_shell_command"
@@ -167,9 +235,15 @@ def test_gemini_stream_generate_content():
     assert code2 == 200 and side == {"next_speaker": "user"}
 
 
-@pytest.mark.parametrize("path,status,words", [
-    ("/v1/messages", 401, "authentication_error"), ("/v1/chat/completions", 401, "invalid_api_key"),
-    ("/v1/responses", 401, "Incorrect API key"), ("/v1beta/models/g:streamGenerateContent", 400, "API_KEY_INVALID")])
+@pytest.mark.parametrize(
+    "path,status,words",
+    [
+        ("/v1/messages", 401, "authentication_error"),
+        ("/v1/chat/completions", 401, "invalid_api_key"),
+        ("/v1/responses", 401, "Incorrect API key"),
+        ("/v1beta/models/g:streamGenerateContent", 400, "API_KEY_INVALID"),
+    ],
+)
 def test_reject_mode_answers_each_apis_authentication_error(path, status, words):
     with ScriptedModel(SCRIPT, mode="reject") as m:
         code, text = _post(m.url + path, {"model": "x", "messages": [], "contents": []})
@@ -183,13 +257,23 @@ def test_aider_mode_edits_in_the_format_the_prompt_asks_for():
     whole = aider_reply(chat, "return the entire file listing", "kernel.py", KERNEL)
     assert "kernel.py\n```python\ndef entry():\n    return 42\n```" in whole
     with ScriptedModel(SCRIPT, mode="aider") as m:
-        _, first = _post(f"{m.url}/v1/chat/completions", {"model": "x", "messages": [
-            {"role": "system", "content": "<<<<<<< SEARCH"}, {"role": "user", "content": chat}]})
+        _, first = _post(
+            f"{m.url}/v1/chat/completions",
+            {
+                "model": "x",
+                "messages": [{"role": "system", "content": "<<<<<<< SEARCH"}, {"role": "user", "content": chat}],
+            },
+        )
         edited = chat.replace("return 0", "return 42")
-        _, second = _post(f"{m.url}/v1/chat/completions", {"model": "x", "messages": [
-            {"role": "system", "content": "<<<<<<< SEARCH"}, {"role": "user", "content": edited}]})
+        _, second = _post(
+            f"{m.url}/v1/chat/completions",
+            {
+                "model": "x",
+                "messages": [{"role": "system", "content": "<<<<<<< SEARCH"}, {"role": "user", "content": edited}],
+            },
+        )
     assert ">>>>>>> REPLACE" in json.loads(first)["choices"][0]["message"]["content"]
-    assert json.loads(second)["choices"][0]["message"]["content"] == SCRIPT[-1].arg     # the file holds it: done
+    assert json.loads(second)["choices"][0]["message"]["content"] == SCRIPT[-1].arg  # the file holds it: done
     assert [s.step for s in m.replies()] == [0, 1]
 
 
@@ -199,9 +283,13 @@ def test_a_wait_step_holds_the_request_until_the_endpoint_stops():
 
     def ask() -> None:
         try:
-            got.append(_post(f"{m.url}/v1/messages", {"model": "x", "tools": ANTHROPIC_TOOLS,
-                                                       "messages": [{"role": "user", "content": "go"}]}))
-        except (OSError, http.client.HTTPException) as exc:      # closed without an answer
+            got.append(
+                _post(
+                    f"{m.url}/v1/messages",
+                    {"model": "x", "tools": ANTHROPIC_TOOLS, "messages": [{"role": "user", "content": "go"}]},
+                )
+            )
+        except (OSError, http.client.HTTPException) as exc:  # closed without an answer
             got.append(exc)
 
     t = threading.Thread(target=ask, daemon=True)
@@ -212,4 +300,4 @@ def test_a_wait_step_holds_the_request_until_the_endpoint_stops():
     finally:
         m.stop()
     t.join(10)
-    assert not t.is_alive() and isinstance(got[0], Exception)         # it never got an answer
+    assert not t.is_alive() and isinstance(got[0], Exception)  # it never got an answer

@@ -15,18 +15,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
 
-from arena.evaluation.buffers import SlotMaker, open_slot
 from arena.check.inputs import clone, copy_into, make_inputs, storage
 from arena.errors import ArenaError
+from arena.evaluation.buffers import SlotMaker, open_slot
 from arena.evaluation.parent import Candidate, evaluate
 from arena.records import Status
 from arena.taskdef.loader import Config, load_task, validate_task_dir
 from arena.taskdef.shapes import draw_configs, tensor_bytes
 from arena.taskdef.skeleton import hip_parameters, hip_skeleton
 from arena.toolchain.abi import argtypes_for, call_args, ctypes_argtypes, hip_signature_problem
-
-from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
 
 FIX = Path(__file__).parent / "fixtures" / "extensions"
 TASK_DIR = FIX / "triton2triton" / "decay_update"
@@ -364,7 +363,8 @@ def test_bad_strides(copy):
 
 
 def test_a_strided_inout_is_refused(copy):
-    edit(copy / "task.yaml", "shape: [rows, cols], inout: true}", "shape: [rows, cols], inout: true, stride: [1, rows]}")
+    edit(copy / "task.yaml", "shape: [rows, cols], inout: true}",
+         "shape: [rows, cols], inout: true, stride: [1, rows]}")
     e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.inputs.S.stride")
     assert "inout" in str(e)
 
@@ -387,7 +387,7 @@ def test_a_reference_that_does_not_update_the_state_is_found(copy, tmp_path):
 
 
 def test_a_config_may_use_the_presence_flag_in_formulas(task):
-    config = Config("smoke", 0, "t", {"rows": 2, "cols": 3, "clamp": False})   # has_bias defaults to true
+    config = Config("smoke", 0, "t", {"rows": 2, "cols": 3, "clamp": False})  # has_bias defaults to true
     env = task.env(config)
     assert env["has_bias"] is True
     assert task.roofline_for(config)[1] == 4 * (4 * 6 + 2 + 3)
@@ -401,8 +401,11 @@ def test_the_eager_reference_as_the_starting_point_updates_in_place(tmp_path, cp
     folder = tmp_path / "torch2hip" / "decay_update"
     shutil.copytree(TASK_DIR, folder)
     (folder / "baseline.py").unlink()
-    edit(folder / "task.yaml", "id: triton2triton/decay_update\ncategory: triton2triton",
-         "id: torch2hip/decay_update\ncategory: torch2hip")
+    edit(
+        folder / "task.yaml",
+        "id: triton2triton/decay_update\ncategory: triton2triton",
+        "id: torch2hip/decay_update\ncategory: torch2hip",
+    )
     task = load_task(folder)
     v = _smoke(task, None, cpu)
     assert v.status is Status.PASSED, v.message
@@ -425,7 +428,7 @@ def test_the_reference_contract(task):
 
     y, s_after = run_reference(good, task, ins, scalars)
     assert s_after.dtype == torch.float64 and torch.allclose(s_after, 2.0 * before.double())
-    assert torch.equal(ins["S"], before)                  # the reference got a copy
+    assert torch.equal(ins["S"], before)  # the reference got a copy
     with pytest.raises(ReferenceContractError, match="returned NoneType for output 'y'"):
         run_reference(lambda *a: None, task, ins, scalars)
     with pytest.raises(ReferenceContractError, match="returned 2 outputs, the signature has 1"):

@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from arena.errors import ArenaError
-from arena.taskdef.loader import (DEFAULT_TASKS_DIR, DEFAULT_TOLERANCE, Config, ScalarSpec, discover_tasks,
-                               load_configs, load_task, select_tasks, validate_task_dir)
+from arena.taskdef.loader import (
+    DEFAULT_TASKS_DIR,
+    DEFAULT_TOLERANCE,
+    Config,
+    ScalarSpec,
+    discover_tasks,
+    load_configs,
+    load_task,
+    select_tasks,
+    validate_task_dir,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_ROOT = REPO / "tests" / "fixtures" / "tasks"

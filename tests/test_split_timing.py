@@ -11,10 +11,10 @@ import random
 from pathlib import Path
 
 import pytest
+from test_timer_trace import _FakeTimer as FakeTimer  # tests/ is on the path of its own modules
 
 from arena.evaluation.gpulock import GpuLock, open_fds
 from arena.taskdef.loader import Config, load_task
-from test_timer_trace import _FakeTimer as FakeTimer      # tests/ is on the path of its own modules
 
 AXPY = Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy"
 
@@ -89,7 +89,10 @@ def _time(ev, configs):
 
 
 def _configs(*ns):
-    return [Config(split="seen", index=i, name=f"n{n}" if ns.count(n) == 1 else f"n{n}-{i}", params={"n": n}) for i, n in enumerate(ns)]
+    return [
+        Config(split="seen", index=i, name=f"n{n}" if ns.count(n) == 1 else f"n{n}-{i}", params={"n": n})
+        for i, n in enumerate(ns)
+    ]
 
 
 def _performance(frames):
@@ -137,8 +140,8 @@ def test_kept_sets_past_their_memory_are_checked_inside_the_section(make):
     assert [r["status"] for r in res.values()] == ["PASSED"] * 3
     assert all(r["n_sets"] == 4 and r["rounds"] == 3 for r in res.values())
     assert ev.gpu_lock.exclusive_n == 1
-    assert modes.count("exclusive") == 2 * 4 * 4          # the checks of rounds 1-4 and 5-8, 4 sets each
-    assert timer.alone_parts["checks"] > 0                  # and the record's phases count their time
+    assert modes.count("exclusive") == 2 * 4 * 4  # the checks of rounds 1-4 and 5-8, 4 sets each
+    assert timer.alone_parts["checks"] > 0  # and the record's phases count their time
 
 
 def test_a_config_of_one_set_a_round_keeps_one_of_its_later_rounds_sets_in_sixteen(make):
@@ -150,45 +153,51 @@ def test_a_config_of_one_set_a_round_keeps_one_of_its_later_rounds_sets_in_sixte
     _time(ev, _configs(1000))
     (r,) = _performance(frames).values()
     assert r["status"] == "PASSED" and r["n_sets"] == 1 and r["rounds"] == 10
-    assert 2 <= r["timed_checks"] <= 2 + 5       # 2 + a binomial(9, 1/16): above 7 once in 200,000 runs
+    assert 2 <= r["timed_checks"] <= 2 + 5  # 2 + a binomial(9, 1/16): above 7 once in 200,000 runs
 
 
 def test_a_candidate_wrong_only_while_timed_fails_its_config(make):
-    wrong_later = ("calls = [0]\n"
-                   "def axpy(x, y, out, n, alpha):\n"
-                   "    calls[0] += 1\n"
-                   "    out.copy_(alpha * x + y + (1.0 if calls[0] > 3 else 0.0))\n")   # right while warming up
+    wrong_later = (
+        "calls = [0]\n"
+        "def axpy(x, y, out, n, alpha):\n"
+        "    calls[0] += 1\n"
+        "    out.copy_(alpha * x + y + (1.0 if calls[0] > 3 else 0.0))\n"
+    )  # right while warming up
     ev, frames, _ = make(wrong_later, FakeTimer())
     _time(ev, _configs(1000, 2000))
     res = _performance(frames)
-    assert list(res) == ["n1000"]                  # the first config fails; the split's results stop there
+    assert list(res) == ["n1000"]  # the first config fails; the split's results stop there
     assert res["n1000"]["status"] == "INCORRECT_NUMERICAL"
     assert "4 of 5 outputs of timed calls were wrong" in res["n1000"]["message"]
 
 
 def test_a_candidate_writing_past_its_output_only_while_timed_fails_its_config(make):
-    past_the_end = ("import torch\n"
-                    "calls = [0]\n"
-                    "def axpy(x, y, out, n, alpha):\n"
-                    "    calls[0] += 1\n"
-                    "    out.copy_(alpha * x + y)\n"
-                    "    if calls[0] > 3:\n"
-                    "        torch.as_strided(out, (n + 4,), (1,))[n:].fill_(0.0)\n")   # right while checked
+    past_the_end = (
+        "import torch\n"
+        "calls = [0]\n"
+        "def axpy(x, y, out, n, alpha):\n"
+        "    calls[0] += 1\n"
+        "    out.copy_(alpha * x + y)\n"
+        "    if calls[0] > 3:\n"
+        "        torch.as_strided(out, (n + 4,), (1,))[n:].fill_(0.0)\n"
+    )  # right while checked
     ev, frames, _ = make(past_the_end, FakeTimer())
     _time(ev, _configs(1000, 2000))
-    (failed,) = _performance(frames).values()       # the config whose warm-up made the fourth call
+    (failed,) = _performance(frames).values()  # the config whose warm-up made the fourth call
     assert failed["status"] == "RUNTIME_ERROR"
     assert "past the end of 'out'" in failed["message"]
 
 
 def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_sets(make):
-    oom_once = ("import torch\n"
-                "calls = [0]\n"
-                "def axpy(x, y, out, n, alpha):\n"
-                "    calls[0] += 1\n"
-                "    if calls[0] == 8:\n"
-                "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
-                "    out.copy_(alpha * x + y)\n")
+    oom_once = (
+        "import torch\n"
+        "calls = [0]\n"
+        "def axpy(x, y, out, n, alpha):\n"
+        "    calls[0] += 1\n"
+        "    if calls[0] == 8:\n"
+        "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+        "    out.copy_(alpha * x + y)\n"
+    )
     timer = FakeTimer()
     ev, frames, _ = make(oom_once, timer)
     _time(ev, _configs(1000, 2000))
@@ -203,13 +212,15 @@ def test_a_config_that_ran_out_of_memory_while_timed_is_timed_again_with_fewer_s
 
 
 def test_a_second_failure_for_want_of_memory_is_the_configs_result(make):
-    oom_always = ("import torch\n"
-                  "calls = [0]\n"
-                  "def axpy(x, y, out, n, alpha):\n"
-                  "    calls[0] += 1\n"
-                  "    if calls[0] > 6:\n"
-                  "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
-                  "    out.copy_(alpha * x + y)\n")
+    oom_always = (
+        "import torch\n"
+        "calls = [0]\n"
+        "def axpy(x, y, out, n, alpha):\n"
+        "    calls[0] += 1\n"
+        "    if calls[0] > 6:\n"
+        "        raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+        "    out.copy_(alpha * x + y)\n"
+    )
     ev, frames, _ = make(oom_always, FakeTimer())
     _time(ev, _configs(1000, 2000))
     res = _performance(frames)
@@ -244,7 +255,7 @@ def test_evaluations_sharing_a_gpu_share_its_memory_for_input_sets(make):
     """--workers-per-gpu N (``gpu_share``): each evaluation's input sets get at most 0.4 / N of
     the device (here 0.4 x 80 GiB / 2000: 17 MB), so N evaluations' sets and kept sets fit beside
     each other; the configs of a split share it (all are held until its timed rounds end)."""
-    n = 100_000                     # 3 x 800 kB + 4 x 400 kB = 4.0 MB a set by the budget's rule
+    n = 100_000  # 3 x 800 kB + 4 x 400 kB = 4.0 MB a set by the budget's rule
     ev, frames, _ = make(GOOD, FakeTimer(), gpu_share=2000)
     _time(ev, _configs(n))
     assert _performance(frames)[f"n{n}"]["n_sets"] == int(0.4 * 80 * 2**30 / 2000 // 4_000_000) == 4
@@ -268,9 +279,9 @@ def test_a_host_bound_trusted_baseline_is_timed_again_without_the_profiler(make)
     assert r["timers"] == {"baseline": "events", "candidate": "span"}
     assert timer.plain_sides == {"baseline"} and timer.sessions == 1 and timer.plain_sessions == 1
     assert len(r["spans_us"]["baseline"]) == 16 and max(r["spans_us"]["baseline"]) < 0.61
-    assert 0.99 < r["other_timer_median_us"]["baseline"] < 1.01     # its median under the profiler, kept
+    assert 0.99 < r["other_timer_median_us"]["baseline"] < 1.01  # its median under the profiler, kept
     assert len(r["spans_us"]["candidate"]) == 16
-    assert r["timed_checks"] == 1 + 4             # the candidate's calls checked; the baseline's alone need none
+    assert r["timed_checks"] == 1 + 4  # the candidate's calls checked; the baseline's alone need none
     assert ev.gpu_lock.exclusive_n == 2
 
 
@@ -280,8 +291,11 @@ def test_a_host_bound_trusted_side_whose_kernels_fill_its_span_stays_under_the_p
     that fills the span (an elementwise starting kernel) is not stretched by it, and is timed by
     the same instrument as the candidate: moving it alone read the starting kernel as its own
     candidate at 0.93-0.95 on an H100. With gaps (kernels 60% of the span) it moves."""
-    timer = FakeTimer(bases={"baseline": 1.0, "candidate": 50_000.0}, plain={"baseline": 0.6},
-                      busy={"baseline": busy, "candidate": 1.0})
+    timer = FakeTimer(
+        bases={"baseline": 1.0, "candidate": 50_000.0},
+        plain={"baseline": 0.6},
+        busy={"baseline": busy, "candidate": 1.0},
+    )
     ev, frames, _ = make(GOOD, timer)
     _time(ev, _configs(1000))
     r = _performance(frames)["n1000"]
@@ -296,7 +310,7 @@ def test_a_trusted_side_keeps_the_profilers_figure_where_that_is_lower(make):
     r = _performance(frames)["n1000"]
     assert r["timers"]["baseline"] == "span" and max(r["spans_us"]["baseline"]) < 1.01
     assert 1.99 < r["other_timer_median_us"]["baseline"] < 2.01
-    assert timer.plain_sessions == 1           # slower unprofiled after its first batch: nothing more to learn
+    assert timer.plain_sessions == 1  # slower unprofiled after its first batch: nothing more to learn
 
 
 def test_the_candidate_is_always_timed_under_the_profiler(make):
@@ -335,31 +349,37 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     rng = random.Random(3)
     base = [200.0 + rng.uniform(-5, 5) for _ in range(40)]
     cand = [100.0 + rng.uniform(-5, 5) for _ in range(16)]
-    perf = PerformanceResult(status=Status.PASSED, spans_us={"baseline": base, "candidate": cand},
-                             events_us={"baseline": base, "candidate": cand},
-                             timers={"baseline": "events", "candidate": "span"},
-                             other_timer_median_us={"baseline": 330.0})
+    perf = PerformanceResult(
+        status=Status.PASSED,
+        spans_us={"baseline": base, "candidate": cand},
+        events_us={"baseline": base, "candidate": cand},
+        timers={"baseline": "events", "candidate": "span"},
+        other_timer_median_us={"baseline": 330.0},
+    )
     _apply_timing(task, cr, cfg, perf, Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90"))
     assert cr.baseline.timer == "events" and cr.baseline.other_timer_median_us == 330.0 and cr.baseline.n == 40
     assert cr.candidate.timer == "span" and cr.candidate.other_timer_median_us is None
     lo, hi = cr.speedup_ci
-    assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2      # all 40 baseline samples used, not the first 16
+    assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2  # all 40 baseline samples used, not the first 16
 
 
 def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_ceilings(tmp_path, monkeypatch):
     from arena.devices import Device
-    from arena.evaluation.decision import apply_timing as _apply_timing
     from arena.devices.ceilings import ceilings_for, roofline_seconds
+    from arena.evaluation.decision import apply_timing as _apply_timing
     from arena.evaluation.protocol import PerformanceResult
     from arena.records import ConfigResult, Status
 
-    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path))         # no measured ceilings: the datasheet's
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path))  # no measured ceilings: the datasheet's
     task = load_task(AXPY)
     cfg = _configs(1 << 24)[0]
     cr = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
     h200 = Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90")
-    perf = PerformanceResult(status=Status.PASSED, spans_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12},
-                             events_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12})
+    perf = PerformanceResult(
+        status=Status.PASSED,
+        spans_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12},
+        events_us={"baseline": [400.0] * 12, "candidate": [200.0] * 12},
+    )
     _apply_timing(task, cr, cfg, perf, h200)
     flops, nbytes = task.roofline_for(cfg)
     t_roof = roofline_seconds("float32", flops, nbytes, ceilings_for(h200)[0])
@@ -367,8 +387,11 @@ def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_c
     assert cr.sol == pytest.approx((400e-6 - 200e-6) / (400e-6 - t_roof), abs=1e-4) and cr.sol_absent == ""
     # a baseline already faster than the roofline time: no score, and the record says why
     fast = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
-    quick = PerformanceResult(status=Status.PASSED, spans_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12},
-                              events_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12})
+    quick = PerformanceResult(
+        status=Status.PASSED,
+        spans_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12},
+        events_us={"baseline": [1.0] * 12, "candidate": [0.9] * 12},
+    )
     _apply_timing(task, fast, cfg, quick, h200)
     assert fast.sol is None and "overcounts" in fast.sol_absent
 
@@ -378,8 +401,19 @@ def test_a_verdict_s_speed_of_light_covers_the_configs_that_have_one_and_says_ho
     from arena.report import metrics
 
     crs = [ConfigResult("a", {}, Status.PASSED, sol=0.5), ConfigResult("b", {}, Status.PASSED, sol_absent="why")]
-    v = Verdict(task_id="t/x", category="triton2triton", split="seen", status=Status.PASSED, candidate={},
-                device={}, configs=crs, speedup=2.0, sol=0.5, sol_configs=1, agent="a")
+    v = Verdict(
+        task_id="t/x",
+        category="triton2triton",
+        split="seen",
+        status=Status.PASSED,
+        candidate={},
+        device={},
+        configs=crs,
+        speedup=2.0,
+        sol=0.5,
+        sol_configs=1,
+        agent="a",
+    )
     back = Verdict.from_dict(v.to_dict())
     assert back.sol_configs == 1 and back.configs[1].sol_absent == "why"
     vf = metrics.verdict_frame([back])
@@ -397,15 +431,15 @@ def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_p
 
     from memory_holder import hold, release  # tests/ is on the path
 
-    from arena.evaluation.trusted.correctness import check_bytes, check_config
     from arena.evaluation.memory import MemoryAccount, open_account
+    from arena.evaluation.trusted.correctness import check_bytes, check_config
 
     monkeypatch.setenv("ARENA_GPU_LOCK_DIR", str(tmp_path / "locks"))
     key, capacity = "cuda-GPU-admission-test", 64 * 2**20
     ev, frames, _ = make(None, FakeTimer())
     ev.memory = MemoryAccount(open_account(key), capacity, poll_s=0.01)
     config = _configs(1000)[0]
-    assert check_bytes(ev, config) > capacity // 2            # the slack alone: it cannot fit beside the other
+    assert check_bytes(ev, config) > capacity // 2  # the slack alone: it cannot fit beside the other
     other = hold(key, capacity, capacity // 2)
     result, entered = {}, threading.Event()
     ev.job.update(seeds=[1])
@@ -417,7 +451,7 @@ def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_p
     t = threading.Thread(target=check)
     t.start()
     try:
-        assert not entered.wait(1.0) and "r" not in result      # waiting, not failing
+        assert not entered.wait(1.0) and "r" not in result  # waiting, not failing
         release(other)
         assert entered.wait(120)
     finally:

@@ -481,11 +481,11 @@ def test_a_warm_up_takes_its_shared_sections_in_slices_not_one_a_call(monkeypatc
         entered, calls = [], []
 
         @contextlib.contextmanager
-        def around():
+        def around(entered=entered):
             entered.append(1)
             yield
 
-        def call(call_s=call_s):
+        def call(call_s=call_s, calls=calls):
             calls.append(1)
             now[0] += call_s
 
@@ -717,7 +717,8 @@ def test_a_rounds_work_ahead_runs_before_its_section_outside_the_exclusive_hold(
     sides = {name: {"prepare": lambda i: None, "call": lambda i: None, "after": lambda i: None}
              for name in ("baseline", "candidate")}
     item = Timed(sides, 4, min_pairs=8, max_pairs=40, target_rse=0.0,
-                 fill=lambda r: log.append(("fill", r, held[0])), ahead=lambda r, n: log.append(("ahead", r, n, held[0])))
+                 fill=lambda r: log.append(("fill", r, held[0])),
+                 ahead=lambda r, n: log.append(("ahead", r, n, held[0])))
     time_many(timer, [item], alone=alone)
     aheads = [e for e in log if e[0] == "ahead"]
     fills = [e for e in log if e[0] == "fill"]

@@ -10,11 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
+from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
 
 from arena.toolchain import hip2cuda, torch_headers
 from arena.toolchain.hip import build_hip, toolchain_available
-
-from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from arena.evaluation.parent import Candidate, evaluate
-from arena.records import ConfigResult, Status, TraceEntry, Verdict, dumps
 from arena.evaluation.tracebacks import CODE_CHARS, MAX_ENTRIES, OMITTED, bounded, candidate_traceback, describe, render
+from arena.records import ConfigResult, Status, TraceEntry, Verdict, dumps
 
 FIX = Path(__file__).parent / "fixtures"
 CANDS = FIX / "candidates"
@@ -66,7 +66,8 @@ def test_the_record_keeps_the_traceback_and_older_records_load(helper_verdict):
 
 def test_feedback_and_eval_output_show_the_traceback(helper_verdict, capsys):
     from arena.cli import print_configs
-    from arena.feedback import render as render_feedback, summarize
+    from arena.feedback import render as render_feedback
+    from arena.feedback import summarize
 
     path = CANDS / "raises_in_helper.py"
     summary = summarize(helper_verdict)
@@ -176,10 +177,10 @@ def test_bounded_treats_what_the_candidate_says_as_data():
 
 def test_the_trusted_side_bounds_a_failure_and_keeps_its_status():
     """A failure reply crosses the trust boundary bounded; its status is the reply's own."""
-    from arena.evaluation.trusted.calls import CandidateHandle
-    from arena.evaluation.trusted.correctness import GateFailure
     from arena.evaluation.gpulock import GpuLock
     from arena.evaluation.protocol import CANDIDATE_REPLIES, FailReply, decode, encode
+    from arena.evaluation.trusted.calls import CandidateHandle
+    from arena.evaluation.trusted.correctness import GateFailure
 
     reply = decode(encode(FailReply(status=Status.RUNTIME_ERROR, message="m" * 1_000_000,
                                     traceback=[TraceEntry(file="k.py\x07", line=3, code="x" * 9000)] * 500)),

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
-from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
 from arena.devices import Device
 from arena.evaluation.parent import configs_of_splits
-from arena.units import Unit
 from arena.taskdef.loader import load_task
+from arena.toolchain.prebuild import known_triton_jobs, warm_root, warm_triton
+from arena.toolchain.triton_aot import device_target, seed_cache, warm_dir
+from arena.units import Unit
 
 FIX = Path(__file__).parent / "fixtures" / "tasks"
 AXPY = FIX / "triton2triton" / "axpy"
@@ -132,17 +132,20 @@ def test_a_hung_warm_up_is_killed_and_the_other_files_are_warmed(tmp_path, monke
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
     hung = tmp_path / "tasks" / "triton2triton" / "hung"
     shutil.copytree(AXPY, hung, ignore=shutil.ignore_patterns("__pycache__"))
-    (hung / "task.yaml").write_text((hung / "task.yaml").read_text().replace("triton2triton/axpy", "triton2triton/hung"))
+    text = (hung / "task.yaml").read_text()
+    (hung / "task.yaml").write_text(text.replace("triton2triton/axpy", "triton2triton/hung"))
     src = (hung / "baseline.py").read_text()
     (hung / "baseline.py").write_text(src.replace("    BLOCK = 1024\n", "    import time\n    time.sleep(3600)\n"))
-    jobs = known_triton_jobs([Unit("baseline", hung, 0, ("smoke",)), Unit("baseline", AXPY, 0, ("smoke",))],
-                             _configs_of)
+    jobs = known_triton_jobs(
+        [Unit("baseline", hung, 0, ("smoke",)), Unit("baseline", AXPY, 0, ("smoke",))], _configs_of
+    )
     assert len(jobs) == 2
     stats = warm_triton(jobs, H200, processes=2, job_s=20)
     assert stats["failed"] == 1 and stats["warmed"] == 1
     assert not (warm_dir(hung / "baseline.py", device_target(H200), warm_root()) / "warmed.json").exists()
-    manifest = json.loads((warm_dir(AXPY / "baseline.py", device_target(H200), warm_root()) / "warmed.json")
-                          .read_text())
+    manifest = json.loads(
+        (warm_dir(AXPY / "baseline.py", device_target(H200), warm_root()) / "warmed.json").read_text()
+    )
     assert len(manifest["configs"]) == len(load_task(AXPY).configs("smoke"))
 
 

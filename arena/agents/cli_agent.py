@@ -36,7 +36,7 @@ from arena.agents.isolation import bubblewrap_missing, bwrap_argv, run_budgeted
 from arena.agents.model_proxy import ANSWER_WAIT_S, ModelProxy, endpoint_url, user_proxy
 from arena.agents.usage import parse_usage
 from arena.errors import ArenaError
-from arena.taskdef.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, _schema_errors, read_yaml
+from arena.taskdef.loader import DEFAULT_TASKS_DIR, REPO_ROOT, Task, read_yaml, schema_errors
 from arena.workspace import editable_name, make_workspace, scratch_root
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def load_agent_spec(path: Path | str) -> AgentSpec:
     """The adapter of one YAML file, validated against its schema."""
     path = Path(path)
     data = read_yaml(path)
-    errors = _schema_errors(data, "agent.schema.json", path)
+    errors = schema_errors(data, "agent.schema.json", path)
     if errors:
         raise errors[0]
     if data["name"] != path.stem:

@@ -218,7 +218,8 @@ class ModelProxy:
             status = reply.split(b"\r\n", 1)[0].split(b" ")
             if len(status) < 2 or status[1] != b"200":
                 s.close()
-                raise ConnectionError(f"the user's proxy refused the tunnel ({b' '.join(status[1:]).decode(errors='replace')})")
+                said = b" ".join(status[1:]).decode(errors="replace")
+                raise ConnectionError(f"the user's proxy refused the tunnel ({said})")
         return s
 
     def _pipe(self, client: socket.socket, upstream: socket.socket, watched: bool) -> None:
@@ -233,7 +234,7 @@ class ModelProxy:
                 for key, _ in sel.select(timeout=1.0):
                     src, dst = key.fileobj, key.data
                     try:
-                        data = src.recv(65536)       # type: ignore[union-attr]
+                        data = src.recv(65536)  # type: ignore[union-attr]
                     except OSError:
                         data = b""
                     if data and src is upstream and watched:
@@ -268,8 +269,11 @@ def _one_request(head: bytes, origin_form: bool) -> bytes:
         target = ((u.path or "/") + (f"?{u.query}" if u.query else "")).encode("latin-1")
     hop = (b"connection:", b"proxy-connection:", b"keep-alive:", b"proxy-authorization:")
     kept = [ln for ln in lines[1:] if not ln.lower().startswith(hop)]
-    return b"\r\n".join([b" ".join((method, target, version or b"HTTP/1.1")), *kept, b"Connection: close"]) + \
-        b"\r\n\r\n" + rest
+    return (
+        b"\r\n".join([b" ".join((method, target, version or b"HTTP/1.1")), *kept, b"Connection: close"])
+        + b"\r\n\r\n"
+        + rest
+    )
 
 
 def _failure(exc: OSError) -> str:

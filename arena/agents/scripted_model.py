@@ -567,13 +567,16 @@ class _Handler(BaseHTTPRequestHandler):
             (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]})]
         if tc:
-            chunks.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": tc}, "finish_reason": None}]}))
+            choice = {"index": 0, "delta": {"tool_calls": tc}, "finish_reason": None}
+            chunks.append((None, {**base, "choices": [choice]}))
         else:
-            chunks.append((None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}))
+            chunks.append(
+                (None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+            )
         include = bool((body.get("stream_options") or {}).get("include_usage"))
         last: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         if not include:
-            last["usage"] = wire_usage      # servers differ; a usage on the last chunk is what most send
+            last["usage"] = wire_usage  # servers differ; a usage on the last chunk is what most send
         chunks.append((None, last))
         if include:
             chunks.append((None, {**base, "choices": [], "usage": wire_usage}))
@@ -586,9 +589,18 @@ class _Handler(BaseHTTPRequestHandler):
         stream = bool(body.get("stream"))
         if self.model.mode == "reject":
             self.model._record(Served("responses", path, model, "rejected", None, None, stream=stream))
-            self._send(401, {"error": {"message": "Incorrect API key provided: sk-arena. You can find your API key "
-                                                  "at https://platform.openai.com/account/api-keys.",
-                                       "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+            self._send(
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided: sk-arena. You can find your API key "
+                        "at https://platform.openai.com/account/api-keys.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
             return
         tools = []
         for t in body.get("tools") or []:
@@ -597,32 +609,65 @@ class _Handler(BaseHTTPRequestHandler):
             elif t.get("type") == "custom" and "name" in t:
                 tools.append(Tool(t["name"], None))
         items = body.get("input") if isinstance(body.get("input"), list) else [body.get("input") or ""]
-        req = Request(tools=tools, results=sum(1 for it in items if isinstance(it, dict)
-                                               and str(it.get("type", "")).endswith("_call_output")),
-                      system=str(body.get("instructions") or ""), chat="\n".join(_texts(items)))
+        req = Request(
+            tools=tools,
+            results=sum(1 for it in items if isinstance(it, dict) and str(it.get("type", "")).endswith("_call_output")),
+            system=str(body.get("instructions") or ""),
+            chat="\n".join(_texts(items)),
+        )
         kind, step, call, text = self.model.decide(req)
         if kind == "held":
             return self._hold("responses", path, model, step)
         usage = self.model.usage_for(kind, step)
-        self.model._record(Served("responses", path, model, kind, step, usage, call.tool.name if call else None,
-                                  stream))
+        self.model._record(
+            Served("responses", path, model, kind, step, usage, call.tool.name if call else None, stream)
+        )
         rid = "resp_" + uuid.uuid4().hex[:24]
-        wire_usage = {"input_tokens": usage.prompt, "input_tokens_details": {"cached_tokens": usage.cache_read},
-                      "output_tokens": usage.output, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": usage.prompt + usage.output}
+        wire_usage = {
+            "input_tokens": usage.prompt,
+            "input_tokens_details": {"cached_tokens": usage.cache_read},
+            "output_tokens": usage.output,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.prompt + usage.output,
+        }
         if call is None:
-            item: dict[str, Any] = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:20], "status": "completed",
-                                    "role": "assistant", "content": [{"type": "output_text", "text": text,
-                                                                      "annotations": []}]}
+            item: dict[str, Any] = {
+                "type": "message",
+                "id": "msg_" + uuid.uuid4().hex[:20],
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
         elif call.tool.params is None:
-            item = {"type": "custom_tool_call", "id": "ctc_" + call.id[5:], "call_id": call.id, "status": "completed",
-                    "name": call.tool.name, "input": call.args}
+            item = {
+                "type": "custom_tool_call",
+                "id": "ctc_" + call.id[5:],
+                "call_id": call.id,
+                "status": "completed",
+                "name": call.tool.name,
+                "input": call.args,
+            }
         else:
-            item = {"type": "function_call", "id": "fc_" + call.id[5:], "call_id": call.id, "status": "completed",
-                    "name": call.tool.name, "arguments": call.arguments}
+            item = {
+                "type": "function_call",
+                "id": "fc_" + call.id[5:],
+                "call_id": call.id,
+                "status": "completed",
+                "name": call.tool.name,
+                "arguments": call.arguments,
+            }
         created = int(time.time())
-        resp = {"id": rid, "object": "response", "created_at": created, "status": "completed", "model": model,
-                "output": [item], "usage": wire_usage, "error": None, "incomplete_details": None}
+        resp = {
+            "id": rid,
+            "object": "response",
+            "created_at": created,
+            "status": "completed",
+            "model": model,
+            "output": [item],
+            "usage": wire_usage,
+            "error": None,
+            "incomplete_details": None,
+        }
         if not stream:
             self._send(200, resp)
             return
@@ -630,48 +675,123 @@ class _Handler(BaseHTTPRequestHandler):
         pending = {**resp, "status": "in_progress", "output": [], "usage": None}
         events: list[tuple[str | None, Any]] = [
             ("response.created", {"type": "response.created", "sequence_number": next(seq), "response": pending}),
-            ("response.in_progress", {"type": "response.in_progress", "sequence_number": next(seq),
-                                      "response": pending})]
+            (
+                "response.in_progress",
+                {"type": "response.in_progress", "sequence_number": next(seq), "response": pending},
+            ),
+        ]
         added = {**item, "status": "in_progress"}
         if item["type"] == "message":
             added["content"] = []
-        events.append(("response.output_item.added", {"type": "response.output_item.added", "sequence_number":
-                                                      next(seq), "output_index": 0, "item": added}))
+        events.append(
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": added},
+            )
+        )
         if item["type"] == "message":
             part = {"type": "output_text", "text": "", "annotations": []}
             events += [
-                ("response.content_part.added", {"type": "response.content_part.added", "sequence_number": next(seq),
-                                                 "item_id": item["id"], "output_index": 0, "content_index": 0,
-                                                 "part": part}),
-                ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": next(seq),
-                                                "item_id": item["id"], "output_index": 0, "content_index": 0,
-                                                "delta": text}),
-                ("response.output_text.done", {"type": "response.output_text.done", "sequence_number": next(seq),
-                                               "item_id": item["id"], "output_index": 0, "content_index": 0,
-                                               "text": text}),
-                ("response.content_part.done", {"type": "response.content_part.done", "sequence_number": next(seq),
-                                                "item_id": item["id"], "output_index": 0, "content_index": 0,
-                                                "part": {**part, "text": text}})]
+                (
+                    "response.content_part.added",
+                    {
+                        "type": "response.content_part.added",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "part": part,
+                    },
+                ),
+                (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": text,
+                    },
+                ),
+                (
+                    "response.output_text.done",
+                    {
+                        "type": "response.output_text.done",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "text": text,
+                    },
+                ),
+                (
+                    "response.content_part.done",
+                    {
+                        "type": "response.content_part.done",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "part": {**part, "text": text},
+                    },
+                ),
+            ]
         elif item["type"] == "function_call":
             events += [
-                ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
-                                                            "sequence_number": next(seq), "item_id": item["id"],
-                                                            "output_index": 0, "delta": item["arguments"]}),
-                ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done",
-                                                           "sequence_number": next(seq), "item_id": item["id"],
-                                                           "output_index": 0, "arguments": item["arguments"]})]
+                (
+                    "response.function_call_arguments.delta",
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "delta": item["arguments"],
+                    },
+                ),
+                (
+                    "response.function_call_arguments.done",
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "arguments": item["arguments"],
+                    },
+                ),
+            ]
         elif item["type"] == "custom_tool_call":
             events += [
-                ("response.custom_tool_call_input.delta", {"type": "response.custom_tool_call_input.delta",
-                                                           "sequence_number": next(seq), "item_id": item["id"],
-                                                           "output_index": 0, "delta": item["input"]}),
-                ("response.custom_tool_call_input.done", {"type": "response.custom_tool_call_input.done",
-                                                          "sequence_number": next(seq), "item_id": item["id"],
-                                                          "output_index": 0, "input": item["input"]})]
-        events.append(("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
-                                                     "output_index": 0, "item": item}))
-        events.append(("response.completed", {"type": "response.completed", "sequence_number": next(seq),
-                                              "response": resp}))
+                (
+                    "response.custom_tool_call_input.delta",
+                    {
+                        "type": "response.custom_tool_call_input.delta",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "delta": item["input"],
+                    },
+                ),
+                (
+                    "response.custom_tool_call_input.done",
+                    {
+                        "type": "response.custom_tool_call_input.done",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "input": item["input"],
+                    },
+                ),
+            ]
+        events.append(
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item},
+            )
+        )
+        events.append(
+            ("response.completed", {"type": "response.completed", "sequence_number": next(seq), "response": resp})
+        )
         self._sse(events)
 
     # Gemini generateContent / streamGenerateContent
@@ -680,18 +800,38 @@ class _Handler(BaseHTTPRequestHandler):
         stream = ":streamGenerateContent" in path
         if self.model.mode == "reject":
             self.model._record(Served("gemini", path, model, "rejected", None, None, stream=stream))
-            self._send(400, {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
-                                       "status": "INVALID_ARGUMENT", "details": [
-                                           {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                                            "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}})
+            self._send(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "API key not valid. Please pass a valid API key.",
+                        "status": "INVALID_ARGUMENT",
+                        "details": [
+                            {
+                                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                "reason": "API_KEY_INVALID",
+                                "domain": "googleapis.com",
+                            }
+                        ],
+                    }
+                },
+            )
             return
         contents = body.get("contents") or []
-        req = Request(tools=[Tool(f["name"], f.get("parametersJsonSchema") or f.get("parameters"))
-                             for t in body.get("tools") or [] for f in t.get("functionDeclarations") or []
-                             if "name" in f],
-                      results=sum(1 for c in contents for p in c.get("parts") or [] if isinstance(p, dict)
-                                  and "functionResponse" in p),
-                      system="\n".join(_texts(body.get("systemInstruction") or "")), chat="\n".join(_texts(contents)))
+        req = Request(
+            tools=[
+                Tool(f["name"], f.get("parametersJsonSchema") or f.get("parameters"))
+                for t in body.get("tools") or []
+                for f in t.get("functionDeclarations") or []
+                if "name" in f
+            ],
+            results=sum(
+                1 for c in contents for p in c.get("parts") or [] if isinstance(p, dict) and "functionResponse" in p
+            ),
+            system="\n".join(_texts(body.get("systemInstruction") or "")),
+            chat="\n".join(_texts(contents)),
+        )
         kind, step, call, text = self.model.decide(req)
         if kind == "held":
             return self._hold("gemini", path, model, step)
@@ -700,14 +840,30 @@ class _Handler(BaseHTTPRequestHandler):
             text = _json_for_schema(gen.get("responseJsonSchema") or gen.get("responseSchema") or {})
         usage = self.model.usage_for(kind, step)
         self.model._record(Served("gemini", path, model, kind, step, usage, call.tool.name if call else None, stream))
-        part = {"functionCall": {"name": call.tool.name, "args": call.args if isinstance(call.args, dict)
-                                 else {"input": call.args}}} if call is not None else {"text": text}
-        meta = {"promptTokenCount": usage.prompt, "candidatesTokenCount": usage.output,
-                "totalTokenCount": usage.prompt + usage.output, "cachedContentTokenCount": usage.cache_read}
+        part = (
+            {
+                "functionCall": {
+                    "name": call.tool.name,
+                    "args": call.args if isinstance(call.args, dict) else {"input": call.args},
+                }
+            }
+            if call is not None
+            else {"text": text}
+        )
+        meta = {
+            "promptTokenCount": usage.prompt,
+            "candidatesTokenCount": usage.output,
+            "totalTokenCount": usage.prompt + usage.output,
+            "cachedContentTokenCount": usage.cache_read,
+        }
         if not usage.cache_read:
             meta.pop("cachedContentTokenCount")
-        doc = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-               "usageMetadata": meta, "modelVersion": model, "responseId": uuid.uuid4().hex[:20]}
+        doc = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": meta,
+            "modelVersion": model,
+            "responseId": uuid.uuid4().hex[:20],
+        }
         if not stream:
             self._send(200, doc)
             return

@@ -34,7 +34,8 @@ DTYPES: dict[str, torch.dtype] = {
 }
 _SEED_MIX = 0x9E3779B1
 # the dtypes of inputs that shape a call's work rather than feed its arithmetic: indices, offsets, counts,
-# masks. A replayed candidate's call is recorded on its set's own values of these alone (arena.evaluation.trusted.calls); 8-bit
+# masks. A replayed candidate's call is recorded on its set's own values of these alone
+# (arena.evaluation.trusted.calls); 8-bit
 # integers are quantized values, not structure
 STRUCTURAL = ("bool", "int16", "int32", "int64")
 
@@ -70,15 +71,18 @@ def run_reference(fn: Any, task: Task, ins: Mapping[str, torch.Tensor | None], s
     the inout inputs' clones as the call left them (``Task.compared``; None for an absent one)."""
     clones = [None if t is None else upcast(t.clone()) for t in ins.values()]
     result = fn(*clones, *scalars)
-    results = [] if result is None and not task.outputs else \
-        list(result) if isinstance(result, (tuple, list)) else [result]
+    results = (
+        [] if result is None and not task.outputs else list(result) if isinstance(result, (tuple, list)) else [result]
+    )
     if len(results) != len(task.outputs):
-        raise ReferenceContractError(f"the reference returned {len(results)} outputs, the signature has "
-                                     f"{len(task.outputs)}")
+        raise ReferenceContractError(
+            f"the reference returned {len(results)} outputs, the signature has {len(task.outputs)}"
+        )
     for spec, r in zip(task.outputs, results):
         if not isinstance(r, torch.Tensor):
-            raise ReferenceContractError(f"the reference returned {type(r).__name__} for output {spec.name!r}, "
-                                         "not a tensor")
+            raise ReferenceContractError(
+                f"the reference returned {type(r).__name__} for output {spec.name!r}, not a tensor"
+            )
     return results + [c for c, spec in zip(clones, task.inputs) if spec.inout]
 
 
@@ -125,8 +129,14 @@ def empty_input(task: Task, spec: InputSpec, env: Mapping[str, Any], device: str
     return torch.empty_strided(shape, strides, dtype=DTYPES[spec.dtype], device=device)
 
 
-def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], gen: torch.Generator,
-             device: str, strides: tuple[int, ...] | None = None) -> torch.Tensor:
+def make_one(
+    spec: InputSpec,
+    shape: tuple[int, ...],
+    env: Mapping[str, Any],
+    gen: torch.Generator,
+    device: str,
+    strides: tuple[int, ...] | None = None,
+) -> torch.Tensor:
     """One input drawn as its init says; strided: drawn for the memory its strides span."""
     if strides is not None:
         from arena.taskdef.loader import storage_elements
@@ -143,8 +153,9 @@ def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], ge
     if kind == "bernoulli":
         return torch.rand(shape, generator=gen, device=device) < float(init.get("p", 0.5))
     if kind == "normal":
-        x = torch.randn(shape, generator=gen, device=device) * float(init.get("std", 1.0)) \
-            + float(init.get("mean", 0.0))
+        x = torch.randn(shape, generator=gen, device=device) * float(init.get("std", 1.0)) + float(
+            init.get("mean", 0.0)
+        )
     elif kind == "uniform":
         low = float(formula.evaluate(init.get("low", -1.0), env))
         high = float(formula.evaluate(init.get("high", 1.0), env))
@@ -160,8 +171,9 @@ def make_one(spec: InputSpec, shape: tuple[int, ...], env: Mapping[str, Any], ge
     return x.to(dtype)
 
 
-def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
-                reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
+def make_inputs(
+    task: Task, env: Mapping[str, Any], seed: int, device: str, reference: ModuleType | None = None
+) -> dict[str, torch.Tensor | None]:
     """All inputs of the signature for one config and seed, in signature order (None for an
     optional input the config leaves out)."""
     out: dict[str, torch.Tensor | None] = {}
@@ -169,13 +181,15 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
     if custom:
         maker = getattr(reference, "make_inputs", None)
         if maker is None:
-            raise ArenaError("inputs with init: custom need make_inputs in reference.py",
-                             path=task.reference_path, key="make_inputs")
+            raise ArenaError(
+                "inputs with init: custom need make_inputs in reference.py", path=task.reference_path, key="make_inputs"
+            )
         made = maker(dict(env), generator(input_seed(seed, -1), device), device)
         for spec in custom:
             if spec.name not in made:
-                raise ArenaError(f"make_inputs did not return {spec.name!r}", path=task.reference_path,
-                                 key="make_inputs")
+                raise ArenaError(
+                    f"make_inputs did not return {spec.name!r}", path=task.reference_path, key="make_inputs"
+                )
     for pos, spec in enumerate(task.inputs):
         if not task.present(spec, env):
             out[spec.name] = None
@@ -184,18 +198,23 @@ def make_inputs(task: Task, env: Mapping[str, Any], seed: int, device: str,
         if spec.init["kind"] == "custom":
             t = made[spec.name]
             if tuple(t.shape) != shape or t.dtype != DTYPES[spec.dtype]:
-                raise ArenaError(f"make_inputs returned {spec.name!r} as {tuple(t.shape)} {t.dtype}, "
-                                 f"the signature says {shape} {spec.dtype}", path=task.reference_path,
-                                 key="make_inputs")
+                raise ArenaError(
+                    f"make_inputs returned {spec.name!r} as {tuple(t.shape)} {t.dtype}, "
+                    f"the signature says {shape} {spec.dtype}",
+                    path=task.reference_path,
+                    key="make_inputs",
+                )
             out[spec.name] = t.to(device).contiguous()
         else:
-            out[spec.name] = make_one(spec, shape, env, generator(input_seed(seed, pos), device), device,
-                                      task.strides(spec, env))
+            out[spec.name] = make_one(
+                spec, shape, env, generator(input_seed(seed, pos), device), device, task.strides(spec, env)
+            )
     return out
 
 
-def record_inputs(task: Task, env: Mapping[str, Any], seed: int, other: int, device: str,
-                  reference: ModuleType | None = None) -> dict[str, torch.Tensor | None]:
+def record_inputs(
+    task: Task, env: Mapping[str, Any], seed: int, other: int, device: str, reference: ModuleType | None = None
+) -> dict[str, torch.Tensor | None]:
     """The inputs a replayed candidate's call is recorded on (``arena.evaluation.trusted.calls.ReplayedCandidate``):
     the structural inputs of ``seed`` (``structural``), every other one of ``other``."""
     own = make_inputs(task, env, seed, device, reference) if has_structural(task, env) else None

@@ -15,8 +15,19 @@ from typing import Any, Mapping, Sequence
 
 from arena.devices import Device
 from arena.devices.ceilings import ceilings_for, roofline_seconds, sol_absent, sol_score, upper_bounds
-from arena.evaluation.protocol import (WAITING_STAGE, CorrectnessFrame, DoneFrame, FailureFrame, LoadedFrame, LockFrame,
-                            PerformanceFrame, PerformanceResult, SandboxFrame, SplitDoneFrame, StageFrame)
+from arena.evaluation.protocol import (
+    WAITING_STAGE,
+    CorrectnessFrame,
+    DoneFrame,
+    FailureFrame,
+    LoadedFrame,
+    LockFrame,
+    PerformanceFrame,
+    PerformanceResult,
+    SandboxFrame,
+    SplitDoneFrame,
+    StageFrame,
+)
 from arena.records import ConfigResult, SideTiming, Status, Verdict
 from arena.taskdef.loader import Config, Task
 from arena.timing import stats

@@ -3,7 +3,8 @@
 ``evaluate(task, candidate, splits, device)`` returns one Verdict per split. Building a
 HIP file runs no candidate code, so it happens here (and is cached, with the symbols its
 object may use checked: ``arena.toolchain.objcheck``). The evaluation itself runs in two
-processes (``arena.evaluation.trusted.process``, ``arena.evaluation.candidate.process``) started through ``arena.evaluation.processes``; the
+processes (``arena.evaluation.trusted.process``, ``arena.evaluation.candidate.process``) started through
+``arena.evaluation.processes``; the
 trusted one reports typed, signed frames (``arena.evaluation.protocol``), which ``arena.evaluation.decision``
 turns into Verdicts. Every outcome maps to a Status from those frames, never from text.
 """
@@ -24,20 +25,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from arena.devices import Device
+from arena.errors import ArenaError
 from arena.evaluation import memory, processes
 from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
 from arena.evaluation.decision import assemble, phase_times
-from arena.devices import Device
-from arena.errors import ArenaError
 from arena.evaluation.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
-from arena.records import ConfigResult, Status, Verdict, file_sha256
 from arena.evaluation.sandbox import confine
+from arena.records import ConfigResult, Status, Verdict, file_sha256
 from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUTS = {"compile_s": 180.0, "load_s": 180.0, "correctness_s": 120.0, "performance_s": 300.0,
-                    "waiting_s": 3600.0}   # for room in the GPU's memory (protocol.WAITING_STAGE)
+DEFAULT_TIMEOUTS = {
+    "compile_s": 180.0,
+    "load_s": 180.0,
+    "correctness_s": 120.0,
+    "performance_s": 300.0,
+    "waiting_s": 3600.0,
+}  # for room in the GPU's memory (protocol.WAITING_STAGE)
 N_SEEDS = 3
 # the trusted process enforces each stage's limit on the candidate's calls and reports a TIMEOUT;
 # the parent's own limit on the trusted process is this much longer
@@ -131,13 +137,19 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
             if uses_autotune(source):
                 info["autotune"] = AUTOTUNE_ON_CPU
             missing = unsupported(source)
-            if missing:          # decided from the file, before it runs: the machine's limit, not the candidate's
-                return _Built(status=Status.NOT_RUNNABLE, info=info, message=(
-                    "not runnable on Triton's interpreter (the cpu backend): it has no implementation of libdevice."
-                    + ", libdevice.".join(missing) + "; a GPU runs it"))
+            if missing:  # decided from the file, before it runs: the machine's limit, not the candidate's
+                return _Built(
+                    status=Status.NOT_RUNNABLE,
+                    info=info,
+                    message=(
+                        "not runnable on Triton's interpreter (the cpu backend): it has no implementation of libdevice."
+                        + ", libdevice.".join(missing)
+                        + "; a GPU runs it"
+                    ),
+                )
         return _Built(job={"language": "triton", "path": str(path)}, info=info)
-    from arena.toolchain.abi import hip_signature_problem
     from arena.toolchain import torch_headers
+    from arena.toolchain.abi import hip_signature_problem
     from arena.toolchain.hip import build_hip, toolchain_available
 
     source = path.read_text(errors="replace")
@@ -158,31 +170,48 @@ def _build_side(task: Task, language: str, path: Path | None, device: Device, ti
             builds.append({"target": target, "arch": arch, "ok": None, "skipped": missing})
             continue
         res = build_hip(path, target=target, arch=arch, timeout=timeout, headers=task.headers)
-        builds.append({"target": target, "arch": arch, "ok": res.ok, "cached": res.cached, "seconds": res.seconds,
-                       "timed_out": res.timed_out, "toolchain": res.toolchain, "resources": res.resources,
-                       "kernels": list(res.kernels), "refused": res.refused, "log": res.log[-4000:]})
+        builds.append(
+            {
+                "target": target,
+                "arch": arch,
+                "ok": res.ok,
+                "cached": res.cached,
+                "seconds": res.seconds,
+                "timed_out": res.timed_out,
+                "toolchain": res.toolchain,
+                "resources": res.resources,
+                "kernels": list(res.kernels),
+                "refused": res.refused,
+                "log": res.log[-4000:],
+            }
+        )
         if res.refused:
             # the object calls what a kernel file may not (a library, the loader, Python) or runs code at load
-            return _Built(status=Status.FORBIDDEN_CALL, message=f"build for {target} {arch} refused: {res.refused}",
-                          info={"builds": builds})
+            return _Built(
+                status=Status.FORBIDDEN_CALL,
+                message=f"build for {target} {arch} refused: {res.refused}",
+                info={"builds": builds},
+            )
         if not res.ok:
             status = Status.COMPILE_TIMEOUT if res.timed_out else Status.COMPILE_ERROR
-            return _Built(status=status, message=f"build for {target} {arch} failed:\n{res.log[-2000:]}",
-                          info={"builds": builds})
+            return _Built(
+                status=status, message=f"build for {target} {arch} failed:\n{res.log[-2000:]}", info={"builds": builds}
+            )
         if i == 0:
             library, kernels = res.library, list(res.kernels)
-            if res.device_code is not None:    # what a replay process loads (arena.evaluation.replay.native_player)
+            if res.device_code is not None:  # what a replay process loads (arena.evaluation.replay.native_player)
                 code = {"device_code": str(res.device_code), "device_code_sha256": res.device_code_sha256}
     info = {"builds": builds}
     from arena.toolchain.portability import warp_width_warnings
 
     portability = warp_width_warnings(source)
-    if portability:          # advice for code meant for both vendors, in the record and the feedback
+    if portability:  # advice for code meant for both vendors, in the record and the feedback
         info["portability"] = portability
     if not device.runs_kernels:
         return _Built(status=Status.NOT_RUNNABLE, info=info, message=not_runnable_reason(info))
-    return _Built(job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels, **code},
-                  info=info)
+    return _Built(
+        job={"language": "hip", "path": str(path), "library": str(library), "kernels": kernels, **code}, info=info
+    )
 
 
 _COMPILER_OF = {"cuda": "nvcc", "rocm": "hipcc"}
@@ -200,10 +229,14 @@ def not_runnable_reason(build: Mapping[str, Any]) -> str:
     if built:
         parts.append("compiled for " + " and ".join(built))
     if skipped:
-        absent = [_COMPILER_OF.get(str(b.get("target")), str(b.get("target"))) for b in skipped
-                  if "not found" in str(b["skipped"])]
-        why = (["no " + " or ".join(absent)] if absent else []) + \
-            [str(b["skipped"]) for b in skipped if "not found" not in str(b["skipped"])]
+        absent = [
+            _COMPILER_OF.get(str(b.get("target")), str(b.get("target")))
+            for b in skipped
+            if "not found" in str(b["skipped"])
+        ]
+        why = (["no " + " or ".join(absent)] if absent else []) + [
+            str(b["skipped"]) for b in skipped if "not found" not in str(b["skipped"])
+        ]
         where = "" if not built else " for " + " and ".join(str(b.get("arch")) for b in skipped)
         parts.append(f"not compiled{where}: " + "; ".join(why))
     parts.append("not run: no GPU")
@@ -230,13 +263,17 @@ def require_runnable_splits(splits: Sequence[str], device: Device) -> None:
         return
     asked = [s for s in GPU_SPLITS if s in splits]
     if asked:
-        raise ArenaError(f"{', '.join(asked)} {'needs' if len(asked) == 1 else 'need'} a GPU (--device cuda or "
-                         f"rocm): {'its' if len(asked) == 1 else 'their'} shapes are sized for one; the cpu backend "
-                         "runs the smoke split (--split smoke)", key="--split")
+        raise ArenaError(
+            f"{', '.join(asked)} {'needs' if len(asked) == 1 else 'need'} a GPU (--device cuda or "
+            f"rocm): {'its' if len(asked) == 1 else 'their'} shapes are sized for one; the cpu backend "
+            "runs the smoke split (--split smoke)",
+            key="--split",
+        )
 
 
-def configs_of_splits(task: Task, splits: Sequence[str], device: Device, split_seed: int | None,
-                      random_configs: int = 4) -> dict[str, list[Config]]:
+def configs_of_splits(
+    task: Task, splits: Sequence[str], device: Device, split_seed: int | None, random_configs: int = 4
+) -> dict[str, list[Config]]:
     """The configs an evaluation of these splits runs: the task's config files, and for the
     random split ``random_configs`` drawn from the shape space with ``split_seed`` within the
     device's limits (left out when there is no seed yet)."""
@@ -251,12 +288,25 @@ def configs_of_splits(task: Task, splits: Sequence[str], device: Device, split_s
     return out
 
 
-def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[str, Sequence[Config]],
-             device: Device, *, timing: bool | None = None, seeds: Sequence[int] | None = None,
-             timing_params: Mapping[str, Any] | None = None, work_dir: Path | None = None,
-             run_id: str = "", agent: str = "", repeat: int = 0, split_seed: int | None = None,
-             random_configs: int = 4, private_dirs: Sequence[Path] = (),
-             deadline_s: float | None = None, on_wait: Callable[[str], None] | None = None) -> list[Verdict]:
+def evaluate(
+    task: Task,
+    candidate: Candidate,
+    splits: Sequence[str] | Mapping[str, Sequence[Config]],
+    device: Device,
+    *,
+    timing: bool | None = None,
+    seeds: Sequence[int] | None = None,
+    timing_params: Mapping[str, Any] | None = None,
+    work_dir: Path | None = None,
+    run_id: str = "",
+    agent: str = "",
+    repeat: int = 0,
+    split_seed: int | None = None,
+    random_configs: int = 4,
+    private_dirs: Sequence[Path] = (),
+    deadline_s: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> list[Verdict]:
     """Run the gates on one candidate over the given splits; one Verdict per split.
 
     ``splits`` names splits (seen, heldout, smoke, random; on the cpu backend smoke only:
@@ -274,6 +324,7 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
 
     def left(limit: float) -> float:
         return limit if end_by is None else max(0.0, min(limit, end_by - time.monotonic()))
+
     if isinstance(splits, Mapping):
         split_configs = {k: list(v) for k, v in splits.items()}
     else:
@@ -287,10 +338,19 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     host_clock = bool((timing_params or {}).get("host_clock")) and not device.runs_kernels
     timing = device.runs_kernels if timing is None else (timing and (device.runs_kernels or host_clock))
     seeds = list(seeds) if seeds is not None else []
-    base = dict(task_id=task.id, category=task.category, candidate=candidate.describe(),
-                device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat, seeds=seeds,
-                split_seed=split_seed if "random" in split_configs else None,
-                versions=dict(device.toolchains), started_at=started_at)
+    base = dict(
+        task_id=task.id,
+        category=task.category,
+        candidate=candidate.describe(),
+        device=device.to_dict(),
+        run_id=run_id,
+        agent=agent,
+        repeat=repeat,
+        seeds=seeds,
+        split_seed=split_seed if "random" in split_configs else None,
+        versions=dict(device.toolchains),
+        started_at=started_at,
+    )
 
     def finish(verdicts: list[Verdict]) -> list[Verdict]:
         wall = time.perf_counter() - started
@@ -300,17 +360,31 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
         return verdicts
 
     def uniform(status: Status, stage: str, message: str, build: dict[str, Any]) -> list[Verdict]:
-        return finish([Verdict(split=s, status=status, stage=stage, message=message, build=build,
-                               configs=[ConfigResult(c.name, dict(c.params), status) for c in cfgs], **base)
-                       for s, cfgs in split_configs.items()])
+        return finish(
+            [
+                Verdict(
+                    split=s,
+                    status=status,
+                    stage=stage,
+                    message=message,
+                    build=build,
+                    configs=[ConfigResult(c.name, dict(c.params), status) for c in cfgs],
+                    **base,
+                )
+                for s, cfgs in split_configs.items()
+            ]
+        )
 
     t0 = time.perf_counter()
     source = None if candidate.language == "reference" else candidate.source_path
     cand = _build_side(task, candidate.language, source, device, left(timeouts["compile_s"]))
     build_info = {**cand.info, "seconds": round(time.perf_counter() - t0, 3)}
     if cand.status is not None:
-        stage = "compile" if cand.status in (Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.NOT_RUNNABLE,
-                                             Status.FORBIDDEN_CALL) else "load"
+        stage = (
+            "compile"
+            if cand.status in (Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.NOT_RUNNABLE, Status.FORBIDDEN_CALL)
+            else "load"
+        )
         return uniform(cand.status, stage, cand.message, build_info)
     baseline_job = None
     if timing:
@@ -338,8 +412,11 @@ def evaluate(task: Task, candidate: Candidate, splits: Sequence[str] | Mapping[s
     held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
     for v in verdicts:
         # the candidate process's device memory at its checks, against its allowance (arena.evaluation.memory.allowance)
-        v.phases = {"build_s": build_info["seconds"], **exit_info["phases"],
-                    **{f"device_{k}": x for k, x in held.get(v.split, {}).items()}}
+        v.phases = {
+            "build_s": build_info["seconds"],
+            **exit_info["phases"],
+            **{f"device_{k}": x for k, x in held.get(v.split, {}).items()},
+        }
     return finish(verdicts)
 
 
@@ -404,9 +481,17 @@ def timer_cache() -> Path:
     return d
 
 
-def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, float], work_dir: Path | None,
-                task: Task, candidate: Candidate, private_dirs: Sequence[Path] = (), end_by: float | None = None,
-                on_wait: Callable[[str], None] | None = None) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
+def _run_worker(
+    job: dict[str, Any],
+    device: Device,
+    timeouts: Mapping[str, float],
+    work_dir: Path | None,
+    task: Task,
+    candidate: Candidate,
+    private_dirs: Sequence[Path] = (),
+    end_by: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
     """Run the evaluation's processes; return the trusted process's frames (with their arrival
     times) and how it ended (timeout stage, return code, log tail). ``end_by`` (a
     time.monotonic() value) caps every stage's deadline; ``on_wait`` is told, every
@@ -423,13 +508,23 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     readable = [Path(cand[k]) for k in ("path", "library") if cand.get(k)]
     if cand.get("trusted"):
         readable.append(task.reference_path)
-    sandbox = processes.sandbox_spec(hide=[task.path.parents[1], *private_dirs], read=readable,
-                                     write=[worker.candidate_dir, cand_dir])
-    job = {**job, "key": key.hex(), "sandbox": sandbox, "candidate_dir": str(worker.candidate_dir),
-           "baseline_dir": str(worker.baseline_dir), "kernel_cache": str(timer_cache()),
-           "candidate_env": {"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
-           "env": {"TRITON_CACHE_DIR": str(trusted_dir), "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
-                   **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ}}}
+    sandbox = processes.sandbox_spec(
+        hide=[task.path.parents[1], *private_dirs], read=readable, write=[worker.candidate_dir, cand_dir]
+    )
+    job = {
+        **job,
+        "key": key.hex(),
+        "sandbox": sandbox,
+        "candidate_dir": str(worker.candidate_dir),
+        "baseline_dir": str(worker.baseline_dir),
+        "kernel_cache": str(timer_cache()),
+        "candidate_env": {"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
+        "env": {
+            "TRITON_CACHE_DIR": str(trusted_dir),
+            "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
+            **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ},
+        },
+    }
     if worker.lock_fds:
         job["gpu_lock"], job["gpu_memory"] = list(worker.lock_fds[:2]), worker.lock_fds[2]
     spawned = time.monotonic()
@@ -437,17 +532,21 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     with processes.LIVE_LOCK:
         processes.LIVE.add(proc)
     try:
-        frames, info = _talk_to_worker(proc, job, key, worker.res_r, worker.job_w, spawned, timeouts, end_by,
-                                       cwd / "worker.log", on_wait)
+        frames, info = _talk_to_worker(
+            proc, job, key, worker.res_r, worker.job_w, spawned, timeouts, end_by, cwd / "worker.log", on_wait
+        )
     finally:
         with processes.LIVE_LOCK:
             processes.LIVE.discard(proc)
         processes.SPARES.release(kind)
-    if work_dir:                   # the run keeps the processes' output beside its artifacts
+    if work_dir:  # the run keeps the processes' output beside its artifacts
         work_dir.mkdir(parents=True, exist_ok=True)
         with open(work_dir / "worker.log", "ab") as out:
-            for log in (cwd / "worker.log", worker.candidate_dir / "candidate.log",
-                        worker.baseline_dir / "candidate.log"):
+            for log in (
+                cwd / "worker.log",
+                worker.candidate_dir / "candidate.log",
+                worker.baseline_dir / "candidate.log",
+            ):
                 try:
                     out.write(log.read_bytes())
                 except OSError:
@@ -459,12 +558,21 @@ def _run_worker(job: dict[str, Any], device: Device, timeouts: Mapping[str, floa
     return frames, info
 
 
-WAIT_NOTE_S = 15.0      # silence from an evaluation after which ``on_wait`` hears of it, and again after as long
+WAIT_NOTE_S = 15.0  # silence from an evaluation after which ``on_wait`` hears of it, and again after as long
 
 
-def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res_r: int, job_w: int,
-                    spawned: float, timeouts: Mapping[str, float], end_by: float | None, log_path: Path,
-                    on_wait: Callable[[str], None] | None = None) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
+def _talk_to_worker(
+    proc: subprocess.Popen,
+    job: dict[str, Any],
+    key: bytes,
+    res_r: int,
+    job_w: int,
+    spawned: float,
+    timeouts: Mapping[str, float],
+    end_by: float | None,
+    log_path: Path,
+    on_wait: Callable[[str], None] | None = None,
+) -> tuple[list[tuple[float, Any]], dict[str, Any]]:
     frames: list[tuple[float, Any]] = []
     q: queue.Queue = queue.Queue()
     read_signed = signed_reader(res_r, key)
@@ -476,7 +584,7 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
                 if f is None:
                     q.put(None)
                     return
-                q.put((time.monotonic() - spawned, decode(f, REPORTS)))   # when it arrived, for the phase times
+                q.put((time.monotonic() - spawned, decode(f, REPORTS)))  # when it arrived, for the phase times
         except (ForgedFrame, ProtocolError) as exc:
             q.put(("forged", str(exc)))
         except Exception as exc:  # noqa: BLE001 - a garbled frame ends the channel
@@ -497,19 +605,21 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
     deadline = stage_deadline(timeouts["load_s"])
     timed_out = None
     forged = None
-    where = ""                      # the split and config of the stage, where the trusted process named them
-    heard = time.monotonic()        # the last frame's arrival
+    where = ""  # the split and config of the stage, where the trusted process named them
+    heard = time.monotonic()  # the last frame's arrival
     while True:
         now = time.monotonic()
         wait = deadline - now if on_wait is None else min(deadline - now, heard + WAIT_NOTE_S - now)
         try:
             item = q.get(timeout=max(0.05, wait))
         except queue.Empty:
-            if time.monotonic() < deadline - 0.01:       # a note of the silence, not the deadline
+            if time.monotonic() < deadline - 0.01:  # a note of the silence, not the deadline
                 heard = time.monotonic()
                 silent = heard - (frames[-1][0] + spawned if frames else spawned)
-                on_wait(f"{stage}{where}: nothing from the evaluation for {silent:.0f} s; it is stopped "
-                        f"{max(0.0, deadline - heard):.0f} s from now if nothing comes")
+                on_wait(
+                    f"{stage}{where}: nothing from the evaluation for {silent:.0f} s; it is stopped "
+                    f"{max(0.0, deadline - heard):.0f} s from now if nothing comes"
+                )
                 continue
             timed_out = stage
             break
@@ -523,7 +633,9 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
         frame = item[1]
         if isinstance(frame, StageFrame):
             stage = frame.stage
-            where = f" of {'/'.join(p for p in (frame.split, frame.config) if p)}" if frame.split or frame.config else ""
+            where = (
+                f" of {'/'.join(p for p in (frame.split, frame.config) if p)}" if frame.split or frame.config else ""
+            )
             deadline = stage_deadline(timeouts.get(f"{stage}_s", timeouts["load_s"]))
         if frame.type in ("done", "failure"):
             break
@@ -541,5 +653,12 @@ def _talk_to_worker(proc: subprocess.Popen, job: dict[str, Any], key: bytes, res
         tail = log_path.read_bytes()[-3000:].decode(errors="replace")
     except OSError:
         pass
-    return frames, {"timed_out": timed_out, "returncode": rc, "log_tail": tail, "log_path": "", "stage": stage,
-                    "forged": forged, "phases": phase_times(frames)}
+    return frames, {
+        "timed_out": timed_out,
+        "returncode": rc,
+        "log_tail": tail,
+        "log_path": "",
+        "stage": stage,
+        "forged": forged,
+        "phases": phase_times(frames),
+    }

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import importlib
+import json
 import os
 import re
 import secrets
-import shutil
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -44,8 +44,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from arena.evaluation.channel import FrameTooLarge, take_frame, write_frame
-from arena.evaluation.protocol import (CANDIDATE_REPLIES, CompilingNotice, ProtocolError, ResumeRequest, TuningNotice, decode,
-                            encode)
+from arena.evaluation.protocol import (
+    CANDIDATE_REPLIES,
+    CompilingNotice,
+    ProtocolError,
+    ResumeRequest,
+    TuningNotice,
+    decode,
+    encode,
+)
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]    # the checkout (or site-packages) holding arena/
 _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY$", re.IGNORECASE)
@@ -247,9 +254,24 @@ def spawn_worker(device: Any) -> Worker:
     mode = "gpu" if device.runs_kernels else "cpu"
     with open(cwd / "worker.log", "ab") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "arena.evaluation.trusted.process", str(job_r), str(res_w), mode, *map(str, lock_fds[2:])],
-            pass_fds=(job_r, res_w, *lock_fds), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-            cwd=cwd, env=_worker_env(device, cwd), start_new_session=True)
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "arena.evaluation.trusted.process",
+                str(job_r),
+                str(res_w),
+                mode,
+                *map(str, lock_fds[2:]),
+            ],
+            pass_fds=(job_r, res_w, *lock_fds),
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=_worker_env(device, cwd),
+            start_new_session=True,
+        )
     for fd in (job_r, res_w, *lock_fds):
         os.close(fd)
     return Worker(proc, job_w, res_r, cwd, lock_fds, time.monotonic())
@@ -292,7 +314,7 @@ class Spares:
         if got is None:
             got = spawn_worker(device)
         if want:
-            with self.lock:     # workers of an environment no job runs in now are not waited for
+            with self.lock:  # workers of an environment no job runs in now are not waited for
                 stale = [p for k, ps in self.idle.items() if k != key and not self.running.get(k) for p in ps]
                 self.idle = {k: ps for k, ps in self.idle.items() if k == key or self.running.get(k)}
             for p in stale:
@@ -312,7 +334,7 @@ class Spares:
         """Keep at most MAX_IDLE idle workers; the oldest go (under lock)."""
         cap = self.MAX_IDLE
         old = sorted(((p.started, id(p), k, p) for k, ps in self.idle.items() for p in ps), key=lambda t: t[:2])
-        for _, _, k, p in old[:max(0, len(old) - cap)]:
+        for _, _, k, p in old[: max(0, len(old) - cap)]:
             self.idle[k].remove(p)
             p.discard()
 
@@ -327,7 +349,7 @@ class Spares:
 
 SPARES = Spares()
 atexit.register(SPARES.close)
-LIVE: set[subprocess.Popen] = set()      # trusted processes running a job now, across the runner's threads
+LIVE: set[subprocess.Popen] = set()  # trusted processes running a job now, across the runner's threads
 LIVE_LOCK = threading.Lock()
 
 
@@ -356,13 +378,15 @@ class CandidateGone(Exception):
         self.message = message
 
 
-
 # the largest frame a confined process may send (a record of 4,096 launches with their parameters is far less)
 MAX_REPLY_BYTES = 64 * 2**20
 # the module whose main each role's process runs: the candidate's code (and the baseline's) in one kind,
 # the records of the candidate's calls in the other, which runs none of its code
-SERVERS = {"candidate": "arena.evaluation.candidate.process", "baseline": "arena.evaluation.candidate.process",
-           "replay": "arena.evaluation.replay.process"}
+SERVERS = {
+    "candidate": "arena.evaluation.candidate.process",
+    "baseline": "arena.evaluation.candidate.process",
+    "replay": "arena.evaluation.replay.process",
+}
 
 
 class CandidatePeer:
@@ -382,8 +406,7 @@ class CandidatePeer:
     process sees it (``pid``: NVML's figure for it) and the filter's listener come back on the
     control socket ``ctl``, which then carries the calls' buffers to it as descriptors."""
 
-    def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False,
-                 role: str = "candidate"):
+    def __init__(self, mode: str, cwd: Path, env: Mapping[str, str], *, fork: bool = False, role: str = "candidate"):
         from arena.evaluation.sandbox import confine, seccomp
 
         self.cwd = cwd
@@ -391,24 +414,38 @@ class CandidatePeer:
         cwd.mkdir(parents=True, exist_ok=True)
         # confined by the kernel before any of its code runs (arena.evaluation.sandbox.confine): the plan is made here
         self.plan = confine.plan(role, share_by_fd=shares_by_fd(mode))
-        env = {**env, "HOME": str(cwd), "USER": "arena", "LOGNAME": "arena"}     # no home, no entry in passwd
+        env = {**env, "HOME": str(cwd), "USER": "arena", "LOGNAME": "arena"}  # no home, no entry in passwd
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.notice_r, notice_w = os.pipe()
-        self.status_r, status_w = os.pipe()       # its wait status, from its namespace's init
+        self.status_r, status_w = os.pipe()  # its wait status, from its namespace's init
         self.ctl, ctl_child = confine.socketpair()
-        argv = [str(req_r), str(rep_w), str(notice_w), mode, str(ctl_child.fileno()), str(status_w),
-                self.plan.to_json()]
+        argv = [
+            str(req_r),
+            str(rep_w),
+            str(notice_w),
+            mode,
+            str(ctl_child.fileno()),
+            str(status_w),
+            self.plan.to_json(),
+        ]
         keep = (req_r, rep_w, notice_w, ctl_child.fileno(), status_w)
         with confine.pid_namespace(self.plan.namespaces):
             if fork and _forkable():
                 self.proc = _fork_candidate(argv, keep, cwd, env, role)
             else:
                 with open(cwd / "candidate.log", "ab") as logf:
-                    # it makes a session of its own (arena.evaluation.sandbox.confine): the trusted process's death ends it
+                    # it makes a session of its own (arena.evaluation.sandbox.confine): the trusted process's death ends
+                    # it
                     self.proc = subprocess.Popen(
-                        [sys.executable, "-P", "-m", SERVERS.get(role, SERVERS["candidate"]), *argv], pass_fds=keep,
-                        stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd, env=dict(env))
+                        [sys.executable, "-P", "-m", SERVERS.get(role, SERVERS["candidate"]), *argv],
+                        pass_fds=keep,
+                        stdin=subprocess.DEVNULL,
+                        stdout=logf,
+                        stderr=subprocess.STDOUT,
+                        cwd=cwd,
+                        env=dict(env),
+                    )
         for fd in (req_r, rep_w, notice_w, status_w):
             os.close(fd)
         ctl_child.close()
@@ -422,7 +459,7 @@ class CandidatePeer:
             self.confine_error = ""
         if listener is not None:
             self.listener = seccomp.Listener(listener, learn=os.environ.get(seccomp.LEARN_ENV) or None)
-        self.ctl.shutdown(socket.SHUT_RD)         # nothing more is read from it: it carries descriptors there
+        self.ctl.shutdown(socket.SHUT_RD)  # nothing more is read from it: it carries descriptors there
         self.ctl.setblocking(False)
         self._channel()
 
@@ -447,7 +484,7 @@ class CandidatePeer:
         ("garbled", why), or None if none came within ``timeout`` seconds."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
-            try:     # held in this process's memory whole before it is read: bounded before it is
+            try:  # held in this process's memory whole before it is read: bounded before it is
                 body = take_frame(self._buf, MAX_REPLY_BYTES)
             except FrameTooLarge as exc:
                 return "garbled", str(exc)
@@ -467,7 +504,7 @@ class CandidatePeer:
             if self.listener is not None and any(fd == self.listener.fd for fd, _ in events):
                 self.refused()
                 if all(ev & select.POLLIN == 0 for fd, ev in events if fd == self.listener.fd):
-                    self._poll.unregister(self.listener.fd)     # hung up: no filter user is left
+                    self._poll.unregister(self.listener.fd)  # hung up: no filter user is left
                 if all(fd == self.listener.fd for fd, _ in events):
                     continue
             try:
@@ -481,8 +518,7 @@ class CandidatePeer:
             else:
                 self._eof = True
 
-    def request(self, frame: Any, deadline: float | None = None,
-                on_notice: Callable[[Any], None] | None = None) -> Any:
+    def request(self, frame: Any, deadline: float | None = None, on_notice: Callable[[Any], None] | None = None) -> Any:
         return self.finish(self.start(frame), deadline, on_notice)
 
     def start(self, frame: Any) -> int:
@@ -496,8 +532,7 @@ class CandidatePeer:
             self._end("died", "")
         return nonce
 
-    def finish(self, nonce: int, deadline: float | None = None,
-               on_notice: Callable[[Any], None] | None = None) -> Any:
+    def finish(self, nonce: int, deadline: float | None = None, on_notice: Callable[[Any], None] | None = None) -> Any:
         if self.gone is not None:
             raise self.gone
         while True:
@@ -520,8 +555,8 @@ class CandidatePeer:
                 self._end("protocol", str(exc))
             if isinstance(reply, (CompilingNotice, TuningNotice)):
                 if on_notice is not None:
-                    on_notice(reply)          # the lock let go, taken back, taken alone or shared again
-                try:                          # the process waits until then
+                    on_notice(reply)  # the lock let go, taken back, taken alone or shared again
+                try:  # the process waits until then
                     write_frame(self.req_w, {"nonce": nonce, "frame": encode(ResumeRequest())})
                 except OSError:
                     self._end("died", "")
@@ -536,8 +571,9 @@ class CandidatePeer:
         got = self.listener.take()
         if got is not None:
             self.proc.kill()
-            self._end("forbidden", f"the {self.role}'s process made a system call its sandbox refuses: "
-                                   f"{got.describe()}")
+            self._end(
+                "forbidden", f"the {self.role}'s process made a system call its sandbox refuses: {got.describe()}"
+            )
 
     def _end(self, why: str, message: str) -> None:
         """Stop the process and raise why it can answer no more."""
@@ -556,15 +592,19 @@ class CandidatePeer:
         if why == "forbidden":
             pass
         elif named is not None:
-            why, message = "forbidden", f"the {self.role}'s process made a system call its sandbox refuses: " \
-                                        f"{named.describe()}"
+            why, message = (
+                "forbidden",
+                f"the {self.role}'s process made a system call its sandbox refuses: {named.describe()}",
+            )
         elif notice is not None:
             why, message = "forbidden", notice
-        elif rc == FORBIDDEN_EXIT:      # the audit hook's exit, its notice pipe closed by the candidate first
+        elif rc == FORBIDDEN_EXIT:  # the audit hook's exit, its notice pipe closed by the candidate first
             why, message = "forbidden", "the candidate did what candidates may not (the audit hook ended its process)"
-        elif rc == -signal.SIGSYS:      # the filter killed it (a call it refuses that no rule could name)
-            why, message = "forbidden", f"the {self.role}'s process made a system call its sandbox refuses (the " \
-                                        f"kernel ended it with SIGSYS)"
+        elif rc == -signal.SIGSYS:  # the filter killed it (a call it refuses that no rule could name)
+            why, message = (
+                "forbidden",
+                f"the {self.role}'s process made a system call its sandbox refuses (the kernel ended it with SIGSYS)",
+            )
         elif why == "died":
             how = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
             unconfined = f"; it never said how it was confined ({self.confine_error})" if self.confine_error else ""
@@ -715,8 +755,9 @@ class _Forked:
             pass
 
 
-def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str],
-                    role: str = "candidate") -> _Forked:
+def _fork_candidate(
+    argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapping[str, str], role: str = "candidate"
+) -> _Forked:
     """The candidate process as a fork of this one (no device context here yet, torch already
     imported, so the child starts in milliseconds instead of importing everything again). The
     child keeps only its own descriptors (not this process's job and result pipes, nor the
@@ -739,7 +780,7 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        tempfile.tempdir = None         # $TMPDIR is now the child's own
+        tempfile.tempdir = None  # $TMPDIR is now the child's own
         code = importlib.import_module(SERVERS.get(role, SERVERS["candidate"])).main(argv) or 0
     except BaseException:  # noqa: BLE001 - the child never returns into the parent's code
         import traceback
@@ -747,7 +788,6 @@ def _fork_candidate(argv: list[str], keep: tuple[int, ...], cwd: Path, env: Mapp
         traceback.print_exc()
     finally:
         os._exit(code)
-
 
 
 def preload_servers() -> None:

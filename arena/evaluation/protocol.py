@@ -40,7 +40,7 @@ _REGISTRY: dict[str, type] = {}
 
 def frame(cls: type) -> type:
     """Register a frame dataclass under its ``type`` name."""
-    name = cls.type
+    name: str = cls.type  # type: ignore[attr-defined]  # every frame class declares its ClassVar type
     if name in _REGISTRY:
         raise ValueError(f"frame type {name!r} registered twice")
     _REGISTRY[name] = cls
@@ -71,7 +71,7 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def decode(obj: Any, allowed: tuple[type, ...] | frozenset | None = None) -> Any:
+def decode(obj: Any, allowed: tuple[type, ...] | frozenset[type] | None = None) -> Any:
     """The frame a dict stands for, every field checked; ``allowed`` limits the frame types."""
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ProtocolError("a frame is a JSON object with a string 'type'")
@@ -88,7 +88,7 @@ def decode(obj: Any, allowed: tuple[type, ...] | frozenset | None = None) -> Any
     return frame_obj
 
 
-def loads(raw: bytes | str, allowed: tuple[type, ...] | frozenset | None = None) -> Any:
+def loads(raw: bytes | str, allowed: tuple[type, ...] | frozenset[type] | None = None) -> Any:
     try:
         obj = json.loads(raw)
     except ValueError as exc:
@@ -116,7 +116,7 @@ def _build(cls: type, data: dict[str, Any], where: str) -> Any:
     kwargs = {}
     for name, f in fields.items():
         if name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ProtocolError(f"{where}: missing field {name!r}")
             continue
         kwargs[name] = _value(data[name], hints[name], f"{where}.{name}")
@@ -177,7 +177,7 @@ def _value(v: Any, hint: Any, where: str) -> Any:
             raise ProtocolError(f"{where}: expected an object")
         _, val = typing.get_args(hint) or (str, Any)
         return {str(k): _value(x, val, f"{where}.{k}") for k, x in v.items()}
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, v, where)
     raise ProtocolError(f"{where}: no rule for {hint!r}")  # pragma: no cover - a frame definition error
 
@@ -340,10 +340,10 @@ class CandidateSpec:
     n_outputs: int
     scalar_types: list[str]       # int64 | int32 | float32 | bool, in call order
     library: str = ""             # the built shared library (hip)
-    device_code: str = ""         # the replay process: a HIP build's device code alone (arena.evaluation.candidate.native_recorder)
+    device_code: str = ""
     device_code_sha256: str = ""
-    forbidden: list[str] = field(default_factory=list)    # torch functions the task forbids
-    trusted: bool = False         # the task's own reference, run as the candidate (torch2hip's starting point)
+    forbidden: list[str] = field(default_factory=list)  # torch functions the task forbids
+    trusted: bool = False  # the task's own reference, run as the candidate (torch2hip's starting point)
 
 
 @frame
@@ -354,7 +354,7 @@ class OpenRequest:
     the setup, so this process opens its device while the trusted one opens its own."""
 
     type: ClassVar[str] = "open"
-    kernel_cache: str = ""       # where the timer's own kernels are compiled (arena.timing.timer.preload)
+    kernel_cache: str = ""  # where the timer's own kernels are compiled (arena.timing.timer.preload)
 
 
 @frame
@@ -366,11 +366,11 @@ class SetupRequest:
     type: ClassVar[str] = "setup"
     candidate: CandidateSpec
     env: dict[str, str] = field(default_factory=dict)
-    sandbox: dict[str, list[str]] | None = None       # hide / read / write (arena.evaluation.sandbox)
+    sandbox: dict[str, list[str]] | None = None  # hide / read / write (arena.evaluation.sandbox)
     llc_bytes: int = 0
     timing: bool = False
-    probe: str = ""          # a small slot (arena.evaluation.buffers) to map and answer through: the sharing works
-    record: bool = False     # the candidate's calls are recorded when asked (arena.evaluation.record)
+    probe: str = ""  # a small slot (arena.evaluation.buffers) to map and answer through: the sharing works
+    record: bool = False  # the candidate's calls are recorded when asked (arena.evaluation.record)
 
 
 @frame
@@ -389,7 +389,7 @@ class MapRequest:
     type: ClassVar[str] = "map"
     slot: int
     handle: str
-    scalars: list[bool | int | float] = field(default_factory=list)   # a bool scalar stays a bool
+    scalars: list[bool | int | float] = field(default_factory=list)  # a bool scalar stays a bool
 
 
 @frame
@@ -404,9 +404,9 @@ class ReleaseRequest:
 class CallRequest:
     type: ClassVar[str] = "call"
     slot: int
-    trace: bool = True           # record the torch operators a Python candidate calls
+    trace: bool = True  # record the torch operators a Python candidate calls
     copy_out: bool = True
-    record: bool = False         # record the call's device work (arena.evaluation.record): it comes back in the reply
+    record: bool = False  # record the call's device work (arena.evaluation.record): it comes back in the reply
 
 
 # ------------------------------------------------------------------------------------------
@@ -572,8 +572,20 @@ class ResumeRequest:
     type: ClassVar[str] = "resume"
 
 
-REQUESTS = (OpenRequest, SetupRequest, LoadRequest, MapRequest, ReleaseRequest, CallRequest, BeginRequest, SampleRequest, EndRequest,
-            KernelsRequest, QuitRequest, ReplayRequest)
+REQUESTS = (
+    OpenRequest,
+    SetupRequest,
+    LoadRequest,
+    MapRequest,
+    ReleaseRequest,
+    CallRequest,
+    BeginRequest,
+    SampleRequest,
+    EndRequest,
+    KernelsRequest,
+    QuitRequest,
+    ReplayRequest,
+)
 # Requests whose handling in the candidate process runs no candidate code: its signals are held,
 # its threads are gone, the collector is off meanwhile (no finalizer of the candidate's runs) and
 # nothing the candidate was handed is dropped. The rest may run candidate code (its import, its
@@ -625,10 +637,10 @@ class FailReply:
     it changed what the harness relies on, it called what it may not)."""
 
     type: ClassVar[str] = "fail"
-    statuses: ClassVar[frozenset] = CANDIDATE_STATUSES
+    statuses: ClassVar[frozenset[Status]] = CANDIDATE_STATUSES
     status: Status
     message: str
-    context_lost: bool = False     # a sticky device error: nothing more can run in that process
+    context_lost: bool = False  # a sticky device error: nothing more can run in that process
     # where in the candidate's file the failure was raised (arena.evaluation.tracebacks): data only, bounded on arrival
     traceback: list[TraceEntry] = field(default_factory=list)
 
@@ -638,7 +650,7 @@ class FailReply:
 class CalledReply:
     type: ClassVar[str] = "called"
     host_us: float = 0.0
-    record: CallRecord | None = None     # the call's device work, where the request asked for it
+    record: CallRecord | None = None  # the call's device work, where the request asked for it
 
 
 @frame
@@ -667,7 +679,7 @@ class StepSample:
 class SessionReply:
     type: ClassVar[str] = "session"
     samples: list[StepSample] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)     # "<step index>: <warning>"
+    warnings: list[str] = field(default_factory=list)  # "<step index>: <warning>"
     profiler_s: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)  # the steps' host seconds there, by part (timer.STEP_PARTS)
 
@@ -705,5 +717,16 @@ class TuningNotice:
     on: bool
 
 
-CANDIDATE_REPLIES = (ReadyReply, SetupFailReply, LoadedReply, AckReply, FailReply, CalledReply, SampledReply, SessionReply, KernelsReply, CompilingNotice,
-                     TuningNotice)
+CANDIDATE_REPLIES = (
+    ReadyReply,
+    SetupFailReply,
+    LoadedReply,
+    AckReply,
+    FailReply,
+    CalledReply,
+    SampledReply,
+    SessionReply,
+    KernelsReply,
+    CompilingNotice,
+    TuningNotice,
+)

@@ -23,13 +23,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arena.evaluation.channel import read_frame, write_frame
-from arena.evaluation.protocol import (AckReply, BeginRequest, CalledReply, CallRequest, CandidateSpec, CompilingNotice,
-                                       EndRequest, FailReply, KernelsReply, KernelsRequest, LoadRequest, MapRequest, OpenRequest,
-                                       QuitRequest, ReadyReply, ReleaseRequest, ReplayRequest, REQUESTS, ResumeRequest,
-                                       SampledReply, SampleRequest, SessionReply, SetupFailReply, SetupRequest,
-                                       StepSample, decode, encode)
+from arena.evaluation.protocol import (
+    REQUESTS,
+    AckReply,
+    BeginRequest,
+    CalledReply,
+    CallRequest,
+    CandidateSpec,
+    CompilingNotice,
+    EndRequest,
+    FailReply,
+    KernelsReply,
+    KernelsRequest,
+    LoadRequest,
+    MapRequest,
+    OpenRequest,
+    QuitRequest,
+    ReadyReply,
+    ReleaseRequest,
+    ReplayRequest,
+    ResumeRequest,
+    SampledReply,
+    SampleRequest,
+    SessionReply,
+    SetupFailReply,
+    SetupRequest,
+    StepSample,
+    decode,
+    encode,
+)
 from arena.records import Status
-
 
 # Every signal but the faults a crash raises (which must still end the process as they would)
 _ASYNC_SIGNALS = frozenset(signal.valid_signals()) - {
@@ -179,11 +202,11 @@ class CallServer:
             from arena.evaluation.sandbox import restrict
 
             write = list(req.sandbox["write"])
-            if self.private_tmp:              # its own tmpfs, in its own mount namespace (arena.evaluation.sandbox.confine)
+            if self.private_tmp:  # its own tmpfs, in its own mount namespace (arena.evaluation.sandbox.confine)
                 write.append(os.environ["TMPDIR"])
             why = restrict(req.sandbox["hide"], req.sandbox["read"], write)
             applied, reason = why is None, why or ""
-            if not applied:                 # nothing bounds what it reads: no reading past file permissions
+            if not applied:  # nothing bounds what it reads: no reading past file permissions
                 from arena.evaluation.sandbox.confine import landlock_missing
 
                 landlock_missing()
@@ -199,7 +222,7 @@ class CallServer:
 
                 self.timer = HostTimer()
         self.prepare(req)
-        if req.probe:             # the buffers of the calls to come are shared the same way
+        if req.probe:  # the buffers of the calls to come are shared the same way
             from arena.evaluation.buffers import open_slot
 
             (probe,), keep = open_slot(req.probe, self._fd_of(req.probe, 0))
@@ -283,7 +306,7 @@ class CallServer:
                     kernel = real(src, *args, **kwargs)
             finally:
                 send(CompilingNotice(on=False))
-                resume()         # no launch of this process's until the trusted one holds the lock again
+                resume()  # no launch of this process's until the trusted one holds the lock again
             fn = getattr(getattr(src, "fn", None), "fn", None)
             code = getattr(fn, "__code__", None)
             if code is not None and candidate_file and Path(code.co_filename).resolve() == Path(candidate_file):
@@ -346,22 +369,27 @@ class CallServer:
             try:
                 self._sync()
             except Exception as exc:  # noqa: BLE001 - asynchronous device errors surface here
-                raise Refused(Status.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000],
-                              context_lost=self._lost()) from None
+                raise Refused(
+                    Status.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000], context_lost=self._lost()
+                ) from None
         finally:
-            gc.collect()   # finalizers of the candidate's garbage run now, before the checks below
+            gc.collect()  # finalizers of the candidate's garbage run now, before the checks below
         host_us = (time.perf_counter() - t0) * 1e6
         self.guard("the candidate's call")
         self._outputs_intact(req.slot)
         if trace is not None:
             forbidden = trace.forbidden_calls(self.spec.forbidden)
             if forbidden:
-                raise Refused(Status.FORBIDDEN_CALL, f"the candidate called {', '.join(forbidden)}, which the "
-                                                     f"task forbids")
+                raise Refused(
+                    Status.FORBIDDEN_CALL, f"the candidate called {', '.join(forbidden)}, which the task forbids"
+                )
             compute = trace.compute_ops()
             if compute:
-                raise Refused(Status.FORBIDDEN_CALL, "a Triton candidate computes in Triton kernels; it called the "
-                                                     f"torch operators {', '.join(compute[:8])}")
+                raise Refused(
+                    Status.FORBIDDEN_CALL,
+                    "a Triton candidate computes in Triton kernels; it called the "
+                    f"torch operators {', '.join(compute[:8])}",
+                )
         return CalledReply(host_us=round(host_us, 3), record=rec.record() if req.record else None)
 
     def sample(self, req: SampleRequest) -> Any:
@@ -383,8 +411,9 @@ class CallServer:
         if not self.spec.trusted and self.threads is not None:
             threads = self.threads.after()
             if threads:
-                raise Refused(Status.INTEGRITY_VIOLATION, f"a timed call left threads running: "
-                                                          f"{', '.join(threads[:8])}")
+                raise Refused(
+                    Status.INTEGRITY_VIOLATION, f"a timed call left threads running: {', '.join(threads[:8])}"
+                )
         end = time.perf_counter()
         self.timer.step_parts["threads"] += checks + end - t_out
         served = end - t_in
@@ -399,16 +428,20 @@ class CallServer:
         prof0 = self.timer.profiler_s
         try:
             samples, warnings = session.close()
-        except TraceCutError as exc:       # our kernels are launched as counted: the extra ones are its own
-            raise Refused(Status.INTEGRITY_VIOLATION,
-                          f"the device trace of the candidate's timed calls does not cut into samples: the "
-                          f"harness's timing kernels ({', '.join(OURS)}) are not there as it launched them (a "
-                          f"kernel of the candidate's named like one of them): {exc}") from None
+        except TraceCutError as exc:  # our kernels are launched as counted: the extra ones are its own
+            raise Refused(
+                Status.INTEGRITY_VIOLATION,
+                f"the device trace of the candidate's timed calls does not cut into samples: the "
+                f"harness's timing kernels ({', '.join(OURS)}) are not there as it launched them (a "
+                f"kernel of the candidate's named like one of them): {exc}",
+            ) from None
         self.guard("the candidate's timed calls")
-        return SessionReply(samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
-                            warnings=[f"{j}: {w}" for j, w in warnings],
-                            profiler_s=round(self.timer.profiler_s - prof0, 3),
-                            parts={k: round(v, 6) for k, v in self.timer.step_parts.items()})
+        return SessionReply(
+            samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
+            warnings=[f"{j}: {w}" for j, w in warnings],
+            profiler_s=round(self.timer.profiler_s - prof0, 3),
+            parts={k: round(v, 6) for k, v in self.timer.step_parts.items()},
+        )
 
     # -- checks --------------------------------------------------------------------------------
     def before(self) -> None:
@@ -424,11 +457,14 @@ class CallServer:
         _, outs, _, _, meta = self._slot(slot)
         for k, (o, m) in enumerate(zip(outs, meta)):
             if type(o) is not self.torch.Tensor:
-                raise Refused(Status.INTEGRITY_VIOLATION,
-                              f"output {k} is no longer a plain tensor (now {type(o).__name__})")
+                raise Refused(
+                    Status.INTEGRITY_VIOLATION, f"output {k} is no longer a plain tensor (now {type(o).__name__})"
+                )
             if (o.shape, o.dtype, o.stride(), o.data_ptr()) != m:
-                raise Refused(Status.INCORRECT_SHAPE, f"output {k} was replaced or reshaped (now {tuple(o.shape)} "
-                                                      f"{o.dtype}, given {tuple(m[0])} {m[1]})")
+                raise Refused(
+                    Status.INCORRECT_SHAPE,
+                    f"output {k} was replaced or reshaped (now {tuple(o.shape)} {o.dtype}, given {tuple(m[0])} {m[1]})",
+                )
 
     def _sync(self) -> None:
         if self.gpu:
@@ -450,7 +486,7 @@ class CallServer:
                 return reply
             if isinstance(reply, SetupFailReply):
                 return reply
-            if self.side is None:        # no candidate code has run here
+            if self.side is None:  # no candidate code has run here
                 return SetupFailReply(message=f"the device failed: {message}")
             return FailReply(status=Status.RUNTIME_ERROR, message=message, context_lost=True)
         return reply
@@ -464,7 +500,6 @@ class CallServer:
             return False
         except Exception:  # noqa: BLE001
             return True
-
 
 
 def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[], None]) -> int:
@@ -496,10 +531,10 @@ def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[]
 
     current = {"nonce": 0}
 
-    def send(frame: Any) -> None:             # every frame answers the request in progress
+    def send(frame: Any) -> None:  # every frame answers the request in progress
         write_frame(rep_fd, {"nonce": current["nonce"], "frame": encode(frame)})
 
-    def resume() -> None:                     # after a notice: the lock is as the notice asked
+    def resume() -> None:  # after a notice: the lock is as the notice asked
         raw = read_frame(req_fd)
         if raw is None:
             os._exit(0)
@@ -517,12 +552,14 @@ def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[]
         try:
             reply = proc.settle(proc.handle(req))
         except BaseException as exc:  # noqa: BLE001 - what broke here is told, then the process ends
-            send(FailReply(status=Status.RUNTIME_ERROR, message=f"{type(exc).__name__}: {exc}\n"
-                                                                f"{traceback.format_exc()[-2000:]}"))
+            send(
+                FailReply(
+                    status=Status.RUNTIME_ERROR,
+                    message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}",
+                )
+            )
             break
         send(reply)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)   # skip interpreter teardown: candidate atexit hooks and threads do not get a say
-
-
+    os._exit(0)  # skip interpreter teardown: candidate atexit hooks and threads do not get a say

@@ -185,9 +185,14 @@ def _count(value: Any, low: int) -> int:
 def _clean(e: Any) -> TraceEntry:
     if isinstance(e, Mapping):
         e = TraceEntry.from_dict(dict(e))
-    return TraceEntry(file=_text(e.file, FILE_CHARS), line=_count(e.line, 0), function=_text(e.function, FUNCTION_CHARS),
-                      code=_text(e.code, CODE_CHARS), elsewhere=_text(e.elsewhere, WHERE_CHARS),
-                      frames=_count(e.frames, 1))
+    return TraceEntry(
+        file=_text(e.file, FILE_CHARS),
+        line=_count(e.line, 0),
+        function=_text(e.function, FUNCTION_CHARS),
+        code=_text(e.code, CODE_CHARS),
+        elsewhere=_text(e.elsewhere, WHERE_CHARS),
+        frames=_count(e.frames, 1),
+    )
 
 
 def bounded(entries: Sequence[Any]) -> list[TraceEntry]:
@@ -198,10 +203,13 @@ def bounded(entries: Sequence[Any]) -> list[TraceEntry]:
     if len(entries) <= MAX_ENTRIES:
         return [_clean(e) for e in entries]
     tail = MAX_ENTRIES - HEAD - 1
-    cut = entries[HEAD:len(entries) - tail]
+    cut = entries[HEAD : len(entries) - tail]
     n = sum(_count(getattr(e, "frames", None) if not isinstance(e, Mapping) else e.get("frames"), 1) for e in cut)
-    return ([_clean(e) for e in entries[:HEAD]] + [TraceEntry(elsewhere=OMITTED, frames=min(n, MAX_COUNT))] +
-            [_clean(e) for e in entries[len(entries) - tail:]])
+    return (
+        [_clean(e) for e in entries[:HEAD]]
+        + [TraceEntry(elsewhere=OMITTED, frames=min(n, MAX_COUNT))]
+        + [_clean(e) for e in entries[len(entries) - tail :]]
+    )
 
 
 def render(entries: Sequence[TraceEntry | Mapping[str, Any]], indent: str = "") -> list[str]:
@@ -225,4 +233,3 @@ def render(entries: Sequence[TraceEntry | Mapping[str, Any]], indent: str = "") 
 def as_dicts(entries: Sequence[TraceEntry]) -> list[dict[str, Any]]:
     """The entries as plain dicts (a summary's JSON)."""
     return [dataclasses.asdict(e) for e in entries]
-

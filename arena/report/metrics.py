@@ -5,7 +5,8 @@ attempt whose candidate crashed, timed out, failed to build or was flagged count
 failure wherever it is counted. A verdict that is not the candidate's to answer for is not
 scored (``Status.scored``): an infrastructure failure (TASK_ERROR, HARNESS_ERROR) or
 NOT_RUNNABLE (the machine cannot run it) is left out of every rate, speedup, drop and reward,
-as if that split had not been run, and listed apart (``not_scored``). Speedup means are over correct attempts; fast_p is over
+as if that split had not been run, and listed apart (``not_scored``). Speedup means are over correct attempts; fast_p is
+over
 all attempts. A verdict whose time cannot be trusted (above 100% of the roofline, no device
 work, device time far below the host-side time) is suspicious: flagged, never scored.
 """
@@ -34,40 +35,86 @@ def verdict_frame(verdicts: Iterable[Verdict]) -> pd.DataFrame:
     rows = []
     for v in verdicts:
         suspicious = v.suspicious
-        rows.append({
-            "run_id": v.run_id, "agent": v.agent, "repeat": v.repeat, "task_id": v.task_id, "category": v.category,
-            "split": v.split, "status": v.status.value, "kind": v.status.kind, "scored": v.status.scored,
-            "attempt": v.attempt,
-            "correct": v.status is Status.PASSED and not suspicious, "suspicious": suspicious,
-            "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
-            "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
-            "sol": v.sol if v.status is Status.PASSED and not suspicious and v.sol is not None else np.nan,
-            # the share of its configs its SOL covers (a config whose baseline is too close to the roofline has
-            # none); records from before the count: all of them, or none
-            "sol_cover": (v.sol_configs / len(v.configs) if v.sol_configs and v.configs else
-                          1.0 if v.sol is not None else 0.0) if v.status is Status.PASSED and not suspicious
-            else np.nan,
-            "speedup_compiled": v.speedup_compiled if v.status is Status.PASSED and not suspicious and
-            v.speedup_compiled else np.nan,
-            "reward": v.reward if v.reward is not None else np.nan,
-            "n_configs": len(v.configs), "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
-            "message": (v.message or "").splitlines()[0][:200] if v.message else "",
-            # the agent's run (YAML and tuner agents): the same on every split of one attempt
-            "agent_wall_s": _num(v.agent_run.get("wall_s")), "cost_usd": _num(v.agent_run.get("cost_usd")),
-            "feedback_calls": _num(v.agent_run.get("feedback_calls")), "turns": _num(v.agent_run.get("turns")),
-            "tokens": _num((v.agent_run.get("input_tokens") or 0) + (v.agent_run.get("output_tokens") or 0)
-                           if "input_tokens" in v.agent_run or "output_tokens" in v.agent_run else None),
-            "exit_reason": v.agent_run.get("exit_reason", ""),
-            # the kernel file changed (an agent driven through its command line); None where not known
-            "edited": v.agent_run.get("edited") if isinstance(v.agent_run.get("edited"), bool) else None,
-            "agent_message": str(v.agent_run.get("message") or "").splitlines()[0][:200]
-            if v.agent_run.get("message") else "",
-        })
-    cols = ["run_id", "agent", "repeat", "task_id", "category", "split", "status", "kind", "scored", "attempt",
-            "correct", "suspicious",
-            "speedup", "roofline", "sol", "sol_cover", "speedup_compiled", "reward", "n_configs", "configs_passed", "message",
-            "agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason", "edited",
-            "agent_message"]
+        rows.append(
+            {
+                "run_id": v.run_id,
+                "agent": v.agent,
+                "repeat": v.repeat,
+                "task_id": v.task_id,
+                "category": v.category,
+                "split": v.split,
+                "status": v.status.value,
+                "kind": v.status.kind,
+                "scored": v.status.scored,
+                "attempt": v.attempt,
+                "correct": v.status is Status.PASSED and not suspicious,
+                "suspicious": suspicious,
+                "speedup": v.speedup if v.status is Status.PASSED and not suspicious else np.nan,
+                "roofline": v.roofline_fraction if v.status is Status.PASSED and not suspicious else np.nan,
+                "sol": v.sol if v.status is Status.PASSED and not suspicious and v.sol is not None else np.nan,
+                # the share of its configs its SOL covers (a config whose baseline is too close to the roofline has
+                # none); records from before the count: all of them, or none
+                "sol_cover": (
+                    v.sol_configs / len(v.configs) if v.sol_configs and v.configs else 1.0 if v.sol is not None else 0.0
+                )
+                if v.status is Status.PASSED and not suspicious
+                else np.nan,
+                "speedup_compiled": v.speedup_compiled
+                if v.status is Status.PASSED and not suspicious and v.speedup_compiled
+                else np.nan,
+                "reward": v.reward if v.reward is not None else np.nan,
+                "n_configs": len(v.configs),
+                "configs_passed": sum(c.status is Status.PASSED for c in v.configs),
+                "message": (v.message or "").splitlines()[0][:200] if v.message else "",
+                # the agent's run (YAML and tuner agents): the same on every split of one attempt
+                "agent_wall_s": _num(v.agent_run.get("wall_s")),
+                "cost_usd": _num(v.agent_run.get("cost_usd")),
+                "feedback_calls": _num(v.agent_run.get("feedback_calls")),
+                "turns": _num(v.agent_run.get("turns")),
+                "tokens": _num(
+                    (v.agent_run.get("input_tokens") or 0) + (v.agent_run.get("output_tokens") or 0)
+                    if "input_tokens" in v.agent_run or "output_tokens" in v.agent_run
+                    else None
+                ),
+                "exit_reason": v.agent_run.get("exit_reason", ""),
+                # the kernel file changed (an agent driven through its command line); None where not known
+                "edited": v.agent_run.get("edited") if isinstance(v.agent_run.get("edited"), bool) else None,
+                "agent_message": str(v.agent_run.get("message") or "").splitlines()[0][:200]
+                if v.agent_run.get("message")
+                else "",
+            }
+        )
+    cols = [
+        "run_id",
+        "agent",
+        "repeat",
+        "task_id",
+        "category",
+        "split",
+        "status",
+        "kind",
+        "scored",
+        "attempt",
+        "correct",
+        "suspicious",
+        "speedup",
+        "roofline",
+        "sol",
+        "sol_cover",
+        "speedup_compiled",
+        "reward",
+        "n_configs",
+        "configs_passed",
+        "message",
+        "agent_wall_s",
+        "cost_usd",
+        "feedback_calls",
+        "turns",
+        "tokens",
+        "exit_reason",
+        "edited",
+        "agent_message",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -84,10 +131,12 @@ def per_task(vf: pd.DataFrame) -> pd.DataFrame:
     vf = vf[vf["scored"].astype(bool)] if not vf.empty else vf
     if vf.empty:
         return pd.DataFrame(columns=keys)
-    wide = vf.pivot_table(index=keys, columns="split",
-                          values=["correct", "speedup", "roofline", "sol", "sol_cover", "reward", "status",
-                                  "speedup_compiled"],
-                          aggfunc="first")
+    wide = vf.pivot_table(
+        index=keys,
+        columns="split",
+        values=["correct", "speedup", "roofline", "sol", "sol_cover", "reward", "status", "speedup_compiled"],
+        aggfunc="first",
+    )
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     wide = wide.reset_index()
     run_cols = ["agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens", "exit_reason", "edited"]
@@ -133,14 +182,20 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
     n = len(pt)
     out: dict[str, float] = {"attempts": n, "tasks": pt["task_id"].nunique() if n else 0}
     out["compile_rate"] = float(pt["compiled"].mean()) if n else math.nan
-    for s in SPLITS:     # smoke too: a run of the cpu backend has its correctness there and nowhere else
+    for s in SPLITS:  # smoke too: a run of the cpu backend has its correctness there and nowhere else
         col = f"correct_{s}"
         vals = [_bool(x) for x in pt[col]] if col in pt else []
         have = [x for x in vals if x is not None]
         out[f"n_{s}"] = len(have)
         out[f"correct_{s}"] = float(np.mean(have)) if have else math.nan
-    seen_ok = [(_bool(a), _bool(b), _bool(c)) for a, b, c in zip(
-        pt.get("correct_seen", [None] * n), pt.get("correct_heldout", [None] * n), pt.get("correct_random", [None] * n))]
+    seen_ok = [
+        (_bool(a), _bool(b), _bool(c))
+        for a, b, c in zip(
+            pt.get("correct_seen", [None] * n),
+            pt.get("correct_heldout", [None] * n),
+            pt.get("correct_random", [None] * n),
+        )
+    ]
     for j, s in ((1, "heldout"), (2, "random")):
         cond = [t[j] for t in seen_ok if t[0] is True and t[j] is not None]
         k = sum(cond)
@@ -161,10 +216,13 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
         out[f"speedup_{s}_geomean"] = _geomean(ok)
         out[f"speedup_{s}_mean"] = _mean(ok)
         out[f"n_speedup_{s}"] = len([x for x in ok if x is not None and not math.isnan(x)])
-    for p in FAST_P:     # over the attempts whose seen split was scored
+    for p in FAST_P:  # over the attempts whose seen split was scored
         col_c, col_s = pt.get("correct_seen", [None] * n), pt.get("speedup_seen", [math.nan] * n)
-        fast = [bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
-                for c, s in zip(col_c, col_s) if _bool(c) is not None]
+        fast = [
+            bool(_bool(c)) and (s is not None and not math.isnan(s) and s > p) if p > 0 else bool(_bool(c))
+            for c, s in zip(col_c, col_s)
+            if _bool(c) is not None
+        ]
         out[f"fast_{p:g}"] = float(np.mean(fast)) if fast else math.nan
     for s in ("seen", "heldout", "random"):
         # speed of light over the attempts whose split was scored: a correct one's share of the gap closed (no
@@ -179,8 +237,11 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
         out[f"sol_{s}_mean"] = float(np.mean(vals)) if vals else math.nan
         out[f"n_sol_{s}"] = len(vals)
         # the share of the correct attempts' configs that have a score at all
-        cover = [float(v) for c, v in zip(pt.get(f"correct_{s}", [None] * n), pt.get(f"sol_cover_{s}", [math.nan] * n))
-                 if _bool(c) and v is not None and not math.isnan(v)]
+        cover = [
+            float(v)
+            for c, v in zip(pt.get(f"correct_{s}", [None] * n), pt.get(f"sol_cover_{s}", [math.nan] * n))
+            if _bool(c) and v is not None and not math.isnan(v)
+        ]
         out[f"sol_{s}_cover"] = float(np.mean(cover)) if cover else math.nan
     comp = list(pt["speedup_compiled_seen"]) if "speedup_compiled_seen" in pt else []
     out["speedup_compiled_seen_geomean"] = _geomean(comp)
@@ -195,11 +256,12 @@ def group_metrics(pt: pd.DataFrame) -> dict[str, float]:
     for col in ("agent_wall_s", "cost_usd", "feedback_calls", "turns", "tokens"):
         out[f"{col}_mean"] = _mean([x for x in pt[col] if x is not None]) if col in pt else math.nan
     gm = out["speedup_seen_geomean"]
-    cost, hours = out["cost_usd_mean"], out["agent_wall_s_mean"] / 3600 if not math.isnan(
-        out["agent_wall_s_mean"]) else math.nan
+    cost, hours = (
+        out["cost_usd_mean"],
+        out["agent_wall_s_mean"] / 3600 if not math.isnan(out["agent_wall_s_mean"]) else math.nan,
+    )
     out["speedup_per_usd"] = (gm - 1) / cost if cost and not math.isnan(cost) and not math.isnan(gm) else math.nan
-    out["speedup_per_hour"] = (gm - 1) / hours if hours and not math.isnan(hours) and not math.isnan(gm) \
-        else math.nan
+    out["speedup_per_hour"] = (gm - 1) / hours if hours and not math.isnan(hours) and not math.isnan(gm) else math.nan
     return out
 
 
@@ -235,6 +297,12 @@ def agent_runs(vf: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (agent, outcome), g in runs.groupby(["agent", "exit_reason"], sort=True):
         said = g["agent_message"][g["agent_message"].astype(str) != ""]
-        rows.append({"agent": agent, "outcome": outcome, "attempts": len(g),
-                     "message": said.value_counts().index[0] if not said.empty else ""})
+        rows.append(
+            {
+                "agent": agent,
+                "outcome": outcome,
+                "attempts": len(g),
+                "message": said.value_counts().index[0] if not said.empty else "",
+            }
+        )
     return pd.DataFrame(rows)

@@ -1204,18 +1204,24 @@ class _Translator(ast.NodeTransformer):
         if kind in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"):
             if training or m.running_mean is None:
                 if m.running_mean is not None:
-                    self.notes.append(f"{where} is in training mode: the reference normalises with the batch's "
-                                      "statistics, as the model's forward does, and leaves out its update of the running "
-                                      "statistics (state, not an output); decide whether the task should be inference-"
-                                      "mode BatchNorm (running statistics as inputs) instead")
+                    self.notes.append(
+                        f"{where} is in training mode: the reference normalises with the batch's "
+                        "statistics, as the model's forward does, and leaves out its update of the running "
+                        "statistics (state, not an output); decide whether the task should be inference-"
+                        "mode BatchNorm (running statistics as inputs) instead"
+                    )
                 return f"F.batch_norm({x}, None, None, {p('weight')}, {p('bias')}, True, 0.0, {a('eps')})"
-            return (f"F.batch_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, False, "
-                    f"0.0, {a('eps')})")
+            return (
+                f"F.batch_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, False, "
+                f"0.0, {a('eps')})"
+            )
         if kind in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
             if training or not m.track_running_stats:
                 return f"F.instance_norm({x}, None, None, {p('weight')}, {p('bias')}, True, 0.0, {a('eps')})"
-            return (f"F.instance_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, "
-                    f"False, 0.0, {a('eps')})")
+            return (
+                f"F.instance_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, "
+                f"False, 0.0, {a('eps')})"
+            )
         if kind == "LayerNorm":
             return f"F.layer_norm({x}, {a('normalized_shape')}, {p('weight')}, {p('bias')}, {a('eps')})"
         if kind == "GroupNorm":
@@ -1234,17 +1240,25 @@ class _Translator(ast.NodeTransformer):
         if m_pool:
             n = m_pool.group(2)
             if m_pool.group(1) == "Max":
-                return (f"F.max_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, {a('dilation')}, "
-                        f"ceil_mode={a('ceil_mode')}, return_indices={a('return_indices')})")
+                return (
+                    f"F.max_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, {a('dilation')}, "
+                    f"ceil_mode={a('ceil_mode')}, return_indices={a('return_indices')})"
+                )
             extra = f", divisor_override={a('divisor_override')}" if n != "1" else ""
-            return (f"F.avg_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, "
-                    f"ceil_mode={a('ceil_mode')}, count_include_pad={a('count_include_pad')}{extra})")
+            return (
+                f"F.avg_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, "
+                f"ceil_mode={a('ceil_mode')}, count_include_pad={a('count_include_pad')}{extra})"
+            )
         if kind == "CrossEntropyLoss":
-            return (f"F.cross_entropy({args[0]}, {args[1]}, {p('weight')}, ignore_index={a('ignore_index')}, "
-                    f"reduction={a('reduction')}, label_smoothing={a('label_smoothing')})")
+            return (
+                f"F.cross_entropy({args[0]}, {args[1]}, {p('weight')}, ignore_index={a('ignore_index')}, "
+                f"reduction={a('reduction')}, label_smoothing={a('label_smoothing')})"
+            )
         if kind == "BCEWithLogitsLoss":
-            return (f"F.binary_cross_entropy_with_logits({args[0]}, {args[1]}, {p('weight')}, "
-                    f"reduction={a('reduction')}, pos_weight={p('pos_weight')})")
+            return (
+                f"F.binary_cross_entropy_with_logits({args[0]}, {args[1]}, {p('weight')}, "
+                f"reduction={a('reduction')}, pos_weight={p('pos_weight')})"
+            )
         if kind in ACTIVATIONS:
             fn, attrs = ACTIVATIONS[kind]
             parts = list(args)
@@ -1260,8 +1274,13 @@ class _Translator(ast.NodeTransformer):
         raise _Untranslatable(f"{where} is not one of the modules the importer writes as functional calls")
 
 
-def _init_for_param(model: torch.nn.Module, path: tuple[str, ...], shape_of: Callable[[tuple[str, ...]], list],
-                    problem: ModuleProblem, int_names: set[str]) -> tuple[dict, str | None]:
+def _init_for_param(
+    model: torch.nn.Module,
+    path: tuple[str, ...],
+    shape_of: Callable[[tuple[str, ...]], list],
+    problem: ModuleProblem,
+    int_names: set[str],
+) -> tuple[dict, str | None]:
     """How PyTorch initialises one of the model's tensors, as a signature init: a Linear's or a
     convolution's weight and bias uniform in +-1/sqrt(fan_in), a norm's weight near 1; a
     tensor the model makes itself, as its expression in __init__ says."""
@@ -1275,8 +1294,13 @@ def _init_for_param(model: torch.nn.Module, path: tuple[str, ...], shape_of: Cal
                 expr = node.value
                 if isinstance(expr, ast.Call) and _call_name(expr) in ("Parameter", "Buffer") and expr.args:
                     expr = expr.args[0]
-            elif isinstance(node, ast.Call) and _call_name(node) in ("register_buffer", "register_parameter") and \
-                    len(node.args) >= 2 and isinstance(node.args[0], ast.Constant) and node.args[0].value == leaf:
+            elif (
+                isinstance(node, ast.Call)
+                and _call_name(node) in ("register_buffer", "register_parameter")
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == leaf
+            ):
                 expr = node.args[1]
                 if isinstance(expr, ast.Call) and _call_name(expr) == "Parameter" and expr.args:
                     expr = expr.args[0]
@@ -1292,20 +1316,27 @@ def _init_for_param(model: torch.nn.Module, path: tuple[str, ...], shape_of: Cal
         if leaf == "weight":
             return {"kind": "ones_plus_noise"}, None
         if leaf == "bias":
-            return {"kind": "normal", "std": 0.1}, "initialised to zeros by PyTorch: drawn normal(0, 0.1) so that a " \
-                                                   "kernel that ignores it fails"
+            return {
+                "kind": "normal",
+                "std": 0.1,
+            }, "initialised to zeros by PyTorch: drawn normal(0, 0.1) so that a kernel that ignores it fails"
         if leaf == "running_mean":
             return {"kind": "normal", "std": 0.1}, "a running mean (zeros at initialisation): drawn normal(0, 0.1)"
         if leaf == "running_var":
-            return {"kind": "uniform", "low": 0.5, "high": 1.5}, "a running variance (ones at initialisation): " \
-                                                                 "drawn uniform(0.5, 1.5)"
+            return {
+                "kind": "uniform",
+                "low": 0.5,
+                "high": 1.5,
+            }, "a running variance (ones at initialisation): drawn uniform(0.5, 1.5)"
     if kind == "Embedding":
         return {"kind": "normal"}, None
     if kind == "PReLU":
-        return {"kind": "uniform", "low": 0.1, "high": 0.4}, "PReLU's slope (0.25 at initialisation): drawn " \
-                                                             "uniform(0.1, 0.4)"
+        return {
+            "kind": "uniform",
+            "low": 0.1,
+            "high": 0.4,
+        }, "PReLU's slope (0.25 at initialisation): drawn uniform(0.1, 0.4)"
     return {"kind": "normal"}, f"a {kind}.{leaf}: its initialisation is not known to the importer; drawn normal(0, 1)"
-
 
 
 def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
@@ -1347,8 +1378,11 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             base = problem.run(consts, "cpu")
         except Exception as exc:  # noqa: BLE001
             first_line = str(exc).splitlines()[0] if str(exc) else ""
-            raise ImportStop(f"running the problem failed ({type(exc).__name__}: {first_line}; on the meta device: "
-                             f"{type(first).__name__})", path=path) from None
+            raise ImportStop(
+                f"running the problem failed ({type(exc).__name__}: {first_line}; on the meta device: "
+                f"{type(first).__name__})",
+                path=path,
+            ) from None
     outs = problem.output_tensors(base.output)
     fitter = Fitter(consts, lambda params: problem.run(params, device))
     fitter._cache[()] = base
@@ -1356,8 +1390,10 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     if device == "cpu":
         decisions.append("the forward does not run on the meta device, so every probe ran on the CPU at full size")
     if problem.cases > 1:
-        decisions.append(f"get_inputs() yields {problem.cases} cases: the first is the seen config; add the others "
-                         "(their shapes are in the problem) as configs if they matter")
+        decisions.append(
+            f"get_inputs() yields {problem.cases} cases: the first is the seen config; add the others "
+            "(their shapes are in the problem) as configs if they matter"
+        )
 
     int_names = {k for k, v in consts.items() if type(v) is int}
     taken = set(problem.params) | set(consts)
@@ -1367,8 +1403,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     inits = problem.input_inits(int_names)
     n_given = len(base.inputs)
     if n_given > len(problem.params):
-        raise ImportStop(f"get_inputs() gives {n_given} values but {problem.cls.name}.forward takes "
-                         f"{len(problem.params)}", path=path)
+        raise ImportStop(
+            f"get_inputs() gives {n_given} values but {problem.cls.name}.forward takes {len(problem.params)}", path=path
+        )
     missing = [p for p in problem.params[n_given:] if p not in problem.defaults]
     if missing:
         raise ImportStop(f"get_inputs() gives no value for forward's {', '.join(missing)}", path=path)
@@ -1379,18 +1416,30 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     for i, (pname, value) in enumerate(zip(problem.params, base.inputs)):
         if isinstance(value, torch.Tensor):
             if value.dtype not in DTYPE_NAMES:
-                raise ImportStop(f"get_inputs() element {i} ({pname}) is {value.dtype}: the schema's dtypes are "
-                                 f"{', '.join(DTYPE_NAMES.values())}", path=path)
-            getter = (lambda r, i=i: r.inputs[i])
+                raise ImportStop(
+                    f"get_inputs() element {i} ({pname}) is {value.dtype}: the schema's dtypes are "
+                    f"{', '.join(DTYPE_NAMES.values())}",
+                    path=path,
+                )
+            def getter(r: Any, i: int = i) -> Any:
+                return r.inputs[i]
+
             spec = {"name": pname, "dtype": DTYPE_NAMES[value.dtype], "shape": dims_of(getter, pname, value.dim())}
-            init, note = inits[i] if i < len(inits) and inits[i] else ({"kind": "normal"}, "its expression in "
-                                                                        "get_inputs() could not be read")
+            init, note = (
+                inits[i]
+                if i < len(inits) and inits[i]
+                else ({"kind": "normal"}, "its expression in get_inputs() could not be read")
+            )
             if value.dtype == torch.bool:
                 init, note = {"kind": "bernoulli"}, None
-            elif value.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8) and \
-                    init["kind"] != "randint":
-                init, note = {"kind": "randint", "low": 0, "high": 16}, "an integer input not made by randint: " \
-                                                                       "drawn in [0, 16)"
+            elif (
+                value.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+                and init["kind"] != "randint"
+            ):
+                init, note = (
+                    {"kind": "randint", "low": 0, "high": 16},
+                    "an integer input not made by randint: drawn in [0, 16)",
+                )
             if init != {"kind": "normal"}:
                 spec["init"] = init
             if note:
@@ -1406,7 +1455,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     names: dict[tuple[str, ...], str] = {}
     tensors = [(tuple(n.split(".")), t, "parameter") for n, t in base.model.named_parameters()]
     tensors += [(tuple(n.split(".")), t, "buffer") for n, t in base.model.named_buffers()]
-    for pth, t, _ in tensors:
+    for pth, _t, _ in tensors:
         names[pth] = _param_name(pth, taken)
         taken.add(names[pth])
 
@@ -1420,8 +1469,13 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     except _Untranslatable as exc:
         fallback_reason = str(exc)
         body = []
-        used_paths = [p for p, t, kind in tensors if not (p[-1] == "num_batches_tracked" or (
-            p[-1] in ("running_mean", "running_var") and base.model.training))]
+        used_paths = [
+            p
+            for p, t, kind in tensors
+            if not (
+                p[-1] == "num_batches_tracked" or (p[-1] in ("running_mean", "running_var") and base.model.training)
+            )
+        ]
     decisions += translator.notes if not fallback_reason else []
 
     params_specs: list[dict] = []
@@ -1429,15 +1483,18 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     def shape_of(pth: tuple[str, ...]) -> list:
         if pth not in shapes:
-            shapes[pth] = dims_of(lambda r: _tensor_at(r.model, pth), f"self.{'.'.join(pth)}",
-                                  _tensor_at(base.model, pth).dim())
+            shapes[pth] = dims_of(
+                lambda r: _tensor_at(r.model, pth), f"self.{'.'.join(pth)}", _tensor_at(base.model, pth).dim()
+            )
         return shapes[pth]
 
     for pth in used_paths:
         t = _tensor_at(base.model, pth)
         if t.dtype not in DTYPE_NAMES:
             raise ImportStop(f"self.{'.'.join(pth)} is {t.dtype}: not a dtype of the schema", path=path)
-        getter = (lambda r, pth=pth: _tensor_at(r.model, pth))
+        def getter(r: Any, pth: Any = pth) -> Any:
+            return _tensor_at(r.model, pth)
+
         shape = shape_of(pth)
         init, note = _init_for_param(base.model, pth, shape_of, problem, int_names)
         if note:
@@ -1449,23 +1506,29 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         getters.append((spec, getter))
     unused = [".".join(p) for p, t, kind in tensors if p not in used_paths and kind == "parameter"]
     if unused:
-        decisions.append(f"the model's parameter{'s' if len(unused) > 1 else ''} {', '.join(unused)} "
-                         f"{'are' if len(unused) > 1 else 'is'} not used by forward: left out of the signature")
+        decisions.append(
+            f"the model's parameter{'s' if len(unused) > 1 else ''} {', '.join(unused)} "
+            f"{'are' if len(unused) > 1 else 'is'} not used by forward: left out of the signature"
+        )
 
     out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
     out_names = [n if n not in taken else n + "_" for n in out_names]
     outputs = []
     for i, (oname, o) in enumerate(zip(out_names, outs)):
-        getter = (lambda r, i=i, n=len(outs): (r.output if n == 1 and not isinstance(r.output, (tuple, list))
-                                                else r.output[i]))
+        n_outs = len(outs)
+        getter = lambda r, i=i, n=n_outs: (  # noqa: E731 - a formula's getter, as the fitter reads it
+            r.output if n == 1 and not isinstance(r.output, (tuple, list)) else r.output[i]
+        )
         spec = {"name": oname, "dtype": DTYPE_NAMES[o.dtype], "shape": dims_of(getter, f"output {oname}", o.dim())}
         outputs.append(spec)
         getters.append((spec, getter))
 
     flops, flops_ok = fitter.number_formula(lambda r: r.flops)
     if not flops_ok:
-        decisions.append(f"roofline.flops is the count of the seen config ({flops}): the counter's total does not "
-                         "follow the constants as a product; write it as a formula")
+        decisions.append(
+            f"roofline.flops is the count of the seen config ({flops}): the counter's total does not "
+            "follow the constants as a product; write it as a formula"
+        )
 
     # the reference's text
     all_inputs = inputs + params_specs
@@ -1475,33 +1538,45 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         body_text = "\n".join(ast.unparse(s) for s in body)
         free = _free_names(body) | _free_names([ast.parse(p) for p in prelude])
     else:
-        init_args = [fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]")
-                     for i in range(len(base.init_args))]
-        init_args += [f"{k}={fitter.render(lambda r, k=k: r.init_kwargs[k], f'get_init_inputs() {k}')}"
-                      for k in base.init_kwargs]
-        first_float = next((s["name"] for s in all_inputs if s["dtype"].startswith(("float", "bfloat"))),
-                           all_inputs[0]["name"] if all_inputs else None)
+        init_args = [
+            fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]") for i in range(len(base.init_args))
+        ]
+        init_args += [
+            f"{k}={fitter.render(lambda r, k=k: r.init_kwargs[k], f'get_init_inputs() {k}')}" for k in base.init_kwargs
+        ]
+        first_float = next(
+            (s["name"] for s in all_inputs if s["dtype"].startswith(("float", "bfloat"))),
+            all_inputs[0]["name"] if all_inputs else None,
+        )
         mapping = ", ".join(f"{'.'.join(p)!r}: {names[p]}" for p in used_paths)
         fwd_args = ", ".join(problem.params)
-        body_text = "\n".join([
-            "with torch.device('meta'):",
-            f"    model = {problem.cls.name}({', '.join(init_args)})",
-            f"model = model.to_empty(device={first_float}.device).to({first_float}.dtype)" if first_float else "",
-            f"return torch.func.functional_call(model, {{{mapping}}}, "
-            f"({fwd_args}{',' if len(problem.params) == 1 else ''}))",
-        ])
-        free = _free_names([ast.parse(body_text.replace("return ", "_ = "))]) | \
-            _free_names([ast.parse(p) for p in prelude]) | {problem.cls.name}
-        decisions.append(f"the reference calls the problem's {problem.cls.name} through torch.func.functional_call "
-                         f"because {fallback_reason}: it builds the model on every call (a slower eager baseline); "
-                         "write forward as plain torch calls if you can")
+        body_text = "\n".join(
+            [
+                "with torch.device('meta'):",
+                f"    model = {problem.cls.name}({', '.join(init_args)})",
+                f"model = model.to_empty(device={first_float}.device).to({first_float}.dtype)" if first_float else "",
+                f"return torch.func.functional_call(model, {{{mapping}}}, "
+                f"({fwd_args}{',' if len(problem.params) == 1 else ''}))",
+            ]
+        )
+        free = (
+            _free_names([ast.parse(body_text.replace("return ", "_ = "))])
+            | _free_names([ast.parse(p) for p in prelude])
+            | {problem.cls.name}
+        )
+        decisions.append(
+            f"the reference calls the problem's {problem.cls.name} through torch.func.functional_call "
+            f"because {fallback_reason}: it builds the model on every call (a slower eager baseline); "
+            "write forward as plain torch calls if you can"
+        )
     decisions += fitter.inexact
     floats_used = sorted(n for n in free if n in consts and type(consts[n]) is float)
     ints_in_body = {n for n in free if n in int_names}
     used_ints = [k for k in consts if k in (fitter.used | ints_in_body) and k in int_names]
     used_floats = [k for k in consts if k in (set(fitter.used) | set(floats_used)) and type(consts[k]) is float]
-    scalars = [{"name": k, "type": "int64"} for k in used_ints] + \
-              [{"name": k, "type": "float32", "value": consts[k]} for k in used_floats]
+    scalars = [{"name": k, "type": "int64"} for k in used_ints] + [
+        {"name": k, "type": "float32", "value": consts[k]} for k in used_floats
+    ]
     imports = _imports(problem.tree)
     skip = {"get_inputs", "get_init_inputs", *consts}
     if fallback_reason is None:
@@ -1510,8 +1585,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     else:
         # the problem as written, less get_inputs and get_init_inputs (its constants stay: module code may read
         # them; inside reference() the scalars of the same names shadow them)
-        helpers = [s for s in problem.tree.body if not isinstance(s, (ast.Import, ast.ImportFrom)) and
-                   not (isinstance(s, ast.FunctionDef) and s.name in ("get_inputs", "get_init_inputs"))]
+        helpers = [
+            s
+            for s in problem.tree.body
+            if not isinstance(s, (ast.Import, ast.ImportFrom))
+            and not (isinstance(s, ast.FunctionDef) and s.name in ("get_inputs", "get_init_inputs"))
+        ]
     bound = _bound_by_imports(imports)
     header = [i for i in imports]
     if "torch" not in bound:
@@ -1520,10 +1599,16 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         header.append("import torch.nn.functional as F")
     helper_text = _join_statements(problem.text, helpers)
     signature = ", ".join(reference_args + [s["name"] for s in scalars])
-    doc = (f'    """{problem.cls.name}.forward of {path.name} as a function: its tensors, the model\'s parameters and '
-           f"buffers, then the problem's\n    constants (written by `arena tasks import`; read it).\"\"\"")
-    ref_lines = [f'"""Reference of {category}/{name}: {problem.cls.name}.forward of {path.name} '
-                 '(imported; check it against the original)."""', *header, ""]
+    doc = (
+        f'    """{problem.cls.name}.forward of {path.name} as a function: its tensors, the model\'s parameters and '
+        f'buffers, then the problem\'s\n    constants (written by `arena tasks import`; read it)."""'
+    )
+    ref_lines = [
+        f'"""Reference of {category}/{name}: {problem.cls.name}.forward of {path.name} '
+        '(imported; check it against the original)."""',
+        *header,
+        "",
+    ]
     if helper_text:
         ref_lines += ["", helper_text, ""]
     ref_lines += ["", f"def reference({signature}):", doc]
@@ -1554,21 +1639,31 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         except formula.FormulaError:
             return 10**18
 
-    reinit = [f"{_dotted(n.func)} (line {n.lineno})" for n in ast.walk(problem.tree) if isinstance(n, ast.Call)
-              and _dotted(n.func).startswith(("nn.init.", "torch.nn.init.", "init."))]
+    reinit = [
+        f"{_dotted(n.func)} (line {n.lineno})"
+        for n in ast.walk(problem.tree)
+        if isinstance(n, ast.Call) and _dotted(n.func).startswith(("nn.init.", "torch.nn.init.", "init."))
+    ]
     if reinit:
-        decisions.append(f"the problem re-initialises tensors ({', '.join(reinit[:3])}): the inits in task.yaml follow "
-                         "PyTorch's defaults for each module type; make them draw as the problem does")
+        decisions.append(
+            f"the problem re-initialises tensors ({', '.join(reinit[:3])}): the inits in task.yaml follow "
+            "PyTorch's defaults for each module type; make them draw as the problem does"
+        )
 
     def count(r: _Run) -> int:
         return len(list(r.model.named_parameters())) + len(list(r.model.named_buffers()))
 
-    structural = [k for k in used_ints if fitter.run({k: consts[k] * 2}) is not None and
-                  count(fitter.run({k: consts[k] * 2})) != count(base)]
+    structural = [
+        k
+        for k in used_ints
+        if fitter.run({k: consts[k] * 2}) is not None and count(fitter.run({k: consts[k] * 2})) != count(base)
+    ]
     if structural:
-        decisions.append(f"the number of the model's tensors changes with {', '.join(structural)}: the signature has "
-                         f"the tensors of the seen value, so {', '.join(structural)} must stay fixed (shape_space "
-                         "choices)")
+        decisions.append(
+            f"the number of the model's tensors changes with {', '.join(structural)}: the signature has "
+            f"the tensors of the seen value, so {', '.join(structural)} must stay fixed (shape_space "
+            "choices)"
+        )
     vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
     seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem")
     decisions += notes
@@ -1578,33 +1673,66 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     decisions += rnotes
     space = shape_space_draft(params, vary)
     fixed = [k for k in params if k not in vary]
-    decisions.insert(0, "configs/seen.yaml has the problem's own shapes first; the rest of seen.yaml and all of "
-                        "heldout.yaml are drafts (each checked against the original model): make the seen configs "
-                        "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
-                        "differ in kind")
-    decisions.insert(1, "shape_space is a draft ([value / 8, 4 * value] for sizes"
-                        + (f"; {', '.join(fixed)} fixed" if fixed else "") +
-                        "): add the constraints the model needs (divisibility, sizes that must agree), which the "
-                        "importer cannot know")
-    decisions.insert(2, "title, description, tags, difficulty, roofline (bound and formulas) and forbidden are "
-                        "drafts: say what the kernel computes, in what precision, and which library calls a candidate "
-                        "may not make")
+    decisions.insert(
+        0,
+        "configs/seen.yaml has the problem's own shapes first; the rest of seen.yaml and all of "
+        "heldout.yaml are drafts (each checked against the original model): make the seen configs "
+        "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
+        "differ in kind",
+    )
+    decisions.insert(
+        1,
+        "shape_space is a draft ([value / 8, 4 * value] for sizes"
+        + (f"; {', '.join(fixed)} fixed" if fixed else "")
+        + "): add the constraints the model needs (divisibility, sizes that must agree), which the "
+        "importer cannot know",
+    )
+    decisions.insert(
+        2,
+        "title, description, tags, difficulty, roofline (bound and formulas) and forbidden are "
+        "drafts: say what the kernel computes, in what precision, and which library calls a candidate "
+        "may not make",
+    )
     title = _title_from(problem)
     description = _description_from(problem, path)
     kinds = sorted(set(translator.calls))
-    ops = sorted({m.group(0) for m in re.finditer(r"\b(?:F|torch)\.[a-z_0-9.]+", body_text)
-                  if m.group(0) not in ("torch.device", "torch.func.functional_call")})
+    ops = sorted(
+        {
+            m.group(0)
+            for m in re.finditer(r"\b(?:F|torch)\.[a-z_0-9.]+", body_text)
+            if m.group(0) not in ("torch.device", "torch.func.functional_call")
+        }
+    )
     forbidden = sorted({o.replace("F.", "torch.nn.functional.") for o in ops})
-    d = Draft(category=category, name=name, title=title, description=description, entry=name,
-              inputs=inputs + params_specs, outputs=outputs, scalars=scalars, roofline=roofline, shape_space=space,
-              reference=reference, tags=["imported", "kernelbench"],
-              difficulty=1 if len(kinds) + len(ops) <= 1 else 2, forbidden=forbidden,
-              seen=seen, heldout=held, smoke=smoke, decisions=decisions,
-              notes={"title": "say what the task is", "description": "what the kernel computes, precisely",
-                     "tags": "families of the coverage table", "difficulty": "1 single op, 2 fused, 3 model block",
-                     "roofline": "bytes: every tensor once; flops: PyTorch's counter", "shape_space":
-                     "ranges around the problem's values; add constraints", "forbidden": "the calls the reference "
-                     "makes; keep those a candidate may not make"})
+    d = Draft(
+        category=category,
+        name=name,
+        title=title,
+        description=description,
+        entry=name,
+        inputs=inputs + params_specs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "kernelbench"],
+        difficulty=1 if len(kinds) + len(ops) <= 1 else 2,
+        forbidden=forbidden,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        decisions=decisions,
+        notes={
+            "title": "say what the task is",
+            "description": "what the kernel computes, precisely",
+            "tags": "families of the coverage table",
+            "difficulty": "1 single op, 2 fused, 3 model block",
+            "roofline": "bytes: every tensor once; flops: PyTorch's counter",
+            "shape_space": "ranges around the problem's values; add constraints",
+            "forbidden": "the calls the reference makes; keep those a candidate may not make",
+        },
+    )
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         passed, found = _module_self_check(folder, problem, names, used_paths)
@@ -1627,8 +1755,10 @@ def _space_check(folder: Path, valid: Callable[[dict], bool], n: int = 12) -> li
     bad = [dict(c.params) for c in drawn if not valid(dict(c.params))]
     if not bad:
         return []
-    return [f"{len(bad)} of {len(drawn)} configs drawn from the draft shape_space are rejected by the original "
-            f"(e.g. {bad[0]}): add a shape_space constraint"]
+    return [
+        f"{len(bad)} of {len(drawn)} configs drawn from the draft shape_space are rejected by the original "
+        f"(e.g. {bad[0]}): add a shape_space constraint"
+    ]
 
 
 def _title_from(problem: ModuleProblem) -> str:
@@ -1639,13 +1769,16 @@ def _title_from(problem: ModuleProblem) -> str:
 
 def _description_from(problem: ModuleProblem, path: Path) -> str:
     doc = (ast.get_docstring(problem.cls) or ast.get_docstring(problem.tree) or "").strip()
-    return ((doc + "\n\n") if doc else "") + \
-        f"Imported from {path.name}: {problem.cls.name}.forward, with the model's parameters as inputs.\n" \
+    return (
+        ((doc + "\n\n") if doc else "")
+        + f"Imported from {path.name}: {problem.cls.name}.forward, with the model's parameters as inputs.\n"
         "TODO: say what the kernel computes, in what precision, and where the work is.\n"
+    )
 
 
-def _module_self_check(folder: Path, problem: ModuleProblem, names: dict[tuple[str, ...], str],
-                       used_paths: list[tuple[str, ...]]) -> tuple[list[str], list[str]]:
+def _module_self_check(
+    folder: Path, problem: ModuleProblem, names: dict[tuple[str, ...], str], used_paths: list[tuple[str, ...]]
+) -> tuple[list[str], list[str]]:
     """The written reference against the original model on the smoke config, on the CPU: the
     same inputs (the harness's input maker), the model's tensors set to the signature's."""
     from arena.check.degeneracy import reference_problems
@@ -1664,7 +1797,7 @@ def _module_self_check(folder: Path, problem: ModuleProblem, names: dict[tuple[s
         scalars = [task.scalar_value(s, env) for s in task.scalars]
         got = ref.reference(*[t.clone() for t in ins.values()], *scalars)
         got = list(got) if isinstance(got, (tuple, list)) else [got]
-        with torch.random.fork_rng():         # the model's own initialisation draws: the caller's RNG untouched
+        with torch.random.fork_rng():  # the model's own initialisation draws: the caller's RNG untouched
             run = problem.run({**problem.constants, **dict(config.params)}, "cpu")
         with torch.no_grad():
             for pth in used_paths:
@@ -1677,19 +1810,30 @@ def _module_self_check(folder: Path, problem: ModuleProblem, names: dict[tuple[s
             if g.shape == w.shape:
                 worst = max(worst, (g.float() - w.float()).abs().max().item() if g.numel() else 0.0)
             if g.shape != w.shape or not torch.allclose(g.float(), w.float(), rtol=1e-4, atol=1e-5):
-                err = (g.float() - w.float()).abs().max().item() if g.shape == w.shape else f"shape {tuple(g.shape)} " \
-                                                                                           f"!= {tuple(w.shape)}"
-                out.append(f"the reference differs from {problem.cls.name}.forward on the smoke config (output "
-                           f"{spec.name}: {err}): correct reference.py")
+                err = (
+                    (g.float() - w.float()).abs().max().item()
+                    if g.shape == w.shape
+                    else f"shape {tuple(g.shape)} != {tuple(w.shape)}"
+                )
+                out.append(
+                    f"the reference differs from {problem.cls.name}.forward on the smoke config (output "
+                    f"{spec.name}: {err}): correct reference.py"
+                )
         if not out:
-            passed.append(f"reference.py computes what {problem.cls.name}.forward computes on the smoke config, on the "
-                          f"CPU (max abs difference {worst:.1e})")
+            passed.append(
+                f"reference.py computes what {problem.cls.name}.forward computes on the smoke config, on the "
+                f"CPU (max abs difference {worst:.1e})"
+            )
             bad = reference_problems(task, config, "cpu", ref)
-            out += [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md; change the init or the "
-                    "problem)" for b in bad]
+            out += [
+                f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
+                for b in bad
+            ]
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
-        out.append(f"the importer could not compare the reference with {problem.cls.name}.forward on the smoke "
-                   f"config ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): check it by hand")
+        out.append(
+            f"the importer could not compare the reference with {problem.cls.name}.forward on the smoke "
+            f"config ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): check it by hand"
+        )
     return passed, out
 
 
@@ -1699,8 +1843,16 @@ def _module_self_check(folder: Path, problem: ModuleProblem, names: dict[tuple[s
 
 SOURCE_SUFFIXES = (".py", ".hip", ".cu", ".cpp", ".cc", ".cuh", ".h", ".hpp")
 HARNESS_NAMES = re.compile(r"(task_runner|harness|test_|_test\.py|check|correctness|eval|bench|perf)", re.I)
-COMPARE_FUNCS = {"allclose", "assert_close", "assert_allclose", "isclose", "equal", "assert_equal",
-                 "assert_array_almost_equal", "assert_array_equal"}
+COMPARE_FUNCS = {
+    "allclose",
+    "assert_close",
+    "assert_allclose",
+    "isclose",
+    "equal",
+    "assert_equal",
+    "assert_array_almost_equal",
+    "assert_array_equal",
+}
 WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "flatten", "view", "reshape", "squeeze"}
 
 
@@ -1738,8 +1890,11 @@ class AkaFolder:
     def read(cls, path: Path) -> "AkaFolder":
         path = Path(path)
         if path.is_file() and path.suffix not in (".yaml", ".yml"):
-            raise ImportStop("`arena tasks import aka` takes an AgentKernelArena task folder (or its YAML file), "
-                             "not a single source file", path=path)
+            raise ImportStop(
+                "`arena tasks import aka` takes an AgentKernelArena task folder (or its YAML file), "
+                "not a single source file",
+                path=path,
+            )
         if path.is_file():
             folder, candidates = path.parent, [path]
         elif path.is_dir():
@@ -1761,8 +1916,10 @@ class AkaFolder:
                 config_path, config = c, data
                 break
         if config is None:
-            raise ImportStop("no task YAML (config.yaml) here: an AgentKernelArena task folder has one naming its "
-                             "kernel source", path=folder)
+            raise ImportStop(
+                "no task YAML (config.yaml) here: an AgentKernelArena task folder has one naming its kernel source",
+                path=folder,
+            )
         strings = _strings(config)
         sources: list[Path] = []
         for keys, value in strings:
@@ -1774,23 +1931,47 @@ class AkaFolder:
                 if p.suffix in SOURCE_SUFFIXES and p.is_file() and p not in sources:
                     sources.append(p)
         if not sources:
-            found = sorted(p for p in folder.rglob("*") if p.is_file() and (
-                p.suffix in (".hip", ".cu") or (p.suffix == ".py" and not HARNESS_NAMES.search(p.name) and
-                                                "@triton.jit" in p.read_text(errors="replace"))))
+            found = sorted(
+                p
+                for p in folder.rglob("*")
+                if p.is_file()
+                and (
+                    p.suffix in (".hip", ".cu")
+                    or (
+                        p.suffix == ".py"
+                        and not HARNESS_NAMES.search(p.name)
+                        and "@triton.jit" in p.read_text(errors="replace")
+                    )
+                )
+            )
             sources = found[:1]
         if not sources:
-            raise ImportStop("the task YAML names no kernel source that exists here (source_file_path, "
-                             "target_file_path or candidate.editable), and the folder holds no .hip, .cu or Triton "
-                             "file", path=config_path)
-        kernels = [v for keys, v in strings if re.search(r"target_kernel|symbol|entrypoint", ".".join(keys).lower())
-                   and re.fullmatch(r"[A-Za-z_]\w*", v)]
+            raise ImportStop(
+                "the task YAML names no kernel source that exists here (source_file_path, "
+                "target_file_path or candidate.editable), and the folder holds no .hip, .cu or Triton "
+                "file",
+                path=config_path,
+            )
+        kernels = [
+            v
+            for keys, v in strings
+            if re.search(r"target_kernel|symbol|entrypoint", ".".join(keys).lower())
+            and re.fullmatch(r"[A-Za-z_]\w*", v)
+        ]
         task_type = str(config.get("task_type") or (config.get("prompt") or {}).get("task_type") or "")
         language = str((config.get("candidate") or {}).get("language") or "")
-        category = task_type if task_type in CATEGORIES else {"triton": "triton2triton", "hip": "hip2hip"}.get(
-            language.lower(), "triton2triton" if sources[0].suffix == ".py" else "hip2hip")
+        category = (
+            task_type
+            if task_type in CATEGORIES
+            else {"triton": "triton2triton", "hip": "hip2hip"}.get(
+                language.lower(), "triton2triton" if sources[0].suffix == ".py" else "hip2hip"
+            )
+        )
         if category == "torch2hip":
-            raise ImportStop("a torch2hip task: import its PyTorch problem file with `arena tasks import kernelbench "
-                             "FILE` instead", path=config_path)
+            raise ImportStop(
+                "a torch2hip task: import its PyTorch problem file with `arena tasks import kernelbench FILE` instead",
+                path=config_path,
+            )
         commands = [v for keys, v in strings if re.search(r"command|runner", ".".join(keys).lower())]
         harnesses: list[Path] = []
         modules: list[Path] = []
@@ -1800,14 +1981,15 @@ class AkaFolder:
                 continue
             text = p.read_text(errors="replace")
             if "def get_inputs" in text and "def forward" in text:
-                modules.append(p)          # a PyTorch module problem (KernelBench-like)
+                modules.append(p)  # a PyTorch module problem (KernelBench-like)
             elif p in named or HARNESS_NAMES.search(p.name):
-                harnesses.append(p)        # a test script: the commands' first
+                harnesses.append(p)  # a test script: the commands' first
         modules.sort(key=lambda p: (p not in named, "func" in p.name, str(p)))
         workloads = sorted(p for p in folder.rglob("*.json") if re.search(r"workload|test_case|cases", p.name))
         instructions = str((config.get("prompt") or {}).get("instructions") or config.get("description") or "")
-        return cls(folder, config_path, config, category, sources, kernels, harnesses, modules, workloads,
-                   instructions.strip())
+        return cls(
+            folder, config_path, config, category, sources, kernels, harnesses, modules, workloads, instructions.strip()
+        )
 
 
 # -- reading a test script -------------------------------------------------------------------
@@ -1842,7 +2024,7 @@ class Harness:
     compared: list[tuple[str, ast.expr, ast.stmt]]
     stmts: list[ast.stmt]
     consts: dict[str, Any]
-    kinds: dict[str, str]            # name -> "dtype:<name>" | "device" | "int:<formula>"
+    kinds: dict[str, str]  # name -> "dtype:<name>" | "device" | "int:<formula>"
     notes: list[str]
     function: str
 
@@ -1877,7 +2059,7 @@ def _module_values(tree: ast.Module) -> dict[str, Any]:
 
 def _fields_from_comment(text: str, line: int) -> list[str] | None:
     lines = text.splitlines()
-    for ln in reversed(lines[max(0, line - 4): line]):
+    for ln in reversed(lines[max(0, line - 4) : line]):
         m = re.search(r"\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)", ln)
         if ln.strip().startswith("#") and m:
             return [x.strip() for x in m.group(1).split(",")]
@@ -1895,19 +2077,30 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
 
     def calls_launcher(fn: ast.AST) -> ast.Call | None:
         for n in ast.walk(fn):
-            if isinstance(n, ast.Call) and _call_name(n) in launchers and not isinstance(n.func, ast.Name) or \
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in launchers:
+            if (
+                isinstance(n, ast.Call)
+                and _call_name(n) in launchers
+                and not isinstance(n.func, ast.Name)
+                or isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in launchers
+            ):
                 return n
         return None
 
     def compares(fn: ast.AST) -> bool:
         return any(isinstance(n, ast.Call) and _call_name(n) in COMPARE_FUNCS for n in ast.walk(fn))
 
-    ranked = sorted((f for f in funcs if calls_launcher(f) and compares(f)),
-                    key=lambda f: (not re.search("correct|test|check|verif", f.name), f.lineno))
+    ranked = sorted(
+        (f for f in funcs if calls_launcher(f) and compares(f)),
+        key=lambda f: (not re.search("correct|test|check|verif", f.name), f.lineno),
+    )
     if not ranked:
-        return None, f"{path.name}: no function both calls {' or '.join(sorted(launchers)) or 'the kernel'} and " \
-                     "compares its result (allclose / assert_close)"
+        return (
+            None,
+            f"{path.name}: no function both calls {' or '.join(sorted(launchers)) or 'the kernel'} and "
+            "compares its result (allclose / assert_close)",
+        )
     fn = ranked[0]
     call = calls_launcher(fn)
     loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and any(c is call for c in ast.walk(n))), None)
@@ -1927,8 +2120,11 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             except (ValueError, SyntaxError):
                 raw = None
         if not isinstance(raw, (list, tuple)) or not raw:
-            return None, f"{path.name}: the loop around the kernel call (line {loop.lineno}) is over " \
-                         f"{_dotted(loop.iter)}, not a list of shapes the importer can read"
+            return (
+                None,
+                f"{path.name}: the loop around the kernel call (line {loop.lineno}) is over "
+                f"{_dotted(loop.iter)}, not a list of shapes the importer can read",
+            )
         names: list[str] | None = None
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             names = [e.id for e in target.elts]
@@ -1936,14 +2132,25 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         elif isinstance(target, ast.Name):
             var = target.id
             for s in ast.walk(loop):
-                if isinstance(s, ast.Assign) and isinstance(s.value, ast.Name) and s.value.id == var and \
-                        isinstance(s.targets[0], ast.Tuple):
+                if (
+                    isinstance(s, ast.Assign)
+                    and isinstance(s.value, ast.Name)
+                    and s.value.id == var
+                    and isinstance(s.targets[0], ast.Tuple)
+                ):
                     names = [e.id for e in s.targets[0].elts if isinstance(e, ast.Name)]
-                elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Subscript) and \
-                        isinstance(s.value.value, ast.Name) and s.value.value.id == var and \
-                        isinstance(s.targets[0], ast.Name):
-                    key = _number(s.value.slice) if not isinstance(s.value.slice, ast.Constant) or \
-                        not isinstance(s.value.slice.value, str) else s.value.slice.value
+                elif (
+                    isinstance(s, ast.Assign)
+                    and isinstance(s.value, ast.Subscript)
+                    and isinstance(s.value.value, ast.Name)
+                    and s.value.value.id == var
+                    and isinstance(s.targets[0], ast.Name)
+                ):
+                    key = (
+                        _number(s.value.slice)
+                        if not isinstance(s.value.slice, ast.Constant) or not isinstance(s.value.slice.value, str)
+                        else s.value.slice.value
+                    )
                     rebinds[s.targets[0].id] = key
             if rebinds and all(isinstance(item, dict) for item in raw):
                 cases = [{n: item.get(k) for n, k in rebinds.items()} for item in raw]
@@ -1958,11 +2165,15 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                 cases = [dict(item) for item in raw]
                 notes.append(f"the cases of {path.name} are used through {var}[...]: read the keys as parameters")
             else:
-                names = _fields_from_comment(text, getattr(it, "lineno", loop.lineno)) if isinstance(it, ast.Name) \
-                    else None
+                names = (
+                    _fields_from_comment(text, getattr(it, "lineno", loop.lineno)) if isinstance(it, ast.Name) else None
+                )
                 if names is None or any(len(names) != len(item) for item in raw):
-                    return None, f"{path.name}: the loop variable {var} is used whole; the importer cannot name " \
-                                 "the values of each case"
+                    return (
+                        None,
+                        f"{path.name}: the loop variable {var} is used whole; the importer cannot name "
+                        "the values of each case",
+                    )
                 cases = [dict(zip(names, item)) for item in raw]
         else:
             return None, f"{path.name}: the loop target at line {loop.lineno} is not a tuple of names"
@@ -1975,8 +2186,10 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                 values[n] = vals[0]
             else:
                 values[n] = vals[0]
-                notes.append(f"{n} takes the values {vals} across the cases of {path.name}, not integers: the "
-                             f"importer used the first ({vals[0]!r}); decide how the task covers the others")
+                notes.append(
+                    f"{n} takes the values {vals} across the cases of {path.name}, not integers: the "
+                    f"importer used the first ({vals[0]!r}); decide how the task covers the others"
+                )
         cases = [{k: c[k] for k in fields} for c in cases]
     stmts = _flatten(fn.body, loop)
     kinds: dict[str, str] = {}
@@ -1997,15 +2210,28 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             a, b = int_text(node.left), int_text(node.right)
             ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
             if a is not None and b is not None and type(node.op) in ops:
-                wrap = (lambda t: t if re.fullmatch(r"\w+", t) else f"({t})")
+                def wrap(t: str) -> str:
+                    return t if re.fullmatch(r"\w+", t) else f"({t})"
+
                 return f"{wrap(a)} {ops[type(node.op)]} {wrap(b)}"
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
-                and isinstance(node.value.value, ast.Name) and node.value.value.id in tensors:
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in tensors
+        ):
             t, i = tensors[node.value.value.id], _number(node.slice)
             if t.shape is not None and i is not None:
                 return str(t.shape[int(i)])
-        if isinstance(node, ast.Call) and _call_name(node) == "size" and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id in tensors and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and _call_name(node) == "size"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in tensors
+            and node.args
+        ):
             t, i = tensors[node.func.value.id], _number(node.args[0])
             if t.shape is not None and i is not None:
                 return str(t.shape[int(i)])
@@ -2015,21 +2241,28 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         if node is None:
             return None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
-            return {"float": "float32", "half": "float16", "long": "int64", "int": "int32"}.get(node.attr, node.attr) \
-                if node.attr in DTYPE_SIZES or node.attr in ("float", "half", "long", "int") else None
+            return (
+                {"float": "float32", "half": "float16", "long": "int64", "int": "int32"}.get(node.attr, node.attr)
+                if node.attr in DTYPE_SIZES or node.attr in ("float", "half", "long", "int")
+                else None
+            )
         if isinstance(node, ast.Name) and kinds.get(node.id, "").startswith("dtype:"):
             return kinds[node.id][6:]
         return None
 
     def tensor_of(name: str, expr: ast.expr) -> HTensor | None:
         node, dtype = expr, None
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                PASS_METHODS | set(DTYPE_METHODS)):
+        while (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in (PASS_METHODS | set(DTYPE_METHODS))
+        ):
             if node.func.attr in DTYPE_METHODS and dtype is None:
                 dtype = DTYPE_METHODS[node.func.attr]
             elif node.func.attr == "to" and dtype is None:
-                dtype = dtype_of(node.args[0] if node.args else next((k.value for k in node.keywords
-                                                                       if k.arg == "dtype"), None))
+                dtype = dtype_of(
+                    node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+                )
             node = node.func.value
         while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
             node = node.left if _number(node.right) is not None else node.right
@@ -2056,8 +2289,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
                 args = list(args[0].elts)
             dims = [int_text(a) for a in args]
-            shape = None if any(d is None for d in dims) else [int(d) if re.fullmatch(r"-?\d+", d) else d
-                                                              for d in dims]
+            shape = None if any(d is None for d in dims) else [int(d) if re.fullmatch(r"-?\d+", d) else d for d in dims]
             dtype = dtype or ("int64" if maker in ("randint", "arange", "randperm") else "float32")
         init, note = init_from_expr(expr, set(fields))
         if maker == "randint" and "high" in init and isinstance(init["high"], str):
@@ -2074,8 +2306,11 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             name, value = s.targets[0].id, s.value
             if dtype_of(value):
                 kinds[name] = f"dtype:{dtype_of(value)}"
-            elif isinstance(value, ast.Constant) and isinstance(value.value, str) and \
-                    value.value.split(":")[0] in ("cuda", "cpu", "hip", "xpu"):
+            elif (
+                isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and value.value.split(":")[0] in ("cuda", "cpu", "hip", "xpu")
+            ):
                 kinds[name] = "device"
             elif isinstance(value, ast.Call) and _dotted(value.func) == "torch.device":
                 kinds[name] = "device"
@@ -2088,10 +2323,15 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     results: list[str] = []
     if isinstance(call_stmt, ast.Assign):
         target = call_stmt.targets[0]
-        results = [target.id] if isinstance(target, ast.Name) else \
-            [e.id for e in target.elts if isinstance(e, ast.Name)] if isinstance(target, ast.Tuple) else []
+        results = (
+            [target.id]
+            if isinstance(target, ast.Name)
+            else [e.id for e in target.elts if isinstance(e, ast.Name)]
+            if isinstance(target, ast.Tuple)
+            else []
+        )
     passed = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
-    after = stmts[stmts.index(call_stmt) + 1:]
+    after = stmts[stmts.index(call_stmt) + 1 :]
     compared: list[tuple[str, ast.expr, ast.stmt]] = []
 
     def kernel_side(node: ast.AST) -> str | None:
@@ -2099,8 +2339,13 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             node = node.func.value
         if isinstance(node, ast.Name) and (node.id in results or node.id in passed):
             return node.id
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in results and \
-                len(results) == 1 and _number(node.slice) is not None:
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in results
+            and len(results) == 1
+            and _number(node.slice) is not None
+        ):
             return f"{node.value.id}[{int(_number(node.slice))}]"
         return None
 
@@ -2117,8 +2362,24 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     compared = [c for c in compared if not (c[0] in seen_keys or seen_keys.add(c[0]))]
     if not compared:
         return None, f"{path.name}: the comparison after the kernel call does not name its result"
-    return Harness(path, text, tree, fields, cases, tensors, call, call_stmt, _call_name(call), results, compared,
-                   stmts, values, kinds, notes, fn.name), ""
+    return Harness(
+        path,
+        text,
+        tree,
+        fields,
+        cases,
+        tensors,
+        call,
+        call_stmt,
+        _call_name(call),
+        results,
+        compared,
+        stmts,
+        values,
+        kinds,
+        notes,
+        fn.name,
+    ), ""
 
 
 def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str, str]) -> tuple[str | None, str]:
@@ -2149,9 +2410,20 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             continue
         if n in h.tensors and n not in inputs:
             return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
-        assigns = [s for s in h.stmts if order[id(s)] < last and s is not h.call_stmt and isinstance(
-            s, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n in {t.id for tg in (
-                s.targets if isinstance(s, ast.Assign) else [s.target]) for t in ast.walk(tg) if isinstance(t, ast.Name)}]
+        assigns = [
+            s
+            for s in h.stmts
+            if order[id(s)] < last
+            and s is not h.call_stmt
+            and isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and n
+            in {
+                t.id
+                for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                for t in ast.walk(tg)
+                if isinstance(t, ast.Name)
+            }
+        ]
         if assigns:
             for s in assigns:
                 if s not in chosen:
@@ -2175,16 +2447,26 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             if isinstance(sub, ast.Call) and _call_name(sub) == h.launcher:
                 return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
     ret = ", ".join(ast.unparse(e) for e in exprs)
-    imports = [i for i in _imports(h.tree) if not re.match(r"(import|from) (sys|os|json|argparse|importlib|time|"
-                                                         r"subprocess|pathlib)\b", i)]
+    imports = [
+        i
+        for i in _imports(h.tree)
+        if not re.match(
+            r"(import|from) (sys|os|json|argparse|importlib|time|"
+            r"subprocess|pathlib)\b",
+            i,
+        )
+    ]
     if "torch" not in _bound_by_imports(imports):
         imports.insert(0, "import torch")
     lines = [*imports, ""]
     if helpers:
         lines += ["", _join_statements(h.text, helpers), ""]
-    lines += ["", "def reference(" + ", ".join([*inputs, *h.fields]) + "):",
-              f'    """What {h.path.name} ({h.function}) compares the kernel\'s result with (written by `arena tasks '
-              'import`; read it)."""']
+    lines += [
+        "",
+        "def reference(" + ", ".join([*inputs, *h.fields]) + "):",
+        f'    """What {h.path.name} ({h.function}) compares the kernel\'s result with (written by `arena tasks '
+        'import`; read it)."""',
+    ]
     lines += [f"    {p}" for p in sorted(set(prelude))]
     lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
     lines.append(f"    return {ret}")
@@ -2196,7 +2478,8 @@ def _reference_stub(inputs: list[str], scalars: list[str], why: str) -> str:
         "import torch\n\n\n"
         f"def reference({', '.join([*inputs, *scalars])}):\n"
         f'    """TODO(import): write the reference. {why}."""\n'
-        '    raise NotImplementedError("reference.py of an imported task: not written yet")\n')
+        '    raise NotImplementedError("reference.py of an imported task: not written yet")\n'
+    )
 
 
 # -- HIP sources --------------------------------------------------------------------------------
@@ -2228,7 +2511,7 @@ def _cpp_blocks(text: str) -> list[tuple[int, int, int]]:
                 j += 2 if text[j] == "\\" else 1
             i = j + 1
             continue
-        if c == "#" and depth == 0 and (i == 0 or text[text.rfind("\n", 0, i) + 1:i].strip() == ""):
+        if c == "#" and depth == 0 and (i == 0 or text[text.rfind("\n", 0, i) + 1 : i].strip() == ""):
             j = i
             while True:
                 j = text.find("\n", j)
@@ -2246,7 +2529,7 @@ def _cpp_blocks(text: str) -> list[tuple[int, int, int]]:
             depth -= 1
             if depth == 0:
                 end = i + 1
-                if text[end:end + 1] == ";":
+                if text[end : end + 1] == ";":
                     end += 1
                 out.append((decl, open_at, end))
                 decl = end
@@ -2266,8 +2549,11 @@ def split_torch_extension(text: str) -> tuple[str, list[str], list[tuple[str, st
         head = re.sub(r"//[^\n]*|/\*.*?\*/", "", header, flags=re.S)
         if re.search(r"\b(namespace|struct|class|union|enum)\b", head) and not TORCH_WORDS.search(head):
             continue
-        if TORCH_WORDS.search(head) or re.search(r"PYBIND11_MODULE|TORCH_LIBRARY", head) or (
-                "__global__" not in head and "__device__" not in head and TORCH_WORDS.search(text[brace:end])):
+        if (
+            TORCH_WORDS.search(head)
+            or re.search(r"PYBIND11_MODULE|TORCH_LIBRARY", head)
+            or ("__global__" not in head and "__device__" not in head and TORCH_WORDS.search(text[brace:end]))
+        ):
             cut.append((decl, end))
     pieces = [text[a:b].strip("\n") for a, b in cut]
     kept, pos = [], 0
@@ -2316,11 +2602,33 @@ def _hip_entry(entry: str, inputs: list[dict], outputs: list[dict], scalars: lis
     return f'extern "C" int {entry}(\n    {joined}) {{\n' + "".join(f"    {b}\n" for b in body) + "}\n"
 
 
-CPP_DTYPES = {"float": "float32", "__half": "float16", "half": "float16", "__hip_bfloat16": "bfloat16",
-              "hip_bfloat16": "bfloat16", "int8_t": "int8", "uint8_t": "uint8", "int16_t": "int16",
-              "int32_t": "int32", "int": "int32", "int64_t": "int64", "long": "int64", "bool": "bool"}
-CPP_INTS = ("int", "int32_t", "int64_t", "long", "long long", "size_t", "unsigned", "unsigned int", "uint32_t",
-            "uint64_t")
+CPP_DTYPES = {
+    "float": "float32",
+    "__half": "float16",
+    "half": "float16",
+    "__hip_bfloat16": "bfloat16",
+    "hip_bfloat16": "bfloat16",
+    "int8_t": "int8",
+    "uint8_t": "uint8",
+    "int16_t": "int16",
+    "int32_t": "int32",
+    "int": "int32",
+    "int64_t": "int64",
+    "long": "int64",
+    "bool": "bool",
+}
+CPP_INTS = (
+    "int",
+    "int32_t",
+    "int64_t",
+    "long",
+    "long long",
+    "size_t",
+    "unsigned",
+    "unsigned int",
+    "uint32_t",
+    "uint64_t",
+)
 
 
 def host_launchers(text: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
@@ -2360,8 +2668,9 @@ def launcher_signature(params: list[tuple[str, str]]) -> tuple[list[dict], list[
     return inputs, outputs, scalars
 
 
-def thin_hip_entry(launcher: tuple[str, str, list[tuple[str, str]]], inputs: list[dict], outputs: list[dict],
-                   scalars: list[dict]) -> tuple[list[str] | None, str]:
+def thin_hip_entry(
+    launcher: tuple[str, str, list[tuple[str, str]]], inputs: list[dict], outputs: list[dict], scalars: list[dict]
+) -> tuple[list[str] | None, str]:
     """The body of an entry that calls a plain HIP launcher: pointers matched to the
     signature's tensors by constness and order, numbers by name, then by order; (None, why)
     when the counts do not agree."""
@@ -2389,11 +2698,18 @@ def thin_hip_entry(launcher: tuple[str, str, list[tuple[str, str]]], inputs: lis
     if ins or outs:
         return None, f"{name} takes fewer pointers than the signature has tensors ({', '.join(ins + outs)} left)"
     call = f"{name}({', '.join(args)})"
-    body = [f"hipError_t err = (hipError_t){call};", "if (err != hipSuccess) return (int)err;"] \
-        if ret in ("int", "hipError_t") else [f"{call};"]
+    body = (
+        [f"hipError_t err = (hipError_t){call};", "if (err != hipSuccess) return (int)err;"]
+        if ret in ("int", "hipError_t")
+        else [f"{call};"]
+    )
     body.append("return (int)hipGetLastError();")
-    note = "" if stream else f"{name} takes no stream: its launches go to the default stream, not the harness's " \
-                             "`stream`; add a stream parameter to it"
+    note = (
+        ""
+        if stream
+        else f"{name} takes no stream: its launches go to the default stream, not the harness's "
+        "`stream`; add a stream parameter to it"
+    )
     return body, note
 
 
@@ -2410,18 +2726,22 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
     source = aka.sources[0]
     decisions: list[str] = []
     if len(aka.sources) > 1:
-        decisions.append("the task YAML names several source files ("
-                         + ", ".join(str(s.relative_to(aka.folder)) for s in aka.sources) +
-                         f"): only {source.relative_to(aka.folder)} was kept; a HIP task may ship headers beside its "
-                         "kernel (copy them), a Triton task is one file")
+        decisions.append(
+            "the task YAML names several source files ("
+            + ", ".join(str(s.relative_to(aka.folder)) for s in aka.sources)
+            + f"): only {source.relative_to(aka.folder)} was kept; a HIP task may ship headers beside its "
+            "kernel (copy them), a Triton task is one file"
+        )
     if aka.category == "triton2triton":
         d, check = _aka_triton(aka, source, name, decisions)
     else:
         d, check = _aka_hip(aka, source, name, decisions)
     d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
     for w in aka.workloads:
-        d.decisions.append(f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
-                           "its shapes with the configs")
+        d.decisions.append(
+            f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
+            "its shapes with the configs"
+        )
     return _finish(d, Path(root) if root else None, aka.folder, check)
 
 
@@ -2430,8 +2750,9 @@ def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
     jit, plain = [], []
     for s in tree.body:
         if isinstance(s, ast.FunctionDef):
-            decorated = any("jit" in _dotted(d) or "autotune" in _dotted(d) or "heuristics" in _dotted(d)
-                            for d in s.decorator_list)
+            decorated = any(
+                "jit" in _dotted(d) or "autotune" in _dotted(d) or "heuristics" in _dotted(d) for d in s.decorator_list
+            )
             (jit if decorated else plain).append(s.name)
     return jit, plain
 
@@ -2448,13 +2769,25 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
         t = h.tensors.get(n)
         if t is None:
             continue
-        spec: dict[str, Any] = {"name": n, "dtype": t.dtype, "shape": t.shape if t.shape is not None else
-                                [f"TODO_{n}_shape"]}
+        spec: dict[str, Any] = {
+            "name": n,
+            "dtype": t.dtype,
+            "shape": t.shape if t.shape is not None else [f"TODO_{n}_shape"],
+        }
         if t.shape is None:
-            decisions.append(f"the shape of {n} could not be read from {h.path.name}: write it in task.yaml "
-                             f"(TODO_{n}_shape)")
-        if n in compared_names and t.maker in ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like",
-                                               "full", "full_like"):
+            decisions.append(
+                f"the shape of {n} could not be read from {h.path.name}: write it in task.yaml (TODO_{n}_shape)"
+            )
+        if n in compared_names and t.maker in (
+            "empty",
+            "empty_like",
+            "zeros",
+            "zeros_like",
+            "ones",
+            "ones_like",
+            "full",
+            "full_like",
+        ):
             outputs.append(spec)
             roles[n] = ("arg", t.fill)
             continue
@@ -2465,9 +2798,15 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
         if n in compared_names:
             if inout_ok:
                 spec["inout"] = True
-            decisions.append(f"{n} is given to the kernel and compared after the call: the kernel updates it in "
-                             "place" + ("; it is an inout input, and the reference must update its copy in place"
-                                        if inout_ok else "; the signature cannot say so here: decide how"))
+            decisions.append(
+                f"{n} is given to the kernel and compared after the call: the kernel updates it in "
+                "place"
+                + (
+                    "; it is an inout input, and the reference must update its copy in place"
+                    if inout_ok
+                    else "; the signature cannot say so here: decide how"
+                )
+            )
         inputs.append(spec)
     taken = {s["name"] for s in inputs + outputs} | set(h.fields)
     for i, key in enumerate(k for k in compared_names if k not in roles and k not in {s["name"] for s in inputs}):
@@ -2481,8 +2820,15 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
     return inputs, outputs, scalars, roles
 
 
-def _entry_call(h: Harness, roles: dict, entry: str, inputs: list[dict], outputs: list[dict],
-                scalars: list[dict], decisions: list[str]) -> tuple[list[str], bool]:
+def _entry_call(
+    h: Harness,
+    roles: dict,
+    entry: str,
+    inputs: list[dict],
+    outputs: list[dict],
+    scalars: list[dict],
+    decisions: list[str],
+) -> tuple[list[str], bool]:
     """The entry's body: the launcher called as the harness calls it, its result copied into
     the outputs (or written by it into output arguments); (lines, complete)."""
     sig = {s["name"] for s in inputs + outputs + scalars}
@@ -2501,8 +2847,11 @@ def _entry_call(h: Harness, roles: dict, entry: str, inputs: list[dict], outputs
             prelude.append(f"{n} = {kind[4:]}")
         elif n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
             prelude.append(f"{n} = {h.consts[n]!r}")
-        elif isinstance(h.call.func, ast.Attribute) and isinstance(h.call.func.value, ast.Name) and \
-                n == h.call.func.value.id:
+        elif (
+            isinstance(h.call.func, ast.Attribute)
+            and isinstance(h.call.func.value, ast.Name)
+            and n == h.call.func.value.id
+        ):
             continue
         else:
             unknown.append(n)
@@ -2513,29 +2862,37 @@ def _entry_call(h: Harness, roles: dict, entry: str, inputs: list[dict], outputs
         role = roles.get(o["name"])
         if role and role[0] == "arg" and role[1] is not None:
             lines.append(f"{o['name']}.zero_()" if role[1] == 0 else f"{o['name']}.fill_({role[1]!r})")
-            decisions.append(f"{h.path.name} hands the kernel {o['name']} filled with {role[1]!r}; the harness hands "
-                             "outputs poisoned, so the entry fills it first: keep that only if the kernel needs it")
+            decisions.append(
+                f"{h.path.name} hands the kernel {o['name']} filled with {role[1]!r}; the harness hands "
+                "outputs poisoned, so the entry fills it first: keep that only if the kernel needs it"
+            )
     results = [(o["name"], roles[o["name"]][1]) for o in outputs if roles.get(o["name"], ("",))[0] == "result"]
     text = ast.unparse(call)
     if results:
         lines.append(f"result = {text}")
         for oname, key in results:
             if "[" in key:
-                lines.append(f"{oname}.copy_(result{key[key.index('['):]})")
+                lines.append(f"{oname}.copy_(result{key[key.index('[') :]})")
             elif len(h.results) > 1:
                 lines.append(f"{oname}.copy_(result[{h.results.index(key)}])")
             else:
                 lines.append(f"{oname}.copy_(result)")
-        decisions.append(f"the kernel's launcher {h.launcher} returns a tensor it allocates; the entry copies it "
-                         f"into the harness's output ({', '.join(o for o, _ in results)}): a candidate may write "
-                         "into the output directly; decide whether the starting kernel should too")
+        decisions.append(
+            f"the kernel's launcher {h.launcher} returns a tensor it allocates; the entry copies it "
+            f"into the harness's output ({', '.join(o for o, _ in results)}): a candidate may write "
+            "into the output directly; decide whether the starting kernel should too"
+        )
     else:
         lines.append(text)
     if unknown:
-        decisions.append(f"the kernel call in {h.path.name} uses {', '.join(unknown)}, which the importer cannot "
-                         "trace: the entry raises until you write its call")
-        return [f"# TODO(import): the call in {h.path.name} was: {ast.unparse(h.call)}",
-                "raise NotImplementedError('entry of an imported task: not written yet')"], False
+        decisions.append(
+            f"the kernel call in {h.path.name} uses {', '.join(unknown)}, which the importer cannot "
+            "trace: the entry raises until you write its call"
+        )
+        return [
+            f"# TODO(import): the call in {h.path.name} was: {ast.unparse(h.call)}",
+            "raise NotImplementedError('entry of an imported task: not written yet')",
+        ], False
     return lines, True
 
 
@@ -2583,28 +2940,44 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         decisions.append(f"reference.py is a stub: {why}; write the reference")
         reference = _reference_stub([i["name"] for i in inputs], h.fields, why)
     else:
-        decisions.append(f"reference.py is what {h.path.name} ({h.function}) compares with, copied out of it: read "
-                         "it (it is called with upcast copies of the inputs: compute in the dtype given)")
+        decisions.append(
+            f"reference.py is what {h.path.name} ({h.function}) compares with, copied out of it: read "
+            "it (it is called with upcast copies of the inputs: compute in the dtype given)"
+        )
     ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
     base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
     fitter = Fitter(base_case, _formula_probe(inputs, h.fields, ref_fn))
     run = fitter.run()
     if any(o["shape"] is None for o in outputs):
-        for k, o in enumerate(o for o in outputs if o["shape"] is None):
+        for o in (o for o in outputs if o["shape"] is None):
             idx = [key for key, _, _ in h.compared].index(o["_key"])
             if run is not None and ref_fn is not None and idx < len(run["outputs"]):
                 t = run["outputs"][idx]
                 o["dtype"] = DTYPE_NAMES.get(t.dtype, "float32")
-                same = next((i["shape"] for i in inputs if i["shape"] and len(i["shape"]) == t.dim() and all(
-                    str(fitter.int_formula(lambda r, d=d: r["outputs"][idx].shape[d])) == str(x)
-                    for d, x in enumerate(i["shape"]))), None)
-                o["shape"] = same or [fitter.int_formula(lambda r, d=d: r["outputs"][idx].shape[d],
-                                                         f"dimension {d} of output {o['name']}")
-                                      for d in range(t.dim())]
+                same = next(
+                    (
+                        i["shape"]
+                        for i in inputs
+                        if i["shape"]
+                        and len(i["shape"]) == t.dim()
+                        and all(
+                            str(fitter.int_formula(lambda r, d=d, idx=idx: r["outputs"][idx].shape[d])) == str(x)
+                            for d, x in enumerate(i["shape"])
+                        )
+                    ),
+                    None,
+                )
+                o["shape"] = same or [
+                    fitter.int_formula(
+                        lambda r, d=d, idx=idx: r["outputs"][idx].shape[d], f"dimension {d} of output {o['name']}"
+                    )
+                    for d in range(t.dim())
+                ]
             else:
                 o["shape"] = [f"TODO_{o['name']}_shape"]
-                decisions.append(f"the shape of output {o['name']} is not known (no reference to run): write it "
-                                 "in task.yaml")
+                decisions.append(
+                    f"the shape of output {o['name']} is not known (no reference to run): write it in task.yaml"
+                )
     for o in outputs:
         o.pop("_key", None)
     decisions += fitter.inexact
@@ -2632,22 +3005,32 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     while len(seen) < 3 and h.cases:
-        seen.append({"name": f"draft-{len(seen)}", **{k: v * 2 for k, v in h.cases[-1].items()},
-                     "#": "DRAFT: the last case doubled"})
+        seen.append(
+            {
+                "name": f"draft-{len(seen)}",
+                **{k: v * 2 for k, v in h.cases[-1].items()},
+                "#": "DRAFT: the last case doubled",
+            }
+        )
     smoke_case = min(h.cases, key=lambda c: size(c)) if h.cases else {}
     if h.cases and size(smoke_case) <= size({k: v for k, v in smoke[0].items() if k not in ("name", "#")}):
         smoke = [{"name": "smoke", **smoke_case, "#": f"the smallest case of {h.path.name}"}]
     decisions += notes
     decisions += h.notes
     if h.cases:
-        decisions.insert(0, f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
-                            "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
-                            "heldout.yaml holds drafts")
+        decisions.insert(
+            0,
+            f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
+            "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
+            "heldout.yaml holds drafts",
+        )
     roofline, rnotes = roofline_draft(tensors, flops, base_case)
     decisions += rnotes
     space = shape_space_draft(base_case, vary)
-    decisions.insert(1, "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the "
-                        "constraints the kernel needs")
+    decisions.insert(
+        1,
+        "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
+    )
     return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, ref_fn
 
 
@@ -2661,49 +3044,85 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         h, why = read_harness(hp, set(plain))
         if h is not None:
             break
-    entry = name if name not in {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))} \
+    entry = (
+        name
+        if name not in {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
         else f"{name}_entry"
+    )
     if h is None:
-        decisions.insert(0, f"the test script could not be read ({why}): the signature, the reference, the configs "
-                            "and the entry are stubs to write")
+        decisions.insert(
+            0,
+            f"the test script could not be read ({why}): the signature, the reference, the configs "
+            "and the entry are stubs to write",
+        )
         inputs = [{"name": "x", "dtype": "float32", "shape": ["TODO_x_shape"]}]
         outputs = [{"name": "out", "dtype": "float32", "shape": ["TODO_out_shape"]}]
         scalars: list[dict] = []
         reference = _reference_stub(["x"], [], why)
-        body = ["# TODO(import): call the kernel's launcher with the task's tensors",
-                "raise NotImplementedError('entry of an imported task: not written yet')"]
+        body = [
+            "# TODO(import): call the kernel's launcher with the task's tensors",
+            "raise NotImplementedError('entry of an imported task: not written yet')",
+        ]
         seen, held, smoke = [{"name": "TODO"}], [], [{"name": "TODO"}]
         roofline = {"bound": "memory", "flops": "0", "bytes": "0"}
         space: dict = {}
         launcher = "?"
     else:
-        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space,
-         _) = _harness_task(aka, h, name, decisions)
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
+            aka, h, name, decisions
+        )
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions)
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
-    entry_text = "\n".join([
-        "", "",
-        f"# ---- entry added by `arena tasks import aka`: the task's ABI around {launcher}, called as the folder's "
-        "test calls it ----",
-        f"def {entry}({params}):",
-        '    """Inputs, outputs, scalars in signature order; writes the outputs."""',
-        *[f"    {ln}" for ln in body], ""])
+    entry_text = "\n".join(
+        [
+            "",
+            "",
+            f"# ---- entry added by `arena tasks import aka`: the task's ABI around {launcher}, called as the folder's "
+            "test calls it ----",
+            f"def {entry}({params}):",
+            '    """Inputs, outputs, scalars in signature order; writes the outputs."""',
+            *[f"    {ln}" for ln in body],
+            "",
+        ]
+    )
     baseline = text.rstrip("\n") + "\n" + entry_text
-    decisions.append(f"baseline.py is {source.name} as written, with the entry {entry} added at its end: check "
-                     "that the starting kernel is correct on every config and leaves headroom")
-    d = Draft(category="triton2triton", name=name, title=_aka_title(aka, name),
-              description=_aka_description(aka, source), entry=entry, inputs=inputs, outputs=outputs,
-              scalars=scalars, roofline=roofline, shape_space=space, reference=reference,
-              tags=["imported", "agentkernelarena"], difficulty=1, seen=seen, heldout=held, smoke=smoke,
-              files={"baseline.py": baseline}, decisions=decisions, notes=_AKA_NOTES)
+    decisions.append(
+        f"baseline.py is {source.name} as written, with the entry {entry} added at its end: check "
+        "that the starting kernel is correct on every config and leaves headroom"
+    )
+    d = Draft(
+        category="triton2triton",
+        name=name,
+        title=_aka_title(aka, name),
+        description=_aka_description(aka, source),
+        entry=entry,
+        inputs=inputs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "agentkernelarena"],
+        difficulty=1,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        files={"baseline.py": baseline},
+        decisions=decisions,
+        notes=_AKA_NOTES,
+    )
     return d, lambda folder: _aka_self_check(folder)
 
 
-_AKA_NOTES = {"title": "say what the task is", "description": "what the kernel computes, precisely",
-              "tags": "families of the coverage table", "difficulty": "1 single op, 2 fused, 3 model block",
-              "roofline": "bytes: every tensor once; flops: PyTorch's counter on the reference",
-              "shape_space": "ranges around the test's shapes; add constraints"}
+_AKA_NOTES = {
+    "title": "say what the task is",
+    "description": "what the kernel computes, precisely",
+    "tags": "families of the coverage table",
+    "difficulty": "1 single op, 2 fused, 3 model block",
+    "roofline": "bytes: every tensor once; flops: PyTorch's counter on the reference",
+    "shape_space": "ranges around the test's shapes; add constraints",
+}
 
 
 def _aka_title(aka: AkaFolder, name: str) -> str:
@@ -2712,9 +3131,11 @@ def _aka_title(aka: AkaFolder, name: str) -> str:
 
 
 def _aka_description(aka: AkaFolder, source: Path) -> str:
-    return (aka.instructions + "\n\n" if aka.instructions else "") + \
-        f"Imported from {aka.folder.name}: the kernel of {source.name} as written, with an entry for this ABI.\n" \
+    return (
+        (aka.instructions + "\n\n" if aka.instructions else "")
+        + f"Imported from {aka.folder.name}: the kernel of {source.name} as written, with an entry for this ABI.\n"
         "TODO: say what the kernel computes, in what precision, and where the work is.\n"
+    )
 
 
 def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
@@ -2729,10 +3150,13 @@ def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
         config = task.configs("smoke")[0]
         bad = reference_problems(task, config, "cpu", load_reference(task))
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
-        return [], [f"the reference does not run on the smoke config ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else ''}): correct reference.py"]
-    return ["the reference runs on the smoke config on the CPU"], \
-        [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
+        return [], [
+            f"the reference does not run on the smoke config ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}): correct reference.py"
+        ]
+    return ["the reference runs on the smoke config on the CPU"], [
+        f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad
+    ]
 
 
 def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
@@ -2749,8 +3173,10 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     for mp in aka.modules:
         try:
             module_task = build_module_task(ModuleProblem(mp, any_module=True), name, "hip2hip")
-            decisions.append(f"the signature, reference and configs come from the PyTorch module "
-                             f"{mp.relative_to(aka.folder)}; the reference is its forward")
+            decisions.append(
+                f"the signature, reference and configs come from the PyTorch module "
+                f"{mp.relative_to(aka.folder)}; the reference is its forward"
+            )
             break
         except ImportStop as exc:
             decisions.append(f"{mp.relative_to(aka.folder)} could not be read as a module problem ({exc.detail})")
@@ -2760,8 +3186,14 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         check = module_task.self_check
         inputs, outputs, scalars = d.inputs, d.outputs, d.scalars
         decisions += d.decisions
-        reference, seen, held, smoke, roofline, space = d.reference, d.seen, d.heldout, d.smoke, d.roofline, \
-            d.shape_space
+        reference, seen, held, smoke, roofline, space = (
+            d.reference,
+            d.seen,
+            d.heldout,
+            d.smoke,
+            d.roofline,
+            d.shape_space,
+        )
     else:
         h, why = None, "the folder has no test script"
         for hp in aka.harnesses:
@@ -2769,25 +3201,33 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
             if h is not None:
                 break
         if h is not None:
-            (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space,
-             _) = _harness_task(aka, h, name, decisions)
+            (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
+                aka, h, name, decisions
+            )
             check = _aka_self_check
         else:
             found = host_launchers(kept) if not torch_ext else []
             if found:
                 inputs, outputs, scalars = launcher_signature(found[0][2])
-                decisions.insert(0, f"neither a PyTorch module file nor a readable test script ({why}): the "
-                                    f"signature is read off {found[0][1]}'s parameters (const pointers inputs, other "
-                                    "pointers outputs); write the shapes (TODO_*), the float scalars' values, the "
-                                    "reference and the configs")
+                decisions.insert(
+                    0,
+                    f"neither a PyTorch module file nor a readable test script ({why}): the "
+                    f"signature is read off {found[0][1]}'s parameters (const pointers inputs, other "
+                    "pointers outputs); write the shapes (TODO_*), the float scalars' values, the "
+                    "reference and the configs",
+                )
             else:
-                decisions.insert(0, f"neither a PyTorch module file nor a readable test script ({why}): the "
-                                    "signature, the reference and the configs are stubs to write")
+                decisions.insert(
+                    0,
+                    f"neither a PyTorch module file nor a readable test script ({why}): the "
+                    "signature, the reference and the configs are stubs to write",
+                )
                 inputs = [{"name": "x", "dtype": "float32", "shape": ["TODO_x_shape"]}]
                 outputs = [{"name": "out", "dtype": "float32", "shape": ["TODO_out_shape"]}]
                 scalars = []
-            reference = _reference_stub([i["name"] for i in inputs], [s["name"] for s in scalars
-                                                                       if s["type"] != "float32"], why)
+            reference = _reference_stub(
+                [i["name"] for i in inputs], [s["name"] for s in scalars if s["type"] != "float32"], why
+            )
             seen, held, smoke = [{"name": "TODO"}], [], [{"name": "TODO"}]
             roofline, space = {"bound": "memory", "flops": "0", "bytes": "0"}, {}
     if re.search(rf"\b{re.escape(entry)}\s*\(", kept):
@@ -2795,42 +3235,79 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     launch_note = ""
     if torch_ext:
         cut_names = [m.group(1) for p in pieces for m in [re.search(r"(\w+)\s*\([^()]*\)\s*\{", p)] if m]
-        launch_note = (f"the original launched its kernels from PyTorch host code ({', '.join(cut_names) or 'cut'}), "
-                       "kept as comments at the end of this file: launch them here on `stream`")
+        launch_note = (
+            f"the original launched its kernels from PyTorch host code ({', '.join(cut_names) or 'cut'}), "
+            "kept as comments at the end of this file: launch them here on `stream`"
+        )
         body = [f"// TODO(import): {launch_note}.", "return (int)hipErrorNotSupported;"]
-        decisions.insert(0, f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
-                            f"({', '.join(cut_names)}) cannot be built here and is kept as comments: write the entry "
-                            f"{entry}'s launches (it returns hipErrorNotSupported until then)")
+        decisions.insert(
+            0,
+            f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
+            f"({', '.join(cut_names)}) cannot be built here and is kept as comments: write the entry "
+            f"{entry}'s launches (it returns hipErrorNotSupported until then)",
+        )
         leftovers = sorted(set(TORCH_WORDS.findall(kept)))
         if leftovers:
-            decisions.append(f"the kept device code still names PyTorch ({', '.join(leftovers)}): replace those "
-                             "types or macros")
+            decisions.append(
+                f"the kept device code still names PyTorch ({', '.join(leftovers)}): replace those types or macros"
+            )
     else:
         found = host_launchers(kept)
-        body, why_not = (None, "it has no host function taking device pointers") if not found else \
-            thin_hip_entry(found[0], inputs, outputs, scalars)
+        body, why_not = (
+            (None, "it has no host function taking device pointers")
+            if not found
+            else thin_hip_entry(found[0], inputs, outputs, scalars)
+        )
         if body is not None:
-            decisions.insert(0, f"baseline.hip is {source.name} as written with an entry {entry} added that calls "
-                                f"{found[0][1]} (pointers matched by constness and order, numbers by name): check "
-                                "the matching")
+            decisions.insert(
+                0,
+                f"baseline.hip is {source.name} as written with an entry {entry} added that calls "
+                f"{found[0][1]} (pointers matched by constness and order, numbers by name): check "
+                "the matching",
+            )
             if why_not:
                 decisions.append(why_not)
         else:
-            body = [f"// TODO(import): launch the kernels above on `stream` ({why_not}).",
-                    "return (int)hipErrorNotSupported;"]
-            decisions.insert(0, f"baseline.hip is {source.name} as written with an entry {entry} added: write its "
-                                f"launches ({why_not}; it returns hipErrorNotSupported until then)")
+            body = [
+                f"// TODO(import): launch the kernels above on `stream` ({why_not}).",
+                "return (int)hipErrorNotSupported;",
+            ]
+            decisions.insert(
+                0,
+                f"baseline.hip is {source.name} as written with an entry {entry} added: write its "
+                f"launches ({why_not}; it returns hipErrorNotSupported until then)",
+            )
     if exports:
-        decisions.append("the extension exported " + ", ".join(f"{p} ({c})" for p, c in exports) +
-                         f"; the task's entry is {entry}")
+        decisions.append(
+            "the extension exported " + ", ".join(f"{p} ({c})" for p, c in exports) + f"; the task's entry is {entry}"
+        )
     entry_text = _hip_entry(entry, [i for i in inputs], outputs, scalars, body)
     comments = "".join("\n// " + "\n// ".join(p.splitlines()) + "\n" for p in pieces)
-    baseline = kept.rstrip("\n") + "\n\n// ---- entry added by `arena tasks import aka`: the task's ABI ----\n" + \
-        entry_text + (("\n// ---- the original PyTorch host code, for reference (not built) ----" + comments)
-                      if pieces else "")
-    d = Draft(category="hip2hip", name=name, title=_aka_title(aka, name), description=_aka_description(aka, source),
-              entry=entry, inputs=inputs, outputs=outputs, scalars=scalars, roofline=roofline, shape_space=space,
-              reference=reference, tags=["imported", "agentkernelarena"],
-              difficulty=1, seen=seen, heldout=held, smoke=smoke, files={"baseline.hip": baseline},
-              decisions=decisions, notes=_AKA_NOTES)
+    baseline = (
+        kept.rstrip("\n")
+        + "\n\n// ---- entry added by `arena tasks import aka`: the task's ABI ----\n"
+        + entry_text
+        + (("\n// ---- the original PyTorch host code, for reference (not built) ----" + comments) if pieces else "")
+    )
+    d = Draft(
+        category="hip2hip",
+        name=name,
+        title=_aka_title(aka, name),
+        description=_aka_description(aka, source),
+        entry=entry,
+        inputs=inputs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "agentkernelarena"],
+        difficulty=1,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        files={"baseline.hip": baseline},
+        decisions=decisions,
+        notes=_AKA_NOTES,
+    )
     return d, check

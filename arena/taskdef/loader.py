@@ -245,7 +245,7 @@ def _validator(name: str):
     return cls(schema)
 
 
-def _schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
+def schema_errors(data: Any, schema: str, path: Path) -> list[ArenaError]:
     """One error per problem, each naming the key: a missing required key and an unknown key
     are named themselves (``signature.inputs.0.dtype``), not the mapping that holds them."""
     errors = []
@@ -391,7 +391,7 @@ def load_task(path: Path | str, *, validate: bool = True) -> Task:
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         # unvalidated and malformed: what the schema says is wrong, never a KeyError (the schema
         # is checked only here, off the fast path: the trusted process loads every task this way)
-        errors = _schema_errors(data, "task.schema.json", path / "task.yaml")
+        errors = schema_errors(data, "task.schema.json", path / "task.yaml")
         if errors:
             raise ArenaErrors(errors) from None
         raise
@@ -399,7 +399,7 @@ def load_task(path: Path | str, *, validate: bool = True) -> Task:
 
 def load_configs(path: Path, split: str, task: Task | None = None) -> list[Config]:
     data = read_yaml(path)
-    errors = _schema_errors(data, "configs.schema.json", path)
+    errors = schema_errors(data, "configs.schema.json", path)
     if errors:
         raise ArenaErrors(errors)
     configs = []
@@ -501,7 +501,7 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         data = read_yaml(yml)
     except ArenaError as exc:
         return [exc]
-    errors = _schema_errors(data, "task.schema.json", yml)
+    errors = schema_errors(data, "task.schema.json", yml)
     if errors:
         return errors
     task = _build_task(data, path)
@@ -639,7 +639,7 @@ def load_suite(path: Path | str) -> dict[str, Any]:
     """A run configuration (configs/suites/*.yaml), validated against its schema."""
     path = Path(path)
     data = read_yaml(path)
-    errors = _schema_errors(data, "suite.schema.json", path)
+    errors = schema_errors(data, "suite.schema.json", path)
     if errors:
         raise ArenaErrors(errors)
     return data

@@ -111,13 +111,16 @@ def reference(x, rows, cols):
     return torch.where(x > 0, x, 0.1 * x)
 ''')
     (folder / "configs" / "seen.yaml").write_text(
-        "- {name: a, rows: 4096, cols: 4096}\n- {name: b, rows: 8192, cols: 4096}\n- {name: c, rows: 16384, cols: 8192}\n")
+        "- {name: a, rows: 4096, cols: 4096}\n- {name: b, rows: 8192, cols: 4096}\n"
+        "- {name: c, rows: 16384, cols: 8192}\n"
+    )
     (folder / "configs" / "heldout.yaml").write_text(
         "- {name: odd, rows: 4093, cols: 4099}\n- {name: skinny, rows: 131071, cols: 129}\n"
-        "- {name: wide, rows: 3, cols: 1000003}\n- {name: big, rows: 30000, cols: 8190}\n")
+        "- {name: wide, rows: 3, cols: 1000003}\n- {name: big, rows: 30000, cols: 8190}\n"
+    )
     (folder / "configs" / "smoke.yaml").write_text("- {name: tiny, rows: 3, cols: 37}\n")
     if category == "triton2triton":
-        (folder / "baseline.py").write_text(f'''import triton
+        (folder / "baseline.py").write_text(f"""import triton
 import triton.language as tl
 
 
@@ -132,9 +135,9 @@ def _kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 def {name}(x, y, rows, cols):
     n = rows * cols
     _kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
-''')
+""")
     elif category == "hip2hip":
-        (folder / "baseline.hip").write_text(f'''#include <hip/hip_runtime.h>
+        (folder / "baseline.hip").write_text(f"""#include <hip/hip_runtime.h>
 #include <cstdint>
 
 __global__ void leaky_relu_kernel(const float* x, float* y, int64_t n) {{
@@ -147,5 +150,5 @@ extern "C" int {name}(const float* x, float* y, int64_t rows, int64_t cols, hipS
     hipLaunchKernelGGL(leaky_relu_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, stream, x, y, n);
     return (int)hipGetLastError();
 }}
-''')
+""")
     return folder

@@ -20,9 +20,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from arena.toolchain import hip2cuda, objcheck, torch_headers
@@ -31,7 +31,8 @@ TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"
 OBJECT_NAME = "kernel.o"
 RECORD_NAME = "build.json"
-DEVICE_CODE_NAME = "kernels.fatbin"   # the device code alone (CUDA): what a replay process loads (arena.evaluation.candidate.native_recorder)
+# the device code alone (CUDA): what a replay process loads (arena.evaluation.candidate.native_recorder)
+DEVICE_CODE_NAME = "kernels.fatbin"
 SOURCE_NAMES = {"cuda": "kernel.cu", "rocm": "kernel.hip"}
 _COMPILERS = {"cuda": "nvcc", "rocm": "hipcc"}
 _COMPILER_ROOTS = {
@@ -118,16 +119,21 @@ def _compiler_version(path: str, target: str) -> tuple[str, str] | str:
     if memo_key in _version_memo:
         return _version_memo[memo_key]
     try:
-        done = subprocess.run([path, "--version"], env=_compiler_env(target),
-                              stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=_VERSION_TIMEOUT_S)
+        done = subprocess.run(
+            [path, "--version"],
+            env=_compiler_env(target),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_VERSION_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{path} --version failed: {exc}"
     text = done.stdout.decode(errors="replace")
     if target == "cuda":
         found = re.search(r"release [\d.]+, V([\d.]+)", text)
-        result: tuple[str, str] | str = (found.group(1), text) if found else (
-            f"{path} --version gave no nvcc release line")
+        result: tuple[str, str] | str = (
+            (found.group(1), text) if found else (f"{path} --version gave no nvcc release line")
+        )
     else:
         hip = re.search(r"HIP version:\s*(\S+)", text)
         clang = re.search(r"clang version\s+(\S+)", text)
@@ -155,8 +161,12 @@ def compiler_found(target: str) -> dict[str, str | None]:
     _check_target(target)
     path = _find_compiler(target)
     if path is None:
-        return {"compiler": _COMPILERS[target], "path": None, "version": None,
-                "problem": f"{_COMPILERS[target]} not found on PATH"}
+        return {
+            "compiler": _COMPILERS[target],
+            "path": None,
+            "version": None,
+            "problem": f"{_COMPILERS[target]} not found on PATH",
+        }
     version = _compiler_version(path, target)
     if isinstance(version, str):
         return {"compiler": _COMPILERS[target], "path": path, "version": None, "problem": version}
@@ -182,11 +192,22 @@ def _clang_major(version_text: str) -> int:
 def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> list[str]:
     """Flags of the compile step (the candidate's file to a position-independent object)."""
     if target == "cuda":
-        number = arch[len("sm_"):]
+        number = arch[len("sm_") :]
         # --expt-relaxed-constexpr: constexpr host functions in device code (std::numeric_limits<T>::infinity()),
         # as hipcc allows them
-        flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "-x", "cu",
-                 f"-gencode=arch=compute_{number},code=sm_{number}", "-Xptxas", "-v", "-c"]
+        flags = [
+            "-O3",
+            "-std=c++17",
+            "--expt-relaxed-constexpr",
+            "-Xcompiler",
+            "-fPIC",
+            "-x",
+            "cu",
+            f"-gencode=arch=compute_{number},code=sm_{number}",
+            "-Xptxas",
+            "-v",
+            "-c",
+        ]
     else:
         flags = ["-O3", "-std=c++17", "-fPIC", f"--offload-arch={arch}", "-c"]
         if _clang_major(version_text) >= 15:  # the resource-usage remark exists there
@@ -206,9 +227,17 @@ def _link_flags(target: str, arch: str) -> list[str]:
     return ["-shared", "-fPIC", f"--offload-arch={arch}"]
 
 
-def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_text: str,
-               flags: list[str], link_flags: list[str], headers: Sequence[tuple[str, bytes]] = (),
-               torch_version: str = "") -> str:
+def _cache_key(
+    target: str,
+    arch: str,
+    source: bytes,
+    compiler: str,
+    version_text: str,
+    flags: list[str],
+    link_flags: list[str],
+    headers: Sequence[tuple[str, bytes]] = (),
+    torch_version: str = "",
+) -> str:
     digest = hashlib.sha256()
 
     def part(name: str, data: bytes) -> None:
@@ -224,7 +253,7 @@ def _cache_key(target: str, arch: str, source: bytes, compiler: str, version_tex
     part("version", version_text.encode())
     part("flags", json.dumps(flags).encode())
     part("link_flags", json.dumps(link_flags).encode())
-    if torch_version:                 # PyTorch's header-only headers were part of the build
+    if torch_version:  # PyTorch's header-only headers were part of the build
         part("torch", torch_version.encode())
     if target == "cuda":
         from arena.evaluation.candidate.native_recorder import RECORDER_SOURCE
@@ -265,12 +294,17 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str],
-         timeout: float) -> tuple[int | None, str, bool]:
+def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str, bool]:
     """(return code or None, merged output, timed out). Kills the whole group on timeout."""
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=max(timeout, 0.0))
         return proc.returncode, out.decode(errors="replace"), False
@@ -324,9 +358,11 @@ def parse_ptxas(output: str) -> dict[str, dict[str, Any]]:
             continue
         if props_for is not None and "stack frame" in line:
             info = props.setdefault(props_for, {})
-            for field_name, pattern in (("stack_bytes", r"(\d+) bytes stack frame"),
-                                        ("spill_bytes", r"(\d+) bytes spill stores"),
-                                        ("spill_load_bytes", r"(\d+) bytes spill loads")):
+            for field_name, pattern in (
+                ("stack_bytes", r"(\d+) bytes stack frame"),
+                ("spill_bytes", r"(\d+) bytes spill stores"),
+                ("spill_load_bytes", r"(\d+) bytes spill loads"),
+            ):
                 if number := re.search(pattern, line):
                     info[field_name] = int(number.group(1))
             props_for = None
@@ -335,9 +371,11 @@ def parse_ptxas(output: str) -> dict[str, dict[str, Any]]:
             info = entries[current]
             info["registers"] = int(found.group(1))
             rest = found.group(2)
-            for field_name, pattern in (("barriers", r"(\d+) barriers"),
-                                        ("shared_bytes", r"(\d+) bytes smem"),
-                                        ("constant_bytes", r"(\d+) bytes cmem\[0\]")):
+            for field_name, pattern in (
+                ("barriers", r"(\d+) barriers"),
+                ("shared_bytes", r"(\d+) bytes smem"),
+                ("constant_bytes", r"(\d+) bytes cmem\[0\]"),
+            ):
                 if number := re.search(pattern, rest):
                     info[field_name] = int(number.group(1))
     for name, info in entries.items():
@@ -347,10 +385,16 @@ def parse_ptxas(output: str) -> dict[str, dict[str, Any]]:
 
 _REMARK_NAME = re.compile(r"remark:\s*Function Name:\s*(\S+)")
 _REMARK_FIELD = re.compile(r"remark:\s*([A-Za-z][A-Za-z ]*?)(?:\s*\[[^\]]*\])?:\s*(\d+)\s*\[")
-_REMARK_FIELDS = {"SGPRs": "sgprs", "VGPRs": "vgprs", "AGPRs": "agprs",
-                  "ScratchSize": "scratch_bytes", "Occupancy": "occupancy_waves",
-                  "SGPRs Spill": "sgpr_spills", "VGPRs Spill": "vgpr_spills",
-                  "LDS Size": "shared_bytes"}
+_REMARK_FIELDS = {
+    "SGPRs": "sgprs",
+    "VGPRs": "vgprs",
+    "AGPRs": "agprs",
+    "ScratchSize": "scratch_bytes",
+    "Occupancy": "occupancy_waves",
+    "SGPRs Spill": "sgpr_spills",
+    "VGPRs Spill": "vgpr_spills",
+    "LDS Size": "shared_bytes",
+}
 
 
 def parse_amdgpu_remarks(output: str) -> dict[str, dict[str, Any]]:
@@ -389,9 +433,16 @@ def _named_kernels(mangled: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
-def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
-              cache_dir: Path | None = None, extra_flags: Sequence[str] = (),
-              headers: Sequence[Path] = ()) -> BuildResult:
+def build_hip(
+    source: Path,
+    *,
+    target: str,
+    arch: str,
+    timeout: float = 180.0,
+    cache_dir: Path | None = None,
+    extra_flags: Sequence[str] = (),
+    headers: Sequence[Path] = (),
+) -> BuildResult:
     """Build a HIP file into ``lib.so`` for ``target`` ("cuda" via nvcc, "rocm" via hipcc).
 
     The file is compiled to an object (``extra_flags`` go to this step), the object is checked
@@ -404,18 +455,34 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
     source = Path(source)
     source_bytes = source.read_bytes()
     compiler_name = _COMPILERS[target]
-    toolchain: dict[str, Any] = {"target": target, "compiler": compiler_name, "version": None,
-                                 "arch": arch, "flags": []}
+    toolchain: dict[str, Any] = {
+        "target": target,
+        "compiler": compiler_name,
+        "version": None,
+        "arch": arch,
+        "flags": [],
+    }
 
     def failed(log: str, timed_out: bool = False, **found: Any) -> BuildResult:
-        return BuildResult(ok=False, library=None, log=log,
-                           seconds=time.perf_counter() - start, cached=False,
-                           timed_out=timed_out, toolchain=toolchain, resources={}, **found)
+        return BuildResult(
+            ok=False,
+            library=None,
+            log=log,
+            seconds=time.perf_counter() - start,
+            cached=False,
+            timed_out=timed_out,
+            toolchain=toolchain,
+            resources={},
+            **found,
+        )
 
     # PyTorch's headers: those that need its library are refused before anything runs (arena.toolchain.torch_headers)
     given = [source_bytes.decode("utf-8", errors="replace")] + [Path(h).read_text(errors="replace") for h in headers]
-    refused = [line for text, name in zip(given, [source.name, *(Path(h).name for h in headers)])
-               for line in torch_headers.refusals(text, name)]
+    refused = [
+        line
+        for text, name in zip(given, [source.name, *(Path(h).name for h in headers)])
+        for line in torch_headers.refusals(text, name)
+    ]
     if refused:
         return failed("\n".join(refused))
     lacking = torch_headers.missing(given, target)
@@ -438,21 +505,36 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
 
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     header_bytes = [(Path(h).name, Path(h).read_bytes()) for h in headers]
-    key = _cache_key(target, arch, source_bytes, compiler, version_text, flags, link_flags, header_bytes,
-                     torch_headers.torch_version() if torch_include is not None else "")
+    key = _cache_key(
+        target,
+        arch,
+        source_bytes,
+        compiler,
+        version_text,
+        flags,
+        link_flags,
+        header_bytes,
+        torch_headers.torch_version() if torch_include is not None else "",
+    )
     final_dir = cache_root / key[:2] / key
     record = _load_record(final_dir)
     if record is not None:
         code = final_dir / DEVICE_CODE_NAME
-        return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=record.get("log", ""),
-                           seconds=time.perf_counter() - start, cached=True, timed_out=False,
-                           toolchain=record.get("toolchain", toolchain),
-                           resources=record.get("resources", {}),
-                           kernels=tuple(record.get("kernels", ())),
-                           kernels_mangled=tuple(record.get("kernels_mangled", ())),
-                           undefined=tuple(record.get("undefined", ())),
-                           device_code=code if code.is_file() else None,
-                           device_code_sha256=str(record.get("device_code_sha256", "")))
+        return BuildResult(
+            ok=True,
+            library=final_dir / LIBRARY_NAME,
+            log=record.get("log", ""),
+            seconds=time.perf_counter() - start,
+            cached=True,
+            timed_out=False,
+            toolchain=record.get("toolchain", toolchain),
+            resources=record.get("resources", {}),
+            kernels=tuple(record.get("kernels", ())),
+            kernels_mangled=tuple(record.get("kernels_mangled", ())),
+            undefined=tuple(record.get("undefined", ())),
+            device_code=code if code.is_file() else None,
+            device_code_sha256=str(record.get("device_code_sha256", "")),
+        )
 
     log_parts: list[str] = []
     texts: dict[str, bytes] = {}
@@ -481,8 +563,7 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
             """Run one step; (its output, None) or (output, the failed result)."""
             log_parts.append("$ " + shlex.join(command))
             try:
-                code, output, timed_out = _run(command, work, env,
-                                               deadline - time.perf_counter())
+                code, output, timed_out = _run(command, work, env, deadline - time.perf_counter())
             except OSError as exc:
                 return "", failed("\n".join(log_parts + [f"could not run {compiler}: {exc}"]))
             if output:
@@ -509,8 +590,7 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
             log_parts.append(f"build failed: could not read {OBJECT_NAME}: {exc}")
             return failed("\n".join(log_parts))
         kernels, kernels_mangled = _named_kernels(mangled)
-        found = {"kernels": kernels, "kernels_mangled": kernels_mangled,
-                 "undefined": report.undefined}
+        found = {"kernels": kernels, "kernels_mangled": kernels_mangled, "undefined": report.undefined}
         if report.refused is not None:
             log_parts.append(report.refused)
             return failed("\n".join(log_parts), refused=report.refused, **found)
@@ -518,7 +598,8 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
         code_sha = ""
         linked = [OBJECT_NAME]
         if target == "cuda":
-            # the device code alone, for a replay process (arena.evaluation.candidate.native_recorder), and the recorder linked in
+            # the device code alone, for a replay process (arena.evaluation.candidate.native_recorder), and the recorder
+            # linked in
             fatbin = obj.section(".nv_fatbin")
             if fatbin is None:
                 log_parts.append(f"build failed: {OBJECT_NAME} holds no device code (.nv_fatbin)")
@@ -538,13 +619,21 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
         link_seconds = time.perf_counter() - link_start
         (work / OBJECT_NAME).unlink()
         log = "\n".join(log_parts)
-        record = {"format": _CACHE_FORMAT, "key": key, "source": str(source), "log": log,
-                  "toolchain": toolchain, "resources": resources,
-                  "kernels": list(kernels), "kernels_mangled": list(kernels_mangled),
-                  "undefined": list(report.undefined), "device_code_sha256": code_sha,
-                  "build_seconds": round(compile_seconds + link_seconds, 3),
-                  "compile_seconds": round(compile_seconds, 3),
-                  "link_seconds": round(link_seconds, 3)}
+        record = {
+            "format": _CACHE_FORMAT,
+            "key": key,
+            "source": str(source),
+            "log": log,
+            "toolchain": toolchain,
+            "resources": resources,
+            "kernels": list(kernels),
+            "kernels_mangled": list(kernels_mangled),
+            "undefined": list(report.undefined),
+            "device_code_sha256": code_sha,
+            "build_seconds": round(compile_seconds + link_seconds, 3),
+            "compile_seconds": round(compile_seconds, 3),
+            "link_seconds": round(link_seconds, 3),
+        }
         (work / RECORD_NAME).write_text(json.dumps(record, indent=1, sort_keys=True))
         final_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -557,9 +646,18 @@ def build_hip(source: Path, *, target: str, arch: str, timeout: float = 180.0,
                 except OSError:
                     pass  # another builder placed it meanwhile
         code = final_dir / DEVICE_CODE_NAME
-        return BuildResult(ok=True, library=final_dir / LIBRARY_NAME, log=log,
-                           seconds=time.perf_counter() - start, cached=False, timed_out=False,
-                           toolchain=toolchain, resources=resources, **found,
-                           device_code=code if code.is_file() else None, device_code_sha256=code_sha)
+        return BuildResult(
+            ok=True,
+            library=final_dir / LIBRARY_NAME,
+            log=log,
+            seconds=time.perf_counter() - start,
+            cached=False,
+            timed_out=False,
+            toolchain=toolchain,
+            resources=resources,
+            **found,
+            device_code=code if code.is_file() else None,
+            device_code_sha256=code_sha,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -15,9 +15,9 @@ import re
 import shutil
 import struct
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["ElfError", "ElfObject", "InitEntry", "ObjectReport", "Section", "Symbol",

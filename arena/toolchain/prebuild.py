@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from arena.toolchain.hip import build_hip, cache_root, toolchain_available
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.taskdef.loader import Config, Task, load_task, task_headers
+from arena.toolchain.hip import build_hip, cache_root, toolchain_available
 
 log = logging.getLogger(__name__)
 ROLES = ("baseline", "solution", "specialised")

@@ -80,7 +80,8 @@ adds references and is refused).
 that fires ``arena.evaluation.candidate.audit.fork_exec`` with a frozen copy of its arguments before calling the real
 ``_posixsubprocess.fork_exec`` (which starts processes without any audit event of its own);
 ``_posixsubprocess`` leaves ``sys.modules`` and ``_imp.create_builtin`` becomes a gate firing
-``arena.evaluation.candidate.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters where
+``arena.evaluation.candidate.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters
+where
 ``_posixsubprocess`` is built in, as Debian's and Ubuntu's Python 3.12 on the GPU machine,
 ``importlib.import_module`` makes a fresh copy of it without any event; where it is a shared
 library, as with pyenv's 3.11, loading it again is an extension load, refused);
@@ -136,15 +137,35 @@ GATED_BUILTINS = frozenset({"_posixsubprocess", "_imp"})
 # The policy's tables
 
 # events refused outright (after arm())
-REFUSED_EVENTS = frozenset({
-    "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
-    "sys.monitoring.register_callback",
-    "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "code.__new__", "marshal.load",
-    "os.system", "os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn", "os.startfile", "os.posix_spawn",
-    "os.kill", "os.killpg", "signal.pthread_kill", "signal.pidfd_send_signal",
-    "os.symlink", "os.unshare", "os.setns",
-})
+REFUSED_EVENTS = frozenset(
+    {
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "sys.monitoring.register_callback",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "code.__new__",
+        "marshal.load",
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.startfile",
+        "os.posix_spawn",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        "signal.pidfd_send_signal",
+        "os.symlink",
+        "os.unshare",
+        "os.setns",
+    }
+)
 # event name prefixes refused outright
 REFUSED_PREFIXES = ("ctypes.", "socket.")
 # attribute reads that hand out a frame
@@ -152,32 +173,113 @@ FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # function attributes whose assignment would change what a function does
 FUNCTION_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 # environment variables a tool the policy runs would see (os.putenv of these is refused)
-SENSITIVE_ENV_EXACT = frozenset({"PATH", "CC", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-                                 "OBJC_INCLUDE_PATH", "LIBRARY_PATH", "COMPILER_PATH", "TMPDIR", "TMP", "TEMP",
-                                 "GCONV_PATH", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES", "CUDA_HOME",
-                                 "CUDA_PATH", "ROCM_PATH", "HIP_PATH"})
-SENSITIVE_ENV_PREFIXES = ("LD_", "GCC_", "TRITON_PTXAS", "TRITON_CACHE", "TRITON_HOME", "TRITON_LIBCUDA",
-                          "TRITON_CUDACRT", "TRITON_CUDART", "TRITON_BACKENDS", "PYTHON")
+SENSITIVE_ENV_EXACT = frozenset(
+    {
+        "PATH",
+        "CC",
+        "CPATH",
+        "C_INCLUDE_PATH",
+        "CPLUS_INCLUDE_PATH",
+        "OBJC_INCLUDE_PATH",
+        "LIBRARY_PATH",
+        "COMPILER_PATH",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "GCONV_PATH",
+        "DEPENDENCIES_OUTPUT",
+        "SUNPRO_DEPENDENCIES",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "ROCM_PATH",
+        "HIP_PATH",
+    }
+)
+SENSITIVE_ENV_PREFIXES = (
+    "LD_",
+    "GCC_",
+    "TRITON_PTXAS",
+    "TRITON_CACHE",
+    "TRITON_HOME",
+    "TRITON_LIBCUDA",
+    "TRITON_CUDACRT",
+    "TRITON_CUDART",
+    "TRITON_BACKENDS",
+    "PYTHON",
+)
 # Triton's natively built modules (runtime/build.py compile_module_from_src names)
 LAUNCHER_MODULES = ("__triton_launcher", "cuda_utils", "hip_utils")
 # standard-library extensions a candidate may import although they were not loaded yet: computation
 # only, loaded from the interpreter's own lib-dynload
-STDLIB_EXTENSIONS = frozenset({
-    "math", "cmath", "_bisect", "_heapq", "_random", "_statistics", "_datetime", "_decimal", "_json",
-    "_struct", "array", "_contextvars", "_opcode", "_md5", "_sha1", "_sha2", "_sha256", "_sha512", "_sha3",
-    "_blake2", "binascii", "zlib", "_bz2", "_lzma", "unicodedata", "_csv", "_pickle", "_queue", "_zoneinfo",
-})
+STDLIB_EXTENSIONS = frozenset(
+    {
+        "math",
+        "cmath",
+        "_bisect",
+        "_heapq",
+        "_random",
+        "_statistics",
+        "_datetime",
+        "_decimal",
+        "_json",
+        "_struct",
+        "array",
+        "_contextvars",
+        "_opcode",
+        "_md5",
+        "_sha1",
+        "_sha2",
+        "_sha256",
+        "_sha512",
+        "_sha3",
+        "_blake2",
+        "binascii",
+        "zlib",
+        "_bz2",
+        "_lzma",
+        "unicodedata",
+        "_csv",
+        "_pickle",
+        "_queue",
+        "_zoneinfo",
+    }
+)
 
 # event kinds (the hook dispatches on these small ints)
-_K_ALLOW, _K_REFUSE, _K_GETATTR, _K_SETATTR, _K_GETFRAME, _K_SPAWN, _K_FORKEXEC, _K_IMPORT, _K_OPEN, \
-    _K_MARSHAL, _K_PUTENV, _K_LINK, _K_CODE, _K_BUILTIN = range(14)
+(
+    _K_ALLOW,
+    _K_REFUSE,
+    _K_GETATTR,
+    _K_SETATTR,
+    _K_GETFRAME,
+    _K_SPAWN,
+    _K_FORKEXEC,
+    _K_IMPORT,
+    _K_OPEN,
+    _K_MARSHAL,
+    _K_PUTENV,
+    _K_LINK,
+    _K_CODE,
+    _K_BUILTIN,
+) = range(14)
 
 _KINDS = {
-    "object.__getattr__": _K_GETATTR, "object.__setattr__": _K_SETATTR, "object.__delattr__": _K_SETATTR,
-    "sys._getframe": _K_GETFRAME, "subprocess.Popen": _K_SPAWN, FORK_EXEC_EVENT: _K_FORKEXEC,
-    "import": _K_IMPORT, "open": _K_OPEN, "marshal.loads": _K_MARSHAL, "os.putenv": _K_PUTENV,
-    "os.unsetenv": _K_PUTENV, "os.rename": _K_LINK, "os.link": _K_LINK, "function.__new__": _K_CODE,
-    "exec": _K_CODE, CREATE_BUILTIN_EVENT: _K_BUILTIN,
+    "object.__getattr__": _K_GETATTR,
+    "object.__setattr__": _K_SETATTR,
+    "object.__delattr__": _K_SETATTR,
+    "sys._getframe": _K_GETFRAME,
+    "subprocess.Popen": _K_SPAWN,
+    FORK_EXEC_EVENT: _K_FORKEXEC,
+    "import": _K_IMPORT,
+    "open": _K_OPEN,
+    "marshal.loads": _K_MARSHAL,
+    "os.putenv": _K_PUTENV,
+    "os.unsetenv": _K_PUTENV,
+    "os.rename": _K_LINK,
+    "os.link": _K_LINK,
+    "function.__new__": _K_CODE,
+    "exec": _K_CODE,
+    CREATE_BUILTIN_EVENT: _K_BUILTIN,
 }
 _KINDS.update({e: _K_REFUSE for e in REFUSED_EVENTS})
 
@@ -192,6 +294,7 @@ _CC_FIXED = ("-O3", "-shared", "-fPIC", "-Wno-psabi", "-o")
 @dataclass(frozen=True)
 class Notice:
     """One refusal, as the trusted process reads it from the notice pipe."""
+
     event: str
     detail: str
 
@@ -226,6 +329,7 @@ def parse_notice(text: str) -> str:
 @dataclass(frozen=True)
 class CandidatePolicy:
     """What the caller decides. Everything else is resolved from the process at install time."""
+
     candidate_file: str = ""
     # None: Triton's own cache directory (knobs.cache.dir, TRITON_CACHE_DIR)
     triton_cache_dir: str | None = None
@@ -235,6 +339,7 @@ class CandidatePolicy:
 @dataclass(frozen=True)
 class Resolved:
     """What install() found in this process (recorded by policy_data())."""
+
     python: str
     triton: str | None
     ptxas: tuple[str, ...]
@@ -244,7 +349,7 @@ class Resolved:
     trusted_roots: tuple[str, ...]
     dynload: str | None
     cc_flags: tuple[str, ...]
-    missing: tuple[str, ...] = field(default=())   # Triton or stdlib functions not found (their paths stay refused)
+    missing: tuple[str, ...] = field(default=())  # Triton or stdlib functions not found (their paths stay refused)
 
 
 _STATE: dict[str, Any] = {}
@@ -270,7 +375,7 @@ def _t_refuse(event, detail, S=None):
         try:
             ev = event if type_(event) is T_str else "?"
             de = detail if type_(detail) is T_str else "?"
-            line = '{"type": "forbidden", "event": ' + enc(ev) + ', "detail": ' + enc(de[:2000]) + '}\n'
+            line = '{"type": "forbidden", "event": ' + enc(ev) + ', "detail": ' + enc(de[:2000]) + "}\n"
             if fd is not None and fd >= 0:
                 write(fd, line.encode("ascii"))
         except base_exc:
@@ -440,8 +545,23 @@ def _t_sealed(seal, S=None):
 def _t_spawn(kind, args, caller, S=None):
     """Why starting the process in ``args`` is refused, or None. kind 5: ``subprocess.Popen``
     (executable, args, cwd, env); kind 6: the fork_exec gate (positional args, keyword args)."""
-    (text, T_tuple, T_list, type_, len_, skip, chain, subprocess_codes, ptxas, ptxas_steps, cc, cc_steps,
-     cc_argv, sealed, seal) = S
+    (
+        text,
+        T_tuple,
+        T_list,
+        type_,
+        len_,
+        skip,
+        chain,
+        subprocess_codes,
+        ptxas,
+        ptxas_steps,
+        cc,
+        cc_steps,
+        cc_argv,
+        sealed,
+        seal,
+    ) = S
     if kind == 5:
         exe, argv, env = text(args[0]), args[1], args[3]
     else:
@@ -553,8 +673,20 @@ def _t_is_mem(real, S=None):
 
 def _t_open(args, caller, S=None):
     """Why an ``open`` is refused; "" when the calling frames are needed; None when allowed."""
-    (path_of, realpath, under, is_mem, quick_roots, cache_dir, so_suffixes, write_mask, T_int, type_,
-     put_steps, chain) = S
+    (
+        path_of,
+        realpath,
+        under,
+        is_mem,
+        quick_roots,
+        cache_dir,
+        so_suffixes,
+        write_mask,
+        T_int,
+        type_,
+        put_steps,
+        chain,
+    ) = S
     p = path_of(args[0])
     if p is None:
         return "opening a path object that cannot be checked"
@@ -564,7 +696,8 @@ def _t_open(args, caller, S=None):
     norm = p.rstrip("/")
     last = norm.rpartition("/")[2]
     if (last == "mem" or last == "kmem" or last == "port") and (
-            not p.startswith("/") or norm.startswith(("/proc/", "/dev/"))):
+        not p.startswith("/") or norm.startswith(("/proc/", "/dev/"))
+    ):
         return "opening " + p
     if p.startswith("/") and "/.." not in p and under(p, quick_roots):
         real = p
@@ -619,8 +752,22 @@ def _t_link(args, caller, S=None):
 
 def _t_import(args, caller, S=None):
     """Why loading the extension module ``args[0]`` from file ``args[1]`` is refused, or None."""
-    (text, realpath, under, cache_dir, launcher_names, load_steps, skip, importlib_codes, chain, sealed, seal,
-     stdlib_ext, dynload, ext_suffixes) = S
+    (
+        text,
+        realpath,
+        under,
+        cache_dir,
+        launcher_names,
+        load_steps,
+        skip,
+        importlib_codes,
+        chain,
+        sealed,
+        seal,
+        stdlib_ext,
+        dynload,
+        ext_suffixes,
+    ) = S
     name, path = text(args[0]), text(args[1])
     if name is None or path is None:
         return "loading a native module of an unexpected name or path"
@@ -646,8 +793,21 @@ def _t_import(args, caller, S=None):
 def _t_marshal(args, caller, S=None):
     """Why unmarshalling ``args[0]`` is refused, or None: allowed only for importlib reading a
     .pyc beneath a trusted root, with exactly that file's bytes."""
-    (compile_bytecode, realpath, under, roots, T_str, T_bytes, type_, len_, os_open, os_read, os_close, o_rdonly,
-     base_exc) = S
+    (
+        compile_bytecode,
+        realpath,
+        under,
+        roots,
+        T_str,
+        T_bytes,
+        type_,
+        len_,
+        os_open,
+        os_read,
+        os_close,
+        o_rdonly,
+        base_exc,
+    ) = S
     if caller is None or compile_bytecode is None or caller.f_code is not compile_bytecode:
         return "unmarshalling code from bytes"
     path = caller.f_locals.get("bytecode_path")
@@ -692,14 +852,36 @@ def _t_hook(event, args, S=None):
     (kind_get, refuse, prefixes, base_exc, rest) = S
     try:
         kind = kind_get(event, 0)
-        if kind == 0:                                    # most events (builtins.id, exec, compile, ...)
+        if kind == 0:  # most events (builtins.id, exec, compile, ...)
             if event.startswith(prefixes):
                 refuse(event, "")
             return
-        (T_func, type_, getrefcount, self_frame, self_code, expected_rc, getframe_callers, frame_attrs, func_attrs,
-         tb_readers, tb_consumers, gate, builtin_gate, gated_builtins, trusted, id_, where, spawn, open_check,
-         import_check, marshal_check, link_check, env_check) = rest
-        if kind == 2:                                    # object.__getattr__ (obj, name)
+        (
+            T_func,
+            type_,
+            getrefcount,
+            self_frame,
+            self_code,
+            expected_rc,
+            getframe_callers,
+            frame_attrs,
+            func_attrs,
+            tb_readers,
+            tb_consumers,
+            gate,
+            builtin_gate,
+            gated_builtins,
+            trusted,
+            id_,
+            where,
+            spawn,
+            open_check,
+            import_check,
+            marshal_check,
+            link_check,
+            env_check,
+        ) = rest
+        if kind == 2:  # object.__getattr__ (obj, name)
             name = args[1]
             if name in frame_attrs:
                 fs = self_frame()
@@ -722,9 +904,9 @@ def _t_hook(event, args, S=None):
             if (name == "__defaults__" or name == "__kwdefaults__") and (args[0] is gate or args[0] is builtin_gate):
                 refuse(event, "reading the settings of a gate")
             return
-        if kind == 4:                                    # sys._getframe (frame,)
+        if kind == 4:  # sys._getframe (frame,)
             if getrefcount(args[0]) == expected_rc and args[0].f_code is self_code:
-                return                                   # the hook's own frame, freshly taken
+                return  # the hook's own frame, freshly taken
             fs = self_frame()
             caller = fs.f_back.f_back
             fs = None
@@ -736,24 +918,24 @@ def _t_hook(event, args, S=None):
             refuse(event, "sys._getframe" + where(caller))
         if kind == 1:
             refuse(event, "")
-        if kind == 3:                                    # object.__setattr__/__delattr__ (obj, name[, value])
+        if kind == 3:  # object.__setattr__/__delattr__ (obj, name[, value])
             if args[1] in func_attrs and type_(args[0]) is T_func:
                 refuse(event, "changing a function's " + args[1])
             return
-        if kind == 12:                                   # function.__new__ / exec (code, ...)
+        if kind == 12:  # function.__new__ / exec (code, ...)
             if trusted.get(id_(args[0])) is args[0]:
                 refuse(event, "running code the audit policy trusts, out of place")
             return
-        if kind == 13:                                   # the create_builtin gate (name,)
+        if kind == 13:  # the create_builtin gate (name,)
             if args[0] in gated_builtins:
                 refuse(event, "making the builtin module " + args[0] + " again")
             return
-        if kind == 10:                                   # os.putenv / os.unsetenv (key[, value])
+        if kind == 10:  # os.putenv / os.unsetenv (key[, value])
             why = env_check(args)
             if why is not None:
                 refuse(event, why)
             return
-        if kind == 8:                                    # open (path, mode, flags)
+        if kind == 8:  # open (path, mode, flags)
             why = open_check(args, None)
             if why == "":
                 fs = self_frame()
@@ -763,7 +945,7 @@ def _t_hook(event, args, S=None):
             if why is not None:
                 refuse(event, why)
             return
-        if kind == 11:                                   # os.rename / os.link (src, dst, src_dir_fd, dst_dir_fd)
+        if kind == 11:  # os.rename / os.link (src, dst, src_dir_fd, dst_dir_fd)
             why = link_check(args, None)
             if why == "":
                 fs = self_frame()
@@ -773,9 +955,9 @@ def _t_hook(event, args, S=None):
             if why is not None:
                 refuse(event, why)
             return
-        if kind == 7 and args[1] is None:                # import of a name: the file, if native, comes next
+        if kind == 7 and args[1] is None:  # import of a name: the file, if native, comes next
             return
-        fs = self_frame()                                # spawn (5, 6), extension import (7), marshal (9)
+        fs = self_frame()  # spawn (5, 6), extension import (7), marshal (9)
         caller = fs.f_back.f_back
         fs = None
         if kind == 5 or kind == 6:
@@ -818,10 +1000,33 @@ def _t_builtin_gate(spec, G=None):
     return real(namespace(name=name))
 
 
-TEMPLATES = (_t_self_frame, _t_refuse, _t_text, _t_realpath, _t_under, _t_is_in, _t_skip, _t_chain, _t_where,
-             _t_freeze, _t_same, _t_sealed, _t_spawn, _t_cc_argv, _t_path_of, _t_fspath_ok, _t_is_mem, _t_open,
-             _t_link, _t_import, _t_marshal, _t_env, _t_hook, _t_gate,
-             _t_builtin_gate)
+TEMPLATES = (
+    _t_self_frame,
+    _t_refuse,
+    _t_text,
+    _t_realpath,
+    _t_under,
+    _t_is_in,
+    _t_skip,
+    _t_chain,
+    _t_where,
+    _t_freeze,
+    _t_same,
+    _t_sealed,
+    _t_spawn,
+    _t_cc_argv,
+    _t_path_of,
+    _t_fspath_ok,
+    _t_is_mem,
+    _t_open,
+    _t_link,
+    _t_import,
+    _t_marshal,
+    _t_env,
+    _t_hook,
+    _t_gate,
+    _t_builtin_gate,
+)
 
 
 def settings_names(template: types.FunctionType) -> tuple[str, ...]:
@@ -834,7 +1039,7 @@ def settings_names(template: types.FunctionType) -> tuple[str, ...]:
         return ()
     if ins[1].opname != "UNPACK_SEQUENCE":
         return ()
-    return tuple(i.argval for i in ins[2:2 + ins[1].argval])
+    return tuple(i.argval for i in ins[2 : 2 + ins[1].argval])
 
 
 def _make(template: types.FunctionType, env: dict[str, Any], name: str | None = None) -> types.FunctionType:
@@ -842,8 +1047,12 @@ def _make(template: types.FunctionType, env: dict[str, Any], name: str | None = 
     taken from ``env`` by the names it unpacks."""
     settings = tuple(env[n] for n in settings_names(template))
     defaults = template.__defaults__ or ()
-    return types.FunctionType(template.__code__, {"__builtins__": {}}, name or "arena_audit" + template.__name__[2:],
-                              defaults[:-1] + (settings,))
+    return types.FunctionType(
+        template.__code__,
+        {"__builtins__": {}},
+        name or "arena_audit" + template.__name__[2:],
+        defaults[:-1] + (settings,),
+    )
 
 
 # -----------------------------------------------------------------------------------------------
@@ -984,6 +1193,7 @@ def _triton_cc_flags(missing: list[str]) -> tuple[str, ...]:
     flags.append("-I" + sysconfig.get_paths(scheme=scheme)["include"])
     try:
         from triton import knobs
+
         flags += [f"-I{d}" for d in knobs.build.backend_dirs]
     except Exception:  # noqa: BLE001, S110
         pass
@@ -994,9 +1204,12 @@ def _seal_targets() -> list[Any]:
     """The mappings whose contents Triton's native builds depend on: the build, cache and driver
     modules' globals, their launcher/utils/cache classes, the build and cache knobs, builtins."""
     out: list[Any] = []
-    for modname, classes in (("triton.runtime.build", ()), ("triton.runtime.cache", ("FileCacheManager",)),
-                             ("triton.backends.nvidia.driver", ("CudaUtils", "CudaLauncher")),
-                             ("triton.backends.amd.driver", ("HIPUtils", "HIPLauncher"))):
+    for modname, classes in (
+        ("triton.runtime.build", ()),
+        ("triton.runtime.cache", ("FileCacheManager",)),
+        ("triton.backends.nvidia.driver", ("CudaUtils", "CudaLauncher")),
+        ("triton.backends.amd.driver", ("HIPUtils", "HIPLauncher")),
+    ):
         mod = _attr(modname)
         if not isinstance(mod, types.ModuleType):
             continue
@@ -1004,9 +1217,10 @@ def _seal_targets() -> list[Any]:
         for cname in classes:
             cls = vars(mod).get(cname)
             if isinstance(cls, type):
-                out.append(vars(cls))                    # a live, read-only view of the class dict
+                out.append(vars(cls))  # a live, read-only view of the class dict
     try:
         from triton import knobs
+
         for sub in (knobs.build, knobs.cache):
             out.append(types.MappingProxyType(object.__getattribute__(sub, "__dict__")))
     except Exception:  # noqa: BLE001, S110
@@ -1049,9 +1263,11 @@ def _calibrate() -> int:
     ``_t_self_frame``'s own call: measured here as (the frame's owner + one local + getrefcount's
     argument), plus one (there the event's tuple replaces the local, and sys._getframe holds one
     more while it audits). The hook's tests check it against the live value."""
+
     def probe(getframe=sys._getframe, getrefcount=sys.getrefcount):
         f = getframe(0)
         return getrefcount(f)
+
     return probe() + 1
 
 
@@ -1078,12 +1294,14 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     missing: list[str] = []
     try:
         import triton
+
         triton_version: str | None = triton.__version__
     except Exception:  # noqa: BLE001
         triton_version = None
     try:
         # Triton caches this (platform.architecture runs `file`): compute it now, not after arming
         from triton.runtime import build as _triton_build
+
         _triton_build.platform_key()
     except Exception:  # noqa: BLE001, S110
         pass
@@ -1094,6 +1312,7 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     if cache_dir is None:
         try:
             from triton import knobs
+
             cache_dir = knobs.cache.dir
         except Exception:  # noqa: BLE001
             cache_dir = None
@@ -1105,18 +1324,26 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     def codes(*paths: str) -> tuple[types.CodeType, ...]:
         return tuple(c for c in (_function_code(p, missing) for p in paths) if c is not None)
 
-    builders = tuple(c for c in codes("triton.backends.nvidia.driver.CudaLauncher.__init__",
-                                      "triton.backends.nvidia.driver.CudaUtils.__init__",
-                                      "triton.backends.amd.driver.HIPLauncher.__init__",
-                                      "triton.backends.amd.driver.HIPUtils.__init__")
-                     if "compile_module_from_src" in c.co_names)
+    builders = tuple(
+        c
+        for c in codes(
+            "triton.backends.nvidia.driver.CudaLauncher.__init__",
+            "triton.backends.nvidia.driver.CudaUtils.__init__",
+            "triton.backends.amd.driver.HIPLauncher.__init__",
+            "triton.backends.amd.driver.HIPUtils.__init__",
+        )
+        if "compile_module_from_src" in c.co_names
+    )
     per_signature = any(c.co_qualname.endswith("Launcher.__init__") for c in builders)
     build_fn = codes("triton.runtime.build._build")
     compile_src = codes("triton.runtime.build.compile_module_from_src")
     load_path = codes("triton.runtime.build._load_module_from_path")
     put = codes("triton.runtime.cache.FileCacheManager.put")
-    ptxas_anchors = codes("triton.backends.nvidia.compiler.CUDABackend.make_cubin",
-                          "triton.backends.nvidia.compiler.get_ptxas_version", "triton.knobs.NvidiaTool.from_path")
+    ptxas_anchors = codes(
+        "triton.backends.nvidia.compiler.CUDABackend.make_cubin",
+        "triton.backends.nvidia.compiler.get_ptxas_version",
+        "triton.knobs.NvidiaTool.from_path",
+    )
     tb_readers = codes("triton.compiler.compiler.filter_traceback")
     tb_readers = tuple(c for top in tb_readers for c in _codes_of(types.FunctionType(top, {})))  # + its genexpr
     tb_gen = codes("traceback._walk_tb_with_full_positions")
@@ -1133,30 +1360,79 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
         importlib_codes += _codes_of(mod)
 
     env: dict[str, Any] = {
-        "T_str": str, "T_bytes": bytes, "T_int": int, "T_float": float, "T_bool": bool, "T_none": type(None),
-        "T_list": list, "T_tuple": tuple, "T_dict": dict, "T_func": types.FunctionType, "type_": type,
-        "len_": len, "reversed_": reversed, "enumerate_": enumerate, "id_": builtins.id, "base_exc": BaseException, "object_": object,
-        "getrefcount": sys.getrefcount, "write": os.write, "exit_": os._exit, "fd": notice_fd,
-        "enc": _json.encode_basestring_ascii, "exit_code": FORBIDDEN_EXIT, "lstat": os.lstat,
-        "readlink": os.readlink, "getcwd": os.getcwd, "os_open": os.open, "os_read": os.read, "os_close": os.close,
-        "o_rdonly": os.O_RDONLY | os.O_CLOEXEC, "missing": object(),
-        "ignored": frozenset({"__warningregistry__", "instance", "PyCUtensorMap", "PyKernelArg", "ARG_CONSTEXPR",
-                                 "ARG_KERNEL", "ARG_TUPLE"}),   # written when Triton's driver starts
-        "roots": roots, "quick_roots": roots, "cache_dir": cache_real, "dynload": dynload,
-        "so_suffixes": tuple(dict.fromkeys((".so", ext))), "ext": ext,
+        "T_str": str,
+        "T_bytes": bytes,
+        "T_int": int,
+        "T_float": float,
+        "T_bool": bool,
+        "T_none": type(None),
+        "T_list": list,
+        "T_tuple": tuple,
+        "T_dict": dict,
+        "T_func": types.FunctionType,
+        "type_": type,
+        "len_": len,
+        "reversed_": reversed,
+        "enumerate_": enumerate,
+        "id_": builtins.id,
+        "base_exc": BaseException,
+        "object_": object,
+        "getrefcount": sys.getrefcount,
+        "write": os.write,
+        "exit_": os._exit,
+        "fd": notice_fd,
+        "enc": _json.encode_basestring_ascii,
+        "exit_code": FORBIDDEN_EXIT,
+        "lstat": os.lstat,
+        "readlink": os.readlink,
+        "getcwd": os.getcwd,
+        "os_open": os.open,
+        "os_read": os.read,
+        "os_close": os.close,
+        "o_rdonly": os.O_RDONLY | os.O_CLOEXEC,
+        "missing": object(),
+        "ignored": frozenset(
+            {
+                "__warningregistry__",
+                "instance",
+                "PyCUtensorMap",
+                "PyKernelArg",
+                "ARG_CONSTEXPR",
+                "ARG_KERNEL",
+                "ARG_TUPLE",
+            }
+        ),  # written when Triton's driver starts
+        "roots": roots,
+        "quick_roots": roots,
+        "cache_dir": cache_real,
+        "dynload": dynload,
+        "so_suffixes": tuple(dict.fromkeys((".so", ext))),
+        "ext": ext,
         "ext_suffixes": tuple(importlib.machinery.EXTENSION_SUFFIXES),
         "write_mask": os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-        "ptxas": frozenset(ptxas), "ptxas_steps": (ptxas_anchors,), "cc": cc,
-        "cc_steps": (build_fn, compile_src, builders), "fixed": _CC_FIXED,
-        "names": frozenset(LAUNCHER_MODULES), "launcher_names": frozenset(LAUNCHER_MODULES),
-        "load_steps": (load_path, compile_src, builders), "put_steps": (put, compile_src, builders),
-        "put_only": (put,), "subprocess_codes": _idmap(subprocess_codes), "importlib_codes": _idmap(importlib_codes),
-        "stdlib_ext": frozenset(policy.stdlib_extensions), "compile_bytecode": compile_bytecode[0] if compile_bytecode
-        else None, "exact": SENSITIVE_ENV_EXACT, "prefixes": REFUSED_PREFIXES,
-        "path_types": (pathlib.PosixPath, pathlib.PurePosixPath), "dir_entry": os.DirEntry,
+        "ptxas": frozenset(ptxas),
+        "ptxas_steps": (ptxas_anchors,),
+        "cc": cc,
+        "cc_steps": (build_fn, compile_src, builders),
+        "fixed": _CC_FIXED,
+        "names": frozenset(LAUNCHER_MODULES),
+        "launcher_names": frozenset(LAUNCHER_MODULES),
+        "load_steps": (load_path, compile_src, builders),
+        "put_steps": (put, compile_src, builders),
+        "put_only": (put,),
+        "subprocess_codes": _idmap(subprocess_codes),
+        "importlib_codes": _idmap(importlib_codes),
+        "stdlib_ext": frozenset(policy.stdlib_extensions),
+        "compile_bytecode": compile_bytecode[0] if compile_bytecode else None,
+        "exact": SENSITIVE_ENV_EXACT,
+        "prefixes": REFUSED_PREFIXES,
+        "path_types": (pathlib.PosixPath, pathlib.PurePosixPath),
+        "dir_entry": os.DirEntry,
         "str_slot_get": pathlib.PurePath.__dict__["_str"].__get__,
-        "fspath_fn": pathlib.PurePath.__dict__["__fspath__"], "str_fn": pathlib.PurePath.__dict__["__str__"],
-        "pathlib_dict": types.MappingProxyType(vars(pathlib)), "builtins_dict": types.MappingProxyType(vars(builtins)),
+        "fspath_fn": pathlib.PurePath.__dict__["__fspath__"],
+        "str_fn": pathlib.PurePath.__dict__["__str__"],
+        "pathlib_dict": types.MappingProxyType(vars(pathlib)),
+        "builtins_dict": types.MappingProxyType(vars(builtins)),
     }
     made: dict[str, types.FunctionType] = {}
 
@@ -1176,11 +1452,13 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     make(_t_where, "where")
     # the recursive helpers get a reference to themselves (set before arming; then fixed)
     freeze = make(_t_freeze, "freeze", freeze=None)
-    freeze.__defaults__ = freeze.__defaults__[:-1] + (tuple(env[n] if n != "freeze" else freeze
-                                                            for n in settings_names(_t_freeze)),)
+    freeze.__defaults__ = freeze.__defaults__[:-1] + (
+        tuple(env[n] if n != "freeze" else freeze for n in settings_names(_t_freeze)),
+    )
     same = make(_t_same, "same", same=None)
-    same.__defaults__ = same.__defaults__[:-1] + (tuple(env[n] if n != "same" else same
-                                                        for n in settings_names(_t_same)),)
+    same.__defaults__ = same.__defaults__[:-1] + (
+        tuple(env[n] if n != "same" else same for n in settings_names(_t_same)),
+    )
     seal = []
     for mapping in _seal_targets():
         items = [(k, v) for k, v in list(mapping.items()) if k not in env["ignored"]]
@@ -1203,40 +1481,117 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     gate = None
     if real_fork_exec is not None:
         gate = types.FunctionType(_t_gate.__code__, {"__builtins__": {}}, "fork_exec")
-        gate.__kwdefaults__ = {"G": tuple({**env, "audit": sys.audit, "real": real_fork_exec,
-                                           "event": FORK_EXEC_EVENT}[n] for n in settings_names(_t_gate))}
+        gate.__kwdefaults__ = {
+            "G": tuple(
+                {**env, "audit": sys.audit, "real": real_fork_exec, "event": FORK_EXEC_EVENT}[n]
+                for n in settings_names(_t_gate)
+            )
+        }
     real_create_builtin = _imp.create_builtin
     builtin_gate = types.FunctionType(_t_builtin_gate.__code__, {"__builtins__": {}}, "create_builtin", (None,))
-    builtin_gate.__defaults__ = (tuple({**env, "audit": sys.audit, "real": real_create_builtin,
-                                        "namespace": types.SimpleNamespace, "event": CREATE_BUILTIN_EVENT}[n]
-                                       for n in settings_names(_t_builtin_gate)),)
-    self_frame = types.FunctionType(_t_self_frame.__code__, {"__builtins__": {}}, "arena_audit_self_frame",
-                                    (sys._getframe,))
-    trusted = [f.__code__ for f in made.values()] + [_t_hook.__code__, _t_gate.__code__, _t_builtin_gate.__code__,
-                                                     self_frame.__code__]
-    trusted += list(builders + build_fn + compile_src + load_path + put + ptxas_anchors + tb_readers + tb_gen +
-                    tb_consumer + getframe_callers + compile_bytecode)
+    builtin_gate.__defaults__ = (
+        tuple(
+            {
+                **env,
+                "audit": sys.audit,
+                "real": real_create_builtin,
+                "namespace": types.SimpleNamespace,
+                "event": CREATE_BUILTIN_EVENT,
+            }[n]
+            for n in settings_names(_t_builtin_gate)
+        ),
+    )
+    self_frame = types.FunctionType(
+        _t_self_frame.__code__, {"__builtins__": {}}, "arena_audit_self_frame", (sys._getframe,)
+    )
+    trusted = [f.__code__ for f in made.values()] + [
+        _t_hook.__code__,
+        _t_gate.__code__,
+        _t_builtin_gate.__code__,
+        self_frame.__code__,
+    ]
+    trusted += list(
+        builders
+        + build_fn
+        + compile_src
+        + load_path
+        + put
+        + ptxas_anchors
+        + tb_readers
+        + tb_gen
+        + tb_consumer
+        + getframe_callers
+        + compile_bytecode
+    )
     trusted += subprocess_codes + importlib_codes
-    env.update({
-        "kind_get": types.MappingProxyType(dict(_KINDS)).get, "self_frame": self_frame,
-        "self_code": self_frame.__code__, "expected_rc": _calibrate(), "getframe_callers": getframe_callers,
-        "frame_attrs": FRAME_ATTRS, "func_attrs": FUNCTION_ATTRS, "tb_readers": tb_readers,
-        "tb_consumers": tuple((g, tb_consumer) for g in tb_gen), "gate": gate, "builtin_gate": builtin_gate,
-        "gated_builtins": GATED_BUILTINS, "trusted": _idmap(trusted),
-        "prefixes": REFUSED_PREFIXES,
-    })
-    rest_names = ("T_func", "type_", "getrefcount", "self_frame", "self_code", "expected_rc", "getframe_callers",
-                  "frame_attrs", "func_attrs", "tb_readers", "tb_consumers", "gate", "builtin_gate", "gated_builtins",
-                  "trusted", "id_", "where", "spawn",
-                  "open_check", "import_check", "marshal_check", "link_check", "env_check")
+    env.update(
+        {
+            "kind_get": types.MappingProxyType(dict(_KINDS)).get,
+            "self_frame": self_frame,
+            "self_code": self_frame.__code__,
+            "expected_rc": _calibrate(),
+            "getframe_callers": getframe_callers,
+            "frame_attrs": FRAME_ATTRS,
+            "func_attrs": FUNCTION_ATTRS,
+            "tb_readers": tb_readers,
+            "tb_consumers": tuple((g, tb_consumer) for g in tb_gen),
+            "gate": gate,
+            "builtin_gate": builtin_gate,
+            "gated_builtins": GATED_BUILTINS,
+            "trusted": _idmap(trusted),
+            "prefixes": REFUSED_PREFIXES,
+        }
+    )
+    rest_names = (
+        "T_func",
+        "type_",
+        "getrefcount",
+        "self_frame",
+        "self_code",
+        "expected_rc",
+        "getframe_callers",
+        "frame_attrs",
+        "func_attrs",
+        "tb_readers",
+        "tb_consumers",
+        "gate",
+        "builtin_gate",
+        "gated_builtins",
+        "trusted",
+        "id_",
+        "where",
+        "spawn",
+        "open_check",
+        "import_check",
+        "marshal_check",
+        "link_check",
+        "env_check",
+    )
     env["rest"] = tuple(env[n] for n in rest_names)
     hook = _make(_t_hook, env, "arena_audit_hook")
 
-    resolved = Resolved(python=sys.version.split()[0], triton=triton_version, ptxas=ptxas, c_compiler=cc,
-                        launcher_per_signature=per_signature, triton_cache_dir=cache_real, trusted_roots=roots,
-                        dynload=dynload, cc_flags=env["cc_flags"], missing=tuple(missing))
-    _STATE.update(policy=policy, resolved=resolved, hook=hook, gate=gate, real_fork_exec=real_fork_exec,
-                  builtin_gate=builtin_gate, real_create_builtin=real_create_builtin, armed=False)
+    resolved = Resolved(
+        python=sys.version.split()[0],
+        triton=triton_version,
+        ptxas=ptxas,
+        c_compiler=cc,
+        launcher_per_signature=per_signature,
+        triton_cache_dir=cache_real,
+        trusted_roots=roots,
+        dynload=dynload,
+        cc_flags=env["cc_flags"],
+        missing=tuple(missing),
+    )
+    _STATE.update(
+        policy=policy,
+        resolved=resolved,
+        hook=hook,
+        gate=gate,
+        real_fork_exec=real_fork_exec,
+        builtin_gate=builtin_gate,
+        real_create_builtin=real_create_builtin,
+        armed=False,
+    )
     return resolved
 
 
@@ -1297,25 +1652,48 @@ def policy_data() -> dict[str, Any]:
         "sensitive_env": sorted(SENSITIVE_ENV_EXACT) + [p + "*" for p in SENSITIVE_ENV_PREFIXES],
         "launcher_modules": list(LAUNCHER_MODULES),
         "stdlib_extensions": sorted(policy.stdlib_extensions if policy else STDLIB_EXTENSIONS),
-        "getframe_callers": ["typing._caller", "collections.namedtuple", "enum.EnumType._create_",
-                             "typing_extensions._caller", "typing_extensions._has_generic_or_protocol_as_origin"],
-        "tb_frame_readers": ["triton.compiler.compiler.filter_traceback",
-                             ("traceback._walk_tb_with_full_positions, consumed by "
-                              "traceback.StackSummary._extract_from_extended_frame_gen without capture_locals")],
-        "process_changes_at_arm": ["subprocess._fork_exec -> gate firing " + FORK_EXEC_EVENT,
-                                   "_posixsubprocess removed from sys.modules",
-                                   "_imp.create_builtin -> gate firing " + CREATE_BUILTIN_EVENT + " (refused for "
-                                   + ", ".join(sorted(GATED_BUILTINS)) + ")", "subprocess._USE_POSIX_SPAWN = False",
-                                   "logging._srcfile = None"],
+        "getframe_callers": [
+            "typing._caller",
+            "collections.namedtuple",
+            "enum.EnumType._create_",
+            "typing_extensions._caller",
+            "typing_extensions._has_generic_or_protocol_as_origin",
+        ],
+        "tb_frame_readers": [
+            "triton.compiler.compiler.filter_traceback",
+            (
+                "traceback._walk_tb_with_full_positions, consumed by "
+                "traceback.StackSummary._extract_from_extended_frame_gen without capture_locals"
+            ),
+        ],
+        "process_changes_at_arm": [
+            "subprocess._fork_exec -> gate firing " + FORK_EXEC_EVENT,
+            "_posixsubprocess removed from sys.modules",
+            "_imp.create_builtin -> gate firing "
+            + CREATE_BUILTIN_EVENT
+            + " (refused for "
+            + ", ".join(sorted(GATED_BUILTINS))
+            + ")",
+            "subprocess._USE_POSIX_SPAWN = False",
+            "logging._srcfile = None",
+        ],
         "installed": resolved is not None,
         "armed": armed(),
     }
     if resolved is not None:
-        data.update({
-            "candidate_file": policy.candidate_file if policy else "", "python": resolved.python,
-            "triton": resolved.triton, "ptxas": list(resolved.ptxas), "c_compiler": resolved.c_compiler,
-            "launcher_per_signature": resolved.launcher_per_signature, "triton_cache_dir": resolved.triton_cache_dir,
-            "trusted_roots": list(resolved.trusted_roots), "dynload": resolved.dynload,
-            "cc_flags": list(resolved.cc_flags), "missing": list(resolved.missing),
-        })
+        data.update(
+            {
+                "candidate_file": policy.candidate_file if policy else "",
+                "python": resolved.python,
+                "triton": resolved.triton,
+                "ptxas": list(resolved.ptxas),
+                "c_compiler": resolved.c_compiler,
+                "launcher_per_signature": resolved.launcher_per_signature,
+                "triton_cache_dir": resolved.triton_cache_dir,
+                "trusted_roots": list(resolved.trusted_roots),
+                "dynload": resolved.dynload,
+                "cc_flags": list(resolved.cc_flags),
+                "missing": list(resolved.missing),
+            }
+        )
     return data

@@ -146,14 +146,16 @@ class _Call:
         return View(place=self.place(t.data_ptr(), extent), dtype=str(t.dtype).removeprefix("torch."),
                     sizes=list(t.shape), strides=list(t.stride()))
 
-    def launch(self, rec: Recorder, grid: tuple[int, int, int], stream: int, function: int, args: Sequence[Any]) -> None:
+    def launch(self, rec: Recorder, grid: tuple[int, int, int], stream: int, function: int,
+               args: Sequence[Any]) -> None:
         kernel = rec.kernels.get(function)
         if kernel is None:
             self.refuse("a launch of a kernel that Triton did not load in this process")
             return
         if stream != self.stream:
-            self.refuse(f"a launch of {kernel.name} on a stream other than the call's (the calls are replayed on "
-                        f"one stream)")
+            self.refuse(
+                f"a launch of {kernel.name} on a stream other than the call's (the calls are replayed on one stream)"
+            )
             return
         signature = list(getattr(kernel.src, "signature", {}).values())
         if len(signature) != len(args):
@@ -173,8 +175,9 @@ class _Call:
             elif ty.startswith(("i", "u", "fp", "bf")) and isinstance(v, (bool, int, float)):
                 out.append(KernelArg(value=v))
             else:
-                self.refuse(f"a launch of {kernel.name} with an argument of type {ty} (tensor descriptors are not "
-                            f"replayed)")
+                self.refuse(
+                    f"a launch of {kernel.name} with an argument of type {ty} (tensor descriptors are not replayed)"
+                )
                 return
         code = rec.code(kernel)
         if code.id not in rec.sent:
@@ -184,14 +187,17 @@ class _Call:
 
     def torch_op(self, name: str, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> None:
         torch = self.rec.torch
-        tensors = [a for a in (*args, *kwargs.values(), *(result if isinstance(result, (list, tuple)) else (result,)))
-                   if isinstance(a, torch.Tensor)]
+        tensors = [
+            a
+            for a in (*args, *kwargs.values(), *(result if isinstance(result, (list, tuple)) else (result,)))
+            if isinstance(a, torch.Tensor)
+        ]
         if not any(t.is_cuda for t in tensors) or name in _NOTHING:
             return
         if name in _ALLOC or name in _FILLED or name in _FULL or name in _COPIED:
             if not (isinstance(result, torch.Tensor) and result.is_cuda):
                 if name in _COPIED and isinstance(result, torch.Tensor):
-                    return            # a copy to the host: a read, nothing to replay
+                    return  # a copy to the host: a read, nothing to replay
                 self.refuse(f"the torch operator {name} inside the call made no device tensor")
                 return
             storage = result.untyped_storage()
@@ -215,14 +221,16 @@ class _Call:
         if name == "copy_":
             dst, src = args[0], args[1]
             if not dst.is_cuda:
-                return                # a copy to the host: a read
+                return  # a copy to the host: a read
             if not src.is_cuda:
                 self.refuse("a copy from host memory inside the call (make such tensors outside it)")
                 return
             self._add(RecordedOp(kind="copy", dst=self.view(dst), src=self.view(src)))
             return
-        self.refuse(f"the torch operator {name} inside the call: a call's device work is replayed, and of torch's "
-                    f"operators only allocations, views, fills and copies are")
+        self.refuse(
+            f"the torch operator {name} inside the call: a call's device work is replayed, and of torch's "
+            f"operators only allocations, views, fills and copies are"
+        )
 
     def record(self) -> CallRecord:
         return CallRecord(ops=self.ops, kernels=self.kernels, refused=self.refused)

@@ -153,21 +153,28 @@ class NativePlayer(NativeChecks):
         self.torch = torch
         data = Path(code_path).read_bytes()
         if hashlib.sha256(data).hexdigest() != sha256:
-            raise RuntimeError(f"the build's device code {code_path} is not the one the build made (its sha256 differs)")
+            raise RuntimeError(f"the build's device code {code_path} is not the one the build made "
+                               f"(its sha256 differs)")
         torch.cuda.init()
-        torch.empty(1, device="cuda")            # torch's context current in this thread
+        torch.empty(1, device="cuda")  # torch's context current in this thread
         self.cu = _Driver()
         self.module = ctypes.c_void_p()
-        self._image = ctypes.create_string_buffer(data, len(data))    # kept alive while the module is
-        self.cu.ok(self.cu.lib.cuModuleLoadData(ctypes.byref(self.module), self._image), "loading the build's device code")
+        self._image = ctypes.create_string_buffer(data, len(data))  # kept alive while the module is
+        self.cu.ok(
+            self.cu.lib.cuModuleLoadData(ctypes.byref(self.module), self._image), "loading the build's device code"
+        )
         dev, optin = ctypes.c_int(), ctypes.c_int()
         self.cu.ok(self.cu.lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
-        self.cu.ok(self.cu.lib.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                                    dev.value), "cuDeviceGetAttribute")
+        self.cu.ok(
+            self.cu.lib.cuDeviceGetAttribute(
+                ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev.value
+            ),
+            "cuDeviceGetAttribute",
+        )
         super().__init__(int(optin.value))
         self.functions: dict[str, tuple[ctypes.c_void_p, list[tuple[int, int]]]] = {}
         self.shared_set: dict[str, int] = {}
-        self.kept: dict[int, Any] = {}          # serial -> this process's memory for it
+        self.kept: dict[int, Any] = {}  # serial -> this process's memory for it
         self._packed: dict[tuple[int, int, tuple[int, ...]], list[Any]] = {}
 
     def function(self, name: str) -> tuple[ctypes.c_void_p, list[tuple[int, int]]]:
@@ -179,8 +186,10 @@ class NativePlayer(NativeChecks):
                 raise Refused(f"a launch of {name!r}, a kernel the build of the candidate's file does not define")
             params: list[tuple[int, int]] = []
             off, size = ctypes.c_size_t(), ctypes.c_size_t()
-            while len(params) <= MAX_ARGS and \
-                    self.cu.lib.cuFuncGetParamInfo(fn, len(params), ctypes.byref(off), ctypes.byref(size)) == 0:
+            while (
+                len(params) <= MAX_ARGS
+                and self.cu.lib.cuFuncGetParamInfo(fn, len(params), ctypes.byref(off), ctypes.byref(size)) == 0
+            ):
                 params.append((off.value, size.value))
             self.functions[name] = (fn, params)
         return self.functions[name]
@@ -190,7 +199,7 @@ class NativePlayer(NativeChecks):
 
     def make_kept(self, serial: int, nbytes: int) -> None:
         t = self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
-        t.fill_(POISON_BYTE)          # bytes no result is made of: a kernel must write what it reads
+        t.fill_(POISON_BYTE)  # bytes no result is made of: a kernel must write what it reads
         self.kept[serial] = t
 
     def replay(self, record: CallRecord, buffers: Sequence[Any], poison: bool = False) -> None:
@@ -205,19 +214,33 @@ class NativePlayer(NativeChecks):
                 fn, _ = self.function(op.kernel)
                 params = self._params(record, k, op, buffers)
                 if op.shared > DEFAULT_SHARED and self.shared_set.get(op.kernel, DEFAULT_SHARED) < op.shared:
-                    self.cu.ok(self.cu.lib.cuFuncSetAttribute(fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                              op.shared), f"setting {op.kernel}'s shared memory")
+                    self.cu.ok(
+                        self.cu.lib.cuFuncSetAttribute(fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, op.shared),
+                        f"setting {op.kernel}'s shared memory",
+                    )
                     self.shared_set[op.kernel] = op.shared
                 g, b = op.grid, op.block
-                self.cu.ok(self.cu.lib.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], op.shared, stream,
-                                                      params[0], None), f"launching {op.kernel}")
-            elif op.kind == "fill" and op.dst.sizes[0]:        # as the candidate asked: the driver's fill and copy
-                self.cu.ok(self.cu.lib.cuMemsetD8Async(self._address(op.dst.place, starts), op.value, op.dst.sizes[0],
-                                                       stream), "a recorded fill")
+                self.cu.ok(
+                    self.cu.lib.cuLaunchKernel(
+                        fn, g[0], g[1], g[2], b[0], b[1], b[2], op.shared, stream, params[0], None
+                    ),
+                    f"launching {op.kernel}",
+                )
+            elif op.kind == "fill" and op.dst.sizes[0]:  # as the candidate asked: the driver's fill and copy
+                self.cu.ok(
+                    self.cu.lib.cuMemsetD8Async(self._address(op.dst.place, starts), op.value, op.dst.sizes[0], stream),
+                    "a recorded fill",
+                )
             elif op.kind == "copy" and op.dst.sizes[0]:
-                self.cu.ok(self.cu.lib.cuMemcpyDtoDAsync_v2(self._address(op.dst.place, starts),
-                                                            self._address(op.src.place, starts), op.dst.sizes[0],
-                                                            stream), "a recorded copy")
+                self.cu.ok(
+                    self.cu.lib.cuMemcpyDtoDAsync_v2(
+                        self._address(op.dst.place, starts),
+                        self._address(op.src.place, starts),
+                        op.dst.sizes[0],
+                        stream,
+                    ),
+                    "a recorded copy",
+                )
 
     def _address(self, place: Place, starts: Sequence[int]) -> int:
         """A checked place's address in this process."""
@@ -234,10 +257,10 @@ class NativePlayer(NativeChecks):
             for arg in op.args:
                 raw = bytearray.fromhex(arg.raw)
                 for p in arg.pointers:
-                    raw[p.at:p.at + 8] = self._address(p.place, starts).to_bytes(8, "little")
+                    raw[p.at : p.at + 8] = self._address(p.place, starts).to_bytes(8, "little")
                 blobs.append(ctypes.create_string_buffer(bytes(raw), max(len(raw), 1)))
             array = (ctypes.c_void_p * max(len(blobs), 1))(*[ctypes.cast(b, ctypes.c_void_p) for b in blobs])
-            packed = [array, blobs, record]      # the record kept alive while its id is a key
+            packed = [array, blobs, record]  # the record kept alive while its id is a key
             if len(self._packed) > 4096:
                 self._packed.clear()
             self._packed[key] = packed

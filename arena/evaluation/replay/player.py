@@ -16,8 +16,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
-from arena.evaluation.record import (DTYPES, MAX_ARGS, MAX_DIMS, MAX_GRID, MAX_IR_CHARS, MAX_KERNELS, MAX_OPS, MAX_SCRATCH_BYTES,
-                          OPTIONS, kernel_id, region, span_bytes)
+from arena.evaluation.record import (
+    DTYPES,
+    MAX_ARGS,
+    MAX_DIMS,
+    MAX_GRID,
+    MAX_IR_CHARS,
+    MAX_KERNELS,
+    MAX_OPS,
+    MAX_SCRATCH_BYTES,
+    OPTIONS,
+    kernel_id,
+    region,
+    span_bytes,
+)
 
 _LIBPATH = re.compile(r'libpath\s*=\s*"([^"]*)"')
 _ENTRY = re.compile(r"tt\.func\s+public\s+@([A-Za-z_][\w$.]*)")

@@ -29,7 +29,7 @@ class ReplayProcess(CallServer):
         self.player: Any = None
         self.records: dict[int, Any] = {}    # slot -> the record its calls replay
         self.refs: dict[int, int] = {}       # slot -> the number of that record
-        self.held: dict[int, tuple[Any, Any]] = {}   # number -> a record a slot replays, and the sizes it was checked on
+        self.held: dict[int, tuple[Any, Any]] = {}  # number -> a record a slot replays, and the sizes it was checked on
 
     def prepare(self, req: SetupRequest) -> None:
         super().prepare(req)
@@ -57,7 +57,7 @@ class ReplayProcess(CallServer):
         from arena.evaluation.record import region
 
         ins, outs, _, _, _ = self._slot(req.slot)
-        self.records.pop(req.slot, None)      # what it replayed before is no longer its record, whatever follows
+        self.records.pop(req.slot, None)  # what it replayed before is no longer its record, whatever follows
         self.refs.pop(req.slot, None)
         regions = [region(t) for t in (*ins, *outs)]
         sizes = [n for _, n in regions]
@@ -99,8 +99,11 @@ class ReplayProcess(CallServer):
         try:
             self.player.replay(self.records[slot], (*ins, *outs), poison=checked)
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels failed
-            raise Refused(Status.RUNTIME_ERROR, f"the replay of the candidate's call failed: {describe(exc)}"[:2000],
-                          context_lost=self._lost()) from None
+            raise Refused(
+                Status.RUNTIME_ERROR,
+                f"the replay of the candidate's call failed: {describe(exc)}"[:2000],
+                context_lost=self._lost(),
+            ) from None
 
 
 def preload() -> None:
@@ -116,7 +119,7 @@ def main(argv: list[str]) -> int:
     return serve(argv, ReplayProcess, preload)
 
 
-if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
+if __name__ == "__main__":  # run as the package's module, not as __main__: one copy of its classes
     import sys
 
     from arena.evaluation.replay import process as _self

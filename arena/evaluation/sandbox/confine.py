@@ -176,7 +176,8 @@ def _namespace_trial() -> str | None:
                 said = f.read().decode(errors="replace")
             os.waitpid(pid, 0)
         else:
-            code = "from arena.evaluation.sandbox.confine import _private_mounts; _private_mounts(shm=True); print('ok')"
+            code = ("from arena.evaluation.sandbox.confine import _private_mounts; _private_mounts(shm=True); "
+                    "print('ok')")
             root = str(Path(__file__).resolve().parents[3])
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
             with pid_namespace(True):
@@ -188,9 +189,9 @@ def _namespace_trial() -> str | None:
 
 
 def plan(role: str, *, share_by_fd: bool = True) -> Plan:
-    """The confinement of a process of ``role`` (``ROLES``). ``share_by_fd``: the buffers it maps come as descriptors (memfd, CUDA's virtual-memory
-    handles), which need no common uid; the runtime's IPC handles (ROCm here) do, and then it
-    keeps the starter's uid."""
+    """The confinement of a process of ``role`` (``ROLES``). ``share_by_fd``: the buffers it maps
+    come as descriptors (memfd, CUDA's virtual-memory handles), which need no common uid; the
+    runtime's IPC handles (ROCm here) do, and then it keeps the starter's uid."""
     from arena.evaluation.sandbox import seccomp
 
     p = Plan(role=role, data_headroom=data_headroom())
@@ -233,7 +234,7 @@ def pid_namespace(make: bool) -> Iterator[None]:
         try:
             yield
         finally:
-            if os.getpid() == me:       # not in a child forked inside the block
+            if os.getpid() == me:  # not in a child forked inside the block
                 _check(libc.setns(own, CLONE_NEWPID), "setns back to this process's PID namespace")
     finally:
         os.close(own)
@@ -246,7 +247,9 @@ def _private_mounts(shm: bool) -> None:
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mount /proc")
     if shm and os.path.isdir(PRIVATE_TMP):
         opts = f"size={TMP_BYTES},mode=1777".encode()
-        _check(libc.mount(b"tmpfs", PRIVATE_TMP.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), f"mount {PRIVATE_TMP}")
+        _check(
+            libc.mount(b"tmpfs", PRIVATE_TMP.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), f"mount {PRIVATE_TMP}"
+        )
 
 
 class _CapHeader(ctypes.Structure):
@@ -287,7 +290,7 @@ def _drop_capabilities(uid: int | None, gid: int | None, groups: list[int]) -> N
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
         _check(libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0), "keep capabilities off")
-        _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")    # its own /proc files stay its own
+        _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # its own /proc files stay its own
     _capset(1 << CAP_DAC_READ_SEARCH)
     _check(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0), "raise ambient capability")
 
@@ -317,9 +320,14 @@ def _limits(p: Plan) -> None:
                 vm_data = int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
-    limits = [("RLIMIT_DATA", vm_data + p.data_headroom), ("RLIMIT_CPU", CPU_SECONDS), ("RLIMIT_NOFILE", NOFILE),
-              ("RLIMIT_FSIZE", FSIZE_BYTES), ("RLIMIT_CORE", 0)]
-    if p.uid is not None:       # counted for its uid: alone only where the uid is its own
+    limits = [
+        ("RLIMIT_DATA", vm_data + p.data_headroom),
+        ("RLIMIT_CPU", CPU_SECONDS),
+        ("RLIMIT_NOFILE", NOFILE),
+        ("RLIMIT_FSIZE", FSIZE_BYTES),
+        ("RLIMIT_CORE", 0),
+    ]
+    if p.uid is not None:  # counted for its uid: alone only where the uid is its own
         limits.append(("RLIMIT_NPROC", nproc_limit()))
     for name, value in limits:
         which = getattr(resource, name)
@@ -338,7 +346,7 @@ def enter(p: Plan, ctl: socket.socket | None, status_w: int | None = None) -> di
     ends before its job, and its starter reports a harness failure."""
     report = {d: why for d, why in p.missing.items()}
     libc = _libc()
-    os.setsid()         # a session and process group of its own: a signal to its group reaches only its own
+    os.setsid()  # a session and process group of its own: a signal to its group reaches only its own
     if p.namespaces:
         _private_mounts(shm=True)
         child = os.fork()
@@ -360,7 +368,7 @@ def enter(p: Plan, ctl: socket.socket | None, status_w: int | None = None) -> di
     if os.geteuid() == 0:
         _drop_capabilities(p.uid, p.gid, p.groups)
     if p.uid is not None:
-        os.umask(0o002)      # what it writes in the shared caches stays writable by the next one
+        os.umask(0o002)  # what it writes in the shared caches stays writable by the next one
         report.setdefault("uid", "")
     _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
     _limits(p)
@@ -372,10 +380,11 @@ def enter(p: Plan, ctl: socket.socket | None, status_w: int | None = None) -> di
         from arena.evaluation.sandbox import seccomp
 
         listener = seccomp.load()
-        report["seccomp"] = "" if listener is not None else "refused calls kill the process unnamed " \
-                                                             "(no user notification here)"
+        report["seccomp"] = (
+            "" if listener is not None else "refused calls kill the process unnamed (no user notification here)"
+        )
     if ctl is not None:
-        creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())      # its pid, as its starter sees it
+        creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())  # its pid, as its starter sees it
         anc = [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)]
         if listener is not None:
             anc.append((socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener)))
@@ -459,7 +468,7 @@ def receive(ctl: socket.socket, timeout: float) -> tuple[dict[str, str], int, in
         if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= 12:
             pid = struct.unpack("3i", payload[:12])[0]
         elif level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds = list(struct.unpack(f"{len(payload) // 4}i", payload[:len(payload) // 4 * 4]))
+            fds = list(struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4]))
             if fds:
                 listener, extra = fds[0], fds[1:]
     for fd in extra:
@@ -481,11 +490,17 @@ def features() -> dict[str, Any]:
     _, why_dev = device_groups()
     abi = landlock.abi_version()
     sc = seccomp.available()
-    return {"pid namespace": why_ns, "mount namespace": why_ns, "network namespace": why_ns,
-            "uid": why_ns or why_dev, "no new privileges": None, "resource limits": None,
-            "seccomp": sc if sc else (None if seccomp.notifies() else "refused calls kill unnamed"),
-            "landlock": None if abi >= 1 else "Landlock is not available on this kernel",
-            "landlock abi": abi}
+    return {
+        "pid namespace": why_ns,
+        "mount namespace": why_ns,
+        "network namespace": why_ns,
+        "uid": why_ns or why_dev,
+        "no new privileges": None,
+        "resource limits": None,
+        "seccomp": sc if sc else (None if seccomp.notifies() else "refused calls kill unnamed"),
+        "landlock": None if abi >= 1 else "Landlock is not available on this kernel",
+        "landlock abi": abi,
+    }
 
 
 def share_dir(path: Path) -> None:

@@ -17,16 +17,35 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from arena.evaluation.trusted.correctness import GateFailure
 from arena.evaluation.processes import CandidateGone, CandidatePeer
-from arena.evaluation.protocol import (HARNESS_ONLY, AckReply, BeginRequest, CalledReply, CallRequest, CompilingNotice, EndRequest,
-                            FailReply, KernelsReply, KernelsRequest, LoadedReply, LoadRequest, MapRequest, ReadyReply,
-                            ReleaseRequest, ReplayRequest, SampledReply, SampleRequest, SessionReply, SetupFailReply,
-                            SetupRequest, TuningNotice)
-from arena.records import Status
-from arena.evaluation.trusted.stage import EvaluationState
+from arena.evaluation.protocol import (
+    HARNESS_ONLY,
+    AckReply,
+    BeginRequest,
+    CalledReply,
+    CallRequest,
+    CompilingNotice,
+    EndRequest,
+    FailReply,
+    KernelsReply,
+    KernelsRequest,
+    LoadedReply,
+    LoadRequest,
+    MapRequest,
+    ReadyReply,
+    ReleaseRequest,
+    ReplayRequest,
+    SampledReply,
+    SampleRequest,
+    SessionReply,
+    SetupFailReply,
+    SetupRequest,
+    TuningNotice,
+)
 from arena.evaluation.tracebacks import bounded
-
+from arena.evaluation.trusted.correctness import GateFailure
+from arena.evaluation.trusted.stage import EvaluationState
+from arena.records import Status
 
 _GONE = {"died": (Status.CRASHED, "the candidate process died"),
          "timeout": (Status.TIMEOUT, "the candidate did not finish in time"),

@@ -16,9 +16,8 @@ from dataclasses import asdict
 from typing import Any
 
 from arena.evaluation.protocol import CorrectnessResult
-from arena.records import Status
 from arena.evaluation.trusted.stage import EvaluationState
-
+from arena.records import Status
 
 OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
 

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from arena.evaluation.memory import RESERVE_FRACTION
-from arena.evaluation.trusted.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
 from arena.evaluation.protocol import PerformanceResult
-from arena.records import Status
+from arena.evaluation.trusted.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
 from arena.evaluation.trusted.stage import EvaluationState
+from arena.records import Status
 
 if TYPE_CHECKING:
     from arena.evaluation.trusted.calls import SharedSet
@@ -197,7 +197,8 @@ def _time_configs(ev: EvaluationState, split: str, configs: list, tp: dict[str, 
             ct.close()
 
 
-def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: float) -> list[tuple[Any, PerformanceResult]]:
+def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"],
+                budget: float) -> list[tuple[Any, PerformanceResult]]:
     from arena.timing.timer import time_many
 
     torch = ev.torch
@@ -216,23 +217,28 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"], budget: floa
     for ct in timings:
         ct.room = room
 
-    def between() -> None:        # after each exclusive section: the candidate's timed calls checked
+    def between() -> None:  # after each exclusive section: the candidate's timed calls checked
         ev.sync()
         for ct in timings:
             ct.verify_kept()
-        ev.check_device_memory("after its timed calls")       # and what its process holds (arena.evaluation.trusted.process)
+        ev.check_device_memory("after its timed calls")  # and what its process holds (arena.evaluation.trusted.process)
 
     retries: dict[int, int] = {}
     # a replayed candidate's process is stopped while its records are timed (let go on only to make one)
     with getattr(ev.remote, "frozen", contextlib.nullcontext)():
         while True:
             try:
-                time_many(ev.timer, [t for ct in timings for t in ct.items()], alone=ev.gpu_lock.exclusive,
-                          between=between, remotes=[r for r in (ev.base_remote, ev.remote) if r is not None])
+                time_many(
+                    ev.timer,
+                    [t for ct in timings for t in ct.items()],
+                    alone=ev.gpu_lock.exclusive,
+                    between=between,
+                    remotes=[r for r in (ev.base_remote, ev.remote) if r is not None],
+                )
                 break
             except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
                 ct = ev.current
-                if not any(ct is c for c in timings):    # before any config's own work: the first one not done
+                if not any(ct is c for c in timings):  # before any config's own work: the first one not done
                     ct = next((c for c in timings if not c.done()), timings[0])
                 result = _failure(exc)
                 if isinstance(exc, GateFailure) and exc.fatal:
@@ -297,23 +303,27 @@ def _ready(ev: EvaluationState, config: Any, budget: float, tp: dict[str, Any], 
                 # as in a timed sample: the harness's own work is done before the call starts; torch.compile
                 # compiles on its first call of a shape, within a time budget
                 with _time_limit(budget_s if name == "compiled" else None):
-                    ev.timer.warm_up(lambda side=side: (side["prepare"](0), ev.sync(), side["call"](0),
-                                                        side["after"](0)), around=lambda: shared("warm"))
+                    ev.timer.warm_up(
+                        lambda side=side: (side["prepare"](0), ev.sync(), side["call"](0), side["after"](0)),
+                        around=lambda: shared("warm"),
+                    )
             except GateFailure as exc:
                 if name != "compiled":
                     raise
                 if _OverBudget.__name__ in exc.message:
                     # dynamo unrolls Python loops: a long one compiles for minutes. No torch.compile
                     # figure for this config nor the ones after it (their compiles would cost as much)
-                    ct.warnings.append(f"torch_compile_timeout: torch.compile did not compile the reference "
-                                       f"within {budget_s:g} s; no torch.compile figure for this config or the "
-                                       f"later ones")
+                    ct.warnings.append(
+                        f"torch_compile_timeout: torch.compile did not compile the reference "
+                        f"within {budget_s:g} s; no torch.compile figure for this config or the "
+                        f"later ones"
+                    )
                     ev.compiled = None
                 else:
                     ct.warnings.append(f"torch_compile_failed: {exc.message[:200]}")
                 del ct.sides[name]
         ct.retire(-1)
-        ct.verify_kept()            # the warm-up's outputs, checked like a timed round's
+        ct.verify_kept()  # the warm-up's outputs, checked like a timed round's
     except BaseException:
         ct.close()
         raise
@@ -342,30 +352,31 @@ class ConfigTiming:
     could know whether its output would be checked (METHODOLOGY.md). Only when the kept sets
     would take more memory than allowed are they checked inside the section."""
 
-    def __init__(self, ev: EvaluationState, config: Any, n_sets: int, side_list: list, check_sets: int,
-                 check_sets_after: int = 1):
+    def __init__(
+        self, ev: EvaluationState, config: Any, n_sets: int, side_list: list, check_sets: int, check_sets_after: int = 1
+    ):
         self.ev, self.config, self.n_sets, self.check_sets = ev, config, n_sets, check_sets
         self.check_sets_after = check_sets_after
-        self.slots_of: dict[str, list[SharedSet]] = {}   # the candidate's and the baseline's buffers, per set
-        self.private_ins: list[list] = []           # the same inputs for this process's own sides, per set
-        self.outs: dict[str, list[list]] = {}       # this process's own sides' outputs, per set
+        self.slots_of: dict[str, list[SharedSet]] = {}  # the candidate's and the baseline's buffers, per set
+        self.private_ins: list[list] = []  # the same inputs for this process's own sides, per set
+        self.outs: dict[str, list[list]] = {}  # this process's own sides' outputs, per set
         self.seeds: list[int | None] = []
-        self.drawn: list[int | None] = []    # seeds drawn for a round's sets before its first step (``fill``)
-        self.planned: dict[int, list[int]] = {}    # round -> its sets' seeds, drawn ahead (``record_ahead``)
+        self.drawn: list[int | None] = []  # seeds drawn for a round's sets before its first step (``fill``)
+        self.planned: dict[int, list[int]] = {}  # round -> its sets' seeds, drawn ahead (``record_ahead``)
         self.kept: list[dict[str, Any]] = []
         self.oks: list[bool] = []
-        self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}   # host-side duration of calls
+        self.host_us: dict[str, list[float]] = {name: [] for name, _ in side_list}  # host-side duration of calls
         self.spent = {"verify_s": 0.0, "prepare_s": 0.0}
         self.warnings: list[str] = []
         self.warm_s = 0.0
         self.timed = None
-        self.plain = None          # the trusted host-bound sides' item, timed without the profiler
+        self.plain = None  # the trusted host-bound sides' item, timed without the profiler
         self.per_set = 0
-        self.room: Callable[[ConfigTiming, int], None] | None = None   # makes room for a round's kept sets
+        self.room: Callable[[ConfigTiming, int], None] | None = None  # makes room for a round's kept sets
         self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.compared]
         self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
         self.inout = bool(ev.task.inout_inputs)
-        self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}   # side -> set -> its seed
+        self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}  # side -> set -> its seed
         from arena.evaluation.trusted.calls import REMOTES
 
         self.side_handles = {name: side for name, side in side_list if isinstance(side, REMOTES)}
@@ -377,14 +388,14 @@ class ConfigTiming:
         """A side's steps: the baseline's and the candidate's calls are made by their processes
         (``side`` is the handle on it, arena.evaluation.trusted.process), torch.compile's here."""
         from arena.check.compare import poison_
-        from arena.timing.timer import RemoteCall
         from arena.evaluation.trusted.calls import REMOTES
+        from arena.timing.timer import RemoteCall
 
         ev = self.ev
         remote = isinstance(side, REMOTES)
         if name == "candidate":
-            copy_out = not ev.candidate_trusted   # the eager reference as candidate: timed as run, not copied
-        else:                                     # the eager reference as the baseline, likewise
+            copy_out = not ev.candidate_trusted  # the eager reference as candidate: timed as run, not copied
+        else:  # the eager reference as the baseline, likewise
             copy_out = ev.job["baseline"]["language"] != "reference" if name == "baseline" else False
 
         def sets() -> list:
@@ -399,36 +410,44 @@ class ConfigTiming:
         def prepare(i: int) -> None:
             t0 = time.perf_counter()
             if self.seeds[i] is None:
-                pre = self.drawn[i] if i < len(self.drawn) else None      # drawn when the round began (``fill``)
+                pre = self.drawn[i] if i < len(self.drawn) else None  # drawn when the round began (``fill``)
                 self.seeds[i] = pre if pre is not None else ev.rng.getrandbits(62)
                 if pre is not None:
                     self.drawn[i] = None
-                ev.fill_inputs(self.seeds[i], *[st[i].ins for st in self.slots_of.values()],
-                               *([self.private_ins[i]] if self.private_ins else []))
+                ev.fill_inputs(
+                    self.seeds[i],
+                    *[st[i].ins for st in self.slots_of.values()],
+                    *([self.private_ins[i]] if self.private_ins else []),
+                )
             elif self.inout and self.called[name].get(i) == self.seeds[i]:
-                ev.fill_inputs(self.seeds[i], ins(i), inout_only=True)   # its last call updated them
+                ev.fill_inputs(self.seeds[i], ins(i), inout_only=True)  # its last call updated them
             if self.inout:
                 self.called[name][i] = self.seeds[i]
             for o in outs(i):
                 poison_(o)
-            if hasattr(side, "record_for"):     # a replayed candidate: the record of this set's inputs
+            if hasattr(side, "record_for"):  # a replayed candidate: the record of this set's inputs
                 side.record_for(sets()[i].id, self.seeds[i])
             self.spent["prepare_s"] += time.perf_counter() - t0
 
         if remote:
-            def call(i: int) -> None:          # a warm-up call: guarded, like the correctness gate's
-                self.host_us[name].append(side.call(sets()[i].id, seed=self.seeds[i], trace=False,
-                                                      copy_out=copy_out))
+
+            def call(i: int) -> None:  # a warm-up call: guarded, like the correctness gate's
+                self.host_us[name].append(side.call(sets()[i].id, seed=self.seeds[i], trace=False, copy_out=copy_out))
 
             def after(i: int) -> None:
                 if side.host_us:
                     self.host_us[name].append(side.host_us.pop())
-                if name != "candidate":        # no correct answer of another side stays in memory
+                if name != "candidate":  # no correct answer of another side stays in memory
                     for o in outs(i):
                         poison_(o)
 
-            return {"prepare": prepare, "call": call, "after": after, "remote_of": side,
-                    "remote": lambda i: RemoteCall(side, sets()[i].id, copy_out)}
+            return {
+                "prepare": prepare,
+                "call": call,
+                "after": after,
+                "remote_of": side,
+                "remote": lambda i: RemoteCall(side, sets()[i].id, copy_out),
+            }
 
         def local_call(i: int) -> None:
             t0 = time.perf_counter()
@@ -441,7 +460,7 @@ class ConfigTiming:
             self.host_us[name].append((time.perf_counter() - t0) * 1e6)
 
         def local_after(i: int) -> None:
-            for o in outs(i):      # no correct answer of this process's sides stays in memory while others run
+            for o in outs(i):  # no correct answer of this process's sides stays in memory while others run
                 poison_(o)
 
         return {"prepare": prepare, "call": local_call, "after": local_after}
@@ -476,12 +495,23 @@ class ConfigTiming:
     def make_timed(self, tp: dict[str, Any]) -> None:
         from arena.timing.timer import Timed
 
-        self.rule = {"min_pairs": int(tp.get("min_pairs", 10)), "max_pairs": int(tp.get("max_pairs", 400)),
-                     "target_rse": float(tp.get("target_rse", 0.01)), "cap_s": float(tp.get("cap_s", 4.0)),
-                     "paired_with": "candidate", "side_rse": float(tp.get("side_rse", 0.03))}
-        self.timed = Timed(dict(self.sides), self.n_sets, **self.rule, fill=lambda r: self.fill(r, record=True),
-                           retire=self.retire, ahead=self.record_ahead,
-                           split=self.split_host_bound)
+        self.rule = {
+            "min_pairs": int(tp.get("min_pairs", 10)),
+            "max_pairs": int(tp.get("max_pairs", 400)),
+            "target_rse": float(tp.get("target_rse", 0.01)),
+            "cap_s": float(tp.get("cap_s", 4.0)),
+            "paired_with": "candidate",
+            "side_rse": float(tp.get("side_rse", 0.03)),
+        }
+        self.timed = Timed(
+            dict(self.sides),
+            self.n_sets,
+            **self.rule,
+            fill=lambda r: self.fill(r, record=True),
+            retire=self.retire,
+            ahead=self.record_ahead,
+            split=self.split_host_bound,
+        )
         self.plain = None
 
     def items(self) -> list:
@@ -504,7 +534,7 @@ class ConfigTiming:
         if not (host and spans) or stats.median(host) < HOST_BOUND_RATIO * stats.median(spans):
             return False
         busy_us = sum(result.activity_us.get(name, {}).values())
-        if busy_us <= 0:           # no device activity recorded (a timer that gives none): by host time alone
+        if busy_us <= 0:  # no device activity recorded (a timer that gives none): by host time alone
             return True
         return busy_us <= (1.0 - IDLE_SHARE_MIN) * sum(spans)
 
@@ -521,8 +551,15 @@ class ConfigTiming:
             del timed.sides[n]
         retire = self.retire if "candidate" in moved else self.let_go
         rule = {**self.rule, "max_pairs": min(self.rule["max_pairs"], UNPROFILED_MAX_PAIRS)}
-        self.plain = Timed({n: self.sides[n] for n in moved}, self.n_sets, **rule, fill=self.fill,
-                           retire=retire, profiled=False, settled=self.span_is_lower)
+        self.plain = Timed(
+            {n: self.sides[n] for n in moved},
+            self.n_sets,
+            **rule,
+            fill=self.fill,
+            retire=retire,
+            profiled=False,
+            settled=self.span_is_lower,
+        )
         return self.plain
 
     def medians(self, name: str) -> tuple[float, float] | None:
@@ -618,8 +655,13 @@ class ConfigTiming:
             used = self.ev.rng.sample(used, k)
         for i in used:
             st = self.slots_of["candidate"][i]
-            self.kept.append({"seed": self.seeds[i], "ins": [clone(t) for t in st.ins],
-                              "outs": [clone(o) for o in self.ev.compared(st.ins, st.outs)]})
+            self.kept.append(
+                {
+                    "seed": self.seeds[i],
+                    "ins": [clone(t) for t in st.ins],
+                    "outs": [clone(o) for o in self.ev.compared(st.ins, st.outs)],
+                }
+            )
         self.seeds = [None] * self.n_sets
 
     def verify_kept(self, slice_s: float = 0.1) -> None:
@@ -644,11 +686,11 @@ class ConfigTiming:
                     bad_input, fresh = ev.mutated_input(st["ins"], st["seed"])
                     if bad_input >= 0:
                         raise GateFailure(Status.INPUT_MUTATED, "an input was written to during the timed calls")
-                    if not ev.candidate_trusted:   # the reference itself (torch2hip's starting point): no copy-out
+                    if not ev.candidate_trusted:  # the reference itself (torch2hip's starting point): no copy-out
                         exp = ev.expected(fresh)
                         for o, e, tol, poisoned in zip(st["outs"], exp, self.tolerances, self.poisoned):
-                            if o is not None:     # None: an inout input the config leaves out
-                                self.oks.append(bool(all_ok(check_tensors(o, e, tol, poisoned))))   # waits
+                            if o is not None:  # None: an inout input the config leaves out
+                                self.oks.append(bool(all_ok(check_tensors(o, e, tol, poisoned))))  # waits
                         del exp
                     del fresh
                 ev.sync()
@@ -664,8 +706,9 @@ class ConfigTiming:
             hit = bool(self.ev.torch.stack([st.slot.overrun_flag() for st in sets]).any())
         if hit:
             where = next(w for w in (st.slot.overrun() for st in sets) if w is not None)
-            raise GateFailure(Status.RUNTIME_ERROR, f"a timed call wrote {where} "
-                                                    "(memory it was not given: a size or mask wrong)")
+            raise GateFailure(
+                Status.RUNTIME_ERROR, f"a timed call wrote {where} (memory it was not given: a size or mask wrong)"
+            )
 
     def drop(self) -> None:
         """Let the sets' state go (after a section that failed: its samples are not used)."""
@@ -676,11 +719,11 @@ class ConfigTiming:
         """A quarter of the input sets a round (after running out of memory)."""
         self.n_sets = max(1, self.n_sets // 4)
         for name, have in self.slots_of.items():
-            self.ev.drop_slots(have[self.n_sets:])
-            self.slots_of[name] = have[:self.n_sets]
+            self.ev.drop_slots(have[self.n_sets :])
+            self.slots_of[name] = have[: self.n_sets]
         for name in self.outs:
-            self.outs[name] = self.outs[name][:self.n_sets]
-        self.private_ins = self.private_ins[:self.n_sets]
+            self.outs[name] = self.outs[name][: self.n_sets]
+        self.private_ins = self.private_ins[: self.n_sets]
         self.seeds = [None] * self.n_sets
         for t in self.items():
             t.n_sets = self.n_sets
@@ -688,8 +731,12 @@ class ConfigTiming:
     def kept_bytes(self) -> int:
         from arena.check.inputs import storage
 
-        return sum(storage(t).numel() * t.element_size() for st in self.kept for t in (*st["ins"], *st["outs"])
-                   if t is not None)
+        return sum(
+            storage(t).numel() * t.element_size()
+            for st in self.kept
+            for t in (*st["ins"], *st["outs"])
+            if t is not None
+        )
 
     def kept_per_round(self, round_no: int = 0) -> int:
         """Device memory the sets kept from round ``round_no`` take (their inputs and the
@@ -700,7 +747,7 @@ class ConfigTiming:
         samples = self.timed.result
         spans, events = dict(samples.spans_us), dict(samples.events_us)
         timers = {n: "span" for n in spans}
-        other: dict[str, float] = {}       # a side's median by the timer not used, where it had two
+        other: dict[str, float] = {}  # a side's median by the timer not used, where it had two
         plain = self.plain.result if self.plain is not None else None
         if plain is not None:
             for n in self.plain.sides:
@@ -708,36 +755,51 @@ class ConfigTiming:
                 if m is None:
                     continue
                 by_span, by_events = m
-                if by_events < by_span:       # the lower of two complete measures of trusted code
+                if by_events < by_span:  # the lower of two complete measures of trusted code
                     spans[n], events[n], timers[n] = plain.spans_us[n], plain.events_us[n], "events"
                 other[n] = round(by_span if timers[n] == "events" else by_events, 3)
         parts = [samples] + ([plain] if plain is not None else [])
         n_bad = sum(0 if ok else 1 for ok in self.oks)
         activity = samples.activity_us.get("candidate", {})
         result = PerformanceResult(
-            status=Status.PASSED, spans_us=spans, events_us=events, timers=timers, other_timer_median_us=other,
-            rounds=sum(p.rounds for p in parts), n_sets=self.n_sets, wall_s=round(sum(p.wall_s for p in parts), 3),
-            profiler_s=round(samples.profiler_s, 3), refresh_s=round(sum(p.refresh_s for p in parts), 3),
+            status=Status.PASSED,
+            spans_us=spans,
+            events_us=events,
+            timers=timers,
+            other_timer_median_us=other,
+            rounds=sum(p.rounds for p in parts),
+            n_sets=self.n_sets,
+            wall_s=round(sum(p.wall_s for p in parts), 3),
+            profiler_s=round(samples.profiler_s, 3),
+            refresh_s=round(sum(p.refresh_s for p in parts), 3),
             ahead_s=round(sum(p.ahead_s for p in parts), 3),
-            warm_s=round(self.warm_s, 3), verify_s=round(self.spent["verify_s"], 3),
-            prepare_s=round(self.spent["prepare_s"], 3), warnings=samples.warnings + self.warnings,
-            timed_checks=len(self.oks), timed_bad=n_bad, host_us=self.host_us,
-            kernels=sorted(activity)[:50], own_kernels=sorted(own or ())[:50])
+            warm_s=round(self.warm_s, 3),
+            verify_s=round(self.spent["verify_s"], 3),
+            prepare_s=round(self.spent["prepare_s"], 3),
+            warnings=samples.warnings + self.warnings,
+            timed_checks=len(self.oks),
+            timed_bad=n_bad,
+            host_us=self.host_us,
+            kernels=sorted(activity)[:50],
+            own_kernels=sorted(own or ())[:50],
+        )
         if n_bad:
             result.status = Status.INCORRECT_NUMERICAL
             result.message = f"{n_bad} of {len(self.oks)} outputs of timed calls were wrong"
-            note = getattr(self.ev.remote, "NOTE", "")     # a replayed candidate's: how its call was made
+            note = getattr(self.ev.remote, "NOTE", "")  # a replayed candidate's: how its call was made
             result.message += f" ({note})" if note else ""
             return result
-        if own is None:            # the eager reference (a trusted candidate): torch's kernels by definition
+        if own is None:  # the eager reference (a trusted candidate): torch's kernels by definition
             return result
         from arena.evaluation.trusted.kernels import foreign_kernels
 
         foreign = foreign_kernels(activity, own)
         if foreign:
             result.status = Status.FORBIDDEN_CALL
-            result.message = ("the candidate's timed calls ran kernels this evaluation did not build from its file "
-                              "(library or torch compute kernels): " + ", ".join(foreign[:5]))
+            result.message = (
+                "the candidate's timed calls ran kernels this evaluation did not build from its file "
+                "(library or torch compute kernels): " + ", ".join(foreign[:5])
+            )
             return result
         share = _incidental_share(samples, "candidate", own)
         base = _incidental_share(samples, "baseline", set()) or 0.0
@@ -745,9 +807,11 @@ class ConfigTiming:
         result.baseline_incidental_share = round(base, 4)
         if share is not None and share > base + INCIDENTAL_MAX:
             result.status = Status.FORBIDDEN_CALL
-            result.message = (f"copies and fills took {100 * share:.0f}% of the device time of the candidate's timed "
-                              f"calls, the baseline's {100 * base:.0f}% (at most {100 * INCIDENTAL_MAX:.0f} points "
-                              f"more): the work must be done by its own kernels")
+            result.message = (
+                f"copies and fills took {100 * share:.0f}% of the device time of the candidate's timed "
+                f"calls, the baseline's {100 * base:.0f}% (at most {100 * INCIDENTAL_MAX:.0f} points "
+                f"more): the work must be done by its own kernels"
+            )
         return result
 
 

@@ -28,16 +28,30 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 from arena.evaluation.channel import read_frame, signed_writer
-from arena.evaluation.trusted.calls import CandidateHandle, SharedSet
-from arena.evaluation.trusted.correctness import GateFailure, check_config, task_failure
 from arena.evaluation.memory import MemoryAccount, capacity_of
 from arena.evaluation.processes import CandidatePeer, preload_servers, shares_by_fd
-from arena.evaluation.protocol import (WAITING_STAGE, CandidateSpec, CorrectnessFrame, CorrectnessResult, DoneFrame, FailureFrame,
-                            LoadedFrame, LockFrame, OpenRequest, PerformanceFrame, PerformanceResult, SandboxFrame,
-                            SetupRequest,
-                            SplitDoneFrame, StageFrame, encode)
-from arena.records import Status
+from arena.evaluation.protocol import (
+    WAITING_STAGE,
+    CandidateSpec,
+    CorrectnessFrame,
+    CorrectnessResult,
+    DoneFrame,
+    FailureFrame,
+    LoadedFrame,
+    LockFrame,
+    OpenRequest,
+    PerformanceFrame,
+    PerformanceResult,
+    SandboxFrame,
+    SetupRequest,
+    SplitDoneFrame,
+    StageFrame,
+    encode,
+)
 from arena.evaluation.sides import Side
+from arena.evaluation.trusted.calls import CandidateHandle, SharedSet
+from arena.evaluation.trusted.correctness import GateFailure, check_config, task_failure
+from arena.records import Status
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
 
@@ -68,7 +82,8 @@ class Evaluation:
         self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
         self.base_slots = None
         self.config_key = ""
-        # the process that replays the candidate's recorded calls (arena.evaluation.record): what counts is measured there
+        # the process that replays the candidate's recorded calls (arena.evaluation.record): what counts is measured
+        # there
         self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
         self.candidate_trusted = bool(job["candidate"].get("trusted"))
         self.own_hip_kernels = list(job["candidate"].get("kernels") or [])
@@ -77,20 +92,23 @@ class Evaluation:
         if self.gpu and self.gpu_lock.active:
             compile_off_gpu(self.gpu_lock)
         # the GPU's memory, one account for every evaluation on it: work waits for room instead of failing
-        self.memory = MemoryAccount(job.get("gpu_memory") if self.gpu else None,
-                                    capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0)
+        self.memory = MemoryAccount(
+            job.get("gpu_memory") if self.gpu else None,
+            capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0,
+        )
         # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
         self.memory.stand(2 + (base_peer is not None) + (replay_peer is not None), "the evaluation's processes")
         # what each of them holds, as the driver counts it: the candidate's is held to an allowance
         from arena.devices.usage import DeviceUsage
 
-        self.usage = DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) \
-            if self.gpu else None
+        self.usage = (
+            DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) if self.gpu else None
+        )
         self._io_bytes = 0
-        self.held: dict[str, dict[str, float]] = {}      # per split: the candidate's most, at a check
+        self.held: dict[str, dict[str, float]] = {}  # per split: the candidate's most, at a check
         self._slot_ids = 0
         self._lost_at = ""
-        self.current = None      # the config whose timing work runs now (arena.evaluation.trusted.performance)
+        self.current = None  # the config whose timing work runs now (arena.evaluation.trusted.performance)
         self.slots = None
         self.timer = None
         self.marks: dict[str, float] = {}
@@ -142,8 +160,9 @@ class Evaluation:
         try:
             return import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
         except BaseException as exc:  # noqa: BLE001
-            raise GateFailure(Status.TASK_ERROR, f"reference.py failed to import: {type(exc).__name__}: {exc}") \
-                from None
+            raise GateFailure(
+                Status.TASK_ERROR, f"reference.py failed to import: {type(exc).__name__}: {exc}"
+            ) from None
 
     def set_config(self, config: Any) -> None:
         """This config's shapes and scalars for the calls that follow."""
@@ -152,8 +171,9 @@ class Evaluation:
         self._env = self.task.env(config)
         self.config_key = repr(sorted(self._env.items()))
         self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
-        self._io_bytes = tensor_bytes(self.task, self._env, self.task.inputs) + \
-            tensor_bytes(self.task, self._env, self.task.outputs)
+        self._io_bytes = tensor_bytes(self.task, self._env, self.task.inputs) + tensor_bytes(
+            self.task, self._env, self.task.outputs
+        )
 
     # -- the candidate's device memory -------------------------------------------------------------
     def allowance(self) -> int:
@@ -181,14 +201,16 @@ class Evaluation:
         split = getattr(self, "_stage_now", ("", "", ""))[1]
         m = self.held.setdefault(split, {"held_gib": 0.0, "allowance_gib": 0.0, "share": 0.0})
         if held / allow >= m["share"]:
-            m.update(held_gib=round(held / 2**30, 3), allowance_gib=round(allow / 2**30, 3),
-                     share=round(held / allow, 4))
+            m.update(
+                held_gib=round(held / 2**30, 3), allowance_gib=round(allow / 2**30, 3), share=round(held / allow, 4)
+            )
         # the processes that make calls, at what they hold (at least what they stood for); not this one, whose
         # buffers and working sets are in the account already, reserved piece by piece
         from arena.evaluation.memory import PROCESS_BYTES
 
-        self.memory.restand(PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in self._confined()),
-                            {pid: allow})
+        self.memory.restand(
+            PROCESS_BYTES + sum(max(PROCESS_BYTES, used.get(p, 0)) for p in self._confined()), {pid: allow}
+        )
         if held > allow:
             raise self._over(held, allow, where)
 
@@ -200,11 +222,14 @@ class Evaluation:
         from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
 
         self.remote.peer.kill()
-        return GateFailure(Status.RUNTIME_ERROR,
-                           f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
-                           f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
-                           f"{ALLOWANCE_IO}x the config's inputs and outputs or {ALLOWANCE_FLOOR / 2**30:g} GiB at "
-                           f"least)", fatal=True)
+        return GateFailure(
+            Status.RUNTIME_ERROR,
+            f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
+            f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
+            f"{ALLOWANCE_IO}x the config's inputs and outputs or {ALLOWANCE_FLOOR / 2**30:g} GiB at "
+            f"least)",
+            fatal=True,
+        )
 
     def memory_cause(self) -> GateFailure | str | None:
         """Why this process (or the baseline's) ran out of device memory, where a process is to
@@ -220,8 +245,10 @@ class Evaluation:
         mine = {os.getpid(), *self._confined()}
         for other, held, allow, what in self.memory.over_allowance(used):
             if other not in mine:
-                return f"process {other} of another evaluation ({what}) held {held / 2**30:.2f} GiB, past its " \
-                       f"allowance of {allow / 2**30:.2f} GiB"
+                return (
+                    f"process {other} of another evaluation ({what}) held {held / 2**30:.2f} GiB, past its "
+                    f"allowance of {allow / 2**30:.2f} GiB"
+                )
         return None
 
     def make_inputs(self, seed: int) -> dict[str, Any]:
@@ -247,13 +274,15 @@ class Evaluation:
             raise task_failure("the reference", exc) from None
         out = []
         for r, spec in zip(results, self.task.compared):
-            if r is None:             # an inout input the config leaves out
+            if r is None:  # an inout input the config leaves out
                 out.append(None)
                 continue
             shape = self.task.shape(spec, self._env)
             if tuple(r.shape) != shape:
-                raise GateFailure(Status.TASK_ERROR, f"the reference's {spec.name!r} has shape {tuple(r.shape)}, "
-                                                     f"the signature says {shape}")
+                raise GateFailure(
+                    Status.TASK_ERROR,
+                    f"the reference's {spec.name!r} has shape {tuple(r.shape)}, the signature says {shape}",
+                )
             dt = DTYPES[spec.dtype]
             out.append(r.to(compare_dtype(dt)) if dt.is_floating_point else r.to(dt))
         return out
@@ -287,8 +316,12 @@ class Evaluation:
         """Each input's (dtype, shape, strides) in this config; None for one it leaves out."""
         from arena.check.inputs import DTYPES
 
-        return [(DTYPES[s.dtype], self.task.shape(s, self._env), self.task.strides(s, self._env))
-                if self.task.present(s, self._env) else None for s in self.task.inputs]
+        return [
+            (DTYPES[s.dtype], self.task.shape(s, self._env), self.task.strides(s, self._env))
+            if self.task.present(s, self._env)
+            else None
+            for s in self.task.inputs
+        ]
 
     def allocate_inputs(self) -> list:
         """Buffers for a set's inputs (of this process's sides); None for an absent one."""
@@ -300,8 +333,9 @@ class Evaluation:
         """Outputs of a side of this process (the baseline, torch.compile's), poisoned."""
         from arena.check.compare import poison_
 
-        return [poison_(self.torch.empty(shape, dtype=dt, device=self.torch_device))
-                for dt, shape in self.output_specs()]
+        return [
+            poison_(self.torch.empty(shape, dtype=dt, device=self.torch_device)) for dt, shape in self.output_specs()
+        ]
 
     # -- the candidate's buffers ----------------------------------------------------------------
     def new_slot(self, remote: CandidateHandle | None = None) -> SharedSet:
@@ -368,8 +402,9 @@ class Evaluation:
         from arena.check.inputs import record_inputs
 
         try:
-            made = record_inputs(self.task, self._env, seed, self.rng.getrandbits(62), self.torch_device,
-                                 self.reference)
+            made = record_inputs(
+                self.task, self._env, seed, self.rng.getrandbits(62), self.torch_device, self.reference
+            )
         except Exception as exc:  # noqa: BLE001
             raise task_failure("making inputs", exc) from None
         self._copy_inputs(made, [ins])
@@ -405,11 +440,17 @@ class Evaluation:
         self.stage("load")
         waited = self.gpu_lock.waited_s
         cand = self.job["candidate"]
-        spec = CandidateSpec(language=cand["language"], path=cand.get("path") or str(self.task.reference_path),
-                             entry="reference" if cand["language"] == "reference" else self.task.entry,
-                             n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
-                             scalar_types=[s.type for s in self.task.scalars], library=cand.get("library") or "",
-                             forbidden=list(self.task.forbidden), trusted=self.candidate_trusted)
+        spec = CandidateSpec(
+            language=cand["language"],
+            path=cand.get("path") or str(self.task.reference_path),
+            entry="reference" if cand["language"] == "reference" else self.task.entry,
+            n_inputs=len(self.task.inputs),
+            n_outputs=len(self.task.outputs),
+            scalar_types=[s.type for s in self.task.scalars],
+            library=cand.get("library") or "",
+            forbidden=list(self.task.forbidden),
+            trusted=self.candidate_trusted,
+        )
         timing = bool(self.job.get("timing"))
         by_fd = shares_by_fd("gpu" if self.gpu else "cpu")
         self.slots = SlotMaker(self.torch_device, by_fd)
@@ -418,18 +459,37 @@ class Evaluation:
         token = self.rng.getrandbits(40)
         probe.tensors[0].copy_(self.torch.tensor([token, 0]))
         self.sync()
-        self.remote.start_setup(SetupRequest(candidate=spec, env=dict(self.job.get("candidate_env") or {}),
-                                             sandbox=self.job.get("sandbox"),
-                                             llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing,
-                                             probe=probe.handle, record=self.replay_remote is not None), probe.fd)
-        if self.replay_remote is not None:     # runs no code of the candidate's host: no file, no sandbox of its own
-            self.replay_remote.start_setup(SetupRequest(
-                candidate=CandidateSpec(language="replay", path="", entry="", n_inputs=len(self.task.inputs),
-                                        n_outputs=len(self.task.outputs),
-                                        scalar_types=[s.type for s in self.task.scalars], trusted=True,
-                                        device_code=cand.get("device_code") or "",
-                                        device_code_sha256=cand.get("device_code_sha256") or ""),
-                env=dict(self.job.get("env") or {}), llc_bytes=int(self.device.get("llc_bytes") or 0), timing=timing))
+        self.remote.start_setup(
+            SetupRequest(
+                candidate=spec,
+                env=dict(self.job.get("candidate_env") or {}),
+                sandbox=self.job.get("sandbox"),
+                llc_bytes=int(self.device.get("llc_bytes") or 0),
+                timing=timing,
+                probe=probe.handle,
+                record=self.replay_remote is not None,
+            ),
+            probe.fd,
+        )
+        if self.replay_remote is not None:  # runs no code of the candidate's host: no file, no sandbox of its own
+            self.replay_remote.start_setup(
+                SetupRequest(
+                    candidate=CandidateSpec(
+                        language="replay",
+                        path="",
+                        entry="",
+                        n_inputs=len(self.task.inputs),
+                        n_outputs=len(self.task.outputs),
+                        scalar_types=[s.type for s in self.task.scalars],
+                        trusted=True,
+                        device_code=cand.get("device_code") or "",
+                        device_code_sha256=cand.get("device_code_sha256") or "",
+                    ),
+                    env=dict(self.job.get("env") or {}),
+                    llc_bytes=int(self.device.get("llc_bytes") or 0),
+                    timing=timing,
+                )
+            )
         self._mark = time.perf_counter()
         self.reference = self.load_reference()
         self.mark("reference")
@@ -440,33 +500,51 @@ class Evaluation:
                 raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
             b = self.job["baseline"]
             base_spec = CandidateSpec(
-                language=b["language"], path=b.get("path") or str(self.task.reference_path),
+                language=b["language"],
+                path=b.get("path") or str(self.task.reference_path),
                 entry="reference" if b["language"] == "reference" else self.task.entry,
-                n_inputs=len(self.task.inputs), n_outputs=len(self.task.outputs),
-                scalar_types=[s.type for s in self.task.scalars], library=b.get("library") or "", trusted=True)
+                n_inputs=len(self.task.inputs),
+                n_outputs=len(self.task.outputs),
+                scalar_types=[s.type for s in self.task.scalars],
+                library=b.get("library") or "",
+                trusted=True,
+            )
             self.base_slots = SlotMaker(self.torch_device, by_fd)
             base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
             base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
             self.sync()
-            self.base_remote.start_setup(SetupRequest(
-                candidate=base_spec, env=dict(self.job.get("env") or {}), sandbox=None,
-                llc_bytes=int(self.device.get("llc_bytes") or 0), timing=True, probe=base_probe.handle), base_probe.fd)
+            self.base_remote.start_setup(
+                SetupRequest(
+                    candidate=base_spec,
+                    env=dict(self.job.get("env") or {}),
+                    sandbox=None,
+                    llc_bytes=int(self.device.get("llc_bytes") or 0),
+                    timing=True,
+                    probe=base_probe.handle,
+                ),
+                base_probe.fd,
+            )
             self.baseline = self.base_remote
         self.mark("baseline")
         self.compiled = None
-        if self.gpu and timing and self.task.category == "torch2hip" and \
-                self.job.get("timing_params", {}).get("torch_compile"):
+        if (
+            self.gpu
+            and timing
+            and self.task.category == "torch2hip"
+            and self.job.get("timing_params", {}).get("torch_compile")
+        ):
             self.compiled = compiled_side(self)
         if timing:
             if self.gpu:
                 from arena.timing.timer import DeviceTimer
 
                 self.timer = DeviceTimer(self.device.get("llc_bytes") or 64 * 2**20)
-                if self.compiled is not None:     # a side timed here: the profiler and our kernels, ahead
+                if self.compiled is not None:  # a side timed here: the profiler and our kernels, ahead
                     self.timer.sample_round([])
                     self.mark("profiler")
-                    self.timer.sample_round([("warm", lambda: None, lambda: None, lambda: None)],
-                                            alone=self.gpu_lock.shared)
+                    self.timer.sample_round(
+                        [("warm", lambda: None, lambda: None, lambda: None)], alone=self.gpu_lock.shared
+                    )
                 self.mark("timer")
             else:
                 from arena.timing.timer import HostTimer
@@ -477,22 +555,34 @@ class Evaluation:
             answer = int(base_probe.tensors[0][1])
             base_probe.close()
             if answer != token + 1:
-                raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with the baseline's process are not shared "
-                                                        f": the probe read {answer}, not {token + 1}")
+                raise GateFailure(
+                    Status.HARNESS_ERROR,
+                    f"the buffers shared with the baseline's process are not shared "
+                    f": the probe read {answer}, not {token + 1}",
+                )
             self.base_remote.load()
             self.mark("baseline")
         ready = self.remote.finish_setup()
         answer = int(probe.tensors[0][1])
         probe.close()
         if answer != token + 1:
-            raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with the candidate process are not shared "
-                                                    f"({self.slots.device}): the probe read {answer}, not {token + 1}")
+            raise GateFailure(
+                Status.HARNESS_ERROR,
+                f"the buffers shared with the candidate process are not shared "
+                f"({self.slots.device}): the probe read {answer}, not {token + 1}",
+            )
         defences = {**self.remote.peer.confinement, "landlock": "" if ready.sandbox_applied else ready.sandbox_reason}
         if self.usage is not None:
             defences["device memory allowance"] = self.usage.why or ""
-        if self.gpu and not self.candidate_trusted:     # arena.evaluation.record: where the times and outputs that count are made
-            defences["record and replay"] = "" if self.replay_remote is not None else \
-                "this candidate's calls are timed in its own process (record and replay covers Triton and HIP on CUDA)"
+        if (
+            self.gpu and not self.candidate_trusted
+        ):  # arena.evaluation.record: where the times and outputs that count are made
+            defences["record and replay"] = (
+                ""
+                if self.replay_remote is not None
+                else "this candidate's calls are timed in its own process (record and replay covers Triton and HIP "
+                "on CUDA)"
+            )
         self.send(SandboxFrame(applied=ready.sandbox_applied, reason=ready.sandbox_reason, defences=defences))
         self.mark("setup")
         self.remote.load()
@@ -503,30 +593,38 @@ class Evaluation:
             self.replay_remote.load()
             self.remote = ReplayedCandidate(self, self.remote, self.replay_remote)
         self.mark("candidate")
-        freeze_heap()     # the task's sides and the timer, loaded
+        freeze_heap()  # the task's sides and the timer, loaded
         self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
 
     def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
         """The GPU lock's counters (seconds), and the time waited for room in the GPU's memory
         account, or their growth since an earlier reading."""
         lk = self.gpu_lock
-        now = {"lock_wait_s": lk.waited_s, "shared_s": lk.shared_s, "off_gpu_s": lk.off_gpu_s,
-               "shared_n": lk.shared_n, "exclusive_n": lk.exclusive_n, "failed_tries": lk.failed_tries,
-               "writer_wait_s": lk.writer_waited_s,
-               "alone_s": lk.alone_s, "memory_wait_s": self.memory.waited_s, "memory_waits": self.memory.waits}
-        for label, secs in lk.held_by.items():     # the shared sections, by what they were for
+        now = {
+            "lock_wait_s": lk.waited_s,
+            "shared_s": lk.shared_s,
+            "off_gpu_s": lk.off_gpu_s,
+            "shared_n": lk.shared_n,
+            "exclusive_n": lk.exclusive_n,
+            "failed_tries": lk.failed_tries,
+            "writer_wait_s": lk.writer_waited_s,
+            "alone_s": lk.alone_s,
+            "memory_wait_s": self.memory.waited_s,
+            "memory_waits": self.memory.waits,
+        }
+        for label, secs in lk.held_by.items():  # the shared sections, by what they were for
             now[f"held_{label}_s"] = secs
         for label, secs in lk.over_by.items():
             now[f"over_{label}_s"] = secs
-        if self.timer is not None:       # where the timed sections' host time went (arena.timing.timer)
+        if self.timer is not None:  # where the timed sections' host time went (arena.timing.timer)
             for part, secs in self.timer.alone_parts.items():
                 now[f"alone_{part}_s"] = secs
             handles = [h for h in (self.remote, self.base_remote) if h is not None]
             now["alone_served_s"] = sum(h.served_us for h in handles) / 1e6
-            for h in handles:         # of served, by part (arena.timing.timer.STEP_PARTS)
+            for h in handles:  # of served, by part (arena.timing.timer.STEP_PARTS)
                 for part, secs in h.served_parts.items():
                     now[f"alone_{part}_s"] = now.get(f"alone_{part}_s", 0.0) + secs
-        given = getattr(self.remote, "given", None)      # records handed to the replay process (ReplayedCandidate)
+        given = getattr(self.remote, "given", None)  # records handed to the replay process (ReplayedCandidate)
         if given is not None:
             now.update({f"records_{k}": v for k, v in given.items()})
         if since is None:
@@ -549,9 +647,12 @@ class Evaluation:
         configs = [Config(**cfg) for cfg in split["configs"]]
         all_passed = True
         for config in configs:
-            if self.lost:        # the candidate's process is gone: the rest is its failure too
-                self.send(CorrectnessFrame(split=name, config=config.name,
-                                           result=self.not_run(name, config.name, f"(at {self._lost_at})")))
+            if self.lost:  # the candidate's process is gone: the rest is its failure too
+                self.send(
+                    CorrectnessFrame(
+                        split=name, config=config.name, result=self.not_run(name, config.name, f"(at {self._lost_at})")
+                    )
+                )
                 all_passed = False
                 continue
             self.stage("correctness", name, config.name)
@@ -615,6 +716,7 @@ def off_gpu_backend(lock: Any, inner: Callable | None = None) -> Callable:
     """A torch.compile backend: ``inner`` (inductor's compile_fx by default) with the GPU's lock
     let go while it compiles (``GpuLock.off_gpu``); the compiled graph runs under the caller's
     section as before."""
+
     def backend(gm: Any, example_inputs: list) -> Any:
         compile_fx = inner
         if compile_fx is None:
@@ -636,9 +738,17 @@ def compiled_side(ev: Evaluation) -> Side:
     import torch._inductor.config as inductor_config
 
     inductor_config.compile_threads = 1
-    side = Side(CandidateSpec(language="reference", path="", entry="reference", n_inputs=len(ev.task.inputs),
-                              n_outputs=len(ev.task.outputs), scalar_types=[s.type for s in ev.task.scalars]),
-                function=ev.reference.reference)
+    side = Side(
+        CandidateSpec(
+            language="reference",
+            path="",
+            entry="reference",
+            n_inputs=len(ev.task.inputs),
+            n_outputs=len(ev.task.outputs),
+            scalar_types=[s.type for s in ev.task.scalars],
+        ),
+        function=ev.reference.reference,
+    )
     side.fn = torch.compile(ev.reference.reference, backend=off_gpu_backend(ev.gpu_lock), dynamic=False)
     return side
 
@@ -657,13 +767,14 @@ def preload_imports(mode: str) -> None:
         import torch._dynamo  # noqa: F401
         import torch._inductor  # noqa: F401
 
-    import arena.evaluation.buffers  # noqa: F401
     import arena.check.compare  # noqa: F401
     import arena.check.inputs  # noqa: F401
+    import arena.evaluation.buffers  # noqa: F401
     import arena.taskdef.loader  # noqa: F401
     import arena.timing.timer  # noqa: F401
+
     del torch
-    preload_servers()          # what the processes forked from this one import
+    preload_servers()  # what the processes forked from this one import
     if mode == "gpu":
         prime_triton()
 
@@ -721,8 +832,13 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
     """A process of the candidate process's kind, in this process's folder ``name`` ("c": the
     candidate's, "b": the baseline's)."""
     scratch = Path.cwd() / name
-    env = {**os.environ, "TMPDIR": str(scratch), "TRITON_CACHE_DIR": str(scratch / "triton"),
-           "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"), "CUDA_CACHE_PATH": str(scratch / "nv")}
+    env = {
+        **os.environ,
+        "TMPDIR": str(scratch),
+        "TRITON_CACHE_DIR": str(scratch / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"),
+        "CUDA_CACHE_PATH": str(scratch / "nv"),
+    }
     return CandidatePeer(mode, scratch, env, fork=fork, role={"c": "candidate", "b": "baseline", "r": "replay"}[name])
 
 
@@ -732,19 +848,23 @@ def replayed(job: dict[str, Any]) -> bool:
     turn it off: ``"replay": false``)."""
     cand = job.get("candidate") or {}
     language = cand.get("language")
-    return (job.get("device") or {}).get("kind") == "cuda" and not cand.get("trusted") and \
-        bool(job.get("replay", True)) and (language == "triton" or language == "hip" and bool(cand.get("device_code")))
+    return (
+        (job.get("device") or {}).get("kind") == "cuda"
+        and not cand.get("trusted")
+        and bool(job.get("replay", True))
+        and (language == "triton" or language == "hip" and bool(cand.get("device_code")))
+    )
 
 
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[0]), int(argv[1])
     mode = argv[2] if len(argv) > 2 else "cpu"
-    os.umask(0o002)     # what it writes in the shared caches stays writable by the confined processes
+    os.umask(0o002)  # what it writes in the shared caches stays writable by the confined processes
     try:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
-    freeze_heap()     # before the forks: the forked processes start with it set aside too
+    freeze_heap()  # before the forks: the forked processes start with it set aside too
     # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
     # this one now: everything imported once, no device context (none can be forked). While the worker
     # waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds device memory.
@@ -756,7 +876,7 @@ def main(argv: list[str]) -> int:
         for p in peers:
             p.close()
         return 2
-    os.environ.update(job.get("env") or {})     # this job's caches (read when first used; the baseline's process too)
+    os.environ.update(job.get("env") or {})  # this job's caches (read when first used; the baseline's process too)
     send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
     if mode == "gpu" and len(argv) > 3:
         # from now on its processes are in the GPU's memory account: they open their device contexts
@@ -777,8 +897,14 @@ def main(argv: list[str]) -> int:
     except GateFailure as exc:
         send(encode(FailureFrame(status=exc.status, message=exc.message, traceback=list(exc.traceback))))
     except BaseException as exc:  # noqa: BLE001
-        send(encode(FailureFrame(status=Status.HARNESS_ERROR,
-                                 message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")))
+        send(
+            encode(
+                FailureFrame(
+                    status=Status.HARNESS_ERROR,
+                    message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}",
+                )
+            )
+        )
     for p in peers:
         p.close()
     sys.stdout.flush()
@@ -786,7 +912,7 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-if __name__ == "__main__":      # run as the package's module, not as __main__: one copy of its classes
+if __name__ == "__main__":  # run as the package's module, not as __main__: one copy of its classes
     from arena.evaluation.trusted import process as _self
 
     sys.exit(_self.main(sys.argv[1:]))

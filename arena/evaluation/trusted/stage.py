@@ -1,6 +1,7 @@
 """What the stages of an evaluation use of it: ``EvaluationState``.
 
-The correctness gate (``arena.evaluation.trusted.correctness``), the timed rounds (``arena.evaluation.trusted.performance``) and the
+The correctness gate (``arena.evaluation.trusted.correctness``), the timed rounds
+(``arena.evaluation.trusted.performance``) and the
 handles on the processes that make calls (``arena.evaluation.trusted.calls``) work on one evaluation of the
 trusted process, ``arena.evaluation.trusted.process.Evaluation``, which imports them. They see it through this
 protocol, so the dependency runs one way: ``trusted`` imports the stages, the stages import
@@ -20,26 +21,26 @@ from arena.taskdef.loader import Task
 class EvaluationState(Protocol):
     """One evaluation in the trusted process, as its stages see it."""
 
-    job: dict[str, Any]          # what the parent asked for (candidate, splits, seeds, timing parameters)
+    job: dict[str, Any]  # what the parent asked for (candidate, splits, seeds, timing parameters)
     task: Task
-    torch: Any                   # the torch module (imported when the evaluation starts)
-    gpu: bool                    # a GPU backend (cuda, rocm), not the cpu one
-    rng: random.SystemRandom     # seeds no one can predict from the job
+    torch: Any  # the torch module (imported when the evaluation starts)
+    gpu: bool  # a GPU backend (cuda, rocm), not the cpu one
+    rng: random.SystemRandom  # seeds no one can predict from the job
     gpu_lock: GpuLock
     memory: MemoryAccount
-    remote: Any                  # arena.evaluation.trusted.calls.CandidateHandle: the candidate's process
-    base_remote: Any             # ... the baseline's process, or None (no timing)
-    compiled: Any                # torch.compile's side, or None
-    timer: Any                   # arena.timing.timer.DeviceTimer or HostTimer, or None before the load
-    current: Any                 # the config whose timing work runs now
-    candidate_trusted: bool      # the candidate is the task's own code (the reference, a baseline)
-    own_hip_kernels: list[str]   # the exact symbols of the library built from a HIP candidate
-    fatal: Any                   # the GateFailure that ended the candidate's process, or None
-    deadline: float | None       # the current stage's, on time.monotonic
+    remote: Any  # arena.evaluation.trusted.calls.CandidateHandle: the candidate's process
+    base_remote: Any  # ... the baseline's process, or None (no timing)
+    compiled: Any  # torch.compile's side, or None
+    timer: Any  # arena.timing.timer.DeviceTimer or HostTimer, or None before the load
+    current: Any  # the config whose timing work runs now
+    candidate_trusted: bool  # the candidate is the task's own code (the reference, a baseline)
+    own_hip_kernels: list[str]  # the exact symbols of the library built from a HIP candidate
+    fatal: Any  # the GateFailure that ended the candidate's process, or None
+    deadline: float | None  # the current stage's, on time.monotonic
     stage_name: str
     stage_limit: float
-    _scalars: list               # the current config's scalar arguments
-    config_key: str              # ... and what tells it from another config (its shapes and scalars)
+    _scalars: list  # the current config's scalar arguments
+    config_key: str  # ... and what tells it from another config (its shapes and scalars)
 
     @property
     def lost(self) -> bool:
