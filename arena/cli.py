@@ -277,12 +277,12 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 def check_markdown(rows, device, of: int | None = None) -> str:
     """The committed validation table: machine, date, versions, one row per task (``of``: the
     tasks asked for, where the rows are fewer: a check still running or interrupted)."""
-    from datetime import datetime, timezone
+    from arena.records import utc_now
 
     lines = [
         f"# arena tasks check — {device.kind} — {device.name}",
         "",
-        f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+        f"- date: {utc_now()}",
         f"- device: {device.name} ({device.arch}, {device.sm_count or '-'} SMs, "
         f"last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB)",
         "- toolchains: " + ", ".join(f"{k} {v}" for k, v in device.toolchains.items()),

@@ -1,7 +1,12 @@
-"""The one exception type for errors a user can cause (bad YAML, missing file, bad key).
+"""The root of every exception kernel-arena defines (``ArenaException``), and the errors a user
+can cause (``ArenaError``: bad YAML, a missing file, a bad key).
 
-Its message names the file and the key; the CLI prints it without a traceback. ``ArenaErrors``
-is the same error carrying every problem found at once (a task folder's), one line each.
+An ``ArenaError``'s message names the file and the key; the CLI prints it without a traceback.
+``ArenaErrors`` is the same error carrying every problem found at once (a task folder's), one
+line each. The other kinds are defined where they are raised, each under ``ArenaException`` and
+named for what happened (``GateFailure``: a candidate failed a gate; ``ProtocolError``: a frame
+did not decode; ...). The one ``BaseException`` is ``performance._OverBudget``, which must pass
+through the ``except Exception`` of the library code it interrupts.
 """
 
 from __future__ import annotations
@@ -9,7 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-class ArenaError(Exception):
+class ArenaException(Exception):
+    """Every exception kernel-arena defines is one of these."""
+
+
+class ArenaError(ArenaException):
     """A user-caused error: names the file and, where there is one, the key."""
 
     def __init__(self, message: str, *, path: Path | str | None = None, key: str | None = None):

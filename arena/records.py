@@ -22,6 +22,13 @@ from typing import Any, Iterable, Iterator
 RECORD_VERSION = 1
 
 
+def utc_now() -> str:
+    """Now, in UTC, to the second, as every record and report writes it (ISO 8601)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 class Status(str, enum.Enum):
     PASSED = "PASSED"
     COMPILE_ERROR = "COMPILE_ERROR"

@@ -24,7 +24,6 @@ import logging
 import queue
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -50,7 +49,7 @@ def open_run(out: Path, meta: dict) -> Path:
     meta_path = out / "run.json"
     if not meta_path.exists():
         meta_path.write_text(json.dumps({"run_id": out.name, **meta,
-                                         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                                         "created_at": records.utc_now()},
                                         indent=2))
     return out
 

@@ -9,7 +9,6 @@ import logging
 import shutil
 import traceback
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from arena.agents import AgentContext, Proposal, get_agent
@@ -17,7 +16,7 @@ from arena.agents.base import OUTCOME_STATUS, outcome_text
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation.parent import Candidate, evaluate
-from arena.records import Status, Verdict, file_sha256
+from arena.records import Status, Verdict, file_sha256, utc_now
 from arena.taskdef.loader import load_task
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ def failure_verdict(task_id: str, category: str, split: str, status: Status, mes
                     run_id: str, agent: str, repeat: int, stage: str = "setup") -> Verdict:
     """A verdict of no evaluation: the task did not load, the harness broke, or the agent's run
     decided it (``stage`` "agent")."""
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = utc_now()
     return Verdict(task_id=task_id, category=category, split=split, status=status, stage=stage, message=message,
                    candidate={}, device=device.to_dict(), run_id=run_id, agent=agent, repeat=repeat,
                    started_at=now, finished_at=now, configs=[])

@@ -134,3 +134,35 @@ def test_no_private_name_is_imported_from_another_module():
                 found += [f"{path.relative_to(ROOT.parent)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not found, found
+
+
+def test_every_exception_the_package_defines_is_of_one_family():
+    """Every exception class under ``arena`` descends from ``arena.errors.ArenaException``; the
+    one ``BaseException`` is the documented ``_OverBudget`` (it must pass the ``except Exception``
+    of the library code it interrupts)."""
+    builtin = {"Exception", "BaseException", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
+    bases: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                         for b in node.bases]
+                bases[node.name] = names
+                where[node.name] = str(path.relative_to(ROOT.parent))
+
+    def family(name: str, seen: frozenset = frozenset()) -> bool | None:
+        """True: of the family; False: an exception outside it; None: not an exception."""
+        if name == "ArenaException":
+            return True
+        if name in builtin:
+            return False
+        if name not in bases or name in seen:
+            return None
+        found = [family(b, seen | {name}) for b in bases[name]]
+        return True if True in found else False if False in found else None
+
+    outside = sorted(f"{where[c]}: {c}" for c in bases if c != "ArenaException" and family(c) is False
+                     and c != "_OverBudget")
+    assert not outside, outside
+    assert bases["_OverBudget"] == ["BaseException"]

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import torch
 
-from arena.errors import ArenaError
+from arena.errors import ArenaError, ArenaException
 from arena.taskdef import formula
 from arena.taskdef.loader import InputSpec, Task
 
@@ -59,7 +59,7 @@ def upcast(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-class ReferenceContractError(ValueError):
+class ReferenceContractError(ArenaException, ValueError):
     """The task's reference returned what its signature does not allow."""
 
 

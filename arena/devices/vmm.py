@@ -18,6 +18,8 @@ import functools
 import os
 from typing import Any
 
+from arena.errors import ArenaException
+
 _PINNED, _POSIX_FD, _LOCATION_DEVICE, _READ_WRITE, _GRANULARITY_MINIMUM = 1, 1, 1, 3, 0
 
 
@@ -39,7 +41,7 @@ class _Access(ctypes.Structure):
     _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
 
 
-class VmmError(RuntimeError):
+class VmmError(ArenaException, RuntimeError):
     pass
 
 

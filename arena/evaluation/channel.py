@@ -16,10 +16,12 @@ import os
 import struct
 from typing import Any, Callable
 
+from arena.errors import ArenaException
+
 _MAC_BYTES = 32
 
 
-class ForgedFrame(Exception):
+class ForgedFrame(ArenaException):
     """A frame that the harness did not write (bad MAC, replay, or out of order)."""
 
 
@@ -80,7 +82,7 @@ def _write_all(fd: int, buf: bytes) -> None:
         buf = buf[n:]
 
 
-class FrameTooLarge(ValueError):
+class FrameTooLarge(ArenaException, ValueError):
     """A frame announces more bytes than its reader takes."""
 
 

@@ -21,7 +21,6 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -32,7 +31,7 @@ from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
 from arena.evaluation.decision import assemble, phase_times
 from arena.evaluation.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
 from arena.evaluation.sandbox import confine
-from arena.records import ConfigResult, Status, Verdict, file_sha256
+from arena.records import ConfigResult, Status, Verdict, file_sha256, utc_now
 from arena.taskdef.loader import Config, Task
 
 log = logging.getLogger(__name__)
@@ -100,10 +99,6 @@ def _language_of(path: Path | None) -> str:
     if path.suffix == ".py":
         return "triton"
     raise ArenaError("kernel files are .hip (HIP) or .py (Triton)", path=path)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -318,7 +313,7 @@ def evaluate(
     from candidate code, like the task folders and the caches. ``deadline_s`` bounds the
     whole evaluation (build and worker): what is not finished by then is TIMEOUT."""
     started = time.perf_counter()
-    started_at = _now()
+    started_at = utc_now()
     timeouts = {**DEFAULT_TIMEOUTS, **task.timeouts}
     end_by = time.monotonic() + deadline_s if deadline_s is not None else None
 
@@ -355,7 +350,7 @@ def evaluate(
     def finish(verdicts: list[Verdict]) -> list[Verdict]:
         wall = time.perf_counter() - started
         for v in verdicts:
-            v.finished_at = _now()
+            v.finished_at = utc_now()
             v.wall_s = round(wall, 3)
         return verdicts
 

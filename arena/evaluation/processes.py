@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from arena.errors import ArenaException
 from arena.evaluation.channel import FrameTooLarge, take_frame, write_frame
 from arena.evaluation.protocol import (
     CANDIDATE_REPLIES,
@@ -368,7 +369,7 @@ def kill_live_workers() -> int:
 # The candidate process, started by the trusted process
 
 
-class CandidateGone(Exception):
+class CandidateGone(ArenaException):
     """The candidate process can answer no more: ``why`` is died | timeout | forbidden |
     protocol; ``message`` says what happened."""
 

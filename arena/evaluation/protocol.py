@@ -20,6 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from arena.errors import ArenaException
 from arena.records import Status, TraceEntry
 
 # What the candidate process may say went wrong: failures of the candidate's own. A pass is
@@ -31,7 +32,7 @@ CANDIDATE_STATUSES = frozenset({
 })
 
 
-class ProtocolError(Exception):
+class ProtocolError(ArenaException):
     """A frame that the protocol does not allow (wrong type, field, value or status)."""
 
 

@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from arena.errors import ArenaException
 from arena.evaluation.channel import read_frame, write_frame
 from arena.evaluation.protocol import (
     REQUESTS,
@@ -94,7 +95,7 @@ def harness_code() -> Any:
         _SIGMASK(signal.SIG_SETMASK, before)
 
 
-class Refused(Exception):
+class Refused(ArenaException):
     """A request the candidate failed: its status, message and where its own code raised."""
 
     def __init__(self, status: Status, message: str, context_lost: bool = False, traceback: list | None = None):

@@ -15,11 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+from arena.errors import ArenaException
 from arena.evaluation.protocol import CandidateSpec
 from arena.records import Status
 
 
-class SideError(Exception):
+class SideError(ArenaException):
     """Loading or calling a side failed; ``status`` says how; ``origin``: the side's own
     exception behind it, where there is one (its traceback: ``arena.evaluation.tracebacks``)."""
 

@@ -16,7 +16,6 @@ import json
 import math
 import numbers
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -719,7 +718,7 @@ def _meta(verdicts: list[Verdict], runs: Iterable) -> dict:
         "splits": [s for s in metrics.SPLITS if any(v.split == s for v in verdicts)],
         "agents": sorted({v.agent for v in verdicts}),
         "tasks": len({v.task_id for v in verdicts}),
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": records.utc_now(),
         "versions": verdicts[0].versions if verdicts else {},
     }
 

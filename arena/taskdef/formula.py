@@ -12,6 +12,8 @@ import operator
 from functools import lru_cache
 from typing import Any, Mapping
 
+from arena.errors import ArenaException
+
 _BINOPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -45,7 +47,7 @@ _MAX_POW = 256
 _MAX_MAGNITUDE = 2**256  # no shape, scalar or roofline figure comes near this
 
 
-class FormulaError(ValueError):
+class FormulaError(ArenaException, ValueError):
     """A formula that does not parse, uses something not allowed, or names an unknown value."""
 
 

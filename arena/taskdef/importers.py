@@ -38,16 +38,15 @@ from typing import Any, Callable, Iterable
 import torch
 import yaml
 
-from arena.errors import ArenaError
+from arena.errors import ArenaError, ArenaException
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
+from arena.taskdef.shapes import DTYPE_BYTES
 
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int8: "int8",
                torch.uint8: "uint8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
                torch.bool: "bool"}
-DTYPE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1,
-               "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "bool": 1}
 SMOKE_ELEMENTS = 2**14          # a smoke config moves at most about this many elements per tensor set
 MIN_VARIED = 8                  # constants below this (kernel sizes, strides, groups) are kept in drafts
 
@@ -85,7 +84,7 @@ class ImportResult:
 # shared: formulas found by probing
 
 
-class _NoValue(Exception):
+class _NoValue(ArenaException):
     pass
 
 
@@ -460,7 +459,7 @@ def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict)
     notes = []
     by_size: dict[int, list[str]] = {}
     for t in tensors:
-        by_size.setdefault(DTYPE_SIZES[t["dtype"]], []).append(_prod(t["shape"]))
+        by_size.setdefault(DTYPE_BYTES[t["dtype"]], []).append(_prod(t["shape"]))
     nbytes = " + ".join(f"{size} * ({' + '.join(ps)})" if len(ps) > 1 else f"{size} * {ps[0]}"
                         for size, ps in sorted(by_size.items(), reverse=True)) or "0"
     if not flops:
@@ -865,7 +864,7 @@ def _number(node: ast.AST) -> float | None:
 # KernelBench: Model.forward as a function
 
 
-class _Untranslatable(Exception):
+class _Untranslatable(ArenaException):
     pass
 
 
@@ -2243,7 +2242,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
             return (
                 {"float": "float32", "half": "float16", "long": "int64", "int": "int32"}.get(node.attr, node.attr)
-                if node.attr in DTYPE_SIZES or node.attr in ("float", "half", "long", "int")
+                if node.attr in DTYPE_BYTES or node.attr in ("float", "half", "long", "int")
                 else None
             )
         if isinstance(node, ast.Name) and kinds.get(node.id, "").startswith("dtype:"):

@@ -46,6 +46,7 @@ import torch
 import triton
 import triton.language as tl
 
+from arena.errors import ArenaException
 from arena.timing import stats
 
 log = logging.getLogger(__name__)
@@ -553,7 +554,7 @@ def cut_windows(acts: list[tuple[int, int, str]], n_steps: int, gates: Sequence[
     return [(span, activity) for span, activity, _ in windows], [OVERLAP_WARNING for *_, over in windows if over]
 
 
-class TraceCutError(RuntimeError):
+class TraceCutError(ArenaException, RuntimeError):
     """A device trace that does not cut into the samples its steps made: our flush, gate and
     marker kernels are not there as launched (in a candidate's process: a kernel of its own
     named like one of them)."""

@@ -231,7 +231,7 @@ def torch_header_to_cuda(path: str) -> str | None:
     return None
 
 
-def _strip_comments_keep_lines(text: str) -> str:
+def strip_comments_keep_lines(text: str) -> str:
     """The text with comments blanked (newlines kept), so directives can be scanned."""
     def blank(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -248,7 +248,7 @@ def insertion_line(text: str) -> int:
     An #include inside #if/#endif moves the point past the closing #endif; an include
     guard around the whole file (#ifndef X / #define X first) does not count as nesting.
     """
-    lines = _strip_comments_keep_lines(text).split("\n")
+    lines = strip_comments_keep_lines(text).split("\n")
     directives: list[tuple[int, str]] = []
     for index, line in enumerate(lines):
         stripped = line.strip()

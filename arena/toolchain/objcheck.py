@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.errors import ArenaException
+
 __all__ = ["ElfError", "ElfObject", "InitEntry", "ObjectReport", "Section", "Symbol",
            "allowed_import", "check_object", "demangle", "offload_kernels", "read_elf",
            "refusal_reason"]
@@ -39,7 +41,7 @@ STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 _PC_RELATIVE = {2, 4, 9, 24, 41, 42}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX, REX_GOTPCRELX
 
 
-class ElfError(ValueError):
+class ElfError(ArenaException, ValueError):
     """The bytes are not an ELF64 file this reader understands."""
 
 

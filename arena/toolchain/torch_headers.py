@@ -65,9 +65,9 @@ _INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"\n]+)[>\"]", re
 
 def torch_includes(text: str) -> list[tuple[int, str]]:
     """The (line, path) of each ``#include`` of a PyTorch header in ``text``, comments aside."""
-    from arena.toolchain.hip2cuda import _strip_comments_keep_lines
+    from arena.toolchain.hip2cuda import strip_comments_keep_lines
 
-    clean = _strip_comments_keep_lines(text)
+    clean = strip_comments_keep_lines(text)
     out = []
     for m in _INCLUDE_RE.finditer(clean):
         path = m.group(1).strip()

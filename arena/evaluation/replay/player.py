@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from arena.errors import ArenaException
 from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
 from arena.evaluation.record import (
     DTYPES,
@@ -36,7 +37,7 @@ _ENTRY = re.compile(r"tt\.func\s+public\s+@([A-Za-z_][\w$.]*)")
 POISON_BYTE = 0xFF           # scratch before a checked replay: NaN in every float type, -1 in the integers
 
 
-class Refused(Exception):
+class Refused(ArenaException):
     """A record the replay will not run; the message says which part and why."""
 
 

@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from arena.errors import ArenaException
 from arena.evaluation.protocol import CorrectnessResult
 from arena.evaluation.trusted.stage import EvaluationState
 from arena.records import Status
@@ -22,7 +23,7 @@ from arena.records import Status
 OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
 
 
-class GateFailure(Exception):
+class GateFailure(ArenaException):
     """A failure with a status. ``fatal``: nothing more can run with this candidate (its
     process is gone, or it broke what the harness relies on). ``traceback``: where in the
     candidate's file its code raised, where it did (``arena.evaluation.tracebacks``, already bounded)."""

@@ -827,7 +827,9 @@ def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
 
 
 class _OverBudget(BaseException):
-    """Raised in the main thread when a time limit of ``_time_limit`` runs out."""
+    """Raised in the main thread when a time limit of ``_time_limit`` runs out. A BaseException
+    because it interrupts library code (torch.compile's) whose ``except Exception`` would
+    otherwise swallow it."""
 
 
 @contextlib.contextmanager
