@@ -400,3 +400,21 @@ def test_every_reply_waits_for_the_device_and_a_failure_there_is_told_as_whose_i
     own = proc.settle(FailReply(status=Status.INCORRECT_SHAPE, message="its own"))
     assert own.status is Status.INCORRECT_SHAPE and own.context_lost
     assert len(synced) == 4
+
+
+def test_the_job_is_a_typed_frame_checked_field_by_field():
+    """The parent's job crosses as a frame like every other: what the trusted process reads is
+    decoded field by field, an unknown field or a wrong kind refused with its name."""
+    from arena.evaluation.protocol import JobFrame, ProtocolError, decode, encode
+
+    job = JobFrame(task_dir="/t", candidate={"language": "triton", "path": "/k.py"}, device={"kind": "cpu"},
+                   splits=[{"split": "seen", "configs": []}], timeouts={"load_s": 60.0}, key="ab", seeds=[1, 2])
+    back = decode(encode(job), (JobFrame,))
+    assert back == job and back.replay and back.baseline is None
+    raw = encode(job)
+    with pytest.raises(ProtocolError, match="unknown fields"):
+        decode({**raw, "gpu_locks": [1, 2]}, (JobFrame,))
+    with pytest.raises(ProtocolError, match="seeds"):
+        decode({**raw, "seeds": ["1"]}, (JobFrame,))
+    with pytest.raises(ProtocolError, match="timing"):
+        decode({**raw, "timing": "yes"}, (JobFrame,))

@@ -40,6 +40,7 @@ def make(tmp_path):
 
     def evaluation(candidate: str | None, timer: FakeTimer, **timing_params):
         from arena.evaluation.processes import CandidatePeer, child_env
+        from arena.evaluation.protocol import JobFrame
         from arena.evaluation.trusted.process import Evaluation
 
         k = len(peers) // 2
@@ -50,10 +51,10 @@ def make(tmp_path):
             path = tmp_path / f"candidate{k}.py"
             path.write_text(candidate)
             cand = {"language": "triton", "path": str(path), "trusted": False}
-        job = {"task_dir": str(AXPY), "device": {"kind": "cpu"}, "candidate": cand,
-               "baseline": {"language": "reference"}, "timing": True, "timing_params": timing_params, "splits": [],
-               "timeouts": {"load_s": 120.0, "correctness_s": 120.0, "performance_s": 120.0},
-               "candidate_dir": str(scratch), "baseline_dir": str(tmp_path / f"b{k}")}
+        job = JobFrame(task_dir=str(AXPY), device={"kind": "cpu"}, candidate=cand,
+                       baseline={"language": "reference"}, timing=True, timing_params=timing_params, splits=[],
+                       timeouts={"load_s": 120.0, "correctness_s": 120.0, "performance_s": 120.0},
+                       candidate_dir=str(scratch), baseline_dir=str(tmp_path / f"b{k}"))
         peer = CandidatePeer("cpu", scratch, child_env(scratch, scratch / "triton", interpret=True))
         base = tmp_path / f"b{k}"
         base_peer = CandidatePeer("cpu", base, child_env(base, base / "triton", interpret=True))
@@ -246,7 +247,7 @@ def test_running_out_of_memory_while_checking_is_tried_again(make):
         return real(seed)
 
     ev.make_inputs = make_inputs
-    ev.job.update(seeds=[1, 2, 3])
+    ev.job.seeds = [1, 2, 3]
     result = check_config(ev, _configs(1000)[0])
     assert result.status.value == "PASSED" and calls[0] > 1
 
@@ -442,7 +443,7 @@ def test_checks_and_timing_wait_for_room_in_the_gpu_s_memory_account(make, tmp_p
     assert check_bytes(ev, config) > capacity // 2  # the slack alone: it cannot fit beside the other
     other = hold(key, capacity, capacity // 2)
     result, entered = {}, threading.Event()
-    ev.job.update(seeds=[1])
+    ev.job.seeds = [1]
 
     def check():
         result["r"] = check_config(ev, config)

@@ -11,6 +11,7 @@ turns into Verdicts. Every outcome maps to a Status from those frames, never fro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -29,7 +30,7 @@ from arena.errors import ArenaError
 from arena.evaluation import memory, processes
 from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
 from arena.evaluation.decision import assemble, phase_times
-from arena.evaluation.protocol import REPORTS, ProtocolError, SplitDoneFrame, StageFrame, decode
+from arena.evaluation.protocol import REPORTS, JobFrame, ProtocolError, SplitDoneFrame, StageFrame, decode, encode
 from arena.evaluation.sandbox import confine
 from arena.records import ConfigResult, Status, Verdict, file_sha256, utc_now
 from arena.taskdef.loader import Config, Task
@@ -390,18 +391,18 @@ def evaluate(
         baseline_job = b.job
     # the task's own reference as the candidate (torch2hip's starting point) is trusted code
     cand.job["trusted"] = candidate.path is None and candidate.language == "reference"
-    job = {
-        "task_dir": str(task.path),
-        "candidate": cand.job,
-        "baseline": baseline_job,
-        "device": device.to_dict(),
-        "seeds": seeds or None,
-        "n_seeds": N_SEEDS,
-        "timing": bool(timing),
-        "timing_params": dict(timing_params or {}),
-        "splits": [{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
-        "timeouts": timeouts,
-    }
+    job = JobFrame(
+        task_dir=str(task.path),
+        candidate=cand.job,
+        baseline=baseline_job,
+        device=device.to_dict(),
+        seeds=list(seeds) or None,
+        n_seeds=N_SEEDS,
+        timing=bool(timing),
+        timing_params=dict(timing_params or {}),
+        splits=[{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
+        timeouts=dict(timeouts),
+    )
     frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by, on_wait)
     verdicts = assemble(task, split_configs, [f for _, f in frames], exit_info, base, build_info, device)
     held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
@@ -448,13 +449,13 @@ def _seed_triton_cache(triton_dir: Path, paths: Sequence[Path], device: Device) 
         pass
 
 
-def _caches(job: dict[str, Any], device: Device, task: Task) -> tuple[Path, Path]:
+def _caches(job: JobFrame, device: Device, task: Task) -> tuple[Path, Path]:
     """The Triton caches of the trusted process (the baseline's kernels) and of the candidate
     process (the candidate's): each keyed by its files' contents. The candidate process
     cannot reach the trusted one's, so that one is always seeded with the kernels compiled
     ahead; the candidate's only when the candidate is one of the task's own files (a cache
     is shared by every evaluation of the same file)."""
-    cand, base = job["candidate"], job.get("baseline") or {}
+    cand, base = job.candidate, job.baseline or {}
     trusted_dir = _triton_dir("t", base.get("language"), hashlib.sha256(_file_bytes(base.get("path"))).hexdigest())
     if base.get("language") == "triton":
         _seed_triton_cache(trusted_dir, [Path(base["path"])], device)
@@ -477,7 +478,7 @@ def timer_cache() -> Path:
 
 
 def _run_worker(
-    job: dict[str, Any],
+    job: JobFrame,
     device: Device,
     timeouts: Mapping[str, float],
     work_dir: Path | None,
@@ -499,29 +500,29 @@ def _run_worker(
     kind, worker = processes.SPARES.take(device)
     cwd = worker.cwd
     key = secrets.token_bytes(32)
-    cand = job["candidate"]
+    cand = job.candidate
     readable = [Path(cand[k]) for k in ("path", "library") if cand.get(k)]
     if cand.get("trusted"):
         readable.append(task.reference_path)
     sandbox = processes.sandbox_spec(
         hide=[task.path.parents[1], *private_dirs], read=readable, write=[worker.candidate_dir, cand_dir]
     )
-    job = {
-        **job,
-        "key": key.hex(),
-        "sandbox": sandbox,
-        "candidate_dir": str(worker.candidate_dir),
-        "baseline_dir": str(worker.baseline_dir),
-        "kernel_cache": str(timer_cache()),
-        "candidate_env": {"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
-        "env": {
+    job = dataclasses.replace(
+        job,
+        key=key.hex(),
+        sandbox=sandbox,
+        candidate_dir=str(worker.candidate_dir),
+        baseline_dir=str(worker.baseline_dir),
+        kernel_cache=str(timer_cache()),
+        candidate_env={"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
+        env={
             "TRITON_CACHE_DIR": str(trusted_dir),
             "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),
             **{k: os.environ[k] for k in processes.PER_JOB_ENV if k in os.environ},
         },
-    }
+    )
     if worker.lock_fds:
-        job["gpu_lock"], job["gpu_memory"] = list(worker.lock_fds[:2]), worker.lock_fds[2]
+        job = dataclasses.replace(job, gpu_lock=list(worker.lock_fds[:2]), gpu_memory=worker.lock_fds[2])
     spawned = time.monotonic()
     proc = worker.proc
     with processes.LIVE_LOCK:
@@ -558,7 +559,7 @@ WAIT_NOTE_S = 15.0  # silence from an evaluation after which ``on_wait`` hears o
 
 def _talk_to_worker(
     proc: subprocess.Popen,
-    job: dict[str, Any],
+    job: JobFrame,
     key: bytes,
     res_r: int,
     job_w: int,
@@ -587,7 +588,7 @@ def _talk_to_worker(
 
     threading.Thread(target=reader, daemon=True).start()
     try:
-        write_frame(job_w, job)
+        write_frame(job_w, encode(job))
     except BrokenPipeError:
         pass
     os.close(job_w)

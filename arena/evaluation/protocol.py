@@ -360,6 +360,36 @@ class OpenRequest:
 
 @frame
 @dataclass
+class JobFrame:
+    """The job the parent gives its trusted process: the one frame on the job pipe. The nested
+    objects are the parent's own (the builds, the device, the configs of each split, the
+    sandbox); the trusted process reads them as it needs them."""
+
+    type: ClassVar[str] = "job"
+    task_dir: str
+    candidate: dict[str, Any]                  # the candidate's build (language, path, library, ...)
+    device: dict[str, Any]                     # arena.devices.Device.to_dict
+    splits: list[dict[str, Any]]               # {"split": name, "configs": [config dicts]}
+    timeouts: dict[str, float]
+    key: str = ""                              # the result frames' HMAC key (hex), dropped once read
+    baseline: dict[str, Any] | None = None     # the baseline's build, where the job is timed
+    seeds: list[int] | None = None             # the correctness gate's input seeds (fresh ones if None)
+    n_seeds: int = 3
+    timing: bool = False
+    timing_params: dict[str, Any] = field(default_factory=dict)
+    sandbox: dict[str, Any] | None = None      # what the candidate's process may read and write
+    candidate_dir: str = ""
+    baseline_dir: str = ""
+    kernel_cache: str = ""
+    candidate_env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    gpu_lock: list[int] | None = None          # the GPU's lock descriptors (arena.evaluation.gpulock)
+    gpu_memory: int | None = None              # ... and its memory account's
+    replay: bool = True                        # record and replay where the candidate allows it
+
+
+@frame
+@dataclass
 class SetupRequest:
     """Everything before the candidate's code runs: the environment, the filesystem sandbox,
     the timer, the seal, the audit hook. Its failure is the harness's."""

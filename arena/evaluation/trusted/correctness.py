@@ -138,8 +138,7 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
     from arena.check.compare import compare_output, poison_
 
     ev.set_config(config)
-    seeds = list(ev.job["seeds"]) if ev.job.get("seeds") else \
-        [ev.rng.getrandbits(32) for _ in range(int(ev.job.get("n_seeds", 3)))]
+    seeds = list(ev.job.seeds) if ev.job.seeds else [ev.rng.getrandbits(32) for _ in range(ev.job.n_seeds)]
     worst = CorrectnessResult(status=Status.PASSED, seeds=seeds)
     shared = ev.gpu_lock.shared
     slot = None

@@ -132,7 +132,7 @@ def time_configs(ev: EvaluationState, split: str, configs: list) -> list[tuple[A
     other evaluations to drain, so a split takes a few, not a few per config. A config that
     failed for want of memory is tried again (``OOM_RETRIES`` times at most) with a quarter of
     its input sets."""
-    tp = ev.job.get("timing_params", {})
+    tp = ev.job.timing_params
     max_set = float(tp.get("max_set_bytes", 8 * 2**30))
     # the kept sets are checked against the reference inside the timing's reservation: the check's own working
     # set too (an H100 with 12 evaluations side by side: the upcast reference of a 4.2 GB log_softmax config ran
@@ -268,13 +268,13 @@ def _own_kernels(ev: EvaluationState) -> set[str] | None:
     the task's own reference, torch's kernels by definition)."""
     if ev.candidate_trusted:
         return None
-    if ev.job["candidate"]["language"] == "hip":
+    if ev.job.candidate["language"] == "hip":
         return set(ev.own_hip_kernels)
     from arena.evaluation.trusted.kernels import defined_functions
 
     # what the candidate's process says Triton compiled from the candidate's file, checked against the file
     try:
-        defined = defined_functions(Path(ev.job["candidate"]["path"]).read_text(errors="replace"))
+        defined = defined_functions(Path(ev.job.candidate["path"]).read_text(errors="replace"))
     except OSError:
         defined = set()
     return set(ev.remote.kernels()) & defined
@@ -396,7 +396,7 @@ class ConfigTiming:
         if name == "candidate":
             copy_out = not ev.candidate_trusted  # the eager reference as candidate: timed as run, not copied
         else:  # the eager reference as the baseline, likewise
-            copy_out = ev.job["baseline"]["language"] != "reference" if name == "baseline" else False
+            copy_out = (ev.job.baseline or {}).get("language") != "reference" if name == "baseline" else False
 
         def sets() -> list:
             return self.slots_of[name] if remote else []

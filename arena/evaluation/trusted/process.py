@@ -37,6 +37,7 @@ from arena.evaluation.protocol import (
     CorrectnessResult,
     DoneFrame,
     FailureFrame,
+    JobFrame,
     LoadedFrame,
     LockFrame,
     OpenRequest,
@@ -46,6 +47,7 @@ from arena.evaluation.protocol import (
     SetupRequest,
     SplitDoneFrame,
     StageFrame,
+    decode,
     encode,
 )
 from arena.evaluation.sides import Side
@@ -57,7 +59,7 @@ OPEN_S = 300.0       # the most a process of this worker may take to open its de
 
 
 class Evaluation:
-    def __init__(self, job: dict[str, Any], send: Callable[[Any], None], peer: CandidatePeer,
+    def __init__(self, job: JobFrame, send: Callable[[Any], None], peer: CandidatePeer,
                  base_peer: CandidatePeer | None = None, replay_peer: CandidatePeer | None = None):
         import torch
 
@@ -67,12 +69,12 @@ class Evaluation:
         self.job = job
         self._send = send
         self.torch = torch
-        self.task = load_task(job["task_dir"], validate=False)
-        self.device = job["device"]
+        self.task = load_task(job.task_dir, validate=False)
+        self.device = job.device
         self.gpu = self.device["kind"] in ("cuda", "rocm")
         self.torch_device = "cuda" if self.gpu else "cpu"
         self.rng = random.SystemRandom()     # seeds no one can predict from the job
-        self.timeouts = dict(job.get("timeouts") or {})
+        self.timeouts = dict(job.timeouts)
         self.deadline: float | None = None
         self.stage_name, self.stage_limit = "load", 0.0
         self.fatal: GateFailure | None = None
@@ -85,15 +87,15 @@ class Evaluation:
         # the process that replays the candidate's recorded calls (arena.evaluation.record): what counts is measured
         # there
         self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
-        self.candidate_trusted = bool(job["candidate"].get("trusted"))
-        self.own_hip_kernels = list(job["candidate"].get("kernels") or [])
+        self.candidate_trusted = bool(job.candidate.get("trusted"))
+        self.own_hip_kernels = list(job.candidate.get("kernels") or [])
         # correctness shares the GPU with other evaluations; the timed rounds have it alone
-        self.gpu_lock = GpuLock(*(job.get("gpu_lock") or (None, None)))
+        self.gpu_lock = GpuLock(*(job.gpu_lock or (None, None)))
         if self.gpu and self.gpu_lock.active:
             compile_off_gpu(self.gpu_lock)
         # the GPU's memory, one account for every evaluation on it: work waits for room instead of failing
         self.memory = MemoryAccount(
-            job.get("gpu_memory") if self.gpu else None,
+            job.gpu_memory if self.gpu else None,
             capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0,
         )
         # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
@@ -429,7 +431,7 @@ class Evaluation:
     # -- the run --------------------------------------------------------------------------------
     def run(self) -> None:
         self.load()
-        for split in self.job["splits"]:
+        for split in self.job.splits:
             self.run_split(split)
 
     def load(self) -> None:
@@ -439,7 +441,7 @@ class Evaluation:
 
         self.stage("load")
         waited = self.gpu_lock.waited_s
-        cand = self.job["candidate"]
+        cand = self.job.candidate
         spec = CandidateSpec(
             language=cand["language"],
             path=cand.get("path") or str(self.task.reference_path),
@@ -451,7 +453,7 @@ class Evaluation:
             forbidden=list(self.task.forbidden),
             trusted=self.candidate_trusted,
         )
-        timing = bool(self.job.get("timing"))
+        timing = self.job.timing
         by_fd = shares_by_fd("gpu" if self.gpu else "cpu")
         self.slots = SlotMaker(self.torch_device, by_fd)
         # a probe of the buffer sharing, answered before any candidate code runs: its failure is the harness's
@@ -462,8 +464,8 @@ class Evaluation:
         self.remote.start_setup(
             SetupRequest(
                 candidate=spec,
-                env=dict(self.job.get("candidate_env") or {}),
-                sandbox=self.job.get("sandbox"),
+                env=dict(self.job.candidate_env),
+                sandbox=self.job.sandbox,
                 llc_bytes=int(self.device.get("llc_bytes") or 0),
                 timing=timing,
                 probe=probe.handle,
@@ -485,7 +487,7 @@ class Evaluation:
                         device_code=cand.get("device_code") or "",
                         device_code_sha256=cand.get("device_code_sha256") or "",
                     ),
-                    env=dict(self.job.get("env") or {}),
+                    env=dict(self.job.env),
                     llc_bytes=int(self.device.get("llc_bytes") or 0),
                     timing=timing,
                 )
@@ -495,10 +497,10 @@ class Evaluation:
         self.mark("reference")
         self.baseline = None
         base_probe = None
-        if timing and self.job.get("baseline"):
+        if timing and self.job.baseline:
             if self.base_remote is None:
                 raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
-            b = self.job["baseline"]
+            b = self.job.baseline
             base_spec = CandidateSpec(
                 language=b["language"],
                 path=b.get("path") or str(self.task.reference_path),
@@ -516,7 +518,7 @@ class Evaluation:
             self.base_remote.start_setup(
                 SetupRequest(
                     candidate=base_spec,
-                    env=dict(self.job.get("env") or {}),
+                    env=dict(self.job.env),
                     sandbox=None,
                     llc_bytes=int(self.device.get("llc_bytes") or 0),
                     timing=True,
@@ -531,7 +533,7 @@ class Evaluation:
             self.gpu
             and timing
             and self.task.category == "torch2hip"
-            and self.job.get("timing_params", {}).get("torch_compile")
+            and self.job.timing_params.get("torch_compile")
         ):
             self.compiled = compiled_side(self)
         if timing:
@@ -663,7 +665,7 @@ class Evaluation:
                 self._lost_at = f"{name}/{config.name}"
             self.send(CorrectnessFrame(split=name, config=config.name, result=result))
             all_passed &= result.status is Status.PASSED
-        if all_passed and self.job.get("timing") and self.baseline is not None and not self.lost:
+        if all_passed and self.job.timing and self.baseline is not None and not self.lost:
             from arena.evaluation.trusted.performance import time_split
 
             time_split(self, name, configs)
@@ -842,16 +844,16 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
     return CandidatePeer(mode, scratch, env, fork=fork, role={"c": "candidate", "b": "baseline", "r": "replay"}[name])
 
 
-def replayed(job: dict[str, Any]) -> bool:
+def replayed(job: JobFrame) -> bool:
     """Is the candidate's device work recorded and replayed (``arena.evaluation.record``)? On CUDA, a
     Triton candidate's, and a HIP candidate's whose build gave its device code apart (a job may
     turn it off: ``"replay": false``)."""
-    cand = job.get("candidate") or {}
+    cand = job.candidate
     language = cand.get("language")
     return (
-        (job.get("device") or {}).get("kind") == "cuda"
+        job.device.get("kind") == "cuda"
         and not cand.get("trusted")
-        and bool(job.get("replay", True))
+        and job.replay
         and (language == "triton" or language == "hip" and bool(cand.get("device_code")))
     )
 
@@ -870,27 +872,29 @@ def main(argv: list[str]) -> int:
     # waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds device memory.
     # The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
     peers = [_peer(mode, "c", fork=True), *([_peer(mode, "b", fork=True)] if mode == "gpu" else [])]
-    job = read_frame(in_fd)
+    raw = read_frame(in_fd)
     os.close(in_fd)
-    if job is None:
+    if raw is None:
         for p in peers:
             p.close()
         return 2
-    os.environ.update(job.get("env") or {})  # this job's caches (read when first used; the baseline's process too)
-    send = signed_writer(out_fd, bytes.fromhex(job.pop("key")))
+    job = decode(raw, (JobFrame,))
+    os.environ.update(job.env)  # this job's caches (read when first used; the baseline's process too)
+    send = signed_writer(out_fd, bytes.fromhex(job.key))
+    job.key = ""
     if mode == "gpu" and len(argv) > 3:
         # from now on its processes are in the GPU's memory account: they open their device contexts
         from arena.evaluation.memory import MemoryAccount
 
         MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
-    if len(peers) == 1 and job.get("timing") and job.get("baseline"):
+    if len(peers) == 1 and job.timing and job.baseline:
         peers.append(_peer(mode, "b"))
     replay = _peer(mode, "r", fork=True) if replayed(job) else None
     if replay is not None:
         peers.append(replay)
     try:
         if mode == "gpu":
-            open_devices(peers, str(job.get("kernel_cache") or ""))
+            open_devices(peers, job.kernel_cache)
         ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 and peers[1] is not replay else None, replay)
         ev.run()
         send(encode(DoneFrame()))

@@ -15,13 +15,14 @@ from typing import Any, ContextManager, Protocol
 
 from arena.evaluation.gpulock import GpuLock
 from arena.evaluation.memory import MemoryAccount
+from arena.evaluation.protocol import JobFrame
 from arena.taskdef.loader import Task
 
 
 class EvaluationState(Protocol):
     """One evaluation in the trusted process, as its stages see it."""
 
-    job: dict[str, Any]  # what the parent asked for (candidate, splits, seeds, timing parameters)
+    job: JobFrame  # what the parent asked for (candidate, splits, seeds, timing parameters)
     task: Task
     torch: Any  # the torch module (imported when the evaluation starts)
     gpu: bool  # a GPU backend (cuda, rocm), not the cpu one
