@@ -212,7 +212,8 @@ def cmd_tasks_new(args: argparse.Namespace) -> int:
 def cmd_tasks_import(args: argparse.Namespace) -> int:
     """``arena tasks import kernelbench|aka PATH``: a task folder drafted from a problem written
     for another harness, validated; what the author must still decide, numbered."""
-    from arena.taskdef.importers import import_aka, import_kernelbench
+    from arena.authoring.importers.aka import import_aka
+    from arena.authoring.importers.kernelbench import import_kernelbench
 
     importer = import_kernelbench if args.import_format == "kernelbench" else import_aka
     out = Path(args.out) if args.out else _tasks_root(args)
@@ -222,7 +223,7 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from arena.authoring import check_tasks
+    from arena.authoring.check import check_tasks
     from arena.devices import detect
     from arena.taskdef.loader import select_tasks
 

@@ -5,7 +5,7 @@ python3 scripts/admission_table.py RECORDS.jsonl [WORKERS]
   their messages: with memory admission there should be none;
 - how often and how long evaluations waited for room in the GPU's memory account;
 - the roofline: which ceilings it used, and every config of a shipped solution above
-  arena.authoring's share of it (a sign that the task's byte or flop formula overcounts).
+  arena.authoring.check's share of it (a sign that the task's byte or flop formula overcounts).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arena import records  # noqa: E402
-from arena.authoring import MAX_MEASURED_ROOFLINE as NEAR_ROOFLINE  # noqa: E402
+from arena.authoring.check import MAX_MEASURED_ROOFLINE as NEAR_ROOFLINE  # noqa: E402
 
 
 def main(path: str, workers: str = "?") -> int:

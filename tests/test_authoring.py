@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from arena.authoring import Evaluations, check_task, check_tasks
+from arena.authoring.check import Evaluations, check_task, check_tasks
 from arena.devices import detect
 from arena.runner import run
 from arena.units import RunPlan

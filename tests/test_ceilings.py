@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from arena.authoring import near_roofline
+from arena.authoring.check import near_roofline
 from arena.devices import Device
 from arena.devices.ceilings import ceilings_for, roofline_fraction, roofline_seconds, sol_score
 from arena.records import ConfigResult, Status, Verdict
@@ -98,7 +98,7 @@ def _timed(split: str, configs: list[tuple[str, float, float, float]]) -> Verdic
 
 
 def test_the_task_check_refuses_a_slow_solution_and_a_formula_that_overcounts():
-    from arena.authoring import speed_problems
+    from arena.authoring.check import speed_problems
 
     good = [_timed("seen", [("a", 300.0, 100.0, 50.0), ("b", 600.0, 250.0, 90.0)]),
             _timed("heldout", [("c", 200.0, 150.0, 40.0)])]

@@ -318,7 +318,7 @@ def test_eval_exits_with_a_code_of_its_own_where_nothing_failed_but_nothing_ran(
 def test_an_interrupted_tasks_check_keeps_the_rows_it_finished(tmp_path, capsys, monkeypatch):
     """Ctrl-C during the second of two tasks: the first row is in the files asked for, and the
     console says how far the check got."""
-    import arena.authoring as authoring
+    import arena.authoring.check as authoring
 
     real = authoring.check_task
     calls = []

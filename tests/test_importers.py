@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from arena.authoring.importers.aka import import_aka
+from arena.authoring.importers.common import ImportStop
+from arena.authoring.importers.kernelbench import import_kernelbench
 from arena.check.inputs import make_inputs
 from arena.cli import main
 from arena.errors import ArenaError
 from arena.evaluation.sides import import_file
-from arena.taskdef.importers import ImportStop, import_aka, import_kernelbench
 from arena.taskdef.loader import load_task, validate_task_dir
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
@@ -275,7 +277,7 @@ def test_aka_triton_folder_keeps_the_kernel_and_adds_a_thin_entry(tmp_path):
     assert any("copies it into the harness's output" in d for d in decisions)
     assert any("compares with, copied out of it" in d for d in decisions)
     # the starting kernel runs through the harness on the cpu backend (Triton interpreter)
-    from arena.authoring import check_task
+    from arena.authoring.check import check_task
     from arena.devices import detect
 
     row = check_task(folder, detect("cpu"))

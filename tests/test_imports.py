@@ -166,3 +166,17 @@ def test_every_exception_the_package_defines_is_of_one_family():
                      and c != "_OverBudget")
     assert not outside, outside
     assert bases["_OverBudget"] == ["BaseException"]
+
+
+def test_the_evaluation_loads_no_authoring_tool():
+    """The importers and ``tasks check`` are tools for authors (``arena.authoring``): nothing an
+    evaluation imports reaches them."""
+    graph = _graph()
+    seen, todo = set(), [m for m in graph if m.startswith("arena.evaluation")]
+    while todo:
+        m = todo.pop()
+        for n in graph.get(m, ()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    assert not sorted(m for m in seen if m.startswith("arena.authoring")), seen

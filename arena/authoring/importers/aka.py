@@ -1,0 +1,1526 @@
+"""AgentKernelArena-style task folders (a YAML, a kernel source, a test script): ``import_aka``."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+import yaml
+
+from arena.authoring.importers.common import (
+    DTYPE_METHODS,
+    DTYPE_NAMES,
+    MIN_VARIED,
+    PASS_METHODS,
+    TENSOR_MAKERS,
+    Draft,
+    Fitter,
+    ImportResult,
+    ImportStop,
+    bound_by_imports,
+    call_name,
+    count_elements,
+    dotted_name,
+    draft_configs,
+    finish_draft,
+    free_names,
+    import_lines,
+    init_from_expr,
+    join_statements,
+    module_defs,
+    number_of,
+    parse_source,
+    resolve_task_id,
+    roofline_draft,
+    schema_supports,
+    shape_space_draft,
+)
+from arena.authoring.importers.kernelbench import (
+    ModuleProblem,
+    build_module_task,
+)
+from arena.errors import ArenaError
+from arena.taskdef import formula
+from arena.taskdef.loader import CATEGORIES
+from arena.taskdef.shapes import DTYPE_BYTES
+
+# ------------------------------------------------------------------------------------------
+# AgentKernelArena-style task folders
+
+
+SOURCE_SUFFIXES = (".py", ".hip", ".cu", ".cpp", ".cc", ".cuh", ".h", ".hpp")
+HARNESS_NAMES = re.compile(r"(task_runner|harness|test_|_test\.py|check|correctness|eval|bench|perf)", re.I)
+COMPARE_FUNCS = {
+    "allclose",
+    "assert_close",
+    "assert_allclose",
+    "isclose",
+    "equal",
+    "assert_equal",
+    "assert_array_almost_equal",
+    "assert_array_equal",
+}
+WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "flatten", "view", "reshape", "squeeze"}
+
+
+def _strings(obj: Any, keys: tuple = ()) -> list[tuple[tuple, str]]:
+    """Every string in a YAML document with the keys that lead to it."""
+    out: list[tuple[tuple, str]] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _strings(v, (*keys, str(k)))
+    elif isinstance(obj, list):
+        for v in obj:
+            out += _strings(v, keys)
+    elif isinstance(obj, str):
+        out.append((keys, obj))
+    return out
+
+
+@dataclass
+class AkaFolder:
+    """What an AgentKernelArena-style folder says about itself: its YAML, the kernel source(s),
+    the test scripts, PyTorch module files and workload files."""
+
+    folder: Path
+    config_path: Path
+    config: dict
+    category: str
+    sources: list[Path]
+    kernels: list[str]
+    harnesses: list[Path]
+    modules: list[Path]
+    workloads: list[Path]
+    instructions: str
+
+    @classmethod
+    def read(cls, path: Path) -> "AkaFolder":
+        path = Path(path)
+        if path.is_file() and path.suffix not in (".yaml", ".yml"):
+            raise ImportStop(
+                "`arena tasks import aka` takes an AgentKernelArena task folder (or its YAML file), "
+                "not a single source file",
+                path=path,
+            )
+        if path.is_file():
+            folder, candidates = path.parent, [path]
+        elif path.is_dir():
+            folder = path
+            candidates = [path / n for n in ("config.yaml", "config.yml", "task.yaml", "task.yml")]
+            candidates += sorted(p for p in path.glob("*.y*ml") if p not in candidates)
+        else:
+            raise ImportStop("not found", path=path)
+        config_path, config = None, None
+        for c in candidates:
+            if not c.is_file():
+                continue
+            try:
+                data = yaml.safe_load(c.read_text())
+            except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ImportStop(f"not valid YAML: {first}", path=c) from None
+            if isinstance(data, dict):
+                config_path, config = c, data
+                break
+        if config is None:
+            raise ImportStop(
+                "no task YAML (config.yaml) here: an AgentKernelArena task folder has one naming its kernel source",
+                path=folder,
+            )
+        strings = _strings(config)
+        sources: list[Path] = []
+        for keys, value in strings:
+            joined = ".".join(keys).lower()
+            if not re.search(r"source|target|kernel|editable|entrypoint", joined):
+                continue
+            for token in value.split():
+                p = folder / token
+                if p.suffix in SOURCE_SUFFIXES and p.is_file() and p not in sources:
+                    sources.append(p)
+        if not sources:
+            found = sorted(
+                p
+                for p in folder.rglob("*")
+                if p.is_file()
+                and (
+                    p.suffix in (".hip", ".cu")
+                    or (
+                        p.suffix == ".py"
+                        and not HARNESS_NAMES.search(p.name)
+                        and "@triton.jit" in p.read_text(errors="replace")
+                    )
+                )
+            )
+            sources = found[:1]
+        if not sources:
+            raise ImportStop(
+                "the task YAML names no kernel source that exists here (source_file_path, "
+                "target_file_path or candidate.editable), and the folder holds no .hip, .cu or Triton "
+                "file",
+                path=config_path,
+            )
+        kernels = [
+            v
+            for keys, v in strings
+            if re.search(r"target_kernel|symbol|entrypoint", ".".join(keys).lower())
+            and re.fullmatch(r"[A-Za-z_]\w*", v)
+        ]
+        task_type = str(config.get("task_type") or (config.get("prompt") or {}).get("task_type") or "")
+        language = str((config.get("candidate") or {}).get("language") or "")
+        category = (
+            task_type
+            if task_type in CATEGORIES
+            else {"triton": "triton2triton", "hip": "hip2hip"}.get(
+                language.lower(), "triton2triton" if sources[0].suffix == ".py" else "hip2hip"
+            )
+        )
+        if category == "torch2hip":
+            raise ImportStop(
+                "a torch2hip task: import its PyTorch problem file with `arena tasks import kernelbench FILE` instead",
+                path=config_path,
+            )
+        commands = [v for keys, v in strings if re.search(r"command|runner", ".".join(keys).lower())]
+        harnesses: list[Path] = []
+        modules: list[Path] = []
+        named = [folder / t for c in commands for t in c.split() if t.endswith(".py")]
+        for p in [*named, *sorted(folder.rglob("*.py"))]:
+            if not p.is_file() or p in sources or p in harnesses or p in modules:
+                continue
+            text = p.read_text(errors="replace")
+            if "def get_inputs" in text and "def forward" in text:
+                modules.append(p)  # a PyTorch module problem (KernelBench-like)
+            elif p in named or HARNESS_NAMES.search(p.name):
+                harnesses.append(p)  # a test script: the commands' first
+        modules.sort(key=lambda p: (p not in named, "func" in p.name, str(p)))
+        workloads = sorted(p for p in folder.rglob("*.json") if re.search(r"workload|test_case|cases", p.name))
+        instructions = str((config.get("prompt") or {}).get("instructions") or config.get("description") or "")
+        return cls(
+            folder, config_path, config, category, sources, kernels, harnesses, modules, workloads, instructions.strip()
+        )
+
+
+# -- reading a test script -------------------------------------------------------------------
+
+
+@dataclass
+class HTensor:
+    name: str
+    dtype: str
+    shape: list | None
+    init: dict
+    note: str | None
+    maker: str
+    fill: float | None = None
+
+
+@dataclass
+class Harness:
+    """What a test script does in its correctness check, as far as it can be read: the cases
+    it loops over, the tensors it makes, the call into the kernel's file and the comparison."""
+
+    path: Path
+    text: str
+    tree: ast.Module
+    fields: list[str]
+    cases: list[dict]
+    tensors: dict[str, HTensor]
+    call: ast.Call
+    call_stmt: ast.stmt
+    launcher: str
+    results: list[str]
+    compared: list[tuple[str, ast.expr, ast.stmt]]
+    stmts: list[ast.stmt]
+    consts: dict[str, Any]
+    kinds: dict[str, str]  # name -> "dtype:<name>" | "device" | "int:<formula>"
+    notes: list[str]
+    function: str
+
+
+def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
+    """Statements in order, try/with/if bodies opened; the chosen loop's body inlined in its place."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if s is loop:
+            out += _flatten(s.body, loop)
+        elif isinstance(s, (ast.Try,)):
+            out += _flatten(s.body, loop)
+        elif isinstance(s, (ast.With,)):
+            out += _flatten(s.body, loop)
+        elif isinstance(s, ast.For) and loop is not None and any(n is loop for n in ast.walk(s)):
+            out += _flatten(s.body, loop)
+        else:
+            out.append(s)
+    return out
+
+
+def _module_values(tree: ast.Module) -> dict[str, Any]:
+    out = {}
+    for s in tree.body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            try:
+                out[s.targets[0].id] = ast.literal_eval(s.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+    return out
+
+
+def _fields_from_comment(text: str, line: int) -> list[str] | None:
+    lines = text.splitlines()
+    for ln in reversed(lines[max(0, line - 4) : line]):
+        m = re.search(r"\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)", ln)
+        if ln.strip().startswith("#") and m:
+            return [x.strip() for x in m.group(1).split(",")]
+    return None
+
+
+def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
+    """The harness's correctness check, or (None, why not)."""
+    try:
+        text, tree = parse_source(path)
+    except ImportStop as exc:
+        return None, str(exc)
+    values = _module_values(tree)
+    funcs = [s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef)]
+
+    def calls_launcher(fn: ast.AST) -> ast.Call | None:
+        for n in ast.walk(fn):
+            if (
+                isinstance(n, ast.Call)
+                and call_name(n) in launchers
+                and not isinstance(n.func, ast.Name)
+                or isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in launchers
+            ):
+                return n
+        return None
+
+    def compares(fn: ast.AST) -> bool:
+        return any(isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS for n in ast.walk(fn))
+
+    ranked = sorted(
+        (f for f in funcs if calls_launcher(f) and compares(f)),
+        key=lambda f: (not re.search("correct|test|check|verif", f.name), f.lineno),
+    )
+    if not ranked:
+        return (
+            None,
+            f"{path.name}: no function both calls {' or '.join(sorted(launchers)) or 'the kernel'} and "
+            "compares its result (allclose / assert_close)",
+        )
+    fn = ranked[0]
+    call = calls_launcher(fn)
+    loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and any(c is call for c in ast.walk(n))), None)
+    notes: list[str] = []
+    fields: list[str] = []
+    cases: list[dict] = []
+    rebinds: dict[str, str] = {}
+    if loop is not None:
+        target, it = loop.target, loop.iter
+        if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
+            it = it.args[0]
+            target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
+        raw = values.get(it.id) if isinstance(it, ast.Name) else None
+        if raw is None and isinstance(it, (ast.List, ast.Tuple)):
+            try:
+                raw = ast.literal_eval(it)
+            except (ValueError, SyntaxError):
+                raw = None
+        if not isinstance(raw, (list, tuple)) or not raw:
+            return (
+                None,
+                f"{path.name}: the loop around the kernel call (line {loop.lineno}) is over "
+                f"{dotted_name(loop.iter)}, not a list of shapes the importer can read",
+            )
+        names: list[str] | None = None
+        if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            names = [e.id for e in target.elts]
+            cases = [dict(zip(names, item)) for item in raw]
+        elif isinstance(target, ast.Name):
+            var = target.id
+            for s in ast.walk(loop):
+                if (
+                    isinstance(s, ast.Assign)
+                    and isinstance(s.value, ast.Name)
+                    and s.value.id == var
+                    and isinstance(s.targets[0], ast.Tuple)
+                ):
+                    names = [e.id for e in s.targets[0].elts if isinstance(e, ast.Name)]
+                elif (
+                    isinstance(s, ast.Assign)
+                    and isinstance(s.value, ast.Subscript)
+                    and isinstance(s.value.value, ast.Name)
+                    and s.value.value.id == var
+                    and isinstance(s.targets[0], ast.Name)
+                ):
+                    key = (
+                        number_of(s.value.slice)
+                        if not isinstance(s.value.slice, ast.Constant) or not isinstance(s.value.slice.value, str)
+                        else s.value.slice.value
+                    )
+                    rebinds[s.targets[0].id] = key
+            if rebinds and all(isinstance(item, dict) for item in raw):
+                cases = [{n: item.get(k) for n, k in rebinds.items()} for item in raw]
+                names = list(rebinds)
+            elif rebinds and all(isinstance(item, (list, tuple)) for item in raw):
+                cases = [{n: item[int(k)] for n, k in rebinds.items()} for item in raw]
+                names = list(rebinds)
+            elif names is not None:
+                cases = [dict(zip(names, item)) for item in raw]
+            elif all(isinstance(item, dict) for item in raw):
+                names = list(raw[0])
+                cases = [dict(item) for item in raw]
+                notes.append(f"the cases of {path.name} are used through {var}[...]: read the keys as parameters")
+            else:
+                names = (
+                    _fields_from_comment(text, getattr(it, "lineno", loop.lineno)) if isinstance(it, ast.Name) else None
+                )
+                if names is None or any(len(names) != len(item) for item in raw):
+                    return (
+                        None,
+                        f"{path.name}: the loop variable {var} is used whole; the importer cannot name "
+                        "the values of each case",
+                    )
+                cases = [dict(zip(names, item)) for item in raw]
+        else:
+            return None, f"{path.name}: the loop target at line {loop.lineno} is not a tuple of names"
+        # int values are parameters; a value that is the same in every case is a constant
+        for n in names or []:
+            vals = [c.get(n) for c in cases]
+            if all(type(v) is int for v in vals):
+                fields.append(n)
+            elif len({repr(v) for v in vals}) == 1:
+                values[n] = vals[0]
+            else:
+                values[n] = vals[0]
+                notes.append(
+                    f"{n} takes the values {vals} across the cases of {path.name}, not integers: the "
+                    f"importer used the first ({vals[0]!r}); decide how the task covers the others"
+                )
+        cases = [{k: c[k] for k in fields} for c in cases]
+    stmts = _flatten(fn.body, loop)
+    kinds: dict[str, str] = {}
+    for n, v in values.items():
+        if type(v) is int:
+            kinds[n] = f"int:{v}"
+    for f in fields:
+        kinds[f] = f"int:{f}"
+    tensors: dict[str, HTensor] = {}
+    call_stmt = next(s for s in stmts if any(c is call for c in ast.walk(s)))
+
+    def int_text(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return str(node.value)
+        if isinstance(node, ast.Name) and kinds.get(node.id, "").startswith("int:"):
+            return kinds[node.id][4:]
+        if isinstance(node, ast.BinOp):
+            a, b = int_text(node.left), int_text(node.right)
+            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+            if a is not None and b is not None and type(node.op) in ops:
+                def wrap(t: str) -> str:
+                    return t if re.fullmatch(r"\w+", t) else f"({t})"
+
+                return f"{wrap(a)} {ops[type(node.op)]} {wrap(b)}"
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in tensors
+        ):
+            t, i = tensors[node.value.value.id], number_of(node.slice)
+            if t.shape is not None and i is not None:
+                return str(t.shape[int(i)])
+        if (
+            isinstance(node, ast.Call)
+            and call_name(node) == "size"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in tensors
+            and node.args
+        ):
+            t, i = tensors[node.func.value.id], number_of(node.args[0])
+            if t.shape is not None and i is not None:
+                return str(t.shape[int(i)])
+        return None
+
+    def dtype_of(node: ast.AST | None) -> str | None:
+        if node is None:
+            return None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+            return (
+                {"float": "float32", "half": "float16", "long": "int64", "int": "int32"}.get(node.attr, node.attr)
+                if node.attr in DTYPE_BYTES or node.attr in ("float", "half", "long", "int")
+                else None
+            )
+        if isinstance(node, ast.Name) and kinds.get(node.id, "").startswith("dtype:"):
+            return kinds[node.id][6:]
+        return None
+
+    def tensor_of(name: str, expr: ast.expr) -> HTensor | None:
+        node, dtype = expr, None
+        while (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in (PASS_METHODS | set(DTYPE_METHODS))
+        ):
+            if node.func.attr in DTYPE_METHODS and dtype is None:
+                dtype = DTYPE_METHODS[node.func.attr]
+            elif node.func.attr == "to" and dtype is None:
+                dtype = dtype_of(
+                    node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+                )
+            node = node.func.value
+        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+            node = node.left if number_of(node.right) is not None else node.right
+        if not (isinstance(node, ast.Call) and call_name(node) in TENSOR_MAKERS):
+            return None
+        maker = call_name(node)
+        kw = {k.arg: k.value for k in node.keywords}
+        dtype = dtype or dtype_of(kw.get("dtype"))
+        shape: list | None
+        if maker.endswith("_like"):
+            src = tensors.get(node.args[0].id) if node.args and isinstance(node.args[0], ast.Name) else None
+            if src is None:
+                return None
+            shape, dtype = src.shape, dtype or src.dtype
+        else:
+            args = list(node.args)
+            if maker == "randint":
+                args = args[2:] if len(args) >= 3 else args[1:]
+            elif maker == "full":
+                args = args[:1]
+            size = kw.get("size")
+            if size is not None:
+                args = [size]
+            if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                args = list(args[0].elts)
+            dims = [int_text(a) for a in args]
+            shape = None if any(d is None for d in dims) else [int(d) if re.fullmatch(r"-?\d+", d) else d for d in dims]
+            dtype = dtype or ("int64" if maker in ("randint", "arange", "randperm") else "float32")
+        init, note = init_from_expr(expr, set(fields))
+        if maker == "randint" and "high" in init and isinstance(init["high"], str):
+            init["high"] = int_text(ast.parse(init["high"], mode="eval").body) or init["high"]
+        fill = {"zeros": 0.0, "zeros_like": 0.0, "ones": 1.0, "ones_like": 1.0}.get(maker)
+        if maker in ("full", "full_like") and len(node.args) > 1:
+            fill = number_of(node.args[1])
+        return HTensor(name, dtype or "float32", shape, init, note, maker, fill)
+
+    for s in stmts:
+        if s is call_stmt:
+            break
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            name, value = s.targets[0].id, s.value
+            if dtype_of(value):
+                kinds[name] = f"dtype:{dtype_of(value)}"
+            elif (
+                isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and value.value.split(":")[0] in ("cuda", "cpu", "hip", "xpu")
+            ):
+                kinds[name] = "device"
+            elif isinstance(value, ast.Call) and dotted_name(value.func) == "torch.device":
+                kinds[name] = "device"
+            elif int_text(value) is not None:
+                kinds[name] = f"int:{int_text(value)}"
+            else:
+                t = tensor_of(name, value)
+                if t is not None:
+                    tensors[name] = t
+    results: list[str] = []
+    if isinstance(call_stmt, ast.Assign):
+        target = call_stmt.targets[0]
+        results = (
+            [target.id]
+            if isinstance(target, ast.Name)
+            else [e.id for e in target.elts if isinstance(e, ast.Name)]
+            if isinstance(target, ast.Tuple)
+            else []
+        )
+    passed = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
+    after = stmts[stmts.index(call_stmt) + 1 :]
+    compared: list[tuple[str, ast.expr, ast.stmt]] = []
+
+    def kernel_side(node: ast.AST) -> str | None:
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
+            node = node.func.value
+        if isinstance(node, ast.Name) and (node.id in results or node.id in passed):
+            return node.id
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in results
+            and len(results) == 1
+            and number_of(node.slice) is not None
+        ):
+            return f"{node.value.id}[{int(number_of(node.slice))}]"
+        return None
+
+    for s in after:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS and len(n.args) >= 2:
+                a, b = n.args[0], n.args[1]
+                ka, kb = kernel_side(a), kernel_side(b)
+                if ka and not kb:
+                    compared.append((ka, b, s))
+                elif kb and not ka:
+                    compared.append((kb, a, s))
+    seen_keys: set[str] = set()
+    compared = [c for c in compared if not (c[0] in seen_keys or seen_keys.add(c[0]))]
+    if not compared:
+        return None, f"{path.name}: the comparison after the kernel call does not name its result"
+    return Harness(
+        path,
+        text,
+        tree,
+        fields,
+        cases,
+        tensors,
+        call,
+        call_stmt,
+        call_name(call),
+        results,
+        compared,
+        stmts,
+        values,
+        kinds,
+        notes,
+        fn.name,
+    ), ""
+
+
+def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str, str]) -> tuple[str | None, str]:
+    """reference() from the statements the comparison's other side needs, or (None, why not)."""
+    order = {id(s): i for i, s in enumerate(h.stmts)}
+    exprs = [e for _, e, _ in h.compared]
+    need = free_names(exprs)
+    chosen: list[ast.stmt] = []
+    stop = set(inputs) | set(h.fields)
+    prelude: list[str] = []
+    module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    bound = bound_by_imports(import_lines(h.tree))
+    last = max(order[id(s)] for _, _, s in h.compared)
+    done: set[str] = set()
+    todo = list(need)
+    while todo:
+        n = todo.pop()
+        if n in done or n in stop:
+            continue
+        done.add(n)
+        kind = h.kinds.get(n, "")
+        if kind.startswith("dtype:"):
+            src = first_float.get(kind[6:])
+            prelude.append(f"{n} = {src}.dtype" if src else f"{n} = torch.{kind[6:]}")
+            continue
+        if kind == "device":
+            prelude.append(f"{n} = {inputs[0]}.device" if inputs else f"{n} = 'cpu'")
+            continue
+        if n in h.tensors and n not in inputs:
+            return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
+        assigns = [
+            s
+            for s in h.stmts
+            if order[id(s)] < last
+            and s is not h.call_stmt
+            and isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and n
+            in {
+                t.id
+                for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                for t in ast.walk(tg)
+                if isinstance(t, ast.Name)
+            }
+        ]
+        if assigns:
+            for s in assigns:
+                if s not in chosen:
+                    chosen.append(s)
+                    todo += list(free_names([s.value] if not isinstance(s, ast.AnnAssign) else [s.value]))
+            continue
+        if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
+            prelude.append(f"{n} = {h.consts[n]!r}")
+            continue
+        if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
+            continue
+        return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
+    for s in chosen:
+        for sub in ast.walk(s):
+            if isinstance(sub, ast.Call) and call_name(sub) == h.launcher:
+                return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
+    chosen.sort(key=lambda s: order[id(s)])
+    helpers = module_defs(h.tree, free_names(chosen + exprs), {h.function, *h.consts})
+    for s in helpers:
+        for sub in ast.walk(s):
+            if isinstance(sub, ast.Call) and call_name(sub) == h.launcher:
+                return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
+    ret = ", ".join(ast.unparse(e) for e in exprs)
+    imports = [
+        i
+        for i in import_lines(h.tree)
+        if not re.match(
+            r"(import|from) (sys|os|json|argparse|importlib|time|"
+            r"subprocess|pathlib)\b",
+            i,
+        )
+    ]
+    if "torch" not in bound_by_imports(imports):
+        imports.insert(0, "import torch")
+    lines = [*imports, ""]
+    if helpers:
+        lines += ["", join_statements(h.text, helpers), ""]
+    lines += [
+        "",
+        "def reference(" + ", ".join([*inputs, *h.fields]) + "):",
+        f'    """What {h.path.name} ({h.function}) compares the kernel\'s result with (written by `arena tasks '
+        'import`; read it)."""',
+    ]
+    lines += [f"    {p}" for p in sorted(set(prelude))]
+    lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
+    lines.append(f"    return {ret}")
+    return "\n".join(lines) + "\n", ""
+
+
+def _reference_stub(inputs: list[str], scalars: list[str], why: str) -> str:
+    return (
+        "import torch\n\n\n"
+        f"def reference({', '.join([*inputs, *scalars])}):\n"
+        f'    """TODO(import): write the reference. {why}."""\n'
+        '    raise NotImplementedError("reference.py of an imported task: not written yet")\n'
+    )
+
+
+# -- HIP sources --------------------------------------------------------------------------------
+
+
+TORCH_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](torch|ATen|c10|pybind11|THC)/[^\n]*$", re.M)
+TORCH_WORDS = re.compile(r"\b(torch::|at::|c10::|py::|TORCH_CHECK|AT_DISPATCH|PYBIND11_MODULE|TORCH_LIBRARY)")
+
+
+def _cpp_blocks(text: str) -> list[tuple[int, int, int]]:
+    """Top-level ``{ ... }`` blocks as (start of the declaration, '{', end after '}'),
+    comments and strings skipped; the declaration starts after the previous block, ';' or
+    preprocessor line."""
+    out: list[tuple[int, int, int]] = []
+    i, n, depth, decl, open_at = 0, len(text), 0, 0, 0
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "#" and depth == 0 and (i == 0 or text[text.rfind("\n", 0, i) + 1 : i].strip() == ""):
+            j = i
+            while True:
+                j = text.find("\n", j)
+                if j < 0 or text[j - 1] != "\\":
+                    break
+                j += 1
+            i = n if j < 0 else j
+            decl = i
+            continue
+        if c == "{":
+            if depth == 0:
+                open_at = i
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                if text[end : end + 1] == ";":
+                    end += 1
+                out.append((decl, open_at, end))
+                decl = end
+        elif c == ";" and depth == 0:
+            decl = i + 1
+        i += 1
+    return out
+
+
+def split_torch_extension(text: str) -> tuple[str, list[str], list[tuple[str, str]]]:
+    """(the source with its PyTorch host code cut out, the cut pieces, the Python names the
+    extension exports as (python name, C++ function))."""
+    exports = re.findall(r"\.def\(\s*\"(\w+)\"\s*,\s*&?\s*([\w:]+)", text)
+    cut: list[tuple[int, int]] = []
+    for decl, brace, end in _cpp_blocks(text):
+        header = text[decl:brace]
+        head = re.sub(r"//[^\n]*|/\*.*?\*/", "", header, flags=re.S)
+        if re.search(r"\b(namespace|struct|class|union|enum)\b", head) and not TORCH_WORDS.search(head):
+            continue
+        if (
+            TORCH_WORDS.search(head)
+            or re.search(r"PYBIND11_MODULE|TORCH_LIBRARY", head)
+            or ("__global__" not in head and "__device__" not in head and TORCH_WORDS.search(text[brace:end]))
+        ):
+            cut.append((decl, end))
+    pieces = [text[a:b].strip("\n") for a, b in cut]
+    kept, pos = [], 0
+    for a, b in cut:
+        kept.append(text[pos:a])
+        pos = b
+    kept.append(text[pos:])
+    body = "".join(kept)
+    body = TORCH_INCLUDE.sub(lambda m: f"// (import) left out: {m.group(0).strip()}", body)
+    return re.sub(r"\n{3,}", "\n\n", body).rstrip() + "\n", pieces, exports
+
+
+def _cpp_params(header: str, fn: str) -> list[tuple[str, str]] | None:
+    m = re.search(rf"\b{re.escape(fn.split('::')[-1])}\s*\((.*)\)\s*$", header.strip(), re.S)
+    if not m:
+        return None
+    params, depth, cur = [], 0, ""
+    for ch in m.group(1):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            params.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        params.append(cur)
+    out = []
+    for p in params:
+        p = re.sub(r"=.*$", "", p).strip()
+        m2 = re.match(r"(.*?)([A-Za-z_]\w*)$", p, re.S)
+        if m2:
+            out.append((" ".join(m2.group(1).split()), m2.group(2)))
+    return out
+
+
+def _hip_entry(entry: str, inputs: list[dict], outputs: list[dict], scalars: list[dict], body: list[str]) -> str:
+    from arena.taskdef.skeleton import HIP_TYPES, SCALAR_TYPES
+
+    params = [f"const {HIP_TYPES[i['dtype']]}* {i['name']}" for i in inputs]
+    params += [f"{HIP_TYPES[o['dtype']]}* {o['name']}" for o in outputs]
+    params += [f"{SCALAR_TYPES[s['type']]} {s['name']}" for s in scalars] + ["hipStream_t stream"]
+    joined = ",\n    ".join(params)
+    return f'extern "C" int {entry}(\n    {joined}) {{\n' + "".join(f"    {b}\n" for b in body) + "}\n"
+
+
+CPP_DTYPES = {
+    "float": "float32",
+    "__half": "float16",
+    "half": "float16",
+    "__hip_bfloat16": "bfloat16",
+    "hip_bfloat16": "bfloat16",
+    "int8_t": "int8",
+    "uint8_t": "uint8",
+    "int16_t": "int16",
+    "int32_t": "int32",
+    "int": "int32",
+    "int64_t": "int64",
+    "long": "int64",
+    "bool": "bool",
+}
+CPP_INTS = (
+    "int",
+    "int32_t",
+    "int64_t",
+    "long",
+    "long long",
+    "size_t",
+    "unsigned",
+    "unsigned int",
+    "uint32_t",
+    "uint64_t",
+)
+
+
+def host_launchers(text: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Host functions of a HIP source that take device pointers: (return type, name, params)."""
+    out = []
+    for decl, brace, _ in _cpp_blocks(text):
+        head = re.sub(r"//[^\n]*|/\*.*?\*/", "", text[decl:brace], flags=re.S).strip()
+        if re.search(r"__global__|__device__|\b(namespace|struct|class|union|enum|template)\b", head):
+            continue
+        m = re.search(r"([\w:<>\s\*&]*?)\b([A-Za-z_]\w*)\s*\((.*)\)\s*$", head, re.S)
+        if not m:
+            continue
+        params = _cpp_params(head, m.group(2)) or []
+        if any("*" in t for t, _ in params):
+            ret = " ".join(m.group(1).replace('extern "C"', "").split())
+            out.append((ret, m.group(2), params))
+    return out
+
+
+def _base_type(t: str) -> str:
+    return " ".join(t.replace("const", " ").replace("*", " ").replace("&", " ").replace("__restrict__", " ").split())
+
+
+def launcher_signature(params: list[tuple[str, str]]) -> tuple[list[dict], list[dict], list[dict]]:
+    """A signature read off a launcher's parameters: const pointers are inputs, other pointers
+    outputs, integers config parameters, floats scalars; shapes unknown (TODO)."""
+    inputs, outputs, scalars = [], [], []
+    for t, n in params:
+        base = _base_type(t)
+        if "*" in t:
+            spec = {"name": n, "dtype": CPP_DTYPES.get(base, "float32"), "shape": [f"TODO_{n}_shape"]}
+            (inputs if re.search(r"\bconst\b", t) else outputs).append(spec)
+        elif base in CPP_INTS:
+            scalars.append({"name": n, "type": "int64"})
+        elif base in ("float", "double"):
+            scalars.append({"name": n, "type": "float32", "value": "TODO"})
+    return inputs, outputs, scalars
+
+
+def thin_hip_entry(
+    launcher: tuple[str, str, list[tuple[str, str]]], inputs: list[dict], outputs: list[dict], scalars: list[dict]
+) -> tuple[list[str] | None, str]:
+    """The body of an entry that calls a plain HIP launcher: pointers matched to the
+    signature's tensors by constness and order, numbers by name, then by order; (None, why)
+    when the counts do not agree."""
+    ret, name, params = launcher
+    ins = [i["name"] for i in inputs]
+    outs = [o["name"] for o in outputs]
+    nums = [s for s in scalars]
+    args, stream = [], False
+    for t, n in params:
+        base = _base_type(t)
+        if base == "hipStream_t":
+            args.append("stream")
+            stream = True
+        elif "*" in t:
+            pool = ins if re.search(r"\bconst\b", t) else outs
+            if not pool:
+                return None, f"{name}'s pointer {n} has no tensor of the signature left to take"
+            args.append(f"({t.replace('__restrict__', '').strip()}){pool.pop(0)}")
+        else:
+            match = next((s for s in nums if s["name"] == n), None) or (nums[0] if nums else None)
+            if match is None:
+                return None, f"{name}'s parameter {n} has no scalar of the signature to take"
+            nums.remove(match)
+            args.append(f"({t.strip()}){match['name']}")
+    if ins or outs:
+        return None, f"{name} takes fewer pointers than the signature has tensors ({', '.join(ins + outs)} left)"
+    call = f"{name}({', '.join(args)})"
+    body = (
+        [f"hipError_t err = (hipError_t){call};", "if (err != hipSuccess) return (int)err;"]
+        if ret in ("int", "hipError_t")
+        else [f"{call};"]
+    )
+    body.append("return (int)hipGetLastError();")
+    note = (
+        ""
+        if stream
+        else f"{name} takes no stream: its launches go to the default stream, not the harness's "
+        "`stream`; add a stream parameter to it"
+    )
+    return body, note
+
+
+# -- the importer -----------------------------------------------------------------------------
+
+
+def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
+    """An AgentKernelArena-style task folder -> a triton2triton or hip2hip task folder under
+    ``root`` (default: the repository's tasks/), the kernel kept as written."""
+    aka = AkaFolder.read(Path(path))
+    category, name = resolve_task_id(task_id, aka.folder.name, ("triton2triton", "hip2hip"))
+    if category is not None and category != aka.category:
+        raise ArenaError(f"the folder is a {aka.category} task; --id names {category}", key="--id")
+    source = aka.sources[0]
+    decisions: list[str] = []
+    if len(aka.sources) > 1:
+        decisions.append(
+            "the task YAML names several source files ("
+            + ", ".join(str(s.relative_to(aka.folder)) for s in aka.sources)
+            + f"): only {source.relative_to(aka.folder)} was kept; a HIP task may ship headers beside its "
+            "kernel (copy them), a Triton task is one file"
+        )
+    if aka.category == "triton2triton":
+        d, check = _aka_triton(aka, source, name, decisions)
+    else:
+        d, check = _aka_hip(aka, source, name, decisions)
+    d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
+    for w in aka.workloads:
+        d.decisions.append(
+            f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
+            "its shapes with the configs"
+        )
+    return finish_draft(d, Path(root) if root else None, aka.folder, check)
+
+
+def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
+    """(jit kernels, launcher functions) defined at the top of a Triton file."""
+    jit, plain = [], []
+    for s in tree.body:
+        if isinstance(s, ast.FunctionDef):
+            decorated = any(
+                word in dotted_name(d) for d in s.decorator_list for word in ("jit", "autotune", "heuristics")
+            )
+            (jit if decorated else plain).append(s.name)
+    return jit, plain
+
+
+def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """Inputs, outputs and scalars from what the harness passes to the kernel and compares;
+    ``roles`` maps each output to how the entry fills it."""
+    passed = [a.id for a in [*h.call.args, *(k.value for k in h.call.keywords)] if isinstance(a, ast.Name)]
+    compared_names = [k for k, _, _ in h.compared]
+    inputs, outputs = [], []
+    roles: dict[str, Any] = {}
+    inout_ok = schema_supports("inout")
+    for n in passed:
+        t = h.tensors.get(n)
+        if t is None:
+            continue
+        spec: dict[str, Any] = {
+            "name": n,
+            "dtype": t.dtype,
+            "shape": t.shape if t.shape is not None else [f"TODO_{n}_shape"],
+        }
+        if t.shape is None:
+            decisions.append(
+                f"the shape of {n} could not be read from {h.path.name}: write it in task.yaml (TODO_{n}_shape)"
+            )
+        if n in compared_names and t.maker in (
+            "empty",
+            "empty_like",
+            "zeros",
+            "zeros_like",
+            "ones",
+            "ones_like",
+            "full",
+            "full_like",
+        ):
+            outputs.append(spec)
+            roles[n] = ("arg", t.fill)
+            continue
+        if t.init != {"kind": "normal"}:
+            spec["init"] = t.init
+        if t.note:
+            decisions.append(f"input {n}: {t.note}")
+        if n in compared_names:
+            if inout_ok:
+                spec["inout"] = True
+            decisions.append(
+                f"{n} is given to the kernel and compared after the call: the kernel updates it in "
+                "place"
+                + (
+                    "; it is an inout input, and the reference must update its copy in place"
+                    if inout_ok
+                    else "; the signature cannot say so here: decide how"
+                )
+            )
+        inputs.append(spec)
+    taken = {s["name"] for s in inputs + outputs} | set(h.fields)
+    for i, key in enumerate(k for k in compared_names if k not in roles and k not in {s["name"] for s in inputs}):
+        oname = key if re.fullmatch(r"[A-Za-z_]\w*", key) and key not in taken else f"out{i}"
+        while oname in taken:
+            oname += "_"
+        taken.add(oname)
+        outputs.append({"name": oname, "dtype": "float32", "shape": None, "_key": key})
+        roles[oname] = ("result", key)
+    scalars = [{"name": f, "type": "int64"} for f in h.fields]
+    return inputs, outputs, scalars, roles
+
+
+def _entry_call(
+    h: Harness,
+    roles: dict,
+    entry: str,
+    inputs: list[dict],
+    outputs: list[dict],
+    scalars: list[dict],
+    decisions: list[str],
+) -> tuple[list[str], bool]:
+    """The entry's body: the launcher called as the harness calls it, its result copied into
+    the outputs (or written by it into output arguments); (lines, complete)."""
+    sig = {s["name"] for s in inputs + outputs + scalars}
+    prelude, unknown = [], []
+    first = inputs[0]["name"] if inputs else outputs[0]["name"] if outputs else None
+    for n in sorted(free_names([h.call])):
+        if n in sig or n == h.launcher:
+            continue
+        kind = h.kinds.get(n, "")
+        if kind.startswith("dtype:"):
+            src = next((i["name"] for i in inputs if i["dtype"] == kind[6:]), None)
+            prelude.append(f"{n} = {src}.dtype" if src else f"{n} = torch.{kind[6:]}")
+        elif kind == "device" and first:
+            prelude.append(f"{n} = {first}.device")
+        elif kind.startswith("int:"):
+            prelude.append(f"{n} = {kind[4:]}")
+        elif n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
+            prelude.append(f"{n} = {h.consts[n]!r}")
+        elif (
+            isinstance(h.call.func, ast.Attribute)
+            and isinstance(h.call.func.value, ast.Name)
+            and n == h.call.func.value.id
+        ):
+            continue
+        else:
+            unknown.append(n)
+    call = copy.deepcopy(h.call)
+    call.func = ast.Name(h.launcher, ast.Load())
+    lines = list(prelude)
+    for o in outputs:
+        role = roles.get(o["name"])
+        if role and role[0] == "arg" and role[1] is not None:
+            lines.append(f"{o['name']}.zero_()" if role[1] == 0 else f"{o['name']}.fill_({role[1]!r})")
+            decisions.append(
+                f"{h.path.name} hands the kernel {o['name']} filled with {role[1]!r}; the harness hands "
+                "outputs poisoned, so the entry fills it first: keep that only if the kernel needs it"
+            )
+    results = [(o["name"], roles[o["name"]][1]) for o in outputs if roles.get(o["name"], ("",))[0] == "result"]
+    text = ast.unparse(call)
+    if results:
+        lines.append(f"result = {text}")
+        for oname, key in results:
+            if "[" in key:
+                lines.append(f"{oname}.copy_(result{key[key.index('[') :]})")
+            elif len(h.results) > 1:
+                lines.append(f"{oname}.copy_(result[{h.results.index(key)}])")
+            else:
+                lines.append(f"{oname}.copy_(result)")
+        decisions.append(
+            f"the kernel's launcher {h.launcher} returns a tensor it allocates; the entry copies it "
+            f"into the harness's output ({', '.join(o for o, _ in results)}): a candidate may write "
+            "into the output directly; decide whether the starting kernel should too"
+        )
+    else:
+        lines.append(text)
+    if unknown:
+        decisions.append(
+            f"the kernel call in {h.path.name} uses {', '.join(unknown)}, which the importer cannot "
+            "trace: the entry raises until you write its call"
+        )
+        return [
+            f"# TODO(import): the call in {h.path.name} was: {ast.unparse(h.call)}",
+            "raise NotImplementedError('entry of an imported task: not written yet')",
+        ], False
+    return lines, True
+
+
+def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None):
+    """A probe for the Fitter: the reference run on meta tensors shaped by the formulas."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    dtypes = {v: k for k, v in DTYPE_NAMES.items()}
+
+    def probe(params: dict) -> Any:
+        env = dict(params)
+        ins = []
+        for spec in inputs:
+            shape = [int(formula.evaluate(x, env)) for x in spec["shape"]]
+            if any(x < 0 for x in shape):
+                raise ValueError("negative dimension")
+            ins.append(torch.empty(shape, dtype=dtypes[spec["dtype"]], device="meta"))
+        if ref_fn is None:
+            return {"outputs": [], "flops": 0}
+        with FlopCounterMode(display=False) as counter:
+            out = ref_fn(*ins, *[params[f] for f in fields])
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return {"outputs": outs, "flops": counter.get_total_flops()}
+
+    return probe
+
+
+def _load_reference_text(text: str, name: str) -> Callable | None:
+    ns: dict[str, Any] = {"__name__": f"arena_import_reference_{name}"}
+    try:
+        exec(compile(text, f"<reference of {name}>", "exec"), ns)
+    except Exception:  # noqa: BLE001 - the reference is checked after writing
+        return None
+    return ns.get("reference")
+
+
+def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = ""):
+    """Signature, reference, configs and roofline from a read harness (both categories)."""
+    inputs, outputs, scalars, roles = _harness_signature(h, decisions)
+    first_float: dict[str, str] = {}
+    for i in inputs:
+        first_float.setdefault(i["dtype"], i["name"])
+    reference, why = _reference_from_harness(h, [i["name"] for i in inputs], first_float)
+    if reference is None:
+        decisions.append(f"reference.py is a stub: {why}; write the reference")
+        reference = _reference_stub([i["name"] for i in inputs], h.fields, why)
+    else:
+        decisions.append(
+            f"reference.py is what {h.path.name} ({h.function}) compares with, copied out of it: read "
+            "it (it is called with upcast copies of the inputs: compute in the dtype given)"
+        )
+    ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
+    base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
+    fitter = Fitter(base_case, _formula_probe(inputs, h.fields, ref_fn))
+    run = fitter.run()
+    if any(o["shape"] is None for o in outputs):
+        for o in (o for o in outputs if o["shape"] is None):
+            idx = [key for key, _, _ in h.compared].index(o["_key"])
+            if run is not None and ref_fn is not None and idx < len(run["outputs"]):
+                t = run["outputs"][idx]
+                o["dtype"] = DTYPE_NAMES.get(t.dtype, "float32")
+                same = next(
+                    (
+                        i["shape"]
+                        for i in inputs
+                        if i["shape"]
+                        and len(i["shape"]) == t.dim()
+                        and all(
+                            str(fitter.int_formula(lambda r, d=d, idx=idx: r["outputs"][idx].shape[d])) == str(x)
+                            for d, x in enumerate(i["shape"])
+                        )
+                    ),
+                    None,
+                )
+                o["shape"] = same or [
+                    fitter.int_formula(
+                        lambda r, d=d, idx=idx: r["outputs"][idx].shape[d], f"dimension {d} of output {o['name']}"
+                    )
+                    for d in range(t.dim())
+                ]
+            else:
+                o["shape"] = [f"TODO_{o['name']}_shape"]
+                decisions.append(
+                    f"the shape of output {o['name']} is not known (no reference to run): write it in task.yaml"
+                )
+    for o in outputs:
+        o.pop("_key", None)
+    decisions += fitter.inexact
+    flops: str | int | None = None
+    if ref_fn is not None and run is not None:
+        flops, ok = fitter.number_formula(lambda r: r["flops"])
+        if not ok:
+            decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
+
+    def valid(cfg: dict) -> bool:
+        try:
+            return fitter.probe({**base_case, **cfg}) is not None
+        except Exception:  # noqa: BLE001
+            return False
+
+    tensors = inputs + [{**o, "_output": True} for o in outputs]
+
+    def size(cfg: dict) -> int:
+        try:
+            return count_elements(tensors, cfg)
+        except (formula.FormulaError, ValueError, TypeError):
+            return 10**18
+
+    vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
+    _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
+    seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
+    while len(seen) < 3 and h.cases:
+        seen.append(
+            {
+                "name": f"draft-{len(seen)}",
+                **{k: v * 2 for k, v in h.cases[-1].items()},
+                "#": "DRAFT: the last case doubled",
+            }
+        )
+    smoke_case = min(h.cases, key=lambda c: size(c)) if h.cases else {}
+    if h.cases and size(smoke_case) <= size({k: v for k, v in smoke[0].items() if k not in ("name", "#")}):
+        smoke = [{"name": "smoke", **smoke_case, "#": f"the smallest case of {h.path.name}"}]
+    decisions += notes
+    decisions += h.notes
+    if h.cases:
+        decisions.insert(
+            0,
+            f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
+            "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
+            "heldout.yaml holds drafts",
+        )
+    roofline, rnotes = roofline_draft(tensors, flops, base_case)
+    decisions += rnotes
+    space = shape_space_draft(base_case, vary)
+    decisions.insert(
+        1,
+        "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
+    )
+    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, ref_fn
+
+
+def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
+    text, tree = parse_source(source)
+    jit, plain = _launchers_py(tree)
+    if not jit:
+        decisions.append(f"{source.name} defines no @triton.jit function the importer could see")
+    h, why = None, "the folder has no test script"
+    for hp in aka.harnesses:
+        h, why = read_harness(hp, set(plain))
+        if h is not None:
+            break
+    entry = (
+        name
+        if name not in {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+        else f"{name}_entry"
+    )
+    if h is None:
+        decisions.insert(
+            0,
+            f"the test script could not be read ({why}): the signature, the reference, the configs "
+            "and the entry are stubs to write",
+        )
+        inputs = [{"name": "x", "dtype": "float32", "shape": ["TODO_x_shape"]}]
+        outputs = [{"name": "out", "dtype": "float32", "shape": ["TODO_out_shape"]}]
+        scalars: list[dict] = []
+        reference = _reference_stub(["x"], [], why)
+        body = [
+            "# TODO(import): call the kernel's launcher with the task's tensors",
+            "raise NotImplementedError('entry of an imported task: not written yet')",
+        ]
+        seen, held, smoke = [{"name": "TODO"}], [], [{"name": "TODO"}]
+        roofline = {"bound": "memory", "flops": "0", "bytes": "0"}
+        space: dict = {}
+        launcher = "?"
+    else:
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
+            aka, h, name, decisions
+        )
+        body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions)
+        launcher = h.launcher
+    params = ", ".join(s["name"] for s in inputs + outputs + scalars)
+    entry_text = "\n".join(
+        [
+            "",
+            "",
+            f"# ---- entry added by `arena tasks import aka`: the task's ABI around {launcher}, called as the folder's "
+            "test calls it ----",
+            f"def {entry}({params}):",
+            '    """Inputs, outputs, scalars in signature order; writes the outputs."""',
+            *[f"    {ln}" for ln in body],
+            "",
+        ]
+    )
+    baseline = text.rstrip("\n") + "\n" + entry_text
+    decisions.append(
+        f"baseline.py is {source.name} as written, with the entry {entry} added at its end: check "
+        "that the starting kernel is correct on every config and leaves headroom"
+    )
+    d = Draft(
+        category="triton2triton",
+        name=name,
+        title=_aka_title(aka, name),
+        description=_aka_description(aka, source),
+        entry=entry,
+        inputs=inputs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "agentkernelarena"],
+        difficulty=1,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        files={"baseline.py": baseline},
+        decisions=decisions,
+        notes=_AKA_NOTES,
+    )
+    return d, lambda folder: _aka_self_check(folder)
+
+
+_AKA_NOTES = {
+    "title": "say what the task is",
+    "description": "what the kernel computes, precisely",
+    "tags": "families of the coverage table",
+    "difficulty": "1 single op, 2 fused, 3 model block",
+    "roofline": "bytes: every tensor once; flops: PyTorch's counter on the reference",
+    "shape_space": "ranges around the test's shapes; add constraints",
+}
+
+
+def _aka_title(aka: AkaFolder, name: str) -> str:
+    first = aka.instructions.splitlines()[0].strip().rstrip(".") if aka.instructions else ""
+    return first[:100] if len(first) >= 3 else f"{name} (imported)"
+
+
+def _aka_description(aka: AkaFolder, source: Path) -> str:
+    return (
+        (aka.instructions + "\n\n" if aka.instructions else "")
+        + f"Imported from {aka.folder.name}: the kernel of {source.name} as written, with an entry for this ABI.\n"
+        "TODO: say what the kernel computes, in what precision, and where the work is.\n"
+    )
+
+
+def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
+    """The reference on the smoke config: it runs and is not degenerate."""
+    from arena.check.degeneracy import load_reference, reference_problems
+    from arena.taskdef.loader import load_task
+
+    try:
+        task = load_task(folder)
+        if "NotImplementedError" in task.reference_path.read_text():
+            return [], []
+        config = task.configs("smoke")[0]
+        bad = reference_problems(task, config, "cpu", load_reference(task))
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+        return [], [
+            f"the reference does not run on the smoke config ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}): correct reference.py"
+        ]
+    return ["the reference runs on the smoke config on the CPU"], [
+        f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad
+    ]
+
+
+def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
+    text = source.read_text(errors="replace")
+    torch_ext = bool(TORCH_INCLUDE.search(text) or TORCH_WORDS.search(text))
+    exports: list[tuple[str, str]] = []
+    pieces: list[str] = []
+    kept = text
+    if torch_ext:
+        kept, pieces, exports = split_torch_extension(text)
+    launchers = {p for p, _ in exports} | set(aka.kernels)
+    check = None
+    module_task = None
+    for mp in aka.modules:
+        try:
+            module_task = build_module_task(ModuleProblem(mp, any_module=True), name, "hip2hip")
+            decisions.append(
+                f"the signature, reference and configs come from the PyTorch module "
+                f"{mp.relative_to(aka.folder)}; the reference is its forward"
+            )
+            break
+        except ImportStop as exc:
+            decisions.append(f"{mp.relative_to(aka.folder)} could not be read as a module problem ({exc.detail})")
+    entry = name
+    if module_task is not None:
+        d = module_task.draft
+        check = module_task.self_check
+        inputs, outputs, scalars = d.inputs, d.outputs, d.scalars
+        decisions += d.decisions
+        reference, seen, held, smoke, roofline, space = (
+            d.reference,
+            d.seen,
+            d.heldout,
+            d.smoke,
+            d.roofline,
+            d.shape_space,
+        )
+    else:
+        h, why = None, "the folder has no test script"
+        for hp in aka.harnesses:
+            h, why = read_harness(hp, launchers)
+            if h is not None:
+                break
+        if h is not None:
+            (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
+                aka, h, name, decisions
+            )
+            check = _aka_self_check
+        else:
+            found = host_launchers(kept) if not torch_ext else []
+            if found:
+                inputs, outputs, scalars = launcher_signature(found[0][2])
+                decisions.insert(
+                    0,
+                    f"neither a PyTorch module file nor a readable test script ({why}): the "
+                    f"signature is read off {found[0][1]}'s parameters (const pointers inputs, other "
+                    "pointers outputs); write the shapes (TODO_*), the float scalars' values, the "
+                    "reference and the configs",
+                )
+            else:
+                decisions.insert(
+                    0,
+                    f"neither a PyTorch module file nor a readable test script ({why}): the "
+                    "signature, the reference and the configs are stubs to write",
+                )
+                inputs = [{"name": "x", "dtype": "float32", "shape": ["TODO_x_shape"]}]
+                outputs = [{"name": "out", "dtype": "float32", "shape": ["TODO_out_shape"]}]
+                scalars = []
+            reference = _reference_stub(
+                [i["name"] for i in inputs], [s["name"] for s in scalars if s["type"] != "float32"], why
+            )
+            seen, held, smoke = [{"name": "TODO"}], [], [{"name": "TODO"}]
+            roofline, space = {"bound": "memory", "flops": "0", "bytes": "0"}, {}
+    if re.search(rf"\b{re.escape(entry)}\s*\(", kept):
+        entry = f"{name}_entry"
+    launch_note = ""
+    if torch_ext:
+        cut_names = [m.group(1) for p in pieces for m in [re.search(r"(\w+)\s*\([^()]*\)\s*\{", p)] if m]
+        launch_note = (
+            f"the original launched its kernels from PyTorch host code ({', '.join(cut_names) or 'cut'}), "
+            "kept as comments at the end of this file: launch them here on `stream`"
+        )
+        body = [f"// TODO(import): {launch_note}.", "return (int)hipErrorNotSupported;"]
+        decisions.insert(
+            0,
+            f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
+            f"({', '.join(cut_names)}) cannot be built here and is kept as comments: write the entry "
+            f"{entry}'s launches (it returns hipErrorNotSupported until then)",
+        )
+        leftovers = sorted(set(TORCH_WORDS.findall(kept)))
+        if leftovers:
+            decisions.append(
+                f"the kept device code still names PyTorch ({', '.join(leftovers)}): replace those types or macros"
+            )
+    else:
+        found = host_launchers(kept)
+        body, why_not = (
+            (None, "it has no host function taking device pointers")
+            if not found
+            else thin_hip_entry(found[0], inputs, outputs, scalars)
+        )
+        if body is not None:
+            decisions.insert(
+                0,
+                f"baseline.hip is {source.name} as written with an entry {entry} added that calls "
+                f"{found[0][1]} (pointers matched by constness and order, numbers by name): check "
+                "the matching",
+            )
+            if why_not:
+                decisions.append(why_not)
+        else:
+            body = [
+                f"// TODO(import): launch the kernels above on `stream` ({why_not}).",
+                "return (int)hipErrorNotSupported;",
+            ]
+            decisions.insert(
+                0,
+                f"baseline.hip is {source.name} as written with an entry {entry} added: write its "
+                f"launches ({why_not}; it returns hipErrorNotSupported until then)",
+            )
+    if exports:
+        decisions.append(
+            "the extension exported " + ", ".join(f"{p} ({c})" for p, c in exports) + f"; the task's entry is {entry}"
+        )
+    entry_text = _hip_entry(entry, [i for i in inputs], outputs, scalars, body)
+    comments = "".join("\n// " + "\n// ".join(p.splitlines()) + "\n" for p in pieces)
+    baseline = (
+        kept.rstrip("\n")
+        + "\n\n// ---- entry added by `arena tasks import aka`: the task's ABI ----\n"
+        + entry_text
+        + (("\n// ---- the original PyTorch host code, for reference (not built) ----" + comments) if pieces else "")
+    )
+    d = Draft(
+        category="hip2hip",
+        name=name,
+        title=_aka_title(aka, name),
+        description=_aka_description(aka, source),
+        entry=entry,
+        inputs=inputs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "agentkernelarena"],
+        difficulty=1,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        files={"baseline.hip": baseline},
+        decisions=decisions,
+        notes=_AKA_NOTES,
+    )
+    return d, check

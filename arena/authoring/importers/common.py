@@ -1,0 +1,842 @@
+"""What the importers share: drafting a task folder (its YAML, configs, shape space and
+roofline formulas), fitting formulas over a problem's constants, and reading Python sources."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+import yaml
+
+from arena.errors import ArenaError, ArenaException
+from arena.taskdef import formula
+from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
+from arena.taskdef.shapes import DTYPE_BYTES
+
+DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+               torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int8: "int8",
+               torch.uint8: "uint8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
+               torch.bool: "bool"}
+SMOKE_ELEMENTS = 2**14          # a smoke config moves at most about this many elements per tensor set
+MIN_VARIED = 8                  # constants below this (kernel sizes, strides, groups) are kept in drafts
+
+
+class ImportStop(ArenaError):
+    """The problem cannot become a task as it is (one line naming the file and what is wrong)."""
+
+
+@dataclass
+class ImportResult:
+    folder: Path
+    source: Path
+    problems: list[ArenaError]
+    decisions: list[str]
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def report(self) -> str:
+        lines = [f"wrote {self.folder} (from {self.source})"]
+        if self.problems:
+            lines.append(f"arena tasks validate: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}")
+            lines += [f"  - {p}" for p in self.problems]
+        else:
+            lines.append("arena tasks validate: ok")
+        lines += [f"checked: {c}" for c in self.checks]
+        lines.append("what you must still decide:")
+        lines += [f"  {i}. {d}" for i, d in enumerate(self.decisions, 1)]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# shared: formulas found by probing
+
+
+class _NoValue(ArenaException):
+    pass
+
+
+class Fitter:
+    """Formulas over named parameters for values a probe computes. ``probe(params)`` runs the
+    problem with those parameter values (it may raise: that parameter set is not valid);
+    each int parameter is doubled and tripled, each float one doubled, one at a time."""
+
+    def __init__(self, base: dict[str, Any], probe: Callable[[dict[str, Any]], Any]):
+        self.base = dict(base)
+        self.probe = probe
+        self._cache: dict[tuple, Any] = {}
+        self.ints = [k for k, v in base.items() if type(v) is int and v >= 1]
+        self.floats = [k for k, v in base.items() if type(v) is float and v != 0.0]
+        self.used: set[str] = set()
+        self.inexact: list[str] = []
+
+    def run(self, overrides: dict[str, Any] | None = None) -> Any:
+        key = tuple(sorted((overrides or {}).items()))
+        if key not in self._cache:
+            try:
+                self._cache[key] = self.probe({**self.base, **(overrides or {})})
+            except Exception:  # noqa: BLE001 - a parameter set the problem does not accept
+                self._cache[key] = None
+        return self._cache[key]
+
+    def _get(self, get: Callable[[Any], Any], run: Any) -> Any:
+        if run is None:
+            raise _NoValue()
+        try:
+            return get(run)
+        except Exception as exc:  # noqa: BLE001
+            raise _NoValue() from exc
+
+    def _at(self, name: str, factor: int, get: Callable[[Any], Any]) -> Any:
+        return self._get(get, self.run({name: self.base[name] * factor}))
+
+    def _affecting(self, get: Callable[[Any], Any], v0: Any) -> list:
+        """The integer constants whose doubling changes the value ``get`` reads."""
+        affecting = []
+        for c in self.ints:
+            try:
+                if self._at(c, 2, get) != v0:
+                    affecting.append(c)
+            except _NoValue:
+                continue
+        return affecting
+
+    def int_formula(self, get: Callable[[Any], Any], what: str = "") -> str | int:
+        """A formula for an integer value (a dimension, an attribute), or the number itself
+        (recorded as inexact when some parameter changes it in a way not written)."""
+        v0 = self._get(get, self.run())
+        v0 = int(v0)
+        affecting = self._affecting(get, v0)
+        if not affecting:
+            return v0
+        text = None
+        if len(affecting) == 1:
+            text = self._linear(affecting[0], get, v0)
+        if text is None:
+            text = self._monomial(affecting, get, v0)
+        if text is None and len(affecting) > 1:
+            text = self._affine(affecting, get, v0)
+        if text is None:
+            if what:
+                self.inexact.append(f"{what} is {v0} here but changes with {', '.join(affecting)} in a way the "
+                                    "importer cannot write: kept as the number; write it as a formula")
+            return v0
+        self.used.update(formula.names_in(text))
+        return text
+
+    def _linear(self, c: str, get: Callable, v0: int) -> str | None:
+        v = self.base[c]
+        try:
+            v2 = self._at(c, 2, get)
+        except _NoValue:
+            return None
+        try:
+            v3 = self._at(c, 3, get)
+        except _NoValue:
+            v3 = None
+        a = Fraction(int(v2) - v0, v)
+        b = v0 - a * v
+        if a <= 0 or b.denominator != 1 or (a.numerator != 1 and a.denominator != 1):
+            return None
+        b = int(b)
+
+        def f(x: int) -> int:
+            return x * a.numerator // a.denominator + b
+
+        if f(v) != v0 or f(2 * v) != v2 or (v3 is not None and f(3 * v) != v3):
+            return None
+        term = c if a == 1 else f"{a.numerator} * {c}" if a.denominator == 1 else f"{c} // {a.denominator}"
+        return term + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
+
+    def _affine(self, names: list[str], get: Callable, v0: int) -> str | None:
+        """v = sum(a_c * c) + b with integer a_c (a convolution's output size: h - k + 3),
+        checked with each parameter tripled and with all of them doubled together."""
+        coef = {}
+        try:
+            for c in names:
+                a = Fraction(int(self._at(c, 2, get)) - v0, self.base[c])
+                if a.denominator != 1 or a == 0:
+                    return None
+                coef[c] = int(a)
+        except _NoValue:
+            return None
+        b = v0 - sum(a * self.base[c] for c, a in coef.items())
+
+        def f(values: dict[str, int]) -> int:
+            return sum(a * values[c] for c, a in coef.items()) + b
+
+        for c in names:
+            try:
+                if self._at(c, 3, get) != f({**self.base, c: 3 * self.base[c]}):
+                    return None
+            except _NoValue:
+                pass
+        both = {c: 2 * self.base[c] for c in names}
+        try:
+            if self._get(get, self.run(both)) != f({**self.base, **both}):
+                return None
+        except _NoValue:
+            pass
+        terms = []
+        for c, a in coef.items():
+            mag = c if abs(a) == 1 else f"{abs(a)} * {c}"
+            terms.append(("- " if a < 0 else "+ ") + mag)
+        text = " ".join(terms)
+        text = text[2:] if text.startswith("+ ") else "-" + text[2:] if text.startswith("- ") else text
+        if text.startswith("-"):
+            return None
+        return text + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
+
+    def _monomial(self, names: list[str], get: Callable, v0: float) -> str | None:
+        if v0 == 0:
+            return None
+        exps = {}
+        for c in names:
+            try:
+                r = Fraction(self._at(c, 2, get)) / Fraction(v0)
+            except (_NoValue, ValueError, TypeError):
+                return None
+            e = round(math.log2(r)) if r > 0 else 0
+            if e < 1 or Fraction(2) ** e != r:
+                return None
+            try:
+                if Fraction(self._at(c, 3, get)) != Fraction(v0) * 3 ** e:
+                    return None
+            except _NoValue:
+                pass
+            exps[c] = e
+        prod = math.prod(self.base[c] ** e for c, e in exps.items())
+        k = Fraction(v0) / prod
+        factors = " * ".join(c for c, e in exps.items() for _ in range(e))
+        if k == 1:
+            return factors
+        if k.denominator == 1:
+            return f"{k.numerator} * {factors}"
+        if k.numerator == 1:
+            return f"{factors} // {k.denominator}"
+        return None
+
+    def number_formula(self, get: Callable[[Any], Any]) -> tuple[str | int, bool]:
+        """A product formula for a count (FLOPs); (the number, False) when none fits."""
+        v0 = self._get(get, self.run())
+        if v0 == 0:
+            return 0, True
+        affecting = self._affecting(get, v0)
+        if not affecting:
+            return int(v0), True
+        text = self._monomial(affecting, get, v0)
+        if text is None:
+            return int(v0), False
+        self.used.update(formula.names_in(text))
+        return text, True
+
+    def float_formula(self, get: Callable[[Any], Any]) -> str:
+        v0 = float(self._get(get, self.run()))
+        for c in self.floats:
+            if self.base[c] != v0:
+                continue
+            try:
+                if float(self._at(c, 2, get)) == 2 * v0:
+                    self.used.add(c)
+                    return c
+            except _NoValue:
+                continue
+        return repr(v0)
+
+    def render(self, get: Callable[[Any], Any], what: str) -> str:
+        """A Python expression for a value: ints and floats over the parameters, tuples
+        element by element, other plain values as literals."""
+        v0 = self._get(get, self.run())
+        if v0 is None or isinstance(v0, (bool, str)):
+            return repr(v0)
+        if isinstance(v0, int):
+            return str(self.int_formula(get, what))
+        if isinstance(v0, float):
+            return self.float_formula(get)
+        if isinstance(v0, torch.dtype):
+            return str(v0)
+        if isinstance(v0, (tuple, list)):
+            items = [self.render(lambda r, i=i: get(r)[i], f"{what}[{i}]") for i in range(len(v0))]
+            if isinstance(v0, list):
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        raise Untranslatable(f"{what} is a {type(v0).__name__}")
+
+
+# ------------------------------------------------------------------------------------------
+# shared: the draft and how it is written
+
+
+@dataclass
+class Draft:
+    category: str
+    name: str
+    title: str
+    description: str
+    entry: str
+    inputs: list[dict]
+    outputs: list[dict]
+    scalars: list[dict]
+    roofline: dict
+    shape_space: dict
+    reference: str
+    tags: list[str] = field(default_factory=list)
+    difficulty: int = 1
+    forbidden: list[str] = field(default_factory=list)
+    seen: list[dict] = field(default_factory=list)
+    heldout: list[dict] = field(default_factory=list)
+    smoke: list[dict] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    decisions: list[str] = field(default_factory=list)
+    origin: str = ""
+    notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
+
+    @property
+    def id(self) -> str:
+        return f"{self.category}/{self.name}"
+
+
+def _scalar_yaml(v: Any) -> str:
+    if isinstance(v, str):
+        bare = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", v) and v.lower() not in (
+            "true", "false", "null", "yes", "no", "on", "off", "y", "n", "none")
+        return v if bare else json.dumps(v)
+    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def _flow(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_flow(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    return _scalar_yaml(v)
+
+
+def _comment(key: str, d: Draft) -> str:
+    note = d.notes.get(key)
+    return f"   # DRAFT: {note}" if note else ""
+
+
+def task_yaml(d: Draft) -> str:
+    lines = [f"# Imported by `arena tasks import` from {d.origin}.",
+             "# Lines marked DRAFT are the importer's guesses: confirm or replace them (and this header).",
+             "schema_version: 1", f"id: {d.id}", f"category: {d.category}",
+             f"title: {_scalar_yaml(d.title)}{_comment('title', d)}",
+             "description: |" + _comment("description", d)]
+    lines += ["  " + ln if ln else "" for ln in d.description.rstrip().splitlines()]
+    lines += [f"tags: {_flow(d.tags)}{_comment('tags', d)}",
+              f"difficulty: {d.difficulty}{_comment('difficulty', d)}",
+              f"entry: {d.entry}", "signature:", "  inputs:"]
+    lines += [f"    - {_flow(i)}" for i in d.inputs]
+    lines += ["  outputs:"] + [f"    - {_flow(o)}" for o in d.outputs] if d.outputs else ["  outputs: []"]
+    if d.scalars:
+        lines += ["  scalars:"] + [f"    - {_flow(s)}" for s in d.scalars]
+    lines += ["roofline:" + _comment("roofline", d)] + [f"  {k}: {_scalar_yaml(v)}" for k, v in d.roofline.items()]
+    lines += ["shape_space:" + _comment("shape_space", d) if d.shape_space else "shape_space: {}" +
+              _comment("shape_space", d)]
+    lines += [f"  {k}: {_flow(v) if isinstance(v, dict) else _scalar_yaml(v)}" for k, v in d.shape_space.items()]
+    lines.append(f"forbidden: {_flow(d.forbidden)}{_comment('forbidden', d)}")
+    return "\n".join(lines) + "\n"
+
+
+def configs_yaml(items: list[dict], header: str) -> str:
+    lines = [f"# {ln}" for ln in header.splitlines()]
+    if not items:
+        return "\n".join(lines + ["[]   # DRAFT: none could be drafted; write them"]) + "\n"
+    for item in items:
+        note = item.get("#")
+        body = {k: v for k, v in item.items() if k != "#"}
+        lines.append(f"- {_flow(body)}" + (f"   # {note}" if note else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _write(d: Draft, root: Path) -> Path:
+    folder = root / d.category / d.name
+    if folder.exists():
+        raise ArenaError("already exists: remove it or choose another name with --id", path=folder)
+    (folder / "configs").mkdir(parents=True)
+    (folder / "task.yaml").write_text(task_yaml(d))
+    (folder / "reference.py").write_text(d.reference)
+    (folder / "configs" / "seen.yaml").write_text(configs_yaml(
+        d.seen, "Seen configs. Entries marked DRAFT were drafted by the importer (run through the original where\n"
+                "it could be run); the rules ask for >= 3 'nice' production shapes inside the timing window."))
+    (folder / "configs" / "heldout.yaml").write_text(configs_yaml(
+        d.heldout, "DRAFT held-out configs (run through the original where it could be run): the rules ask for\n"
+                   ">= 4 that differ in kind (odd or prime, not a multiple of 8, another aspect ratio, scale-up,\n"
+                   "scale-down)."))
+    (folder / "configs" / "smoke.yaml").write_text(configs_yaml(
+        d.smoke, "Tiny configs for the CPU backend (drafted by the importer)."))
+    for name, text in d.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def finish_draft(d: Draft, root: Path | None, source: Path,
+            self_check: Callable[[Path], tuple[list[str], list[str]]] | None = None) -> ImportResult:
+    """Write the folder, validate it as `arena tasks validate` does and, where it validates,
+    run the importer's own check (what passed, and what the author must look at)."""
+    root = Path(root) if root is not None else DEFAULT_TASKS_DIR
+    folder = _write(d, root)
+    problems = validate_task_dir(folder)
+    decisions = list(d.decisions)
+    checks: list[str] = []
+    if not problems and self_check is not None:
+        passed, found = self_check(folder)
+        checks += passed
+        decisions += found
+    decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
+                     "--device cuda` (timing window, degeneracy on every split)")
+    return ImportResult(folder, source, problems, decisions, checks)
+
+
+def _task_name(text: str) -> str:
+    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    name = re.sub(r"^[0-9_]+", "", name)
+    return name or "imported"
+
+
+def resolve_task_id(task_id: str | None, default_name: str, categories: Iterable[str]) -> tuple[str | None, str]:
+    """(category or None, name) from ``--id`` (NAME or CATEGORY/NAME)."""
+    if not task_id:
+        return None, _task_name(default_name)
+    if "/" in task_id:
+        category, name = task_id.split("/", 1)
+        if category not in CATEGORIES or category not in categories:
+            raise ArenaError(f"this importer writes {' or '.join(categories)} tasks, not {category!r}", key="--id")
+    else:
+        category, name = None, task_id
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise ArenaError("task names are lower_snake_case (a-z, 0-9, _)", key="--id")
+    return category, name
+
+
+def product_formula(dims: list) -> str:
+    parts = [str(x) if isinstance(x, int) or re.fullmatch(r"\w+", str(x)) else f"({x})" for x in dims]
+    return " * ".join(parts) if parts else "1"
+
+
+def count_elements(tensors: list[dict], env: dict) -> int:
+    return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) for t in tensors)
+
+
+def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict) -> tuple[dict, list[str]]:
+    """bytes: every input read and every output written once; flops: the count given (from
+    PyTorch's FLOP counter, which counts matrix products and convolutions), else one per
+    output element."""
+    notes = []
+    by_size: dict[int, list[str]] = {}
+    for t in tensors:
+        by_size.setdefault(DTYPE_BYTES[t["dtype"]], []).append(product_formula(t["shape"]))
+    nbytes = " + ".join(f"{size} * ({' + '.join(ps)})" if len(ps) > 1 else f"{size} * {ps[0]}"
+                        for size, ps in sorted(by_size.items(), reverse=True)) or "0"
+    if not flops:
+        outs = [t for t in tensors if t.get("_output")]
+        flops = " + ".join(product_formula(t["shape"]) for t in outs) or "0"
+        notes.append("roofline.flops counts one operation per output element (no matrix product or convolution "
+                     "was counted): write the real count")
+    try:
+        f_val = float(formula.evaluate(flops, base_env))
+        b_val = float(formula.evaluate(nbytes, base_env))
+        bound = "compute" if b_val and f_val / b_val > 20 else "memory"
+    except formula.FormulaError:
+        bound = "memory"
+    return {"bound": bound, "flops": flops if isinstance(flops, int) else str(flops), "bytes": nbytes}, notes
+
+
+def _odd(v: int) -> int:
+    v = v + 1 if v % 2 == 0 else v
+    while v & (v - 1) == 0:
+        v += 2
+    return v
+
+
+def _prime_below(v: int) -> int:
+    def prime(n: int) -> bool:
+        return n >= 2 and all(n % k for k in range(2, int(n ** 0.5) + 1))
+    n = v - 1
+    while n > 2 and not prime(n):
+        n -= 1
+    return n
+
+
+def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
+                  size: Callable[[dict], int], seen_name: str) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+    """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
+    where ``valid`` accepts it; notes on what could not be drafted."""
+    notes = []
+    seen = [{"name": seen_name, **base}]
+    big = sorted(vary, key=lambda k: -base[k])
+    tried: list[tuple[str, dict, str]] = []
+    if big:
+        top = big[0]
+        tried += [("draft-x2", {top: base[top] * 2}, f"{top} doubled"),
+                  ("draft-half", {top: max(1, base[top] // 2)}, f"{top} halved"),
+                  ("draft-x4", {top: base[top] * 4}, f"{top} x4")]
+    for name, over, why in tried:
+        cfg = {**base, **over}
+        if len(seen) < 3 and cfg not in [{k: v for k, v in s.items() if k != "name"} for s in seen] and valid(cfg):
+            seen.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
+    held: list[dict] = []
+    kinds: list[tuple[str, dict, str]] = []
+    if big:
+        top = big[0]
+        kinds.append(("draft-odd", {k: _odd(base[k]) for k in vary}, "every size odd, not a power of two"))
+        v = base[top]
+        kinds.append(("draft-not-mult-8", {top: v - v % 8 + 4 if v >= 8 else v + 1}, f"{top} not a multiple of 8"))
+        if v > 3:
+            kinds.append(("draft-prime", {top: _prime_below(v)}, f"{top} prime"))
+        if len(big) >= 2:
+            a, b = big[0], big[-1]
+            kinds.append(("draft-aspect", {a: max(1, base[a] // 4), b: base[b] * 4}, f"{a} / 4, {b} x 4"))
+        kinds.append(("draft-scale-up", {top: v * 2 + 2}, f"{top} scaled up"))
+        kinds.append(("draft-scale-down", {top: max(1, v // 3 + 1)}, f"{top} scaled down"))
+    seen_params = [{k: v for k, v in s.items() if k not in ("name", "#")} for s in seen]
+    for name, over, why in kinds:
+        cfg = {**base, **over}
+        if cfg in seen_params or cfg in [{k: v for k, v in h.items() if k not in ("name", "#")} for h in held]:
+            continue
+        if valid(cfg):
+            held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
+    if not vary:
+        notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
+                     "drafts could not be made; write them")
+    # smoke: halve the largest sizes until the tensors are tiny
+    smoke = dict(base)
+    frozen: set[str] = set()
+    for _ in range(200):
+        if size(smoke) <= SMOKE_ELEMENTS:
+            break
+        cands = [k for k in sorted(smoke, key=lambda k: -smoke[k]) if k not in frozen and smoke[k] > 4]
+        if not cands:
+            break
+        k = cands[0]
+        trial = {**smoke, k: max(4, smoke[k] // 2)}
+        if valid(trial):
+            smoke = trial
+        else:
+            frozen.add(k)
+    if size(smoke) > SMOKE_ELEMENTS:
+        notes.append(f"the smoke config still has {size(smoke)} elements (the importer could not shrink it "
+                     "further and keep the original valid): make it smaller for the CPU backend")
+    return seen, held, [{"name": "smoke", **smoke, "#": "DRAFT: sizes halved from the seen config"}], notes
+
+
+def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:
+    space: dict[str, Any] = {}
+    for k, v in base.items():
+        if k in vary:
+            space[k] = {"min": max(1, v // 8), "max": v * 4}
+        else:
+            space[k] = {"choices": [v]}
+    return space
+
+
+def schema_supports(key: str) -> bool:
+    """Whether the task schema in this checkout knows an input key (e.g. ``inout``)."""
+    try:
+        schema = json.loads((SCHEMA_DIR / "task.schema.json").read_text())
+        return key in schema["$defs"]["input"]["properties"]
+    except (OSError, KeyError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------------------------------
+# shared: reading Python sources
+
+
+RANDOM_FUNCS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli",
+                "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
+                "alpha_dropout", "feature_alpha_dropout", "rrelu", "uniform_", "normal_", "bernoulli_",
+                "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "gumbel_softmax"}
+TENSOR_MAKERS = {"randn", "rand", "randint", "empty", "zeros", "ones", "full", "arange", "tensor", "randn_like",
+                 "rand_like", "empty_like", "zeros_like", "ones_like", "full_like", "randint_like", "randperm"}
+PASS_METHODS = {"to", "cuda", "contiguous", "clone", "detach", "requires_grad_", "cpu"}
+DTYPE_METHODS = {"half": "float16", "float": "float32", "bfloat16": "bfloat16", "int": "int32", "long": "int64",
+                 "bool": "bool"}
+
+
+def parse_source(path: Path) -> tuple[str, ast.Module]:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportStop(f"cannot read the file: {exc}", path=path) from None
+    try:
+        return text, ast.parse(text, str(path))
+    except SyntaxError as exc:
+        raise ImportStop(f"not valid Python (line {exc.lineno}): {exc.msg}", path=path) from None
+
+
+def call_name(node: ast.AST) -> str:
+    """The last name of a call's function: ``torch.nn.functional.relu`` -> ``relu``."""
+    f = node.func if isinstance(node, ast.Call) else node
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def dotted_name(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def literal_constants(tree: ast.Module) -> dict[str, int | float]:
+    """Module-level ``NAME = <int or float literal>`` (one target): the problem's constants."""
+    out: dict[str, int | float] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            target, value = stmt.target.id, stmt.value
+        else:
+            continue
+        try:
+            v = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        if type(v) in (int, float):
+            out[target] = v
+    return out
+
+
+def with_constants(tree: ast.Module, values: dict[str, Any]) -> ast.Module:
+    t = copy.deepcopy(tree)
+    for stmt in t.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+            stmt.target if isinstance(stmt, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id in values and stmt.value is not None:
+            stmt.value = ast.copy_location(ast.Constant(values[target.id]), stmt.value)
+    return ast.fix_missing_locations(t)
+
+
+def impure_reason(funcs: Iterable[tuple[str, ast.FunctionDef]], inputs: Iterable[str] = ()) -> str | None:
+    """What makes these functions impure, naming the line: random numbers, writes to
+    ``self`` (module state), in-place writes into an input that was not rebound first."""
+    for owner, fn in funcs:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                name = call_name(node)
+                src = dotted_name(node.func)
+                if name in RANDOM_FUNCS and not (name == "normal" and "init" in src) and \
+                        not any(kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is False
+                                for kw in node.keywords):
+                    return f"{owner} draws random numbers ({src}, line {node.lineno})"
+                if src.startswith(("random.", "np.random.", "numpy.random.")):
+                    return f"{owner} draws random numbers ({src}, line {node.lineno})"
+                if isinstance(node.func, ast.Attribute) and name.endswith("_") and not name.endswith("__") \
+                        and _rooted_at_self(node.func.value):
+                    return f"{owner} updates module state in place ({src}, line {node.lineno})"
+                if src.startswith(("nn.init.", "torch.nn.init.")):
+                    return f"{owner} re-initialises a tensor ({src}, line {node.lineno})"
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, (ast.Attribute, ast.Subscript)) and _rooted_at_self(sub) and \
+                            fn.name != "__init__":
+                        return f"{owner} assigns {dotted_name(sub)} (line {node.lineno}): that is module state"
+        live = set(inputs) if fn.name == "forward" else set()
+        for stmt in fn.body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in live:
+                    return f"{owner} writes into its input {node.target.id} in place (line {node.lineno})"
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) and \
+                        isinstance(node.target.value, ast.Name) and node.target.value.id in live:
+                    return f"{owner} writes into its input {node.target.value.id} in place (line {node.lineno})"
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in live:
+                            return f"{owner} writes into its input {t.value.id} in place (line {node.lineno})"
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name) and node.func.value.id in live and \
+                        node.func.attr.endswith("_") and not node.func.attr.endswith("__"):
+                    return f"{owner} writes into its input {node.func.value.id} in place ({dotted_name(node.func)}, " \
+                           f"line {node.lineno})"
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and \
+                        node.args[0].id in live and any(kw.arg == "inplace" and isinstance(kw.value, ast.Constant)
+                                                        and kw.value.value is True for kw in node.keywords):
+                    return f"{owner} writes into its input {node.args[0].id} in place ({dotted_name(node.func)}, " \
+                           f"line {node.lineno})"
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                        for sub in ast.walk(t):
+                            if isinstance(sub, ast.Name) and not isinstance(node, ast.AugAssign):
+                                live.discard(sub.id)
+    return None
+
+
+def _rooted_at_self(node: ast.AST) -> bool:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def self_chain(node: ast.AST) -> list[str] | None:
+    """``self.a.b`` -> ["a", "b"]; None if the expression is not an attribute chain on self."""
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == "self" and names:
+        return names[::-1]
+    return None
+
+
+def free_names(nodes: Iterable[ast.AST]) -> set[str]:
+    loaded, stored = set(), set()
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Name):
+                (loaded if isinstance(sub.ctx, ast.Load) else stored).add(sub.id)
+            elif isinstance(sub, (ast.FunctionDef, ast.Lambda)):
+                args = sub.args
+                stored.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+    return loaded - stored
+
+
+def import_lines(tree: ast.Module) -> list[str]:
+    return [ast.unparse(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+
+
+def bound_by_imports(lines: list[str]) -> set[str]:
+    names = set()
+    for line in lines:
+        for node in ast.parse(line).body:
+            for a in node.names:
+                names.add((a.asname or a.name).split(".")[0])
+    return names
+
+
+def module_defs(tree: ast.Module, names: set[str], skip: set[str]) -> list[ast.stmt]:
+    """Module-level functions and assignments that ``names`` need, transitively, in file order."""
+    defs: dict[str, ast.stmt] = {}
+    for s in tree.body:
+        if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in skip:
+            defs[s.name] = s
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
+                s.targets[0].id not in skip:
+            defs[s.targets[0].id] = s
+    need: set[str] = set()
+    todo = [n for n in names if n in defs]
+    while todo:
+        n = todo.pop()
+        if n in need:
+            continue
+        need.add(n)
+        todo += [m for m in free_names([defs[n]]) if m in defs and m not in need]
+    return [s for s in tree.body if any(s is defs.get(n) for n in need)]
+
+
+def join_statements(text: str, stmts: list[ast.stmt]) -> str:
+    """Module-level statements as written: functions and classes two blank lines apart."""
+    out = ""
+    for i, st in enumerate(stmts):
+        src = ast.get_source_segment(text, st) or ast.unparse(st)
+        block = isinstance(st, (ast.FunctionDef, ast.ClassDef))
+        prev_block = i > 0 and isinstance(stmts[i - 1], (ast.FunctionDef, ast.ClassDef))
+        out += ("" if i == 0 else "\n\n\n" if block or prev_block else "\n") + src
+    return out
+
+
+def init_from_expr(expr: ast.AST, int_names: set[str]) -> tuple[dict, str | None]:
+    """How a tensor expression draws its values, as a signature init, and a note where that is
+    a guess: ``torch.randn(...) * 0.02`` -> normal with std 0.02; ``torch.rand(...) * 2 - 1`` ->
+    uniform(-1, 1); ``torch.randint(0, n, ...)`` -> randint with high n."""
+    a, b = 1.0, 0.0                       # value = a * inner + b
+    node = expr
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PASS_METHODS | set(DTYPE_METHODS):
+            node = node.func.value
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+            k, inner = number_of(node.right), node.left
+            if k is None and isinstance(node.op, (ast.Mult, ast.Add)):
+                k, inner = number_of(node.left), node.right
+            if k is None or (isinstance(node.op, ast.Div) and k == 0):
+                break
+            if isinstance(node.op, ast.Mult):
+                a *= k
+            elif isinstance(node.op, ast.Div):
+                a /= k
+            elif isinstance(node.op, ast.Add):
+                b += a * k
+            else:
+                b -= a * k
+            node = inner
+            continue
+        break
+    src = dotted_name(expr)
+    name = call_name(node) if isinstance(node, ast.Call) else ""
+    note = None
+    if name in ("randn", "randn_like"):
+        init: dict[str, Any] = {"kind": "normal"}
+        if b:
+            init["mean"] = b
+        if abs(a) != 1.0:
+            init["std"] = abs(a)
+    elif name in ("rand", "rand_like"):
+        lo, hi = sorted((b, a + b))
+        init = {"kind": "uniform", "low": lo, "high": hi}
+    elif name == "randint":
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        if "high" in kw:
+            low, high = kw.get("low", ast.Constant(0)), kw["high"]
+        elif len(args) >= 3 or (len(args) == 2 and not isinstance(args[1], (ast.Tuple, ast.List))):
+            low, high = args[0], args[1]
+        else:
+            low, high = ast.Constant(0), args[0] if args else None
+        init = {"kind": "randint"}
+        for key, bound in (("low", low), ("high", high)):
+            if bound is None:
+                continue
+            value = number_of(bound)
+            text = dotted_name(bound)
+            if value is not None:
+                init[key] = int(value)
+            elif formula.names_in(text) <= int_names:
+                init[key] = text
+            else:
+                note = f"`{src}`: its bounds name values that are not the problem's constants"
+        if "high" not in init:
+            init["high"] = 16
+            note = note or f"`{src}`: its upper bound could not be read; drawn below 16"
+        if (a, b) != (1.0, 0.0):
+            note = f"`{src}`: the arithmetic around randint is left out"
+    elif name in ("ones", "ones_like"):
+        init, note = {"kind": "ones_plus_noise"}, f"made by `{src}` (all ones): drawn 1 + normal(0, 0.1)"
+    elif name in ("zeros", "zeros_like", "empty", "empty_like"):
+        init, note = {"kind": "normal", "std": 0.1}, f"made by `{src}` (zeros or uninitialised): drawn " \
+                                                     "normal(0, 0.1) so that a kernel that ignores it fails"
+    elif name in ("full", "full_like"):
+        v = number_of(node.args[1]) if len(node.args) > 1 else None
+        v = 1.0 if v is None else v
+        init, note = {"kind": "normal", "mean": v, "std": max(abs(v) * 0.1, 0.01)}, \
+            f"made by `{src}` (a constant): drawn around it"
+    else:
+        init, note = {"kind": "normal"}, f"made by `{src}`, which the importer does not read: drawn normal(0, 1)"
+    return init, note
+
+
+def number_of(node: ast.AST) -> float | None:
+    try:
+        v = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return float(v) if type(v) in (int, float) else None
+
+
+class Untranslatable(ArenaException):
+    pass

@@ -1,0 +1,1013 @@
+"""KernelBench problems (``class Model(nn.Module)`` with ``get_inputs``): ``import_kernelbench``."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from arena.authoring.importers.common import (
+    DTYPE_NAMES,
+    MIN_VARIED,
+    Draft,
+    Fitter,
+    ImportResult,
+    ImportStop,
+    Untranslatable,
+    bound_by_imports,
+    call_name,
+    count_elements,
+    dotted_name,
+    draft_configs,
+    finish_draft,
+    free_names,
+    import_lines,
+    impure_reason,
+    init_from_expr,
+    join_statements,
+    literal_constants,
+    module_defs,
+    parse_source,
+    product_formula,
+    resolve_task_id,
+    roofline_draft,
+    self_chain,
+    shape_space_draft,
+    with_constants,
+)
+from arena.errors import ArenaError
+from arena.taskdef import formula
+
+# KernelBench: Model.forward as a function
+
+@dataclass
+class _Run:
+    model: torch.nn.Module
+    init_args: list
+    init_kwargs: dict
+    inputs: list
+    output: Any
+    flops: int
+
+
+def _init_args(value: Any) -> tuple[list, dict]:
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(value) == 2 and isinstance(value[0], (list, tuple)) and isinstance(value[1], dict):
+        return list(value[0]), dict(value[1])
+    return value, {}
+
+
+def _first_case(value: Any) -> tuple[list, int]:
+    """get_inputs() as a list; a generator (several cases) gives its first and their count."""
+    if isinstance(value, (list, tuple)):
+        return list(value), 1
+    cases = list(value)
+    if not cases:
+        raise ValueError("get_inputs() yielded nothing")
+    first = cases[0]
+    return (list(first) if isinstance(first, (list, tuple)) else [first]), len(cases)
+
+
+class ModuleProblem:
+    """A Python file with an ``nn.Module`` (``Model``, or the only module class when
+    ``any_module``), ``get_inputs()`` and ``get_init_inputs()``, read and run."""
+
+    def __init__(self, path: Path, *, any_module: bool = False):
+        self.path = Path(path)
+        self.text, self.tree = parse_source(self.path)
+        classes = {s.name: s for s in self.tree.body if isinstance(s, ast.ClassDef)}
+        funcs = {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
+        cls = classes.get("Model")
+        if cls is None and any_module:
+            modules = [c for c in classes.values() if any(isinstance(s, ast.FunctionDef) and s.name == "forward"
+                                                          for s in c.body)]
+            cls = modules[-1] if len(modules) >= 1 else None
+        if cls is None:
+            raise ImportStop("no `class Model(nn.Module)`: a KernelBench problem defines its model as class Model "
+                             "with __init__ and forward", path=self.path)
+        self.cls = cls
+        self.forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
+        if self.forward is None:
+            raise ImportStop(f"class {cls.name} has no forward method", path=self.path)
+        if "get_inputs" not in funcs:
+            raise ImportStop("no get_inputs(): a KernelBench problem returns the forward's tensors from "
+                             "get_inputs()", path=self.path)
+        self.get_inputs = funcs["get_inputs"]
+        self.has_init_inputs = "get_init_inputs" in funcs
+        a = self.forward.args
+        if a.vararg or a.kwarg:
+            raise ImportStop(f"{cls.name}.forward takes *args or **kwargs (line {self.forward.lineno}): the importer "
+                             "needs named arguments", path=self.path)
+        self.params = [x.arg for x in (*a.posonlyargs, *a.args)][1:]
+        defaults = list(a.defaults)
+        self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
+        self.constants = literal_constants(self.tree)
+        self.cases = 1
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, params: dict[str, Any], device: str = "meta") -> _Run:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        code = compile(with_constants(self.tree, params), str(self.path), "exec")
+        ns: dict[str, Any] = {"__name__": "arena_imported_problem", "__file__": str(self.path)}
+        with torch.device(device), torch.no_grad():
+            exec(code, ns)
+            init = ns["get_init_inputs"]() if self.has_init_inputs else []
+            args, kwargs = _init_args(init)
+            model = ns[self.cls.name](*args, **kwargs)
+            inputs, self.cases = _first_case(ns["get_inputs"]())
+            with FlopCounterMode(display=False) as counter:
+                out = model(*inputs)
+        return _Run(model, args, kwargs, inputs, out, counter.get_total_flops())
+
+    def output_tensors(self, out: Any) -> list[torch.Tensor]:
+        lines = [n.lineno for n in ast.walk(self.forward) if isinstance(n, ast.Return)]
+        where = f"{self.cls.name}.forward (line {lines[-1] if lines else self.forward.lineno})"
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for o in outs:
+            if not isinstance(o, torch.Tensor):
+                raise ImportStop(f"{where} returns a {type(o).__name__}, not a tensor: a task's outputs are tensors",
+                                 path=self.path)
+            if o.dtype not in DTYPE_NAMES or o.dtype == torch.bool:
+                raise ImportStop(f"{where} returns a {o.dtype} tensor: outputs are float or integer tensors of the "
+                                 "schema's dtypes", path=self.path)
+        return outs
+
+    def purity(self) -> None:
+        """What the forward pass runs must be pure: Model.forward, the forward of every other
+        module class of the file, and the file's functions they name (initialisation code,
+        which draws the parameters, is not looked at)."""
+        funcs = [(f"{self.cls.name}.forward", self.forward)]
+        for s in self.tree.body:
+            if isinstance(s, ast.ClassDef) and s is not self.cls:
+                funcs += [(f"{s.name}.forward", m) for m in s.body if isinstance(m, ast.FunctionDef)
+                          and m.name == "forward"]
+        named = free_names([f for _, f in funcs])
+        funcs += [(f"{s.name}()", s) for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name in named
+                  and s.name not in ("get_inputs", "get_init_inputs")]
+        problem = impure_reason(funcs, self.params)
+        if problem:
+            raise ImportStop(f"{problem}: a reference must be a pure function of its inputs; change the problem "
+                             "(make the random tensor or the state an input) and import again", path=self.path)
+
+    def input_inits(self, int_names: set[str]) -> list[tuple[dict, str | None] | None]:
+        """Per element of get_inputs()'s list: its init, read from the expression that makes it."""
+        ret = next((n for n in ast.walk(self.get_inputs) if isinstance(n, (ast.Return, ast.Yield))), None)
+        value = getattr(ret, "value", None)
+        local = {}
+        for stmt in self.get_inputs.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                local[stmt.targets[0].id] = stmt.value
+        if isinstance(value, ast.Name) and value.id in local:
+            value = local[value.id]
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            return []
+        out: list = []
+        for e in value.elts:
+            if isinstance(e, ast.Name) and e.id in local:
+                e = local[e.id]
+            out.append(init_from_expr(e, int_names))
+        return out
+
+
+def _param_name(path: tuple[str, ...], taken: set[str]) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", "_".join(path))
+    if not re.match(r"[A-Za-z_]", name):
+        name = "p_" + name
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _tensor_at(model: torch.nn.Module, path: tuple[str, ...]) -> torch.Tensor:
+    obj: Any = model
+    for p in path:
+        obj = getattr(obj, p)
+    return obj
+
+
+NORMS = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d",
+         "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm")
+FAN_IN = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Bilinear",
+          "LazyLinear")
+ACTIVATIONS = {  # class -> (function, attributes passed after the input)
+    "ReLU": ("F.relu", ()), "ReLU6": ("F.relu6", ()), "SiLU": ("F.silu", ()), "Mish": ("F.mish", ()),
+    "Sigmoid": ("torch.sigmoid", ()), "Tanh": ("torch.tanh", ()), "Hardsigmoid": ("F.hardsigmoid", ()),
+    "Hardswish": ("F.hardswish", ()), "SELU": ("F.selu", ()), "Softsign": ("F.softsign", ()),
+    "Tanhshrink": ("F.tanhshrink", ()), "LogSigmoid": ("F.logsigmoid", ()),
+    "GELU": ("F.gelu", ("approximate=approximate",)), "LeakyReLU": ("F.leaky_relu", ("negative_slope",)),
+    "ELU": ("F.elu", ("alpha",)), "CELU": ("F.celu", ("alpha",)), "Softplus": ("F.softplus", ("beta", "threshold")),
+    "Softshrink": ("F.softshrink", ("lambd",)), "Hardshrink": ("F.hardshrink", ("lambd",)),
+    "Hardtanh": ("F.hardtanh", ("min_val", "max_val")), "Threshold": ("F.threshold", ("threshold", "value")),
+    "Softmax": ("F.softmax", ("dim",)), "LogSoftmax": ("F.log_softmax", ("dim",)), "Softmin": ("F.softmin", ("dim",)),
+    "GLU": ("F.glu", ("dim",)), "PixelShuffle": ("F.pixel_shuffle", ("upscale_factor",)),
+    "PixelUnshuffle": ("F.pixel_unshuffle", ("downscale_factor",)),
+    "AdaptiveAvgPool1d": ("F.adaptive_avg_pool1d", ("output_size",)),
+    "AdaptiveAvgPool2d": ("F.adaptive_avg_pool2d", ("output_size",)),
+    "AdaptiveAvgPool3d": ("F.adaptive_avg_pool3d", ("output_size",)),
+    "AdaptiveMaxPool1d": ("F.adaptive_max_pool1d", ("output_size", "return_indices")),
+    "AdaptiveMaxPool2d": ("F.adaptive_max_pool2d", ("output_size", "return_indices")),
+    "AdaptiveMaxPool3d": ("F.adaptive_max_pool3d", ("output_size", "return_indices")),
+    "Flatten": ("torch.flatten", ("start_dim", "end_dim")),
+    "Upsample": ("F.interpolate", ("size", "scale_factor", "mode", "align_corners",
+                                   "recompute_scale_factor=recompute_scale_factor")),
+    "CosineSimilarity": ("F.cosine_similarity", ("dim", "eps")),
+    "PairwiseDistance": ("F.pairwise_distance", ("norm", "eps", "keepdim")),
+    "MSELoss": ("F.mse_loss", ("reduction=reduction",)), "L1Loss": ("F.l1_loss", ("reduction=reduction",)),
+    "SmoothL1Loss": ("F.smooth_l1_loss", ("reduction=reduction", "beta=beta")),
+    "HuberLoss": ("F.huber_loss", ("reduction=reduction", "delta=delta")),
+    "KLDivLoss": ("F.kl_div", ("reduction=reduction", "log_target=log_target")),
+    "ZeroPad1d": ("F.pad", ("padding",)), "ZeroPad2d": ("F.pad", ("padding",)), "ZeroPad3d": ("F.pad", ("padding",)),
+    "ConstantPad1d": ("F.pad", ("padding", "'constant'", "value")),
+    "ConstantPad2d": ("F.pad", ("padding", "'constant'", "value")),
+    "ConstantPad3d": ("F.pad", ("padding", "'constant'", "value")),
+    "ReflectionPad1d": ("F.pad", ("padding", "'reflect'")), "ReflectionPad2d": ("F.pad", ("padding", "'reflect'")),
+    "ReplicationPad1d": ("F.pad", ("padding", "'replicate'")),
+    "ReplicationPad2d": ("F.pad", ("padding", "'replicate'")),
+    "ReplicationPad3d": ("F.pad", ("padding", "'replicate'")),
+}
+IDENTITY = ("Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
+
+
+_THROUGH_TENSOR = object()
+
+
+class _Translator(ast.NodeTransformer):
+    """Model.forward's body with ``self`` gone: submodule calls as functional calls, parameters
+    and buffers as names, plain attributes as formulas over the constants."""
+
+    def __init__(self, model: torch.nn.Module, fitter: Fitter, names: dict[tuple[str, ...], str], problem_path: Path):
+        self.model = model
+        self.fitter = fitter
+        self.names = names               # tensor path -> signature name
+        self.used: list[tuple[str, ...]] = []
+        self.notes: list[str] = []
+        self.calls: list[str] = []
+        self.path = problem_path
+
+    # -- helpers --------------------------------------------------------------------------
+    def tensor(self, path: tuple[str, ...]) -> str:
+        if path not in self.used:
+            self.used.append(path)
+        return self.names[path]
+
+    def attr(self, path: tuple[str, ...], what: str) -> str:
+        return self.fitter.render(lambda r: _tensor_at(r.model, path), what)
+
+    def _expr(self, text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
+
+    # -- visiting -------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        chain = self_chain(node.func)
+        if chain is not None:
+            obj = self._resolve(chain)
+            if obj is _THROUGH_TENSOR:
+                return self.generic_visit(node)
+            if isinstance(obj, torch.nn.Module):
+                if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+                    raise Untranslatable(f"self.{'.'.join(chain)} is called with * or ** arguments")
+                args = [ast.unparse(self.visit(a)) for a in node.args]
+                kwargs = {kw.arg: ast.unparse(self.visit(kw.value)) for kw in node.keywords}
+                return ast.copy_location(self._expr(self.module_call(tuple(chain), obj, args, kwargs)), node)
+            if callable(obj) and not isinstance(obj, torch.Tensor):
+                raise Untranslatable(f"forward calls the method self.{'.'.join(chain)}")
+        return self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        chain = self_chain(node)
+        if chain is None:
+            return self.generic_visit(node)
+        obj: Any = self.model
+        for i, name in enumerate(chain):
+            if not isinstance(obj, torch.nn.Module):
+                break
+            path = tuple(chain[: i + 1])
+            if name in obj._parameters or name in obj._buffers:
+                if getattr(obj, name) is None:
+                    replacement: ast.expr = ast.Constant(None)
+                else:
+                    replacement = ast.Name(self.tensor(path), ast.Load())
+                return ast.copy_location(self._rest(replacement, chain[i + 1:]), node)
+            if name in obj._modules:
+                obj = obj._modules[name]
+                continue
+            value = getattr(obj, name, None)
+            if callable(value):
+                raise Untranslatable(f"forward uses the method self.{'.'.join(path)}")
+            text = self.attr(path, f"self.{'.'.join(path)}")
+            return ast.copy_location(self._rest(self._expr(text), chain[i + 1:]), node)
+        raise Untranslatable(f"forward uses the submodule self.{'.'.join(chain)} other than by calling it")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == "self":
+            raise Untranslatable(f"forward uses self itself (line {node.lineno})")
+        return node
+
+    def _rest(self, base: ast.expr, names: list[str]) -> ast.expr:
+        for n in names:
+            base = ast.Attribute(base, n, ast.Load())
+        return base
+
+    def _resolve(self, chain: list[str]) -> Any:
+        """What ``self.<chain>`` is, walking modules only (``_THROUGH_TENSOR`` once the chain
+        passes a tensor or a plain value: ``self.linear.weight.t``)."""
+        obj: Any = self.model
+        for n in chain:
+            if not isinstance(obj, torch.nn.Module):
+                return _THROUGH_TENSOR
+            obj = getattr(obj, n, None)
+        return obj
+
+    # -- submodules ------------------------------------------------------------------------
+    def module_call(self, path: tuple[str, ...], m: torch.nn.Module, args: list[str], kwargs: dict[str, str]) -> str:
+        kind = type(m).__name__
+        where = f"self.{'.'.join(path)} ({kind})"
+        if type(m).__module__.split(".")[0] != "torch":
+            raise Untranslatable(f"{where} is a module of the problem's own")
+
+        def a(attr: str) -> str:
+            return self.attr((*path, attr), f"{where}.{attr}")
+
+        def p(name: str) -> str:
+            return "None" if getattr(m, name, None) is None else self.tensor((*path, name))
+
+        self.calls.append(kind)
+        if kind == "Sequential":
+            if len(args) != 1 or kwargs:
+                raise Untranslatable(f"{where} is called with {len(args)} arguments")
+            x = args[0]
+            for child_name, child in m._modules.items():
+                x = self.module_call((*path, child_name), child, [x], {})
+            return x
+        if kwargs and kind not in ("MultiheadAttention",):
+            raise Untranslatable(f"{where} is called with keyword arguments")
+        if kind not in ("Bilinear", "CosineSimilarity", "PairwiseDistance", "MSELoss", "L1Loss", "SmoothL1Loss",
+                        "HuberLoss", "KLDivLoss", "CrossEntropyLoss", "BCEWithLogitsLoss") and len(args) != 1:
+            raise Untranslatable(f"{where} is called with {len(args)} arguments")
+        x = args[0] if args else ""
+        training = self.model.training and m.training
+        if kind in IDENTITY:
+            if kind != "Identity" and training and m.p > 0:
+                raise ImportStop(f"the model's forward calls {where} with p={m.p} in training mode: random numbers; "
+                                 "a reference must be a pure function of its inputs (set p=0 or drop it)",
+                                 path=self.path)
+            return x
+        if kind == "RReLU":
+            if training:
+                raise ImportStop(f"the model's forward calls {where} in training mode: random slopes", path=self.path)
+            return f"F.rrelu({x}, {a('lower')}, {a('upper')}, False)"
+        if kind == "Linear":
+            return f"F.linear({x}, {p('weight')}, {p('bias')})"
+        if kind == "Bilinear":
+            return f"F.bilinear({args[0]}, {args[1]}, {p('weight')}, {p('bias')})"
+        m_conv = re.fullmatch(r"Conv([123])d", kind)
+        if m_conv:
+            if m.padding_mode != "zeros":
+                raise Untranslatable(f"{where} pads with {m.padding_mode!r}")
+            return (f"F.conv{m_conv.group(1)}d({x}, {p('weight')}, {p('bias')}, stride={a('stride')}, "
+                    f"padding={a('padding')}, dilation={a('dilation')}, groups={a('groups')})")
+        m_conv = re.fullmatch(r"ConvTranspose([123])d", kind)
+        if m_conv:
+            return (f"F.conv_transpose{m_conv.group(1)}d({x}, {p('weight')}, {p('bias')}, stride={a('stride')}, "
+                    f"padding={a('padding')}, output_padding={a('output_padding')}, groups={a('groups')}, "
+                    f"dilation={a('dilation')})")
+        if kind in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"):
+            if training or m.running_mean is None:
+                if m.running_mean is not None:
+                    self.notes.append(
+                        f"{where} is in training mode: the reference normalises with the batch's "
+                        "statistics, as the model's forward does, and leaves out its update of the running "
+                        "statistics (state, not an output); decide whether the task should be inference-"
+                        "mode BatchNorm (running statistics as inputs) instead"
+                    )
+                return f"F.batch_norm({x}, None, None, {p('weight')}, {p('bias')}, True, 0.0, {a('eps')})"
+            return (
+                f"F.batch_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, False, "
+                f"0.0, {a('eps')})"
+            )
+        if kind in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
+            if training or not m.track_running_stats:
+                return f"F.instance_norm({x}, None, None, {p('weight')}, {p('bias')}, True, 0.0, {a('eps')})"
+            return (
+                f"F.instance_norm({x}, {p('running_mean')}, {p('running_var')}, {p('weight')}, {p('bias')}, "
+                f"False, 0.0, {a('eps')})"
+            )
+        if kind == "LayerNorm":
+            return f"F.layer_norm({x}, {a('normalized_shape')}, {p('weight')}, {p('bias')}, {a('eps')})"
+        if kind == "GroupNorm":
+            return f"F.group_norm({x}, {a('num_groups')}, {p('weight')}, {p('bias')}, {a('eps')})"
+        if kind == "RMSNorm":
+            return f"F.rms_norm({x}, {a('normalized_shape')}, {p('weight')}, {a('eps')})"
+        if kind == "LocalResponseNorm":
+            return f"F.local_response_norm({x}, {a('size')}, {a('alpha')}, {a('beta')}, {a('k')})"
+        if kind == "Embedding":
+            if m.max_norm is not None:
+                raise Untranslatable(f"{where} has max_norm: it renormalises its weight in place")
+            return f"F.embedding({x}, {p('weight')}, {a('padding_idx')})"
+        if kind == "PReLU":
+            return f"F.prelu({x}, {p('weight')})"
+        m_pool = re.fullmatch(r"(Max|Avg)Pool([123])d", kind)
+        if m_pool:
+            n = m_pool.group(2)
+            if m_pool.group(1) == "Max":
+                return (
+                    f"F.max_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, {a('dilation')}, "
+                    f"ceil_mode={a('ceil_mode')}, return_indices={a('return_indices')})"
+                )
+            extra = f", divisor_override={a('divisor_override')}" if n != "1" else ""
+            return (
+                f"F.avg_pool{n}d({x}, {a('kernel_size')}, {a('stride')}, {a('padding')}, "
+                f"ceil_mode={a('ceil_mode')}, count_include_pad={a('count_include_pad')}{extra})"
+            )
+        if kind == "CrossEntropyLoss":
+            return (
+                f"F.cross_entropy({args[0]}, {args[1]}, {p('weight')}, ignore_index={a('ignore_index')}, "
+                f"reduction={a('reduction')}, label_smoothing={a('label_smoothing')})"
+            )
+        if kind == "BCEWithLogitsLoss":
+            return (
+                f"F.binary_cross_entropy_with_logits({args[0]}, {args[1]}, {p('weight')}, "
+                f"reduction={a('reduction')}, pos_weight={p('pos_weight')})"
+            )
+        if kind in ACTIVATIONS:
+            fn, attrs = ACTIVATIONS[kind]
+            parts = list(args)
+            for spec in attrs:
+                if spec.startswith("'"):
+                    parts.append(spec)
+                elif "=" in spec:
+                    key, attr = spec.split("=")
+                    parts.append(f"{key}={a(attr)}")
+                else:
+                    parts.append(a(spec))
+            return f"{fn}({', '.join(parts)})"
+        raise Untranslatable(f"{where} is not one of the modules the importer writes as functional calls")
+
+
+def _init_for_param(
+    model: torch.nn.Module,
+    path: tuple[str, ...],
+    shape_of: Callable[[tuple[str, ...]], list],
+    problem: ModuleProblem,
+    int_names: set[str],
+) -> tuple[dict, str | None]:
+    """How PyTorch initialises one of the model's tensors, as a signature init: a Linear's or a
+    convolution's weight and bias uniform in +-1/sqrt(fan_in), a norm's weight near 1; a
+    tensor the model makes itself, as its expression in __init__ says."""
+    owner = model.get_submodule(".".join(path[:-1])) if len(path) > 1 else model
+    kind, leaf = type(owner).__name__, path[-1]
+    if owner is model:
+        init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        for node in ast.walk(init_fn) if init_fn else []:
+            expr = None
+            if isinstance(node, ast.Assign) and any(self_chain(t) == [leaf] for t in node.targets):
+                expr = node.value
+                if isinstance(expr, ast.Call) and call_name(expr) in ("Parameter", "Buffer") and expr.args:
+                    expr = expr.args[0]
+            elif (
+                isinstance(node, ast.Call)
+                and call_name(node) in ("register_buffer", "register_parameter")
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == leaf
+            ):
+                expr = node.args[1]
+                if isinstance(expr, ast.Call) and call_name(expr) == "Parameter" and expr.args:
+                    expr = expr.args[0]
+            if expr is not None:
+                return init_from_expr(expr, int_names)
+        return {"kind": "normal"}, "its initialisation could not be read: drawn normal(0, 1)"
+    if kind in FAN_IN and leaf in ("weight", "bias"):
+        wshape = shape_of((*path[:-1], "weight"))
+        fan = wshape[1:2] if kind == "Bilinear" else wshape[1:]
+        bound = f"1 / sqrt({product_formula(fan)})"
+        return {"kind": "uniform", "low": f"-{bound}", "high": bound}, None
+    if kind in NORMS:
+        if leaf == "weight":
+            return {"kind": "ones_plus_noise"}, None
+        if leaf == "bias":
+            return {
+                "kind": "normal",
+                "std": 0.1,
+            }, "initialised to zeros by PyTorch: drawn normal(0, 0.1) so that a kernel that ignores it fails"
+        if leaf == "running_mean":
+            return {"kind": "normal", "std": 0.1}, "a running mean (zeros at initialisation): drawn normal(0, 0.1)"
+        if leaf == "running_var":
+            return {
+                "kind": "uniform",
+                "low": 0.5,
+                "high": 1.5,
+            }, "a running variance (ones at initialisation): drawn uniform(0.5, 1.5)"
+    if kind == "Embedding":
+        return {"kind": "normal"}, None
+    if kind == "PReLU":
+        return {
+            "kind": "uniform",
+            "low": 0.1,
+            "high": 0.4,
+        }, "PReLU's slope (0.25 at initialisation): drawn uniform(0.1, 0.4)"
+    return {"kind": "normal"}, f"a {kind}.{leaf}: its initialisation is not known to the importer; drawn normal(0, 1)"
+
+
+def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
+    """A KernelBench-style problem file -> a torch2hip task folder under ``root`` (default:
+    the repository's tasks/)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImportStop("file not found", path=path)
+    _, name = resolve_task_id(task_id, path.stem, ("torch2hip",))
+    problem = ModuleProblem(path)
+    built = build_module_task(problem, name)
+    d = built.draft
+    d.category = "torch2hip"
+    d.origin = f"the KernelBench-style problem {path.name}"
+    return finish_draft(d, Path(root) if root else None, path, built.self_check)
+
+
+@dataclass
+class ModuleTask:
+    draft: Draft
+    self_check: Callable[[Path], list[str]]
+
+
+def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2hip") -> ModuleTask:
+    """The signature, reference, configs and roofline of a task made from a module problem
+    (shared by the kernelbench importer and the aka importer's PyTorch module files)."""
+    path = problem.path
+    problem.purity()
+    consts = problem.constants
+    device = "meta"
+    try:
+        base = problem.run(consts, "meta")
+        problem.output_tensors(base.output)
+    except ImportStop:
+        raise
+    except Exception as first:  # noqa: BLE001 - retried on the CPU, then reported in one line
+        try:
+            device = "cpu"
+            base = problem.run(consts, "cpu")
+        except Exception as exc:  # noqa: BLE001
+            first_line = str(exc).splitlines()[0] if str(exc) else ""
+            raise ImportStop(
+                f"running the problem failed ({type(exc).__name__}: {first_line}; on the meta device: "
+                f"{type(first).__name__})",
+                path=path,
+            ) from None
+    outs = problem.output_tensors(base.output)
+    fitter = Fitter(consts, lambda params: problem.run(params, device))
+    fitter._cache[()] = base
+    decisions: list[str] = []
+    if device == "cpu":
+        decisions.append("the forward does not run on the meta device, so every probe ran on the CPU at full size")
+    if problem.cases > 1:
+        decisions.append(
+            f"get_inputs() yields {problem.cases} cases: the first is the seen config; add the others "
+            "(their shapes are in the problem) as configs if they matter"
+        )
+
+    int_names = {k for k, v in consts.items() if type(v) is int}
+    taken = set(problem.params) | set(consts)
+    inputs: list[dict] = []
+    getters: list[tuple[dict, Callable[[_Run], Any]]] = []
+    prelude: list[str] = []
+    inits = problem.input_inits(int_names)
+    n_given = len(base.inputs)
+    if n_given > len(problem.params):
+        raise ImportStop(
+            f"get_inputs() gives {n_given} values but {problem.cls.name}.forward takes {len(problem.params)}", path=path
+        )
+    missing = [p for p in problem.params[n_given:] if p not in problem.defaults]
+    if missing:
+        raise ImportStop(f"get_inputs() gives no value for forward's {', '.join(missing)}", path=path)
+
+    def dims_of(get: Callable[[_Run], torch.Tensor], what: str, ndim: int) -> list:
+        return [fitter.int_formula(lambda r, i=i: get(r).shape[i], f"dimension {i} of {what}") for i in range(ndim)]
+
+    for i, (pname, value) in enumerate(zip(problem.params, base.inputs)):
+        if isinstance(value, torch.Tensor):
+            if value.dtype not in DTYPE_NAMES:
+                raise ImportStop(
+                    f"get_inputs() element {i} ({pname}) is {value.dtype}: the schema's dtypes are "
+                    f"{', '.join(DTYPE_NAMES.values())}",
+                    path=path,
+                )
+            def getter(r: Any, i: int = i) -> Any:
+                return r.inputs[i]
+
+            spec = {"name": pname, "dtype": DTYPE_NAMES[value.dtype], "shape": dims_of(getter, pname, value.dim())}
+            init, note = (
+                inits[i]
+                if i < len(inits) and inits[i]
+                else ({"kind": "normal"}, "its expression in get_inputs() could not be read")
+            )
+            if value.dtype == torch.bool:
+                init, note = {"kind": "bernoulli"}, None
+            elif (
+                value.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+                and init["kind"] != "randint"
+            ):
+                init, note = (
+                    {"kind": "randint", "low": 0, "high": 16},
+                    "an integer input not made by randint: drawn in [0, 16)",
+                )
+            if init != {"kind": "normal"}:
+                spec["init"] = init
+            if note:
+                decisions.append(f"input {pname}: {note}")
+            inputs.append(spec)
+            getters.append((spec, getter))
+        else:
+            prelude.append(f"{pname} = {fitter.render(lambda r, i=i: r.inputs[i], f'forward argument {pname}')}")
+    for pname in problem.params[n_given:]:
+        prelude.append(f"{pname} = {ast.unparse(problem.defaults[pname])}")
+
+    # parameters and buffers: signature names for every tensor of the model
+    names: dict[tuple[str, ...], str] = {}
+    tensors = [(tuple(n.split(".")), t, "parameter") for n, t in base.model.named_parameters()]
+    tensors += [(tuple(n.split(".")), t, "buffer") for n, t in base.model.named_buffers()]
+    for pth, _t, _ in tensors:
+        names[pth] = _param_name(pth, taken)
+        taken.add(names[pth])
+
+    translator = _Translator(base.model, fitter, names, path)
+    fallback_reason = None
+    try:
+        fwd = copy.deepcopy(problem.forward)
+        body = [translator.visit(s) for s in fwd.body]
+        body = [ast.fix_missing_locations(s) for s in body]
+        used_paths = list(translator.used)
+    except Untranslatable as exc:
+        fallback_reason = str(exc)
+        body = []
+        used_paths = [
+            p
+            for p, t, kind in tensors
+            if not (
+                p[-1] == "num_batches_tracked" or (p[-1] in ("running_mean", "running_var") and base.model.training)
+            )
+        ]
+    decisions += translator.notes if not fallback_reason else []
+
+    params_specs: list[dict] = []
+    shapes: dict[tuple[str, ...], list] = {}
+
+    def shape_of(pth: tuple[str, ...]) -> list:
+        if pth not in shapes:
+            shapes[pth] = dims_of(
+                lambda r: _tensor_at(r.model, pth), f"self.{'.'.join(pth)}", _tensor_at(base.model, pth).dim()
+            )
+        return shapes[pth]
+
+    for pth in used_paths:
+        t = _tensor_at(base.model, pth)
+        if t.dtype not in DTYPE_NAMES:
+            raise ImportStop(f"self.{'.'.join(pth)} is {t.dtype}: not a dtype of the schema", path=path)
+        def getter(r: Any, pth: Any = pth) -> Any:
+            return _tensor_at(r.model, pth)
+
+        shape = shape_of(pth)
+        init, note = _init_for_param(base.model, pth, shape_of, problem, int_names)
+        if note:
+            decisions.append(f"input {names[pth]} (self.{'.'.join(pth)}): {note}")
+        spec = {"name": names[pth], "dtype": DTYPE_NAMES[t.dtype], "shape": shape}
+        if init != {"kind": "normal"}:
+            spec["init"] = init
+        params_specs.append(spec)
+        getters.append((spec, getter))
+    unused = [".".join(p) for p, t, kind in tensors if p not in used_paths and kind == "parameter"]
+    if unused:
+        decisions.append(
+            f"the model's parameter{'s' if len(unused) > 1 else ''} {', '.join(unused)} "
+            f"{'are' if len(unused) > 1 else 'is'} not used by forward: left out of the signature"
+        )
+
+    out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
+    out_names = [n if n not in taken else n + "_" for n in out_names]
+    outputs = []
+    for i, (oname, o) in enumerate(zip(out_names, outs)):
+        n_outs = len(outs)
+        getter = lambda r, i=i, n=n_outs: (  # noqa: E731 - a formula's getter, as the fitter reads it
+            r.output if n == 1 and not isinstance(r.output, (tuple, list)) else r.output[i]
+        )
+        spec = {"name": oname, "dtype": DTYPE_NAMES[o.dtype], "shape": dims_of(getter, f"output {oname}", o.dim())}
+        outputs.append(spec)
+        getters.append((spec, getter))
+
+    flops, flops_ok = fitter.number_formula(lambda r: r.flops)
+    if not flops_ok:
+        decisions.append(
+            f"roofline.flops is the count of the seen config ({flops}): the counter's total does not "
+            "follow the constants as a product; write it as a formula"
+        )
+
+    # the reference's text
+    all_inputs = inputs + params_specs
+    reference_args = [s["name"] for s in all_inputs]
+    ref_lines = []
+    if fallback_reason is None:
+        body_text = "\n".join(ast.unparse(s) for s in body)
+        free = free_names(body) | free_names([ast.parse(p) for p in prelude])
+    else:
+        init_args = [
+            fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]") for i in range(len(base.init_args))
+        ]
+        init_args += [
+            f"{k}={fitter.render(lambda r, k=k: r.init_kwargs[k], f'get_init_inputs() {k}')}" for k in base.init_kwargs
+        ]
+        first_float = next(
+            (s["name"] for s in all_inputs if s["dtype"].startswith(("float", "bfloat"))),
+            all_inputs[0]["name"] if all_inputs else None,
+        )
+        mapping = ", ".join(f"{'.'.join(p)!r}: {names[p]}" for p in used_paths)
+        fwd_args = ", ".join(problem.params)
+        body_text = "\n".join(
+            [
+                "with torch.device('meta'):",
+                f"    model = {problem.cls.name}({', '.join(init_args)})",
+                f"model = model.to_empty(device={first_float}.device).to({first_float}.dtype)" if first_float else "",
+                f"return torch.func.functional_call(model, {{{mapping}}}, "
+                f"({fwd_args}{',' if len(problem.params) == 1 else ''}))",
+            ]
+        )
+        free = (
+            free_names([ast.parse(body_text.replace("return ", "_ = "))])
+            | free_names([ast.parse(p) for p in prelude])
+            | {problem.cls.name}
+        )
+        decisions.append(
+            f"the reference calls the problem's {problem.cls.name} through torch.func.functional_call "
+            f"because {fallback_reason}: it builds the model on every call (a slower eager baseline); "
+            "write forward as plain torch calls if you can"
+        )
+    decisions += fitter.inexact
+    floats_used = sorted(n for n in free if n in consts and type(consts[n]) is float)
+    ints_in_body = {n for n in free if n in int_names}
+    used_ints = [k for k in consts if k in (fitter.used | ints_in_body) and k in int_names]
+    used_floats = [k for k in consts if k in (set(fitter.used) | set(floats_used)) and type(consts[k]) is float]
+    scalars = [{"name": k, "type": "int64"} for k in used_ints] + [
+        {"name": k, "type": "float32", "value": consts[k]} for k in used_floats
+    ]
+    imports = import_lines(problem.tree)
+    skip = {"get_inputs", "get_init_inputs", *consts}
+    if fallback_reason is None:
+        skip.add(problem.cls.name)
+        helpers = module_defs(problem.tree, free, skip)
+    else:
+        # the problem as written, less get_inputs and get_init_inputs (its constants stay: module code may read
+        # them; inside reference() the scalars of the same names shadow them)
+        helpers = [
+            s
+            for s in problem.tree.body
+            if not isinstance(s, (ast.Import, ast.ImportFrom))
+            and not (isinstance(s, ast.FunctionDef) and s.name in ("get_inputs", "get_init_inputs"))
+        ]
+    bound = bound_by_imports(imports)
+    header = [i for i in imports]
+    if "torch" not in bound:
+        header.append("import torch")
+    if "F" not in bound:
+        header.append("import torch.nn.functional as F")
+    helper_text = join_statements(problem.text, helpers)
+    signature = ", ".join(reference_args + [s["name"] for s in scalars])
+    doc = (
+        f'    """{problem.cls.name}.forward of {path.name} as a function: its tensors, the model\'s parameters and '
+        f'buffers, then the problem\'s\n    constants (written by `arena tasks import`; read it)."""'
+    )
+    ref_lines = [
+        f'"""Reference of {category}/{name}: {problem.cls.name}.forward of {path.name} '
+        '(imported; check it against the original)."""',
+        *header,
+        "",
+    ]
+    if helper_text:
+        ref_lines += ["", helper_text, ""]
+    ref_lines += ["", f"def reference({signature}):", doc]
+    ref_lines += [f"    {ln}" for ln in prelude]
+    ref_lines += [f"    {ln}" if ln else "" for ln in body_text.splitlines() if ln is not None]
+    reference = "\n".join(ref_lines).rstrip() + "\n"
+
+    # configs
+    params = {k: consts[k] for k in used_ints}
+    env_floats = {k: consts[k] for k in used_floats}
+    tensors_specs = inputs + params_specs + [{**o, "_output": True} for o in outputs]
+
+    def valid(cfg: dict) -> bool:
+        try:
+            r = problem.run({**consts, **cfg}, device)
+            env = {**cfg, **env_floats}
+            for spec, get in getters:
+                want = tuple(int(formula.evaluate(x, env)) for x in spec["shape"])
+                if tuple(get(r).shape) != want:
+                    return False
+            return True
+        except Exception:  # noqa: BLE001 - the original does not accept this config
+            return False
+
+    def size(cfg: dict) -> int:
+        try:
+            return count_elements(tensors_specs, {**cfg, **env_floats})
+        except formula.FormulaError:
+            return 10**18
+
+    reinit = [
+        f"{dotted_name(n.func)} (line {n.lineno})"
+        for n in ast.walk(problem.tree)
+        if isinstance(n, ast.Call) and dotted_name(n.func).startswith(("nn.init.", "torch.nn.init.", "init."))
+    ]
+    if reinit:
+        decisions.append(
+            f"the problem re-initialises tensors ({', '.join(reinit[:3])}): the inits in task.yaml follow "
+            "PyTorch's defaults for each module type; make them draw as the problem does"
+        )
+
+    def count(r: _Run) -> int:
+        return len(list(r.model.named_parameters())) + len(list(r.model.named_buffers()))
+
+    structural = [
+        k
+        for k in used_ints
+        if fitter.run({k: consts[k] * 2}) is not None and count(fitter.run({k: consts[k] * 2})) != count(base)
+    ]
+    if structural:
+        decisions.append(
+            f"the number of the model's tensors changes with {', '.join(structural)}: the signature has "
+            f"the tensors of the seen value, so {', '.join(structural)} must stay fixed (shape_space "
+            "choices)"
+        )
+    vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
+    seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem")
+    decisions += notes
+    if len(held) < 4:
+        decisions.append(f"only {len(held)} held-out drafts were accepted by the original: write at least 4")
+    roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
+    decisions += rnotes
+    space = shape_space_draft(params, vary)
+    fixed = [k for k in params if k not in vary]
+    decisions.insert(
+        0,
+        "configs/seen.yaml has the problem's own shapes first; the rest of seen.yaml and all of "
+        "heldout.yaml are drafts (each checked against the original model): make the seen configs "
+        "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
+        "differ in kind",
+    )
+    decisions.insert(
+        1,
+        "shape_space is a draft ([value / 8, 4 * value] for sizes"
+        + (f"; {', '.join(fixed)} fixed" if fixed else "")
+        + "): add the constraints the model needs (divisibility, sizes that must agree), which the "
+        "importer cannot know",
+    )
+    decisions.insert(
+        2,
+        "title, description, tags, difficulty, roofline (bound and formulas) and forbidden are "
+        "drafts: say what the kernel computes, in what precision, and which library calls a candidate "
+        "may not make",
+    )
+    title = _title_from(problem)
+    description = _description_from(problem, path)
+    kinds = sorted(set(translator.calls))
+    ops = sorted(
+        {
+            m.group(0)
+            for m in re.finditer(r"\b(?:F|torch)\.[a-z_0-9.]+", body_text)
+            if m.group(0) not in ("torch.device", "torch.func.functional_call")
+        }
+    )
+    forbidden = sorted({o.replace("F.", "torch.nn.functional.") for o in ops})
+    d = Draft(
+        category=category,
+        name=name,
+        title=title,
+        description=description,
+        entry=name,
+        inputs=inputs + params_specs,
+        outputs=outputs,
+        scalars=scalars,
+        roofline=roofline,
+        shape_space=space,
+        reference=reference,
+        tags=["imported", "kernelbench"],
+        difficulty=1 if len(kinds) + len(ops) <= 1 else 2,
+        forbidden=forbidden,
+        seen=seen,
+        heldout=held,
+        smoke=smoke,
+        decisions=decisions,
+        notes={
+            "title": "say what the task is",
+            "description": "what the kernel computes, precisely",
+            "tags": "families of the coverage table",
+            "difficulty": "1 single op, 2 fused, 3 model block",
+            "roofline": "bytes: every tensor once; flops: PyTorch's counter",
+            "shape_space": "ranges around the problem's values; add constraints",
+            "forbidden": "the calls the reference makes; keep those a candidate may not make",
+        },
+    )
+
+    def self_check(folder: Path) -> tuple[list[str], list[str]]:
+        passed, found = _module_self_check(folder, problem, names, used_paths)
+        return passed, found + _space_check(folder, valid)
+
+    return ModuleTask(d, self_check)
+
+
+def _space_check(folder: Path, valid: Callable[[dict], bool], n: int = 12) -> list[str]:
+    """Configs drawn from the drafted shape_space (as the random split draws them) that the
+    original problem rejects: the constraint the author must add."""
+    from arena.taskdef.loader import load_task
+    from arena.taskdef.shapes import DrawLimits, draw_configs
+
+    try:
+        task = load_task(folder)
+        drawn = draw_configs(task, n, 0, DrawLimits(max_tensor_bytes=1e15, max_roofline_bytes=1e18, max_flops=1e21))
+    except ArenaError:
+        return []
+    bad = [dict(c.params) for c in drawn if not valid(dict(c.params))]
+    if not bad:
+        return []
+    return [
+        f"{len(bad)} of {len(drawn)} configs drawn from the draft shape_space are rejected by the original "
+        f"(e.g. {bad[0]}): add a shape_space constraint"
+    ]
+
+
+def _title_from(problem: ModuleProblem) -> str:
+    doc = ast.get_docstring(problem.cls) or ast.get_docstring(problem.tree) or ""
+    first = doc.strip().splitlines()[0].strip().rstrip(".") if doc.strip() else ""
+    return first[:100] if len(first) >= 3 else f"{problem.path.stem} (imported)"
+
+
+def _description_from(problem: ModuleProblem, path: Path) -> str:
+    doc = (ast.get_docstring(problem.cls) or ast.get_docstring(problem.tree) or "").strip()
+    return (
+        ((doc + "\n\n") if doc else "")
+        + f"Imported from {path.name}: {problem.cls.name}.forward, with the model's parameters as inputs.\n"
+        "TODO: say what the kernel computes, in what precision, and where the work is.\n"
+    )
+
+
+def _module_self_check(
+    folder: Path, problem: ModuleProblem, names: dict[tuple[str, ...], str], used_paths: list[tuple[str, ...]]
+) -> tuple[list[str], list[str]]:
+    """The written reference against the original model on the smoke config, on the CPU: the
+    same inputs (the harness's input maker), the model's tensors set to the signature's."""
+    from arena.check.degeneracy import reference_problems
+    from arena.check.inputs import make_inputs
+    from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import load_task
+
+    out: list[str] = []
+    passed: list[str] = []
+    try:
+        task = load_task(folder)
+        config = task.configs("smoke")[0]
+        env = task.env(config)
+        ins = make_inputs(task, env, 0, "cpu")
+        ref = import_file(task.reference_path, f"arena_import_check_{abs(hash(str(folder)))}")
+        scalars = [task.scalar_value(s, env) for s in task.scalars]
+        got = ref.reference(*[t.clone() for t in ins.values()], *scalars)
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        with torch.random.fork_rng():  # the model's own initialisation draws: the caller's RNG untouched
+            run = problem.run({**problem.constants, **dict(config.params)}, "cpu")
+        with torch.no_grad():
+            for pth in used_paths:
+                _tensor_at(run.model, pth).copy_(ins[names[pth]])
+            args = [ins[n] if n in ins else v for n, v in zip(problem.params, run.inputs)]
+            want = run.model(*args)
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        worst = 0.0
+        for spec, g, w in zip(task.outputs, got, want):
+            if g.shape == w.shape:
+                worst = max(worst, (g.float() - w.float()).abs().max().item() if g.numel() else 0.0)
+            if g.shape != w.shape or not torch.allclose(g.float(), w.float(), rtol=1e-4, atol=1e-5):
+                err = (
+                    (g.float() - w.float()).abs().max().item()
+                    if g.shape == w.shape
+                    else f"shape {tuple(g.shape)} != {tuple(w.shape)}"
+                )
+                out.append(
+                    f"the reference differs from {problem.cls.name}.forward on the smoke config (output "
+                    f"{spec.name}: {err}): correct reference.py"
+                )
+        if not out:
+            passed.append(
+                f"reference.py computes what {problem.cls.name}.forward computes on the smoke config, on the "
+                f"CPU (max abs difference {worst:.1e})"
+            )
+            bad = reference_problems(task, config, "cpu", ref)
+            out += [
+                f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
+                for b in bad
+            ]
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+        out.append(
+            f"the importer could not compare the reference with {problem.cls.name}.forward on the smoke "
+            f"config ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): check it by hand"
+        )
+    return passed, out
