@@ -67,6 +67,18 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _reach(graph: dict[str, set[str]], starts: list[str]) -> set[str]:
+    """Every module the modules ``starts`` import, directly or not."""
+    seen: set[str] = set()
+    todo = list(starts)
+    while todo:
+        for n in graph.get(todo.pop(), ()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return seen
+
+
 def test_no_import_circles():
     cycle = _cycle(_graph())
     assert cycle is None, " -> ".join(cycle)
@@ -103,23 +115,12 @@ def test_each_process_imports_only_what_may_run_in_it():
     """The trusted process imports nothing that runs candidate code or replays it; the replay
     process nothing of the candidate's process (its recorders, its guard, its audit hook)."""
     graph = _graph()
-
-    def reach(start: str) -> set[str]:
-        seen, todo = set(), [start]
-        while todo:
-            m = todo.pop()
-            for n in graph.get(m, ()):
-                if n not in seen:
-                    seen.add(n)
-                    todo.append(n)
-        return seen
-
     trusted = {m for m in graph if m.startswith("arena.evaluation.trusted")}
     for m in sorted(trusted):
         bad = sorted(n for n in graph[m] if n.startswith(("arena.evaluation.candidate", "arena.evaluation.replay",
                                                           "arena.evaluation.server")))
         assert not bad, f"{m} imports {bad}"
-    replay = reach("arena.evaluation.replay.process")
+    replay = _reach(graph, ["arena.evaluation.replay.process"])
     assert not sorted(n for n in replay if n.startswith("arena.evaluation.candidate")), replay
     assert "arena.evaluation.server" in replay and "arena.evaluation.replay.player" in replay
 
@@ -172,11 +173,5 @@ def test_the_evaluation_loads_no_authoring_tool():
     """The importers and ``tasks check`` are tools for authors (``arena.authoring``): nothing an
     evaluation imports reaches them."""
     graph = _graph()
-    seen, todo = set(), [m for m in graph if m.startswith("arena.evaluation")]
-    while todo:
-        m = todo.pop()
-        for n in graph.get(m, ()):
-            if n not in seen:
-                seen.add(n)
-                todo.append(n)
+    seen = _reach(graph, [m for m in graph if m.startswith("arena.evaluation")])
     assert not sorted(m for m in seen if m.startswith("arena.authoring")), seen
