@@ -76,11 +76,11 @@ def test_shipped_agents_are_the_agent_files():
 
 
 def test_what_ci_installs_is_what_the_readme_says():
-    """.ci/run installs hipcc, chromium, bubblewrap and libseccomp2 (nvcc is on the CI
+    """.ci/run installs hipcc, chromium, bubblewrap, libseccomp2 and make (nvcc is on the CI
     machine); the README says exactly that and no more."""
     ci = (REPO / ".ci" / "run").read_text()
     installed = set(re.findall(r"need\+=\(([\w-]+)\)", ci))
-    assert installed == {"hipcc", "chromium", "bubblewrap", "libseccomp2"}
+    assert installed == {"hipcc", "chromium", "bubblewrap", "libseccomp2", "make"}
     assert "nvcc" not in installed
     m = re.search(r"`\.ci/run`, the CI script, installs (.*?) with apt", README)
     assert m, "the README should say what .ci/run installs"

@@ -109,6 +109,7 @@ def test_only_an_evaluation_of_the_tasks_own_files_is_seeded(tmp_path, monkeypat
     process cannot reach it. The candidate's own cache is seeded only for one of the task's
     own files: it is shared by every evaluation of the same file."""
     from arena.evaluation.parent import _caches
+    from arena.evaluation.protocol import JobFrame
 
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
     task = load_task(AXPY)
@@ -121,8 +122,9 @@ def test_only_an_evaluation_of_the_tasks_own_files_is_seeded(tmp_path, monkeypat
     agents.write_text(own.read_text().replace("BLOCK = 1024", "BLOCK = 2048"))
     base = {"language": "triton", "path": str(AXPY / "baseline.py")}
     for path, expected in ((own, 1), (agents, 0)):
-        trusted, candidate = _caches({"candidate": {"language": "triton", "path": str(path)}, "baseline": base},
-                                     H200, task)
+        job = JobFrame(task_dir=str(task.path), candidate={"language": "triton", "path": str(path)}, baseline=base,
+                       device={}, splits=[], timeouts={})
+        trusted, candidate = _caches(job, H200, task)
         assert len(_entries(trusted)) == 1, path
         assert len(_entries(candidate)) == expected, path
     assert trusted != candidate

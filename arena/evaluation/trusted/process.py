@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sys
 import time
 import traceback
@@ -878,21 +879,26 @@ def main(argv: list[str]) -> int:
         for p in peers:
             p.close()
         return 2
-    job = decode(raw, (JobFrame,))
-    os.environ.update(job.env)  # this job's caches (read when first used; the baseline's process too)
-    send = signed_writer(out_fd, bytes.fromhex(job.key))
-    job.key = ""
+    key = raw.get("key") if isinstance(raw, dict) else None
+    if not isinstance(key, str) or not re.fullmatch(r"(?:[0-9a-f]{2})+", key):
+        for p in peers:
+            p.close()
+        return 2
+    send = signed_writer(out_fd, bytes.fromhex(key))
     if mode == "gpu" and len(argv) > 3:
         # from now on its processes are in the GPU's memory account: they open their device contexts
         from arena.evaluation.memory import MemoryAccount
 
         MemoryAccount(int(argv[3]), 0).stand(3, "a worker's processes")
-    if len(peers) == 1 and job.timing and job.baseline:
-        peers.append(_peer(mode, "b"))
-    replay = _peer(mode, "r", fork=True) if replayed(job) else None
-    if replay is not None:
-        peers.append(replay)
     try:
+        # the job, decoded field by field (a job that does not decode is the harness's failure, told signed)
+        job = decode({**raw, "key": ""}, (JobFrame,))
+        os.environ.update(job.env)  # this job's caches (read when first used; the baseline's process too)
+        if len(peers) == 1 and job.timing and job.baseline:
+            peers.append(_peer(mode, "b"))
+        replay = _peer(mode, "r", fork=True) if replayed(job) else None
+        if replay is not None:
+            peers.append(replay)
         if mode == "gpu":
             open_devices(peers, job.kernel_cache)
         ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 and peers[1] is not replay else None, replay)
