@@ -1,119 +1,14 @@
 """The candidate process's audit hook (PEP 578): what a Python candidate may not do ends the process.
 
-The candidate process (``arena.evaluation.candidate.process``) calls ``install(policy, notice_fd)`` once, then
-``arm()`` right before it imports a Triton candidate. From then on every audit event of the
-process passes through one hook that either returns (allowed) or refuses: it writes one JSON
-line ``{"type": "forbidden", "event": ..., "detail": ...}`` to ``notice_fd`` (a pipe the
+The candidate process (``arena.evaluation.candidate.process``) calls ``install(policy, notice_fd)``
+once, then ``arm()`` right before it imports a Triton candidate. From then on every audit event
+of the process passes through one hook that either returns (allowed) or refuses: it writes one
+JSON line ``{"type": "forbidden", "event": ..., "detail": ...}`` to ``notice_fd`` (a pipe the
 trusted process reads, ``parse_notice``) and ends the process at once with
 ``os._exit(FORBIDDEN_EXIT)``. Nothing is raised, so a candidate cannot catch a refusal and carry
-on. ``policy_data()`` returns the policy as data (for the record and the tests).
-
-What is refused after ``arm()`` (``policy_data()`` has the exact tables):
-
-- ctypes: every ``ctypes.*`` event (dlopen, dlsym, cdata/from_address, call_function, string_at,
-  addressof, get_errno ...);
-- processes: ``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
-  ``os.fork*``, ``pty.spawn``, ``_posixsubprocess.fork_exec`` (which fires no event of its own: see
-  "arm" below), except the tools Triton's compiler runs: ``ptxas`` (Triton's own resolution,
-  ``triton.knobs.nvidia.ptxas``/``ptxas_blackwell``), and the C compiler Triton's
-  ``runtime/build.py`` would pick (``CC`` or gcc/clang) while Triton compiles a launcher or its
-  driver utilities. Allowed only when the executable is exactly the resolved tool, the command
-  comes from Triton's own code (the frames between the hook and the first frame outside
-  ``subprocess`` must be, by code object identity, ``make_cubin`` / ``NvidiaTool.from_path`` /
-  ``get_ptxas_version`` for ptxas, ``_build`` <- ``compile_module_from_src`` <- a launcher or
-  utils ``__init__`` for the C compiler), the child inherits the process environment unchanged
-  (changes to ``PATH``, ``LD_*``, ``GCC_*``, include/library paths, ``CC``, ``TMPDIR``, Triton's tool
-  and cache knobs are refused, ``os.putenv``), and for the C compiler the command line is exactly
-  the one ``_build`` makes (flags from Triton's include/library lists captured at install, a
-  ``{name}.c`` and ``{name}{EXT_SUFFIX}`` in one temporary directory) and Triton's build and
-  driver modules (their globals, the build/cache knobs, the launcher classes) are as they were
-  at install. Triton 3.7 and 3.6 differ here: 3.6 compiles a C launcher per kernel signature
-  (``CudaLauncher.__init__`` calls ``compile_module_from_src``) so the compiler runs on the first
-  launch of every new signature; 3.7 has one generic launcher in ``cuda_utils``, compiled when the
-  driver starts (before ``arm()`` in the candidate process). Neither version runs ``ld.lld`` as a
-  process (the AMD backend links in-process, ``amd.link_hsaco``), so no linker is allowed;
-- native code: loading an extension module (the ``import`` event with a file path) other than
-  Triton's launcher/utils modules (``__triton_launcher``, ``cuda_utils``, ``hip_utils``) loaded from
-  the Triton cache directory by ``_load_module_from_path`` <- ``compile_module_from_src`` <- a
-  launcher/utils ``__init__``, and a short list of computational standard-library extensions from
-  the interpreter's own ``lib-dynload`` (``math``, ``_decimal``, ...); writing a native library
-  (``*.so``) into the Triton cache or renaming/linking anything into it except through Triton's
-  ``FileCacheManager.put`` on that same path; ``os.symlink``; bytecode other than the standard
-  ``.pyc`` files of trusted read-only roots (``marshal.loads`` is allowed only from importlib's
-  ``_compile_bytecode`` with bytes equal to that file's), ``code.__new__`` (crafted bytecode reads
-  and writes memory), ``function.__new__`` / ``exec`` of the code objects this policy trusts;
-- sockets (every ``socket.*`` event), ``os.kill``/``killpg``, ``signal.pthread_kill``;
-- opening ``/proc/<pid>/mem`` (also ``/proc/self``, ``thread-self``, ``task/<tid>``, through symlinks,
-  a final component ``mem`` of a relative path, ``/dev/mem``) in any mode; other writes are left
-  to the filesystem sandbox (Landlock, ``arena.evaluation.sandbox``);
-- introspection: ``gc.get_objects``/``get_referrers``/``get_referents``, ``sys._current_frames``,
-  ``sys.settrace``, ``sys.setprofile``, ``sys.monitoring.register_callback``, ``sys.addaudithook``
-  (another hook would receive every event's arguments, frames included), ``sys._getframe`` and
-  reading ``tb_frame``/``gi_frame``/``cr_frame``/``ag_frame``, and assigning or deleting a
-  function's ``__code__``/``__defaults__``/``__kwdefaults__``.
-
-Left allowed, and why: ``sys._getframe`` from ``typing._caller``, ``collections.namedtuple``,
-``enum``'s functional API and ``typing_extensions`` (Triton's lazily imported modules and
-``CompiledKernel.__init__`` call them; each reads the frame in place and returns a string or a
-bool); ``tb_frame`` read by Triton's ``filter_traceback`` (every compile error) and by the
-``traceback`` module's own formatting (``_walk_tb_with_full_positions`` consumed by
-``StackSummary._extract_from_extended_frame_gen`` without ``capture_locals``), so that
-``traceback.format_exc()`` and ``logging.exception`` work; ``sys._getframemodulename`` (a module
-name, no frame); reading ``f_code``, ``__code__``, ``__defaults__``, ``__kwdefaults__`` (inspect, torch
-and Triton read them constantly); ``object.__setattr__`` on types (``__module__``, ``__doc__``);
-pure-Python imports; ``open`` for reading; ``mmap``; ``os.listdir``; ``exec``/``compile`` of source.
-
-Robustness of the hook itself: the hook is added by ``arm()`` (so it is inert before and
-arming cannot be undone: audit hooks cannot be removed). It reads no mutable state: it has no
-globals (its globals and builtins are empty dicts), no closure, and takes everything it uses
-(builtins included) from a tuple of defaults filled at install with immutable data (tuples,
-frozensets, read-only mapping views over private dicts, code objects). Assigning any function's
-``__code__``/``__defaults__``/``__kwdefaults__`` is refused, so neither the hook nor the Triton and
-stdlib functions it trusts by code identity can be changed. No reference to the hook is kept
-once armed. When it needs the calling frames it gets its own frame through a private helper;
-the nested ``sys._getframe`` event of that call is accepted only if the returned frame runs the
-helper's code *and* its reference count is the one of a fresh call (a candidate that runs on
-top of the hook -- a signal handler, a finalizer -- and reaches that frame with ``_getframe(k)``
-adds references and is refused).
-
-``arm()`` also changes four things in the process: ``subprocess._fork_exec`` becomes a gate
-that fires ``arena.evaluation.candidate.audit.fork_exec`` with a frozen copy of its arguments before calling the real
-``_posixsubprocess.fork_exec`` (which starts processes without any audit event of its own);
-``_posixsubprocess`` leaves ``sys.modules`` and ``_imp.create_builtin`` becomes a gate firing
-``arena.evaluation.candidate.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters
-where
-``_posixsubprocess`` is built in, as Debian's and Ubuntu's Python 3.12 on the GPU machine,
-``importlib.import_module`` makes a fresh copy of it without any event; where it is a shared
-library, as with pyenv's 3.11, loading it again is an extension load, refused);
-``subprocess._USE_POSIX_SPAWN`` becomes False (``os.posix_spawn`` passes ``os.environ`` as a Python
-mapping a candidate can alter without ``os.putenv``: it is refused); ``logging._srcfile`` becomes
-None (``Logger.findCaller`` would hand frames to module globals a candidate can replace).
-
-For the caller: a Python candidate must be imported from its source, not from a ``__pycache__``
-file (bytecode is accepted only beneath the trusted roots); ``traceback.format_exc()`` and
-``logging`` keep working after arming; every ``id()`` fires ``builtins.id`` and so costs one call of
-the hook (~1 us), which code calling ``id()`` in bulk after arming (``arena.evaluation.candidate.guard.Seal``) pays; a
-process that the hook ended may fail to leave a notice (a candidate can close the pipe first):
-its exit code, ``FORBIDDEN_EXIT``, says it all the same.
-
-What this does NOT stop (the audit hook is a policy over CPython's audit events, not a sandbox):
-
-- ctypes primitives that fire no event, and ``_ctypes`` is loaded in every candidate process
-  (torch imports ctypes): ``ctypes.c_char_p(address).value`` reads, ``ctypes.pointer(x)[i] = v``
-  writes out of bounds, ``ctypes.cast`` converts. With them a candidate can read and write this
-  process's memory (the hook, the timer's samples) without any refused event;
-- raw addresses through other libraries: numpy's ``__array_interface__`` / ``__cuda_array_interface__``
-  with a chosen address, ``torch._C._construct_storage_from_data_pointer``, ``torch.from_dlpack``;
-- Python-level state reachable without frames: closures (``__closure__``/``cell_contents`` read and
-  write fire no event), module globals, class attributes (assigning them fires no event);
-- data races on files Triton itself uses: a candidate thread or signal handler can rewrite the
-  temporary ``.c`` file (or drop headers beside it) between Triton writing it and the compiler
-  reading it; on Triton 3.6 a candidate that changes Triton's launcher generator data in ways the
-  install-time snapshot does not cover could still have Triton compile C of its choosing;
-- an open of a path object whose conversion to ``str`` is made to return different strings on
-  successive calls in ways not checked here; the ``/proc/<pid>/mem`` rule is a second line behind
-  Landlock, which keeps /proc read-only;
-- CPython bugs that corrupt memory from pure Python, and anything done before ``arm()``.
+on. ``policy_data()`` returns the policy as data (for the record and the tests). What it refuses
+and allows, and why, is written above ``CandidatePolicy``; how the hook keeps itself intact, at
+``install``; what ``arm()`` changes, at ``arm``; what it does not stop, below.
 """
 
 from __future__ import annotations
@@ -125,6 +20,25 @@ import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
+
+# What this does NOT stop (the audit hook is a policy over CPython's audit events, not a sandbox):
+#
+# - ctypes primitives that fire no event, and ``_ctypes`` is loaded in every candidate process
+#   (torch imports ctypes): ``ctypes.c_char_p(address).value`` reads, ``ctypes.pointer(x)[i] = v``
+#   writes out of bounds, ``ctypes.cast`` converts. With them a candidate can read and write this
+#   process's memory (the hook, the timer's samples) without any refused event;
+# - raw addresses through other libraries: numpy's ``__array_interface__`` / ``__cuda_array_interface__``
+#   with a chosen address, ``torch._C._construct_storage_from_data_pointer``, ``torch.from_dlpack``;
+# - Python-level state reachable without frames: closures (``__closure__``/``cell_contents`` read and
+#   write fire no event), module globals, class attributes (assigning them fires no event);
+# - data races on files Triton itself uses: a candidate thread or signal handler can rewrite the
+#   temporary ``.c`` file (or drop headers beside it) between Triton writing it and the compiler
+#   reading it; on Triton 3.6 a candidate that changes Triton's launcher generator data in ways the
+#   install-time snapshot does not cover could still have Triton compile C of its choosing;
+# - an open of a path object whose conversion to ``str`` is made to return different strings on
+#   successive calls in ways not checked here; the ``/proc/<pid>/mem`` rule is a second line behind
+#   Landlock, which keeps /proc read-only;
+# - CPython bugs that corrupt memory from pure Python, and anything done before ``arm()``.
 
 FORBIDDEN_EXIT = 86
 NOTICE_TYPE = "forbidden"
@@ -327,6 +241,67 @@ def parse_notice(text: str) -> str:
 
 
 @dataclass(frozen=True)
+# What is refused after ``arm()`` (``policy_data()`` has the exact tables):
+#
+# - ctypes: every ``ctypes.*`` event (dlopen, dlsym, cdata/from_address, call_function, string_at,
+#   addressof, get_errno ...);
+# - processes: ``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
+#   ``os.fork*``, ``pty.spawn``, ``_posixsubprocess.fork_exec`` (which fires no event of its own: see
+#   "arm" below), except the tools Triton's compiler runs: ``ptxas`` (Triton's own resolution,
+#   ``triton.knobs.nvidia.ptxas``/``ptxas_blackwell``), and the C compiler Triton's
+#   ``runtime/build.py`` would pick (``CC`` or gcc/clang) while Triton compiles a launcher or its
+#   driver utilities. Allowed only when the executable is exactly the resolved tool, the command
+#   comes from Triton's own code (the frames between the hook and the first frame outside
+#   ``subprocess`` must be, by code object identity, ``make_cubin`` / ``NvidiaTool.from_path`` /
+#   ``get_ptxas_version`` for ptxas, ``_build`` <- ``compile_module_from_src`` <- a launcher or
+#   utils ``__init__`` for the C compiler), the child inherits the process environment unchanged
+#   (changes to ``PATH``, ``LD_*``, ``GCC_*``, include/library paths, ``CC``, ``TMPDIR``, Triton's tool
+#   and cache knobs are refused, ``os.putenv``), and for the C compiler the command line is exactly
+#   the one ``_build`` makes (flags from Triton's include/library lists captured at install, a
+#   ``{name}.c`` and ``{name}{EXT_SUFFIX}`` in one temporary directory) and Triton's build and
+#   driver modules (their globals, the build/cache knobs, the launcher classes) are as they were
+#   at install. Triton 3.7 and 3.6 differ here: 3.6 compiles a C launcher per kernel signature
+#   (``CudaLauncher.__init__`` calls ``compile_module_from_src``) so the compiler runs on the first
+#   launch of every new signature; 3.7 has one generic launcher in ``cuda_utils``, compiled when the
+#   driver starts (before ``arm()`` in the candidate process). Neither version runs ``ld.lld`` as a
+#   process (the AMD backend links in-process, ``amd.link_hsaco``), so no linker is allowed;
+# - native code: loading an extension module (the ``import`` event with a file path) other than
+#   Triton's launcher/utils modules (``__triton_launcher``, ``cuda_utils``, ``hip_utils``) loaded from
+#   the Triton cache directory by ``_load_module_from_path`` <- ``compile_module_from_src`` <- a
+#   launcher/utils ``__init__``, and a short list of computational standard-library extensions from
+#   the interpreter's own ``lib-dynload`` (``math``, ``_decimal``, ...); writing a native library
+#   (``*.so``) into the Triton cache or renaming/linking anything into it except through Triton's
+#   ``FileCacheManager.put`` on that same path; ``os.symlink``; bytecode other than the standard
+#   ``.pyc`` files of trusted read-only roots (``marshal.loads`` is allowed only from importlib's
+#   ``_compile_bytecode`` with bytes equal to that file's), ``code.__new__`` (crafted bytecode reads
+#   and writes memory), ``function.__new__`` / ``exec`` of the code objects this policy trusts;
+# - sockets (every ``socket.*`` event), ``os.kill``/``killpg``, ``signal.pthread_kill``;
+# - opening ``/proc/<pid>/mem`` (also ``/proc/self``, ``thread-self``, ``task/<tid>``, through symlinks,
+#   a final component ``mem`` of a relative path, ``/dev/mem``) in any mode; other writes are left
+#   to the filesystem sandbox (Landlock, ``arena.evaluation.sandbox``);
+# - introspection: ``gc.get_objects``/``get_referrers``/``get_referents``, ``sys._current_frames``,
+#   ``sys.settrace``, ``sys.setprofile``, ``sys.monitoring.register_callback``, ``sys.addaudithook``
+#   (another hook would receive every event's arguments, frames included), ``sys._getframe`` and
+#   reading ``tb_frame``/``gi_frame``/``cr_frame``/``ag_frame``, and assigning or deleting a
+#   function's ``__code__``/``__defaults__``/``__kwdefaults__``.
+#
+# Left allowed, and why: ``sys._getframe`` from ``typing._caller``, ``collections.namedtuple``,
+# ``enum``'s functional API and ``typing_extensions`` (Triton's lazily imported modules and
+# ``CompiledKernel.__init__`` call them; each reads the frame in place and returns a string or a
+# bool); ``tb_frame`` read by Triton's ``filter_traceback`` (every compile error) and by the
+# ``traceback`` module's own formatting (``_walk_tb_with_full_positions`` consumed by
+# ``StackSummary._extract_from_extended_frame_gen`` without ``capture_locals``), so that
+# ``traceback.format_exc()`` and ``logging.exception`` work; ``sys._getframemodulename`` (a module
+# name, no frame); reading ``f_code``, ``__code__``, ``__defaults__``, ``__kwdefaults__`` (inspect, torch
+# and Triton read them constantly); ``object.__setattr__`` on types (``__module__``, ``__doc__``);
+# pure-Python imports; ``open`` for reading; ``mmap``; ``os.listdir``; ``exec``/``compile`` of source.
+#
+# For the caller: a Python candidate must be imported from its source, not from a ``__pycache__``
+# file (bytecode is accepted only beneath the trusted roots); ``traceback.format_exc()`` and
+# ``logging`` keep working after arming; every ``id()`` fires ``builtins.id`` and so costs one call of
+# the hook (~1 us), which code calling ``id()`` in bulk after arming (``arena.evaluation.candidate.guard.Seal``) pays; a
+# process that the hook ended may fail to leave a notice (a candidate can close the pipe first):
+# its exit code, ``FORBIDDEN_EXIT``, says it all the same.
 class CandidatePolicy:
     """What the caller decides. Everything else is resolved from the process at install time."""
 
@@ -1278,7 +1253,21 @@ def _idmap(codes: Any) -> types.MappingProxyType:
 
 def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
     """Prepare the hook for this process (once: a second call raises RuntimeError). Nothing is
-    refused until ``arm()``. Returns what was resolved (also in ``policy_data()``)."""
+    refused until ``arm()``. Returns what was resolved (also in ``policy_data()``).
+
+    Robustness of the hook itself: the hook is added by ``arm()`` (so it is inert before and
+    arming cannot be undone: audit hooks cannot be removed). It reads no mutable state: it has no
+    globals (its globals and builtins are empty dicts), no closure, and takes everything it uses
+    (builtins included) from a tuple of defaults filled at install with immutable data (tuples,
+    frozensets, read-only mapping views over private dicts, code objects). Assigning any function's
+    ``__code__``/``__defaults__``/``__kwdefaults__`` is refused, so neither the hook nor the Triton and
+    stdlib functions it trusts by code identity can be changed. No reference to the hook is kept
+    once armed. When it needs the calling frames it gets its own frame through a private helper;
+    the nested ``sys._getframe`` event of that call is accepted only if the returned frame runs the
+    helper's code *and* its reference count is the one of a fresh call (a candidate that runs on
+    top of the hook -- a signal handler, a finalizer -- and reaches that frame with ``_getframe(k)``
+    adds references and is refused).
+    """
     if _STATE:
         raise RuntimeError("the audit hook is already installed in this process")
     import _imp
@@ -1597,7 +1586,21 @@ def install(policy: CandidatePolicy, notice_fd: int | None) -> Resolved:
 
 def arm() -> None:
     """Start refusing, for good (audit hooks cannot be removed). Call right before the candidate
-    is imported; a second call raises RuntimeError."""
+    is imported; a second call raises RuntimeError.
+
+    ``arm()`` also changes four things in the process: ``subprocess._fork_exec`` becomes a gate
+    that fires ``arena.evaluation.candidate.audit.fork_exec`` with a frozen copy of its arguments
+    before calling the real ``_posixsubprocess.fork_exec`` (which starts processes without any audit event of its own);
+    ``_posixsubprocess`` leaves ``sys.modules`` and ``_imp.create_builtin`` becomes a gate firing
+    ``arena.evaluation.candidate.audit.create_builtin``, refused for ``_posixsubprocess`` and ``_imp`` (on interpreters
+    where
+    ``_posixsubprocess`` is built in, as Debian's and Ubuntu's Python 3.12 on the GPU machine,
+    ``importlib.import_module`` makes a fresh copy of it without any event; where it is a shared
+    library, as with pyenv's 3.11, loading it again is an extension load, refused);
+    ``subprocess._USE_POSIX_SPAWN`` becomes False (``os.posix_spawn`` passes ``os.environ`` as a Python
+    mapping a candidate can alter without ``os.putenv``: it is refused); ``logging._srcfile`` becomes
+    None (``Logger.findCaller`` would hand frames to module globals a candidate can replace).
+    """
     if not _STATE:
         raise RuntimeError("install() the audit hook before arming it")
     if _STATE.get("armed"):
