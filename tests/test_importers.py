@@ -107,6 +107,90 @@ def test_kernelbench_linear_activation_becomes_a_valid_torch2hip_task(tmp_path):
     assert any("arena tasks check torch2hip/kb_linear_gelu --device cpu" in d for d in decisions)
 
 
+def test_kernelbench_sizes_written_as_numbers_become_parameters_with_held_out_drafts(tmp_path):
+    """A problem with no module constants, its sizes written as numbers in get_inputs: each
+    number becomes a config parameter (one number, one parameter, so a matmul's shared size
+    stays shared), and held-out configs are drafted over them and checked against the original;
+    a randint's bounds are values, not sizes, and stay as written."""
+    src = FIX / "kb_literal_matmul.py"
+    result = import_kernelbench(src, tmp_path)
+    folder = tmp_path / "torch2hip" / "kb_literal_matmul"
+    assert result.ok and validate_task_dir(folder) == [], result.report()
+    task = load_task(folder)
+    assert [(i.name, i.shape) for i in task.inputs] == [
+        ("a", ("dim0", "dim1")), ("b", ("dim1", "dim2")), ("idx", ("dim0", "dim2"))]
+    assert dict(task.configs("seen")[0].params) == {"dim0": 48, "dim1": 160, "dim2": 96}
+    held = [dict(c.params) for c in task.configs("heldout")]
+    assert len(held) >= 4 and any(c["dim0"] % 2 for c in held)          # an odd size among them
+    for split in ("seen", "heldout", "smoke"):
+        assert _reference_matches_forward(folder, src, split) < 1e-4
+    assert any("dim0 = 48, dim1 = 160, dim2 = 96" in d for d in _decisions(result.report()))
+
+
+def test_kernelbench_constants_written_as_arithmetic_are_read_and_varied(tmp_path):
+    """``M = 64 * 2`` and ``K = 2**7`` are the problem's constants like ``M = 128`` (before, a
+    problem writing its sizes so had one seen config and no held-out one)."""
+    import ast
+
+    from arena.authoring.importers.common import literal_constants
+
+    src = FIX / "kb_expr_sizes.py"
+    assert literal_constants(ast.parse(src.read_text())) == {"M": 128, "K": 128, "half": 0.5}
+    assert literal_constants(ast.parse("A = 2 ** 100000\nB = n * 2\nC = True\nD = -(3 << 2)\n")) == {"D": -12}
+    result = import_kernelbench(src, tmp_path)
+    folder = tmp_path / "torch2hip" / "kb_expr_sizes"
+    assert result.ok and validate_task_dir(folder) == [], result.report()
+    task = load_task(folder)
+    assert [(i.name, i.shape) for i in task.inputs] == [("a", ("M", "K")), ("b", ("K", "dim0"))]
+    assert len(task.configs("seen")) >= 3 and len(task.configs("heldout")) >= 4
+    for split in ("seen", "heldout", "smoke"):
+        assert _reference_matches_forward(folder, src, split) < 1e-4
+
+
+def test_a_sliding_windows_output_size_is_written_as_its_formula():
+    """A convolution's or pooling's output size follows its input's size, kernel, stride,
+    padding and dilation in a way no affine or product formula writes; the importer fits
+    PyTorch's formulas over the constants that change it (those absent are left out)."""
+    from arena.authoring.importers.common import Fitter
+    from arena.taskdef import formula
+
+    def conv(q):
+        return (q["height"] + 2 * q["pad"] - q["dil"] * (q["kernel"] - 1) - 1) // q["stride"] + 1
+
+    base = {"height": 67, "kernel": 3, "stride": 2, "pad": 1, "dil": 1, "batch": 16}
+    text = Fitter(base, conv).int_formula(lambda r: r, "out")
+    assert text == "(height + 2 * pad - dil * (kernel - 1) - 1) // stride + 1"
+    for h in (8, 31, 128):
+        q = {**base, "height": h, "kernel": 5, "dil": 2}
+        assert int(formula.evaluate(text, q)) == conv(q)
+
+    def transposed(q):
+        return (q["length"] - 1) * q["stride"] + (q["kernel"] - 1) + 1
+
+    text = Fitter({"length": 100, "kernel": 3, "stride": 2}, transposed).int_formula(lambda r: r, "out")
+    assert text == "(length - 1) * stride + (kernel - 1) + 1"
+    fit = Fitter({"length": 100, "kernel": 3}, lambda q: q["length"] * q["length"] % 97 + q["kernel"])
+    assert fit.int_formula(lambda r: r, "odd") == 100 * 100 % 97 + 3 and fit.inexact
+
+
+def test_lifting_sizes_leaves_values_small_numbers_and_taken_names_alone():
+    import ast
+
+    from arena.authoring.importers.kernelbench import lift_literal_sizes
+
+    tree = ast.parse("dim0 = 3\n"
+                     "def get_inputs():\n"
+                     "    return [torch.randn(4, 4096), torch.randint(0, 100, (4096, 16)), torch.full((32,), 9.0)]\n"
+                     "def get_init_inputs():\n"
+                     "    return [64, 2, 0.5]\n")
+    funcs = [s for s in tree.body if isinstance(s, ast.FunctionDef)]
+    lifted_tree, lifted = lift_literal_sizes(tree, funcs)
+    assert lifted == {"dim1": 4096, "dim2": 16, "dim3": 32, "dim4": 64}
+    text = ast.unparse(lifted_tree)
+    assert "torch.randn(4, dim1)" in text and "torch.randint(0, 100, (dim1, dim2))" in text
+    assert "torch.full((dim3,), 9.0)" in text and "return [dim4, 2, 0.5]" in text
+
+
 def test_kernelbench_conv_and_norm(tmp_path):
     result = import_kernelbench(FIX / "kb_conv_groupnorm.py", tmp_path, task_id="conv_gn_tanh")
     folder = tmp_path / "torch2hip" / "conv_gn_tanh"

@@ -126,6 +126,8 @@ class Fitter:
             text = self._monomial(affecting, get, v0)
         if text is None and len(affecting) > 1:
             text = self._affine(affecting, get, v0)
+        if text is None and 2 <= len(affecting) <= 5:
+            text = self._window(affecting, get, v0)
         if text is None:
             if what:
                 self.inexact.append(f"{what} is {v0} here but changes with {', '.join(affecting)} in a way the "
@@ -196,6 +198,63 @@ class Fitter:
         if text.startswith("-"):
             return None
         return text + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
+
+    # a sliding window's output size (convolution, pooling; PyTorch's docs for Conv2d / ConvTranspose2d):
+    # each template is a function of the roles size, kernel, stride, padding, dilation, and its text
+    WINDOWS = (
+        (lambda x, k, s, p, d: (x + 2 * p - d * (k - 1) - 1) // s + 1, "conv"),
+        (lambda x, k, s, p, d: (x - 1) * s - 2 * p + d * (k - 1) + 1, "transposed"),
+    )
+
+    @staticmethod
+    def _window_text(kind: str, role: dict[str, str]) -> str:
+        """The template written over the constants in ``role``, the absent roles left out."""
+        x, k, s, p, d = (role.get(r) for r in ("x", "k", "s", "p", "d"))
+        span = f" - {d} * ({k} - 1)" if k and d else f" - ({k} - 1)" if k else ""
+        if kind == "conv":
+            inner = f"{x}" + (f" + 2 * {p}" if p else "") + span
+            return f"({inner} - 1) // {s} + 1" if s else inner
+        grown = span.replace(" - ", " + ", 1) if span else ""
+        return (f"({x} - 1) * {s}" if s else f"{x} - 1") + (f" - 2 * {p}" if p else "") + grown + " + 1"
+
+    def _window(self, names: list[str], get: Callable, v0: int) -> str | None:
+        """A convolution's or a pooling's output size over the constants that change it: one of
+        them the input's size, the others its kernel, stride, padding and dilation (each role
+        one constant or absent: kernel 1, stride 1, padding 0, dilation 1), checked on every
+        probe made (each constant doubled and tripled, all doubled together)."""
+        import itertools
+
+        roles = ("x", "k", "s", "p", "d")
+        absent = {"k": 1, "s": 1, "p": 0, "d": 1}
+        probes: list[tuple[dict[str, int], int]] = [(dict(self.base), v0)]
+        for c in names:
+            for factor in (2, 3):
+                try:
+                    probes.append(({**self.base, c: self.base[c] * factor}, int(self._at(c, factor, get))))
+                except _NoValue:
+                    pass
+        both = {c: 2 * self.base[c] for c in names}
+        try:
+            probes.append(({**self.base, **both}, int(self._get(get, self.run(both)))))
+        except _NoValue:
+            pass
+        # the input's size first among the largest constants (a kernel, a stride are small)
+        by_size = sorted(names, key=lambda c: -self.base[c])
+        for fn, kind in self.WINDOWS:
+            for picked in itertools.permutations(roles, len(names)):
+                if "x" not in picked:
+                    continue
+                role = dict(zip(picked, by_size))
+
+                def value(values: dict[str, int], fn: Callable = fn, role: dict = role) -> int | None:
+                    args = {r: values[role[r]] if r in role else absent[r] for r in roles}
+                    if args["s"] <= 0:
+                        return None
+                    return fn(**args)
+
+                if all(value(values) == want for values, want in probes):
+                    return self._window_text(kind, {r: role[r] for r in role})
+        return None
 
     def _monomial(self, names: list[str], get: Callable, v0: float) -> str | None:
         if v0 == 0:
@@ -600,13 +659,36 @@ def literal_constants(tree: ast.Module) -> dict[str, int | float]:
             target, value = stmt.target.id, stmt.value
         else:
             continue
-        try:
-            v = ast.literal_eval(value)
-        except (ValueError, SyntaxError, TypeError):
-            continue
-        if type(v) in (int, float):
+        v = number_expression(value)
+        if v is not None:
             out[target] = v
     return out
+
+
+_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b,
+               ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b}
+
+
+def number_expression(node: ast.AST) -> int | float | None:
+    """The value of a number written as arithmetic on numbers (``2048 * 2``, ``2**12``,
+    ``1 << 10``, ``-1``), or None for anything else (a name, a call, a bool). Big powers and
+    shifts are refused rather than computed."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) in (int, float) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = number_expression(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        a, b = number_expression(node.left), number_expression(node.right)
+        if a is None or b is None or (isinstance(node.op, (ast.Pow, ast.LShift)) and abs(b) > 64):
+            return None
+        try:
+            v = _ARITHMETIC[type(node.op)](a, b)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+        return v if type(v) in (int, float) and abs(v) < 2**63 else None
+    return None
 
 
 def with_constants(tree: ast.Module, values: dict[str, Any]) -> ast.Module:

@@ -14,6 +14,7 @@ import torch
 from arena.authoring.importers.common import (
     DTYPE_NAMES,
     MIN_VARIED,
+    TENSOR_MAKERS,
     Draft,
     Fitter,
     ImportResult,
@@ -73,6 +74,62 @@ def _first_case(value: Any) -> tuple[list, int]:
     return (list(first) if isinstance(first, (list, tuple)) else [first]), len(cases)
 
 
+LIFTED_PREFIX = "dim"     # the names of the sizes lifted from get_inputs / get_init_inputs: dim0, dim1, ...
+SIZE_ARGS_ONLY = {"randint": 2, "full": 0, "randint_like": 1}    # makers whose sizes are the one argument at this place
+
+
+def lift_literal_sizes(tree: ast.Module, funcs: list[ast.FunctionDef]) -> tuple[ast.Module, dict[str, int]]:
+    """``tree`` with each integer of at least ``MIN_VARIED`` written as a size where ``funcs``
+    make the inputs (``torch.randn(16, 16384)``, ``torch.randint(0, 10, (64, 512))``, the list
+    get_init_inputs returns) replaced by a module constant (``dim0 = 16``); the same number is
+    the same constant (a matmul's shared dimension stays shared). Returns the tree and the
+    constants made, by name."""
+    tree = copy.deepcopy(tree)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    made: dict[int, str] = {}
+    wanted = {f.name for f in funcs}
+
+    def name_for(value: int) -> str:
+        if value not in made:
+            k = len(made)
+            while f"{LIFTED_PREFIX}{k}" in names:
+                k += 1
+            made[value] = f"{LIFTED_PREFIX}{k}"
+            names.add(made[value])
+        return made[value]
+
+    def lift(node: ast.AST) -> ast.AST:
+        """A size (an int literal, or a tuple or list of them) with its numbers lifted."""
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= MIN_VARIED:
+            return ast.copy_location(ast.Name(name_for(node.value), ast.Load()), node)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            node.elts = [lift(e) for e in node.elts]
+        return node
+
+    for fn in (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name in wanted):
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and call_name(node).split(".")[-1] in TENSOR_MAKERS:
+                maker = call_name(node).split(".")[-1]
+                if maker in SIZE_ARGS_ONLY:
+                    at = SIZE_ARGS_ONLY[maker]
+                    if len(node.args) > at:
+                        node.args[at] = lift(node.args[at])
+                elif maker not in ("tensor", "arange") and not maker.endswith("_like"):
+                    node.args = [lift(a) for a in node.args]
+                for kw in node.keywords:
+                    if kw.arg == "size":
+                        kw.value = lift(kw.value)
+            if fn.name == "get_init_inputs" and isinstance(node, ast.Return) and isinstance(node.value, (ast.List,
+                                                                                                         ast.Tuple)):
+                node.value.elts = [lift(e) if isinstance(e, ast.Constant) else e for e in node.value.elts]
+    if not made:
+        return tree, {}
+    first = next((i for i, s in enumerate(tree.body) if isinstance(s, (ast.FunctionDef, ast.ClassDef))), 0)
+    tree.body[first:first] = [ast.Assign([ast.Name(n, ast.Store())], ast.Constant(v)) for v, n in made.items()]
+    return ast.fix_missing_locations(tree), {n: v for v, n in made.items()}
+
+
 class ModuleProblem:
     """A Python file with an ``nn.Module`` (``Model``, or the only module class when
     ``any_module``), ``get_inputs()`` and ``get_init_inputs()``, read and run."""
@@ -106,6 +163,10 @@ class ModuleProblem:
         self.params = [x.arg for x in (*a.posonlyargs, *a.args)][1:]
         defaults = list(a.defaults)
         self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
+        # sizes written as numbers where the inputs are made become constants of their own, so
+        # that they can be varied like the problem's named ones
+        self.tree, self.lifted = lift_literal_sizes(self.tree, [funcs[f] for f in ("get_inputs", "get_init_inputs")
+                                                                 if f in funcs])
         self.constants = literal_constants(self.tree)
         self.cases = 1
 
@@ -563,6 +624,13 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     fitter = Fitter(consts, lambda params: problem.run(params, device))
     fitter._cache[()] = base
     decisions: list[str] = []
+    if problem.lifted:
+        decisions.append(
+            "the sizes get_inputs / get_init_inputs wrote as numbers are config parameters of their own ("
+            + ", ".join(f"{k} = {v}" for k, v in problem.lifted.items())
+            + "; one number, one parameter): rename them after what they are, and split one that stands for "
+            "two sizes that only happen to be equal"
+        )
     if device == "cpu":
         decisions.append("the forward does not run on the meta device, so every probe ran on the CPU at full size")
     if problem.cases > 1:
