@@ -327,6 +327,20 @@ def test_an_agent_whose_endpoint_never_answers_is_stopped_even_if_it_says_nothin
     assert f"its model endpoint (127.0.0.1:{port}) never answered: 1 connection" in v.agent_run["message"]
 
 
+def test_an_agent_that_never_asks_its_named_endpoint_is_stopped(tmp_path, monkeypatch):
+    """A program that waits on something else (a prompt, a login) without a word and without
+    a connection to the endpoint its adapter names: stopped past ``unreachable_after_s`` and not
+    scored, not judged at its budget on the untouched kernel."""
+    sock, port = _endpoint(b"")
+    yaml_file = _agent(tmp_path, monkeypatch, "sleep 600\n", budget_s=120)
+    yaml_file.write_text(yaml_file.read_text() + f"unreachable_after_s: 2\nendpoint: {{default: 'https://127.0.0.1:{port}'}}\n")
+    [v] = _run_agent(tmp_path, str(yaml_file), monkeypatch)
+    sock.close()
+    assert v.agent_run["exit_reason"] == "unreachable" and v.status.value == "AGENT_UNAVAILABLE", v.agent_run
+    assert v.agent_run["wall_s"] < 30
+    assert f"made no connection to its model endpoint (127.0.0.1:{port})" in v.agent_run["message"]
+
+
 def test_a_stray_connection_error_of_a_program_at_work_is_not_a_cut_off(tmp_path):
     """Three connection errors and the last line one of them: unreachable. A program that said
     so once or twice, or whose last line is its work, is not."""

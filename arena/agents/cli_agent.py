@@ -422,13 +422,20 @@ class CommandAgent:
             said at least three times that its model cannot be reached and the last thing it
             wrote says so again (a stray line of a program that goes on working is followed by
             its work), or its model endpoint has had no byte back through the proxy for
-            ``ANSWER_WAIT_S`` (a program that waits without a word). It is stopped, not left to
+            ``ANSWER_WAIT_S`` (a program that waits without a word), or (an adapter that names its
+            endpoint) the program has not connected to it at all. It is stopped, not left to
             wait or retry until its budget ends."""
             if elapsed < cut_off_s or server.calls or _digest(ws / editable_name(task)) != before.get(
                     editable_name(task)):
                 return False
             if proxy is not None and proxy.silent_s() >= ANSWER_WAIT_S:
                 silent.append(proxy.why())
+                return True
+            if proxy is not None and proxy.watch is not None and proxy.tries == 0:
+                # the adapter names its endpoint and the program has not even tried it: waiting on something
+                # else (a prompt on a terminal, a login), it would only run out its budget
+                silent.append(f"its program made no connection to its model endpoint ({proxy.watch[0]}:"
+                              f"{proxy.watch[1]}) in {elapsed:.0f} s")
                 return True
             return unreachable_only(pattern, art / "agent.stderr", art / "transcript.raw")
 
