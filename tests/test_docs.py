@@ -177,6 +177,25 @@ def test_the_first_line_installs_what_pyproject_declares():
     assert ini["testpaths"] == ["tests"]
 
 
+def test_every_file_the_package_reads_is_installed_with_it():
+    """A non-editable install (`pip install .`, a wheel) carries only the Python modules and what
+    pyproject's package-data names: every other file under arena/ (schemas, headers, the HIP
+    recorder's source) must match one of its globs, or an installed harness misses it."""
+    try:
+        import tomllib
+    except ImportError:                     # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["arena"]
+    package = ROOT / "arena"
+    data = [p.relative_to(package) for p in package.rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+    assert data, "the package has data files (schemas, headers, the recorder's source)"
+    missing = [str(p) for p in data if not any(p.match(g) and len(p.parts) == len(Path(g).parts) for g in globs)]
+    assert not missing, f"not installed by pyproject's package-data {globs}: {missing}"
+    for g in globs:
+        assert any(package.glob(g)), f"package-data glob {g!r} matches no file under arena/"
+
+
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
     """A folder that sees the checkout's tasks/ and configs/ and where what the examples write
