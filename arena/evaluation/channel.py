@@ -64,6 +64,8 @@ def signed_reader(fd: int, key: bytes) -> Callable[[], dict[str, Any] | None]:
             obj = json.loads(body)
         except ValueError:
             raise ForgedFrame("a signed frame is not JSON") from None
+        if not isinstance(obj, dict):
+            raise ForgedFrame("a signed frame is not a JSON object")
         if obj.pop("_seq", None) != state["seq"]:
             raise ForgedFrame("a frame on the result channel was replayed or is out of order")
         state["seq"] += 1

@@ -161,14 +161,14 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             cfg = next(c for c in split_configs[f.split] if c.name == f.config)
             cr = results[f.split][f.config]
             perf_done[f.split].add(f.config)
-            r = f.result
-            if r.status is not Status.PASSED:
-                cr.status = r.status
-                cr.message = r.message
-                cr.traceback = list(r.traceback)
+            pr = f.result
+            if pr.status is not Status.PASSED:
+                cr.status = pr.status
+                cr.message = pr.message
+                cr.traceback = list(pr.traceback)
                 cr.flags.append("failed_while_timed")
-            if r.spans_us.get("baseline") and r.spans_us.get("candidate"):
-                apply_timing(task, cr, cfg, r, device)
+            if pr.spans_us.get("baseline") and pr.spans_us.get("candidate"):
+                apply_timing(task, cr, cfg, pr, device)
         elif isinstance(f, SplitDoneFrame):
             finished_splits.add(f.split)
     if not base.get("seeds"):
@@ -187,7 +187,8 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
                 for s, cfgs in split_configs.items()]
 
     # how the trusted process ended, for whatever it did not finish
-    end_status, end_msg, end_tb = None, "", []
+    end_status: Status | None = None
+    end_msg, end_tb = "", []
     if exit_info["timed_out"] == WAITING_STAGE:     # other evaluations held the GPU's memory: not the candidate's
         end_status = Status.HARNESS_ERROR
         end_msg = "waited longer than its limit for room in the GPU's memory; the evaluation was killed"
@@ -214,19 +215,21 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
     ceiling_info = {"source": source, **(ceilings or {})} if device.runs_kernels else {}
     verdicts = []
     for split, cfgs in split_configs.items():
-        crs = []
+        crs: list[ConfigResult] = []
         for c in cfgs:
-            cr = results[split].get(c.name)
+            got = results[split].get(c.name)
             interrupted = split not in finished_splits and end_status is not None
-            if cr is None:
+            if got is None:
                 here = (last_stage is not None and last_stage.config == c.name) or not crs
                 cr = ConfigResult(c.name, dict(c.params), end_status or Status.HARNESS_ERROR,
                                   message=end_msg if here else "not reached: the evaluation stopped earlier",
                                   traceback=list(end_tb) if here else [])
-            elif interrupted and cr.status is Status.PASSED and last_stage is not None and \
-                    c.name == last_stage.config and c.name not in perf_done[split] and \
-                    last_stage.stage == "performance":
-                cr.status, cr.message, cr.traceback = end_status, end_msg, list(end_tb)
+            else:
+                cr = got
+                if interrupted and end_status is not None and cr.status is Status.PASSED and \
+                        last_stage is not None and c.name == last_stage.config and \
+                        c.name not in perf_done[split] and last_stage.stage == "performance":
+                    cr.status, cr.message, cr.traceback = end_status, end_msg, list(end_tb)
             crs.append(cr)
         failed = next((cr for cr in crs if cr.status is not Status.PASSED), None)
         status = failed.status if failed else Status.PASSED

@@ -51,7 +51,7 @@ def span_bytes(sizes: Any, strides: Any, element_size: int) -> int:
     sizes, strides = list(sizes), list(strides)
     if any(s == 0 for s in sizes):
         return 0
-    return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * element_size
+    return int((1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * element_size)
 
 
 def region(t: Any) -> tuple[int, int]:

@@ -45,7 +45,8 @@ def _is_pow2(v: int) -> bool:
 
 def _draw_value(rng: random.Random, spec: Mapping[str, Any]) -> int | float:
     if "choices" in spec:
-        return rng.choice(list(spec["choices"]))
+        choice: int | float = rng.choice(list(spec["choices"]))
+        return choice
     lo, hi = int(spec["min"]), int(spec["max"])
     step = int(spec.get("multiple_of", 1))
     lo_k, hi_k = math.ceil(lo / step), hi // step

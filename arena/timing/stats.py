@@ -37,7 +37,7 @@ def rse_of_median(xs: Sequence[float]) -> float:
     return 1.2533 * (iqr(xs) / 1.349) / math.sqrt(n) / m
 
 
-def geomean(xs: Sequence[float]) -> float | None:
+def geomean(xs: Sequence[float | None]) -> float | None:
     vals = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
     if not vals or len(vals) != len([x for x in xs if x is not None]):
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from typing import Any, Sequence
 
 from arena.taskdef.loader import Task
 
@@ -125,7 +126,7 @@ def ctypes_scalar(spec_type: str, value: int | float | bool):
     return _SCALAR_CTYPES[spec_type](value)
 
 
-def call_args(tensors: list, scalar_types: list[str], scalars: list, stream: int) -> list:
+def call_args(tensors: Sequence[Any], scalar_types: Sequence[str], scalars: Sequence[Any], stream: int) -> list[Any]:
     """The ctypes arguments of one call of a HIP entry: each tensor's address (its first
     element's; a null pointer for None, an absent optional input), the scalars as their C
     types, the stream."""

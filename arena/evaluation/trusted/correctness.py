@@ -18,7 +18,7 @@ from typing import Any
 from arena.errors import ArenaException
 from arena.evaluation.protocol import CorrectnessResult
 from arena.evaluation.trusted.stage import EvaluationState
-from arena.records import Status
+from arena.records import Status, TraceEntry
 
 OOM_RETRIES = 2      # a config that failed for want of device memory is tried this many times more
 
@@ -28,7 +28,7 @@ class GateFailure(ArenaException):
     process is gone, or it broke what the harness relies on). ``traceback``: where in the
     candidate's file its code raised, where it did (``arena.evaluation.tracebacks``, already bounded)."""
 
-    def __init__(self, status: Status, message: str, fatal: bool = False, traceback: list | None = None):
+    def __init__(self, status: Status, message: str, fatal: bool = False, traceback: list[TraceEntry] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
