@@ -196,6 +196,26 @@ def test_every_file_the_package_reads_is_installed_with_it():
         assert any(package.glob(g)), f"package-data glob {g!r} matches no file under arena/"
 
 
+MODULE_DOCSTRING_LINES = 25
+
+
+def test_every_module_says_what_it_is_for_in_a_few_lines():
+    """Each module of the package opens with a docstring that says what it owns; the reasoning
+    behind its choices lives next to the code it explains, not in an essay at the top."""
+    import ast
+
+    long, missing = [], []
+    for path in sorted((ROOT / "arena").rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text()))
+        rel = str(path.relative_to(ROOT))
+        if not doc:
+            missing.append(rel)
+        elif len(doc.splitlines()) > MODULE_DOCSTRING_LINES:
+            long.append(f"{rel}: {len(doc.splitlines())} lines")
+    assert not missing, f"modules without a docstring: {missing}"
+    assert not long, f"module docstrings over {MODULE_DOCSTRING_LINES} lines: {long}"
+
+
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
     """A folder that sees the checkout's tasks/ and configs/ and where what the examples write

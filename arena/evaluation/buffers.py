@@ -3,33 +3,9 @@
 The trusted process owns every tensor: it makes the inputs, poisons the outputs and, after
 the call, reads them back from its own memory. The candidate process maps only the buffers
 of the calls it is asked to make (a "slot": one call's inputs and outputs), never the
-reference's results, the baseline's outputs or the inputs of a call it has not reached.
-
-- On an NVIDIA GPU a slot is an allocation of its own of CUDA's virtual memory management,
-  handed to the other process as a file descriptor (``arena.devices.vmm``): it needs no uid in
-  common, so that process runs as a uid of its own (``arena.evaluation.sandbox.confine``).
-- On ROCm the buffers are device memory shared through the runtime's IPC handles, by torch's
-  own sharing of device tensors between processes. Such a handle maps the whole allocation
-  block a tensor lives in, so the trusted process allocates candidate-visible buffers from a
-  memory pool of their own (``torch.cuda.MemPool``): no block of that pool ever holds
-  anything but slots.
-- On the cpu backend a slot is a sealed memfd (it can be neither shrunk nor grown, so no
-  mapping of it faults in the trusted process), handed over as a descriptor too.
-
-A slot handed over as a descriptor travels beside its ``MapRequest`` on the process's control
-socket (``arena.evaluation.processes.CandidatePeer.send_fd``); ``Slot.fd`` is it.
-
-Every tensor of a slot is followed by a guard band (and the first one is preceded by one) of
-a random byte the candidate is not told: a kernel that writes past the end of a buffer it was given
-(a hard-coded size, a missing mask) changes a band, and ``Slot.overrun`` names the buffer it
-ran past. Without the bands such a write lands in the next buffer or in nothing the harness
-reads, and a kernel that corrupts memory could pass.
-
-A handle is a string (``Slot.handle``) that travels in a ``MapRequest``; ``open_slot``
-turns it back into tensors in the candidate process. Both kinds of slot are one byte buffer
-with a layout (offset, dtype, shape and, for a strided input, element strides of each
-tensor; null for an optional input the config leaves out, which is None on both sides): the
-same views are made on both sides.
+reference's results, the baseline's outputs or the inputs of a call it has not reached. A
+slot is one byte buffer with a layout, its tensors separated by guard bands (``Slot``); how it
+crosses depends on the device (``SlotMaker``).
 """
 
 from __future__ import annotations
@@ -115,7 +91,20 @@ def _views(base: torch.Tensor, layout: Sequence[Any]) -> list[torch.Tensor | Non
 
 class Slot:
     """One call's tensors in the trusted process, the handle the candidate maps them by (and the
-    descriptor that goes with it, or -1), and the guard bands around them."""
+    descriptor that goes with it, or -1), and the guard bands around them.
+
+    The handle is a string that travels in a ``MapRequest``; ``open_slot`` turns it back into
+    tensors in the candidate process. Every kind of slot is one byte buffer with a layout
+    (offset, dtype, shape and, for a strided input, element strides of each tensor; null for an
+    optional input the config leaves out, which is None on both sides): the same views are made
+    on both sides. A slot handed over as a descriptor travels beside its ``MapRequest`` on the
+    process's control socket (``arena.evaluation.processes.CandidatePeer.send_fd``).
+
+    Every tensor is followed by a guard band (and the first one is preceded by one) of a random
+    byte the candidate is not told: a kernel that writes past the end of a buffer it was given
+    (a hard-coded size, a missing mask) changes a band, and ``overrun`` names the buffer it ran
+    past. Without the bands such a write lands in the next buffer or in nothing the harness
+    reads, and a kernel that corrupts memory could pass."""
 
     def __init__(self, base: torch.Tensor, layout: list, guards: list[tuple[int, int]], handle: str,
                  names: Sequence[str] = (), fd: int = -1, mapped: Any = None):
@@ -167,7 +156,17 @@ class Slot:
 
 class SlotMaker:
     """Allocates slots for one evaluation: ``device`` is "cuda" (a GPU of either vendor) or
-    "cpu"; ``by_fd``: slots are handed over as descriptors (``arena.evaluation.processes.shares_by_fd``)."""
+    "cpu"; ``by_fd``: slots are handed over as descriptors (``arena.evaluation.processes.shares_by_fd``).
+
+    - On an NVIDIA GPU a slot is an allocation of its own of CUDA's virtual memory management,
+      handed to the other process as a file descriptor (``arena.devices.vmm``): it needs no uid
+      in common, so that process runs as a uid of its own (``arena.evaluation.sandbox.confine``).
+    - On ROCm the buffers are device memory shared through the runtime's IPC handles, by torch's
+      own sharing of device tensors between processes. Such a handle maps the whole allocation
+      block a tensor lives in, so candidate-visible buffers come from a memory pool of their own
+      (``torch.cuda.MemPool``): no block of that pool ever holds anything but slots.
+    - On the cpu backend a slot is a sealed memfd (it can be neither shrunk nor grown, so no
+      mapping of it faults in the trusted process), handed over as a descriptor too."""
 
     def __init__(self, device: str, by_fd: bool = True):
         self.device = device

@@ -2,32 +2,10 @@
 
 Evaluations spend most of their wall time off the GPU's clock (starting Python and torch,
 building, JIT-compiling, making inputs, running the reference). Several of them may share a
-GPU as long as no other evaluation's kernels run while one is being timed. This is a fair
-reader-writer lock over two lock files per physical GPU (``flock``): each piece of GPU work
-of the correctness gate (a call and its check, a warm-up) takes it shared, each timed round
-takes it exclusive. A writer first takes the turnstile, so readers arriving later queue
-behind it while the readers inside drain; if they have not drained within a short window
-(one of them is running a long first call, say), it lets the turnstile go for a while
-(longer after each failed try) and tries again, so one long reader does not hold every
-other evaluation up behind a waiting writer. After ``patience_s`` of that it keeps the
-turnstile and waits for the readers inside, so a stream of overlapping readers cannot
-starve it. Work known to be host-only inside a shared section (Triton's JIT compiler and
-torch.compile's backend, wrapped by the worker) runs with the lock let go (``off_gpu``), so
-compiling holds up no timed round.
-
-While an autotuner times its variants inside a shared section (``@triton.autotune``, on its
-first call of a key, in the candidate's or the baseline's process), the section has the GPU
-alone (``alone_inside``, ``share_again``): another evaluation's kernels beside it would pick
-the variant (a starting kernel tuned beside them read 1,783 us in one evaluation and 3,597 us
-in another).
-
-A shared section inside an exclusive one is part of it; an exclusive section is never taken
-inside a shared one (``flock`` would convert the lock, not nest it).
-
-The parent opens the files for each evaluation (every worker gets its own open file
-description: ``flock`` locks held through one description do not exclude each other) and
-hands the descriptors to the worker, whose sandbox could not open them. Separate
-``arena run`` processes on one machine use the same files, so they coordinate too.
+GPU as long as no other evaluation's kernels run while one is being timed: a fair
+reader-writer lock over two lock files per physical GPU (``flock``; ``GpuLock``). Each piece of
+GPU work of the correctness gate (a call and its check, a warm-up) takes it shared, each timed
+round takes it exclusive.
 """
 
 from __future__ import annotations
@@ -70,7 +48,24 @@ LONG_S = 0.1   # a shared section longer than this outlasts a writer's window (G
 
 class GpuLock:
     """The worker's side: shared and exclusive sections over the two descriptors. Counts the
-    seconds spent waiting, holding it shared and alone, for the record."""
+    seconds spent waiting, holding it shared and alone, for the record.
+
+    A writer first takes the turnstile, so readers arriving later queue behind it while the
+    readers inside drain (``_try_exclusive``); if they have not drained within a short window
+    (one of them is running a long first call, say), it lets the turnstile go for a while
+    (longer after each failed try) and tries again, so one long reader does not hold every
+    other evaluation up behind a waiting writer. After ``patience_s`` of that it keeps the
+    turnstile and waits for the readers inside, so a stream of overlapping readers cannot
+    starve it (``_take_exclusive``). Work known to be host-only inside a shared section
+    (Triton's JIT compiler and torch.compile's backend, wrapped by the worker) runs with the
+    lock let go (``off_gpu``), so compiling holds up no timed round. A shared section inside an
+    exclusive one is part of it; an exclusive section is never taken inside a shared one
+    (``flock`` would convert the lock, not nest it).
+
+    The parent opens the files for each evaluation (``open_fds``: every worker gets its own open
+    file description, since ``flock`` locks held through one description do not exclude each
+    other) and hands the descriptors to the worker, whose sandbox could not open them. Separate
+    ``arena run`` processes on one machine use the same files, so they coordinate too."""
 
     def __init__(self, turnstile_fd: int | None, rw_fd: int | None, *, window_s: float = 0.1,
                  backoff_max_s: float = 0.4, patience_s: float = 2.0):
@@ -175,9 +170,11 @@ class GpuLock:
 
     def alone_inside(self) -> bool:
         """Inside a shared section: the GPU alone from here until ``share_again`` (an autotuner
-        timing its variants in a call: another evaluation's kernels beside it would pick its
-        variant); returns whether it took it (not outside a shared section, nor inside an
-        exclusive one)."""
+        timing its variants in a call, ``@triton.autotune`` on its first call of a key, in the
+        candidate's or the baseline's process: another evaluation's kernels beside it would pick
+        its variant; a starting kernel tuned beside them read 1,783 us in one evaluation and
+        3,597 us in another); returns whether it took it (not outside a shared section, nor
+        inside an exclusive one)."""
         if not self.active or self.mode != "shared":
             return False
         self._leave_shared()

@@ -1,48 +1,10 @@
 """Memory admission: one account of a GPU's memory, shared by every evaluation on it.
 
-Several evaluations share a GPU (``--workers-per-gpu``, or several ``arena run`` on one
-machine). Each holds device memory for a while: a config's inputs, outputs and the upcast
-reference's working set while it is checked, a split's input sets while it is timed. Without
-an account they find out that they do not fit by running out of memory, and the failure is
-the harness's, not the candidate's. With one, an evaluation states what a piece of work will
-need before it starts and waits until the account has room for it; the work then runs with
-its memory set aside, and gives it back when done.
-
-The account is a small JSON file per physical GPU beside its lock files
-(``arena.evaluation.gpulock.lock_dir``), changed under ``flock``; each entry names its process, so what a
-killed process held is given back by the next one that looks. Its capacity is the device's
-total memory less a share kept for what no estimate covers (the processes' contexts, the
-candidate's own temporaries, the allocator's slack): ``RESERVE_FRACTION`` of it, or
-``ARENA_GPU_MEMORY_GIB`` where set (a GPU shared with work outside the harness, or a test).
-A process that holds memory already gets more at once (no process waits while it holds, so
-no two wait on each other).
-
-What a process holds for as long as it lives (its device context, the allocator's and the
-libraries' workspaces, the candidate's own allocations) is in the account too, as a
-*standing* entry an evaluation takes when it starts (``stand``): ``PROCESS_BYTES`` for each
-of its processes. Standing entries count against the capacity, but they neither let their
-process past the queue nor keep work out when no work is held (every evaluation on the GPU
-stands; were that enough to keep work out, none would run). On an H100 with torch 2.11 each
-process had 724-726 MiB in use before any of its work (out-of-memory messages of a run with
-12 evaluations side by side): without them in the account, 36 such processes (26 GB) sat
-outside it and 7 of 39 verdicts ran out of memory. A worker started ahead (``arena.evaluation.processes``)
-stands from its start.
-
-A piece of work that cannot fit beside the processes that stand now (a config whose check and
-timing sets need most of the GPU) needs the GPU to itself: only their ending makes room. It
-says so in the account while it waits (a *pending* entry), and until it is done no new
-evaluation starts on that GPU (``wait_to_start``, before an evaluation's processes open their
-contexts), so the evaluations there end and their processes with
-them. It is let in when it fits, or when nothing of another process is held but the processes
-of evaluations that began to wait after it (they hold no work and wait behind it; counting
-them, two such waiters would each wait for the other's processes). New evaluations also wait
-while their processes would not fit beside what is held. With 12 evaluations side by side on an
-H100 the first rule was missing: a 4.2 GB ``log_softmax`` config, larger than the room its
-account left, was let in when no other work was held, beside 33 GB of other evaluations'
-processes, and ran out of memory.
-
-Reservations are taken outside the GPU lock's sections (``arena.evaluation.gpulock``): work that waits
-for memory holds no lock, so a timed round never waits for a reader that waits for memory.
+An evaluation states what a piece of work will need before it starts (a config's inputs,
+outputs and the reference's working set; a split's timed input sets) and waits until the
+account has room, so evaluations sharing a GPU do not find out by running out of memory (a
+failure that would be the harness's, not the candidate's). Also here: the device memory a
+candidate's process is allowed (``allowance``).
 """
 
 from __future__ import annotations
@@ -58,7 +20,15 @@ from typing import Any, Callable, Iterator
 
 from arena.evaluation.gpulock import lock_dir
 
+# The account's capacity is the device's total memory less a share kept for what no estimate covers (the
+# processes' contexts, the candidate's own temporaries, the allocator's slack), or ARENA_GPU_MEMORY_GIB where
+# set (a GPU shared with work outside the harness, or a test).
 RESERVE_FRACTION = 0.85          # of the device's memory, the part the account hands out
+# What a process holds for as long as it lives (its device context, the allocator's and the libraries'
+# workspaces, the candidate's own allocations) is in the account too, as a *standing* entry an evaluation
+# takes when it starts (``MemoryAccount.stand``). On an H100 with torch 2.11 each process had 724-726 MiB in
+# use before any of its work (out-of-memory messages of a run with 12 evaluations side by side): without
+# standing entries, 36 such processes (26 GB) sat outside the account and 7 of 39 verdicts ran out of memory.
 PROCESS_BYTES = 2**30            # a process's standing memory: its context (~0.7 GiB), workspaces, its own
 # a candidate's process may hold, beyond its context and the buffers of the calls it was given, this many
 # times a config's inputs and outputs, and this much at least (workspaces, an autotuner's flush buffer, the
@@ -110,7 +80,19 @@ class MemoryAccount:
     """One evaluation's side of a GPU's account. ``reserve(n)`` waits until ``n`` bytes fit
     beside what the others hold, and holds them for the ``with`` block. Without a descriptor
     (the cpu backend, no lock files) it admits everything at once. Counts the seconds waited
-    and the most held, for the record."""
+    and the most held, for the record.
+
+    The account is a small JSON file per physical GPU beside its lock files (``open_account``),
+    changed under ``flock``; each entry names its process, so what a killed process held is
+    given back by the next one that looks (``_alive``). A process that holds memory already gets
+    more at once: no process waits while it holds, so no two wait on each other. Standing
+    entries count against the capacity, but they neither let their process past the queue nor
+    keep work out when no work is held (every evaluation on the GPU stands; were that enough to
+    keep work out, none would run).
+
+    Reservations are taken outside the GPU lock's sections (``arena.evaluation.gpulock``): work
+    that waits for memory holds no lock, so a timed round never waits for a reader that waits
+    for memory."""
 
     def __init__(self, fd: int | None, capacity: int, *, poll_s: float = 0.05):
         self.fd = fd
@@ -196,7 +178,11 @@ class MemoryAccount:
         """Why no new evaluation (standing for ``new_bytes``) may start on this GPU now, or
         None: a piece of work there needs the GPU to itself (it waits until the processes that
         stand now have ended, or runs so alone), or the new processes would not fit beside what
-        is held. Until then the evaluations there go on, and no new one begins."""
+        is held. Until then the evaluations there go on, and no new one begins, so they end and
+        their processes with them. With 12 evaluations side by side on an H100 the first rule was
+        missing: a 4.2 GB ``log_softmax`` config, larger than the room its account left, was let
+        in when no other work was held, beside 33 GB of other evaluations' processes, and ran out
+        of memory."""
         if not self.active:
             return None
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -226,7 +212,8 @@ class MemoryAccount:
 
     def stand(self, n_processes: int, what: str = "") -> None:
         """This evaluation's standing memory, ``PROCESS_BYTES`` for each of its processes, held
-        until this process ends (its entry goes with it: ``_alive``) or ``sit()``."""
+        until this process ends (its entry goes with it: ``_alive``) or ``sit()``. A worker
+        started ahead (``arena.evaluation.processes``) stands from its start."""
         nbytes = max(0, int(n_processes)) * PROCESS_BYTES
         self._mine["standing"] = nbytes
         if self.active and nbytes:

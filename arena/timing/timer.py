@@ -4,33 +4,9 @@ Each sample is: [prepare] -> cache flush -> gate -> start event -> call -> gate 
 device synchronize -> end event -> end marker -> [after]. The primary time is the device-side
 span of every kernel / copy on every stream between the flush kernel and the end marker, read
 from the profiler (CUPTI on CUDA, roctracer on ROCm); the events around the call plus a
-device-wide synchronize are a cross-check. The flush, the gate and the marker are kernels of
-ours with names of ours, so the trace can be cut into samples. Samples alternate A B / B A so
-neither side always runs right after the flush.
-
-The gate is a kernel that holds the stream until the host has made the whole call: it spins
-on a flag in pinned host memory that the host sets when the call returns. Without it, a call
-of several launches raced the flush: its second kernel's launch either was queued before the
-device got to it (the span: its kernels' own time) or was not (the span: the host's gap
-between launches too), and which one happened depended on the process (the logsumexp_rows
-solution on 16 rows read 6-50 us in different evaluations of the same file,
-scripts/gpu_launch_race.py). Behind the gate every call's device work runs as a queue the host
-has already filled, the same in every process: a figure is device time, for every side alike.
-A call that waits for the device inside (a synchronize, a copy to the host) would wait for the
-gate: the gate opens by itself after GATE_TIMEOUT_NS, and that side is timed without a gate
-from then on in this process (its span then holds its launch gaps, as before). NVBench holds
-its measured launches behind a blocking kernel with a time-out for the same reasons.
-
-A profiler session slows every kernel launch (CUPTI's per-launch work, about 5 us on an
-H200, more inside a timed round): a side whose call is many launches from Python (an eager
-PyTorch reference) then reads up to twice its own time (``llama_mlp_decode_block``'s reference:
-360 us under the profiler, 219 us without, 113 us of kernels; scripts/gpu_timer_overhead.py).
-So a trusted side (the harness's own baseline or reference, which launches on the current
-stream) whose host time is at least half its span is timed again without the profiler: the
-events around its call on its stream, the end event recorded right after the call (no
-synchronize, whose wake-up would add to it). Its figure is the lower median of the two.
-A candidate is always timed under the profiler: its spans count every stream, and its
-kernels are seen.
+device-wide synchronize are a cross-check. Samples alternate A B / B A so neither side always
+runs right after the flush. Why the gate: ``_arena_gate_kernel``; when a trusted side is also
+timed without the profiler: ``arena.evaluation.trusted.performance.HOST_BOUND_RATIO``.
 """
 
 from __future__ import annotations
@@ -55,6 +31,7 @@ _HIP = bool(getattr(torch.version, "hip", None))
 FLUSH_KERNEL = "_arena_flush_kernel"
 MARKER_KERNEL = "_arena_end_marker_kernel"
 GATE_KERNEL = "_arena_gate_kernel"
+# the flush, the gate and the marker are kernels of ours with names of ours, so the trace can be cut into samples
 OURS = (FLUSH_KERNEL, MARKER_KERNEL, GATE_KERNEL)
 # how long the gate waits for the host before it opens by itself: far above any call's host time
 # (an eager reference of a hundred launches under the profiler: about 2 ms), short enough that the
@@ -80,9 +57,24 @@ def _arena_end_marker_kernel(buf):
 
 @triton.jit
 def _arena_gate_kernel(flag, limit_ns, HIP: tl.constexpr):
-    """Spin until the host sets ``flag[0]`` (pinned host memory, each read past every cache:
-    ``ld.volatile`` on NVIDIA, ``sc0 sc1`` on AMD) or
-    ``limit_ns`` have passed; ``flag[1]``: 1 if it opened by itself."""
+    """Holds the stream until the host has made the whole call: spins on a flag in pinned host
+    memory that the host sets when the call returns (``DeviceTimer.open_gate``).
+
+    Without it, a call of several launches raced the flush: its second kernel's launch either
+    was queued before the device got to it (the span: its kernels' own time) or was not (the
+    span: the host's gap between launches too), and which one happened depended on the process
+    (the logsumexp_rows solution on 16 rows read 6-50 us in different evaluations of the same
+    file, scripts/gpu_launch_race.py). Behind the gate every call's device work runs as a queue
+    the host has already filled, the same in every process: a figure is device time, for every
+    side alike. A call that waits for the device inside (a synchronize, a copy to the host)
+    would wait for the gate: the gate opens by itself after GATE_TIMEOUT_NS, and that side is
+    timed without a gate from then on in this process (its span then holds its launch gaps).
+    NVBench holds its measured launches behind a blocking kernel with a time-out for the same
+    reasons.
+
+    It spins until the host sets ``flag[0]`` (pinned host memory, each read past every cache:
+    ``ld.volatile`` on NVIDIA, ``sc0 sc1`` on AMD) or ``limit_ns`` have passed; ``flag[1]``: 1
+    if it opened by itself."""
     if HIP:
         t0 = tl.extra.hip.memrealtime() * 10        # a 100 MHz clock
     else:

@@ -6,22 +6,16 @@ started process then confines itself (``enter``), first thing, in this order:
 
 - its own mount namespace, with a /proc of its PID namespace (it lists only its own processes;
   CUDA needs /proc to match the namespace) and a /dev/shm of its own (a tmpfs of 1 GiB:
-  filling it fills nothing of the machine's). That is its $TMPDIR, $HOME and working folder,
-  a path reachable without capabilities, which ``access(2)`` ignores (gcc, finding no usable
-  $TMPDIR beneath a /root of mode 0700, fell back on a /tmp Landlock closed, and aborted);
-  the machine's /tmp stays visible (candidates' files may be there). Its own network (no
-  interface but a down loopback), IPC and UTS namespaces;
+  filling it fills nothing of the machine's), its $TMPDIR, $HOME and working folder
+  (``_private_mounts``). Its own network (no interface but a down loopback), IPC and UTS
+  namespaces;
 - the kernel's OOM killer takes it first (``oom_score_adj`` 1000, which it cannot lower);
 - an unprivileged uid of its own and the group every confined process shares (the caches they
   may write), keeping the groups of the device nodes; of the capabilities only
   CAP_DAC_READ_SEARCH (it may read what Landlock lets it read, wherever the interpreter and its
   packages live, /root included), dropped for good where Landlock is missing (``landlock_missing``);
   its parent's death kills it;
-- resource limits of its own: data (its heap and private mappings: host memory), CPU time, open
-  files, processes and threads (counted for its uid alone), file size, no core files. Not its
-  address space: a CUDA process's device allocations take it (on an H100, a limit of VmSize +
-  8 GiB refused a 20 GiB device allocation), so that limit would cap the device memory by
-  accident; the data limit does not count them;
+- resource limits of its own (``_limits``);
 - no new privileges, and last a seccomp filter (``arena.evaluation.sandbox.seccomp``), whose listener it
   hands to the process that started it over ``ctl`` with a report of what was applied.
 
@@ -241,6 +235,11 @@ def pid_namespace(make: bool) -> Iterator[None]:
 
 
 def _private_mounts(shm: bool) -> None:
+    """Its own mount, network, IPC and UTS namespaces, a /proc of its PID namespace, and its own
+    tmpfs at /dev/shm. That tmpfs is its $TMPDIR, $HOME and working folder because it is a path
+    reachable without capabilities, which ``access(2)`` ignores: gcc, finding no usable $TMPDIR
+    beneath a /root of mode 0700, fell back on a /tmp Landlock closed, and aborted. The
+    machine's /tmp stays visible (candidates' files may be there)."""
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
@@ -313,6 +312,11 @@ def _has_capabilities() -> bool:
 
 
 def _limits(p: Plan) -> None:
+    """Data (its heap and private mappings: host memory), CPU time, open files, processes and
+    threads (counted for its uid alone), file size, no core files. Not its address space: a
+    CUDA process's device allocations take it (on an H100, a limit of VmSize + 8 GiB refused a
+    20 GiB device allocation), so that limit would cap the device memory by accident; the data
+    limit does not count them."""
     vm_data = 0
     try:
         for line in Path("/proc/self/status").read_text().splitlines():

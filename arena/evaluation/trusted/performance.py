@@ -35,6 +35,14 @@ from arena.records import Status
 if TYPE_CHECKING:
     from arena.evaluation.trusted.calls import SharedSet
 
+# A profiler session slows every kernel launch (CUPTI's per-launch work, about 5 us on an H200, more inside a
+# timed round): a side whose call is many launches from Python (an eager PyTorch reference) then reads up to
+# twice its own time (``llama_mlp_decode_block``'s reference: 360 us under the profiler, 219 us without, 113 us
+# of kernels; scripts/gpu_timer_overhead.py). So a trusted side (the harness's own baseline or reference, which
+# launches on the current stream) whose host time is at least HOST_BOUND_RATIO of its span is timed again
+# without the profiler: the events around its call on its stream, the end event recorded right after the call
+# (no synchronize, whose wake-up would add to it); its figure is the lower median of the two. A candidate is
+# always timed under the profiler: its spans count every stream, and its kernels are seen.
 HOST_BOUND_RATIO = 0.5   # a trusted side whose host time is this share of its span is also timed unprofiled
 # ... if its device was idle for this share of its span at least: the profiler's cost per launch stretches
 # the gaps between a host-bound call's kernels, never one kernel's own time. A call whose kernels fill its
