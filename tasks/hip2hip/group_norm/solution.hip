@@ -10,11 +10,17 @@
 //    float4 body with four loads in flight, scalar tail: any size and alignment), a
 //    __shfl_xor butterfly over warpSize lanes and shared memory across warps. The S pairs
 //    go to a static device buffer (no allocation per call).
-// 2. Normalisation: one block per (sample, channel, chunk of the plane). It merges its
-//    group's S pairs (one warp), folds mean, rstd, weight and bias into one scale and
-//    shift, and writes y = x * scale + shift with float4 loads and stores (same
-//    head / body / tail split). The second read of x often hits L2.
-// x is read twice and y written once (the starting kernel reads x three times).
+// 2. Normalisation: one block per contiguous chunk of a group (at most 8192 values, fewer
+//    so that there are about 1024 blocks, equal sizes), spanning as many channel planes as
+//    it covers: a block per plane would leave small planes (24x24 = 576 values) with a
+//    block each that mostly waits on its prologue. One warp merges the group's S pairs and
+//    folds mean, rstd, weight and bias into a scale and shift per channel of the chunk (in
+//    shared memory); y = x * scale + shift with float4 loads and stores (same head / body /
+//    tail split), the channel of each float4 found with one 32-bit division (a float4
+//    straddles at most one plane boundary). Blocks run in reverse order, so the first ones
+//    read what the statistics pass read last, which is still in L2.
+// x is read twice and y written once (the starting kernel reads x three times). x and y on
+// different 16-byte phases (never the harness's case) take a scalar block-per-plane kernel.
 
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -26,7 +32,10 @@
 #define GN_MAX_PARTIALS 65536      // batch * groups * S
 #define GN_MIN_CHUNK 4096          // values per statistics block at least
 #define GN_TARGET_BLOCKS 1024
-#define GN_PLANE_CHUNK 4096        // values per normalisation block at most
+#define GN_APPLY_CHUNK 8192        // values per normalisation block at most
+#define GN_APPLY_MIN_CHUNK 2048    // ... and at least, when splitting further for more blocks
+#define GN_APPLY_MIN_BLOCKS 1024   // about 8 resident 256-thread blocks on each of 132 SMs
+#define GN_MAX_CPG 256             // channels per group of the fast normalisation kernel
 #define GN_MAX_GRID 2147483647LL
 
 __device__ float2 gn_partials[GN_MAX_PARTIALS];
@@ -163,39 +172,114 @@ group_norm_stats_kernel(const float* __restrict__ x, int64_t ngroups_total, int6
     }
 }
 
+// Merges the group's chunk sums and writes, for the nspan channels lc0 .. lc0 + nspan - 1
+// of the group (local indices), sc[k] = rstd * weight and sh[k] = bias - mean * sc[k], so
+// that y = x * sc[k] + sh[k]. Called by all lanes of one warp; the loads of partials, of
+// the shift values and of weight / bias are all issued before the first shuffle (one
+// round trip). Each lane only rereads the sc / sh entries it wrote itself.
+static __device__ __forceinline__ void gn_range_coefs(const float* __restrict__ xg, const float* __restrict__ weight,
+                                                      const float* __restrict__ bias, int64_t ng, int64_t ch0,
+                                                      int64_t nspan, int64_t gs, int64_t nchunks, float eps,
+                                                      int lane, float* sc, float* sh) {
+    float a = 0.0f, b = 0.0f;
+    for (int64_t c = lane; c < nchunks; c += warpSize) {
+        const float2 q = gn_partials[ng * nchunks + c];
+        a += q.x;
+        b += q.y;
+    }
+    for (int64_t k = lane; k < nspan; k += warpSize) {
+        sc[k] = weight[ch0 + k];
+        sh[k] = bias[ch0 + k];
+    }
+    a = gn_warp_sum(a);
+    b = gn_warp_sum(b);
+    const float k0 = gn_shift(xg, gs, lane);
+    const float inv = 1.0f / (float)gs;
+    const float dm = a * inv;  // mean - K
+    const float var = fmaxf(b * inv - dm * dm, 0.0f);
+    const float rstd = 1.0f / sqrtf(var + eps);
+    const float mean = k0 + dm;
+    for (int64_t k = lane; k < nspan; k += warpSize) {
+        const float s = rstd * sc[k];
+        sc[k] = s;
+        sh[k] = sh[k] - mean * s;
+    }
+}
+
+// Normalisation: one block per contiguous chunk of achunk values of one group (chunks may
+// span several channel planes, so small planes such as 24x24 do not cost a block each).
+// The element at offset e of its group belongs to the group's channel e / hw; a float4
+// (hw >= 16 > 4) straddles at most one plane boundary, so one 32-bit division per float4
+// gives the channel k of its first value and the rest use k or k + 1. Blocks run in
+// reverse order so the first ones read the data the statistics pass read last (in L2).
 __global__ void __launch_bounds__(GN_THREADS)
 group_norm_apply_kernel(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
-                        float* __restrict__ y, int64_t planes, int64_t channels, int64_t hw, int64_t cpg, int64_t gs,
-                        int64_t nchunks, int64_t plane_blocks, float eps) {
-    __shared__ float coef[2];
+                        float* __restrict__ y, int64_t ngroups_total, int64_t groups, int64_t cpg, int64_t hw,
+                        int64_t gs, int64_t nchunks, int64_t achunk, int64_t anchunks, float eps) {
+    __shared__ float sc[GN_MAX_CPG + 1];  // + 1: the k + 1 entry is read (unused) for the last channel
+    __shared__ float sh[GN_MAX_CPG + 1];
     const int t = threadIdx.x;
     const int nt = blockDim.x;
-    for (int64_t blk = blockIdx.x; blk < planes * plane_blocks; blk += gridDim.x) {
-        const int64_t plane = blk / plane_blocks;  // = sample * channels + channel
-        const int64_t part = blk % plane_blocks;
-        const int64_t ch = plane % channels;
-        const int64_t ng = (plane / channels) * (channels / cpg) + ch / cpg;
-        if (t < warpSize)  // the first warp merges the group's chunk sums
-            gn_coefs(x + ng * gs, weight, bias, ng, ch, gs, nchunks, eps, t, coef);
+    const int64_t nblk = ngroups_total * anchunks;
+    const uint32_t uhw = (uint32_t)hw;
+    for (int64_t it = blockIdx.x; it < nblk; it += gridDim.x) {
+        const int64_t blk = nblk - 1 - it;
+        const int64_t ng = blk / anchunks;
+        const int64_t c = blk % anchunks;
+        const int64_t begin = c * achunk;  // < gs
+        const int64_t end = begin + achunk < gs ? begin + achunk : gs;
+        const int64_t len = end - begin;  // >= 1
+        const int64_t lc0 = begin / hw;   // first channel of the chunk, local to the group
+        const int64_t nspan = (end - 1) / hw - lc0 + 1;
+        const float* __restrict__ xg = x + ng * gs;
+        if (t < warpSize)
+            gn_range_coefs(xg, weight, bias, ng, (ng % groups) * cpg + lc0, nspan, gs, nchunks, eps, t, sc, sh);
         __syncthreads();
-        const float scale = coef[0], shift = coef[1];
-        const int64_t begin = part * GN_PLANE_CHUNK;
-        const int64_t end = begin + GN_PLANE_CHUNK < hw ? begin + GN_PLANE_CHUNK : hw;
-        const int64_t len = end - begin;
-        const float* __restrict__ p = x + plane * hw + begin;
-        float* __restrict__ q = y + plane * hw + begin;
+        const float* __restrict__ p = xg + begin;
+        float* __restrict__ q = y + ng * gs + begin;
+        const uint32_t ubase = (uint32_t)(begin - lc0 * hw);  // offset of p inside plane lc0, < hw
         // x and y share their offset from a 16-byte boundary (checked on the host)
         const GnSplit sp = gn_split(p, len);
-        for (int64_t j = t; j < sp.head; j += nt) q[j] = fmaf(p[j], scale, shift);
+        for (int64_t j = t; j < sp.head; j += nt) {
+            const uint32_t k = (ubase + (uint32_t)j) / uhw;
+            q[j] = fmaf(p[j], sc[k], sh[k]);
+        }
         const float4* __restrict__ pv = reinterpret_cast<const float4*>(p + sp.head);
         float4* __restrict__ qv = reinterpret_cast<float4*>(q + sp.head);
-        for (int64_t i = t; i < sp.nvec; i += nt) {
-            const float4 v = pv[i];
-            qv[i] = make_float4(fmaf(v.x, scale, shift), fmaf(v.y, scale, shift), fmaf(v.z, scale, shift),
-                                fmaf(v.w, scale, shift));
+        const uint32_t vbase = ubase + (uint32_t)sp.head;  // plane offset of pv[0].x
+        int64_t i = t;
+        for (; i + 3 * nt < sp.nvec; i += 4 * nt) {
+            float4 v[4] = {pv[i], pv[i + nt], pv[i + 2 * nt], pv[i + 3 * nt]};
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const uint32_t e = vbase + 4u * (uint32_t)(i + u * nt);
+                const uint32_t k = e / uhw;
+                const uint32_t r = e - k * uhw;  // r + 3 < 2 * hw
+                const float s0 = sc[k], h0 = sh[k], s1 = sc[k + 1], h1 = sh[k + 1];
+                const bool b1 = r + 1 < uhw, b2 = r + 2 < uhw, b3 = r + 3 < uhw;
+                v[u] = make_float4(fmaf(v[u].x, s0, h0), fmaf(v[u].y, b1 ? s0 : s1, b1 ? h0 : h1),
+                                   fmaf(v[u].z, b2 ? s0 : s1, b2 ? h0 : h1), fmaf(v[u].w, b3 ? s0 : s1, b3 ? h0 : h1));
+            }
+            qv[i] = v[0];
+            qv[i + nt] = v[1];
+            qv[i + 2 * nt] = v[2];
+            qv[i + 3 * nt] = v[3];
         }
-        for (int64_t j = sp.head + 4 * sp.nvec + t; j < len; j += nt) q[j] = fmaf(p[j], scale, shift);
-        __syncthreads();  // coef is rewritten by the next block-iteration
+        for (; i < sp.nvec; i += nt) {
+            const float4 v = pv[i];
+            const uint32_t e = vbase + 4u * (uint32_t)i;
+            const uint32_t k = e / uhw;
+            const uint32_t r = e - k * uhw;
+            const float s0 = sc[k], h0 = sh[k], s1 = sc[k + 1], h1 = sh[k + 1];
+            const bool b1 = r + 1 < uhw, b2 = r + 2 < uhw, b3 = r + 3 < uhw;
+            qv[i] = make_float4(fmaf(v.x, s0, h0), fmaf(v.y, b1 ? s0 : s1, b1 ? h0 : h1),
+                                fmaf(v.z, b2 ? s0 : s1, b2 ? h0 : h1), fmaf(v.w, b3 ? s0 : s1, b3 ? h0 : h1));
+        }
+        for (int64_t j = sp.head + 4 * sp.nvec + t; j < len; j += nt) {
+            const uint32_t k = (ubase + (uint32_t)j) / uhw;
+            q[j] = fmaf(p[j], sc[k], sh[k]);
+        }
+        __syncthreads();  // sc / sh are rewritten by the next block-iteration
     }
 }
 
@@ -242,12 +326,22 @@ extern "C" int group_norm(const float* x, const float* weight, const float* bias
 
     const int64_t planes = batch * channels;
     const bool same_phase = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
-    if (same_phase) {
-        const int64_t plane_blocks = (hw + GN_PLANE_CHUNK - 1) / GN_PLANE_CHUNK;
-        int64_t ablocks = planes * plane_blocks;
+    if (same_phase && hw >= 4 && cpg <= GN_MAX_CPG && gs + GN_APPLY_CHUNK < 2147483648LL) {
+        // chunks of at most GN_APPLY_CHUNK values; more (down to GN_APPLY_MIN_CHUNK values)
+        // while that leaves fewer than GN_APPLY_MIN_BLOCKS blocks; equal sizes, multiples of 4
+        int64_t anchunks = (gs + GN_APPLY_CHUNK - 1) / GN_APPLY_CHUNK;
+        if (ngroups_total * anchunks < GN_APPLY_MIN_BLOCKS) {
+            anchunks = (GN_APPLY_MIN_BLOCKS + ngroups_total - 1) / ngroups_total;
+            const int64_t most_a = (gs + GN_APPLY_MIN_CHUNK - 1) / GN_APPLY_MIN_CHUNK;
+            if (anchunks > most_a) anchunks = most_a;
+        }
+        int64_t achunk = (gs + anchunks - 1) / anchunks;
+        achunk = (achunk + 3) / 4 * 4;
+        anchunks = (gs + achunk - 1) / achunk;
+        int64_t ablocks = ngroups_total * anchunks;
         if (ablocks > GN_MAX_GRID) ablocks = GN_MAX_GRID;
         hipLaunchKernelGGL(group_norm_apply_kernel, dim3((unsigned int)ablocks), dim3(GN_THREADS), 0, stream, x,
-                           weight, bias, y, planes, channels, hw, cpg, gs, nchunks, plane_blocks, eps);
+                           weight, bias, y, ngroups_total, groups, cpg, hw, gs, nchunks, achunk, anchunks, eps);
     } else {
         const int64_t ablocks = planes < GN_MAX_GRID ? planes : GN_MAX_GRID;
         hipLaunchKernelGGL(group_norm_apply_scalar_kernel, dim3((unsigned int)ablocks), dim3(GN_THREADS), 0, stream,

@@ -1,6 +1,16 @@
 // InstanceNorm2d with affine over NCHW, fp32: a general, portable solution.
 //
-// Three kernels, x read twice in all (statistics, then normalisation):
+// Planes of at most 16384 values (height * width): one kernel, x read once.
+//   in_fused_kernel<G, VEC>: a group of G threads (a power of two, 32 .. 1024; several
+//   groups per 256-thread block) per plane holds the whole plane in registers (8 float4 or
+//   16 floats per thread, all loads in flight at once), reduces the mean over the group,
+//   then the variance around it from the registers, and writes y. The starting kernel's
+//   block per plane also reads x once from DRAM (its second and third passes hit cache),
+//   so the old three-kernel path below, which reads x twice, lost to it on thousands of
+//   small planes (64x64, 32x32): the fused kernel moves the minimum and keeps 8 loads per
+//   thread in flight where the starting kernel keeps one.
+// Larger planes (few of them: the split is needed to use the whole GPU): three kernels,
+// x read twice in all (statistics, then normalisation):
 // 1. in_partial_kernel, grid (planes, splits): each block reduces a contiguous share of
 //    one plane to fp32 sums of (x - K) and (x - K)^2, K = the plane's first value (shifted
 //    sums: no cancellation when |mean| >> std). splits is chosen so that about a thousand
@@ -131,6 +141,106 @@ in_apply_kernel(const float* __restrict__ x, float* __restrict__ y, I hwv, I tot
         yv[i] = in_fma(xv[i], g_in_scale_shift[i / hwv]);
 }
 
+// ---- small planes: one group of G threads per plane, the plane held in registers ----
+
+// Sum over the aligned group of G threads (G a power of two >= 32) that threadIdx.x is in;
+// every thread of the block calls it and gets its group's total. Within a warp a __shfl_xor
+// butterfly over min(G, warpSize) lanes (aligned lane groups, so it also works for G <
+// warpSize), across the G / warpSize warps of a larger group through shared memory.
+template <int G>
+static __device__ __forceinline__ float in_group_sum(float v, float* red) {
+    const int ws = warpSize;
+    const int lim = G < ws ? G : ws;
+    for (int off = lim / 2; off > 0; off /= 2) v += __shfl_xor(v, off);
+    if (G > ws) {
+        if ((int)threadIdx.x % ws == 0) red[threadIdx.x / ws] = v;
+        __syncthreads();
+        const int per = G / ws;
+        const int first = ((int)threadIdx.x / G) * per;
+        float s = 0.0f;
+        for (int k = 0; k < per; ++k) s += red[first + k];
+        __syncthreads();  // red is reused by the next sum
+        v = s;
+    }
+    return v;
+}
+
+static __device__ __forceinline__ float in_hsum(float v) { return v; }
+static __device__ __forceinline__ float in_hsum(const float4& v) { return (v.x + v.y) + (v.z + v.w); }
+static __device__ __forceinline__ float in_sqdev(float v, float m) {
+    const float d = v - m;
+    return d * d;
+}
+static __device__ __forceinline__ float in_sqdev(const float4& v, float m) {
+    return (in_sqdev(v.x, m) + in_sqdev(v.y, m)) + (in_sqdev(v.z, m) + in_sqdev(v.w, m));
+}
+template <typename T> static __device__ __forceinline__ T in_zero();
+template <> __device__ __forceinline__ float in_zero<float>() { return 0.0f; }
+template <> __device__ __forceinline__ float4 in_zero<float4>() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+
+// Block of max(G, IN_THREADS) threads = blockDim.x / G planes. Thread gt of a plane's group
+// holds vectors gt, gt + G, ..., gt + (R - 1) * G of it (all loads in flight at once), so
+// x is read once: mean, then the variance around it from the registers (two passes, no
+// cancellation), then y. The host picks G with G * R * VEC >= height * width.
+template <int G, int VEC>
+__global__ void __launch_bounds__(G > IN_THREADS ? G : IN_THREADS, 2048 / (G > IN_THREADS ? G : IN_THREADS) / 2)
+in_fused_kernel(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
+                float* __restrict__ y, int64_t planes, int64_t channels, int64_t hw, float eps) {
+    typedef typename InVec<VEC>::T T;
+    constexpr int R = VEC == 4 ? 8 : 16;  // 32 or 16 floats per thread (more spill)
+    __shared__ float red[IN_MAX_WARPS];
+    const int gt = (int)threadIdx.x % G;
+    const int64_t plane = (int64_t)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+    const bool valid = plane < planes;  // invalid groups still take part in the barriers
+    const int n = valid ? (int)(hw / VEC) : 0;
+    const int64_t base = valid ? plane * hw : 0;
+    const T* __restrict__ xv = reinterpret_cast<const T*>(x + base) + gt;  // item k: xv[k * G]
+    T* __restrict__ yv = reinterpret_cast<T*>(y + base) + gt;
+    const int m = n - gt;  // item k is in the plane iff k * G < m
+    const int64_t c = valid ? plane % channels : 0;
+    const float wc = weight[c];
+    const float bc = bias[c];
+    T v[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) v[k] = k * G < m ? xv[k * G] : in_zero<T>();
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < R; ++k) s += in_hsum(v[k]);
+    const float mean = in_group_sum<G>(s, red) / (float)hw;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+        if (k * G < m) q += in_sqdev(v[k], mean);
+    const float var = in_group_sum<G>(q, red) / (float)hw;
+    const float scale = wc / sqrtf(var + eps);
+    const float2 ab = make_float2(scale, bc - mean * scale);
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+        if (k * G < m) yv[k * G] = in_fma(v[k], ab);
+}
+
+#define IN_FUSED_MAX_HW 16384  // 512 threads * 8 float4, 1024 threads * 16 floats
+
+template <int VEC>
+static void in_launch_fused(const float* x, const float* weight, const float* bias, float* y, int64_t planes,
+                            int64_t channels, int64_t hw, float eps, hipStream_t stream) {
+    const int64_t n = hw / VEC;
+    const int64_t r = VEC == 4 ? 8 : 16;
+    int64_t g = 32;
+    while (g * r < n) g *= 2;  // <= 512 (VEC 4) or 1024 (VEC 1) for hw <= IN_FUSED_MAX_HW
+    const int64_t block = g > IN_THREADS ? g : IN_THREADS;
+    const int64_t grid = (planes + block / g - 1) / (block / g);
+    const dim3 gd((unsigned int)grid), bd((unsigned int)block);
+    switch (g) {
+        case 32: hipLaunchKernelGGL((in_fused_kernel<32, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+        case 64: hipLaunchKernelGGL((in_fused_kernel<64, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+        case 128: hipLaunchKernelGGL((in_fused_kernel<128, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+        case 256: hipLaunchKernelGGL((in_fused_kernel<256, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+        case 512: hipLaunchKernelGGL((in_fused_kernel<512, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+        default: hipLaunchKernelGGL((in_fused_kernel<1024, VEC>), gd, bd, 0, stream, x, weight, bias, y, planes, channels, hw, eps); break;
+    }
+}
+
 template <int VEC>
 static void in_launch(const float* x, const float* weight, const float* bias, float* y, int64_t planes,
                       int64_t channels, int64_t hw, float eps, hipStream_t stream) {
@@ -164,7 +274,13 @@ extern "C" int instance_norm(const float* x, const float* weight, const float* b
     if (planes <= 0 || hw <= 0) return (int)hipSuccess;
     if (planes > IN_MAX_PLANES) return (int)hipErrorInvalidValue;
     const uintptr_t any = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y);
-    if (hw % 4 == 0 && any % 16 == 0)
+    const bool vec4 = hw % 4 == 0 && any % 16 == 0;
+    if (hw <= IN_FUSED_MAX_HW) {
+        if (vec4)
+            in_launch_fused<4>(x, weight, bias, y, planes, channels, hw, eps, stream);
+        else
+            in_launch_fused<1>(x, weight, bias, y, planes, channels, hw, eps, stream);
+    } else if (vec4)
         in_launch<4>(x, weight, bias, y, planes, channels, hw, eps, stream);
     else
         in_launch<1>(x, weight, bias, y, planes, channels, hw, eps, stream);

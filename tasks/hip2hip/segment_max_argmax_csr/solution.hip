@@ -1,15 +1,31 @@
 // Segmented max and first argmax over CSR row segments, fp32: a general, portable solution.
 //
-// * A block is a 2-D tile: 32 lanes along the features (float4 vectors when features % 4
-//   == 0 and x is 16-byte aligned, else scalars) times 8 lanes along the rows; each row
-//   lane walks every 8th row of its range in increasing order with two loads in flight,
-//   keeping (value, first row) with strict comparisons; the 8 candidates are merged in
-//   shared memory (larger value, then smaller row).
-// * The grid is (feature tiles, segments, splits): long segments (few point clouds) are
+// Two kernels, chosen by the average segment length L = num_nodes / segments:
+//
+// * Short segments (L <= 32: molecules, many tiny graphs): sm_short_kernel, no shared
+//   memory, no barrier. An item is (segment, feature vector): a float4 of 4 features when
+//   features % 4 == 0 and x, out and arg are 16-byte aligned, else one feature. RY
+//   consecutive lanes (a power of two <= 8, the smallest with L <= 4 * RY) share an item;
+//   lane ry walks rows lo + ry, lo + ry + RY, ... in increasing order, four rows per step
+//   with all four loads issued before any is compared (predicated, so a short segment
+//   costs one round trip), keeping (value, first row) with strict comparisons. The RY
+//   candidates are merged through warp shuffles (larger value, then smaller row) and the
+//   item's first lane stores out and arg (one float4 and two 16-byte stores when
+//   vectorised). Consecutive items are consecutive feature vectors of a segment, so each
+//   row's loads are coalesced across the lanes. (The 2-D block below spent most of its
+//   time on the shared-memory merge, two barriers and idle row lanes for segments of ~8 to
+//   ~25 rows, and left lanes idle when features / 4 is not a multiple of 32.)
+// * Longer segments (point clouds): a block is a 2-D tile: 32 lanes along the features
+//   (float4 vectors when features % 4 == 0 and x is 16-byte aligned, else scalars) times
+//   8 lanes along the rows; each row lane walks every 8th row of its range in increasing
+//   order with two loads in flight, keeping (value, first row) with strict comparisons;
+//   the 8 candidates are merged in shared memory (larger value, then smaller row).
+//   The grid is (feature tiles, segments, splits): long segments (few point clouds) are
 //   cut into `splits` row ranges so that about a thousand blocks work. With one split the
 //   block writes out and arg directly. With several, each block folds its candidate into
 //   a 64-bit key (order-preserving float bits << 32 | ~row) with atomicMax into arg itself
 //   (zeroed first), and a last kernel decodes the keys into out and arg: no scratch memory.
+// An empty segment (not produced by this task) gives out 0 and arg num_nodes.
 
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -21,6 +37,10 @@
 #define SM_TARGET_BLOCKS 1024
 #define SM_MAX_SPLITS 64
 #define SM_MIN_ROWS_PER_SPLIT 64
+#define SM_SHORT_MAX_LEN 32   // average segment length up to this: sm_short_kernel
+#define SM_SHORT_MAX_RY 8     // row lanes per item, at most
+#define SM_SHORT_UNROLL 8     // rows per lane per step
+#define SM_SHORT_ROWS_PER_LANE 7  // RY: the smallest with L <= 7 * RY (at most SM_SHORT_MAX_RY)
 
 static __device__ __forceinline__ unsigned long long sm_key(float v, int64_t row) {
     unsigned int u = __float_as_uint(v);
@@ -148,6 +168,130 @@ sm_kernel(const float* __restrict__ x, const int64_t* __restrict__ ptr, float* _
     }
 }
 
+// Stores of one item's V results. V = 4 (out and arg 16-byte aligned): lane `half` 0
+// stores the float4 of out and arg[0..1], lane `half` 1 arg[2..3] (with RY = 1 one lane
+// does both), so that a warp's arg stores are contiguous.
+template <int V>
+static __device__ __forceinline__ void sm_store(float* o, int64_t* a, const float* v, const int64_t* r, int half,
+                                                bool both);
+template <>
+__device__ __forceinline__ void sm_store<4>(float* o, int64_t* a, const float* v, const int64_t* r, int half,
+                                            bool both) {
+    if (half == 0) {
+        *reinterpret_cast<float4*>(o) = make_float4(v[0], v[1], v[2], v[3]);
+        *reinterpret_cast<longlong2*>(a) = make_longlong2((long long)r[0], (long long)r[1]);
+    }
+    if (half == 1 || both) *reinterpret_cast<longlong2*>(a + 2) = make_longlong2((long long)r[2], (long long)r[3]);
+}
+template <>
+__device__ __forceinline__ void sm_store<1>(float* o, int64_t* a, const float* v, const int64_t* r, int half,
+                                            bool both) {
+    if (half == 0) {
+        o[0] = v[0];
+        a[0] = r[0];
+    }
+}
+
+// One item (segment g, feature vector vec) per RY = 1 << ry_shift consecutive lanes.
+// Rows and items fit an int (num_nodes < 2**30, segments * features < 2**31, checked on the host).
+template <int V>
+__global__ void __launch_bounds__(SM_THREADS)
+sm_short_kernel(const float* __restrict__ x, const int64_t* __restrict__ ptr, float* __restrict__ out,
+                int64_t* __restrict__ arg, int64_t num_nodes, int64_t segments, int64_t features, int ry_shift) {
+    typedef typename SmVec<V>::T T;
+    const int RY = 1 << ry_shift;
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t item = tid >> ry_shift;
+    const int ry = (int)(tid & (RY - 1));
+    const int64_t fv = features / V;
+    const int64_t items = segments * fv;
+    int64_t g = 0;
+    int64_t vec = 0;
+    int lo = 0;
+    int hi = 0;  // lanes past the last item walk no rows but take part in the shuffles
+    if (item < items) {  // items < 2**31 (checked on the host): 32-bit division
+        g = (int64_t)((unsigned int)item / (unsigned int)fv);
+        vec = item - g * fv;
+        lo = (int)ptr[g];
+        hi = (int)ptr[g + 1];
+    }
+    float best[V];
+    int row[V];
+#pragma unroll
+    for (int q = 0; q < V; ++q) {
+        best[q] = 0.0f;
+        row[q] = -1;  // no candidate yet
+    }
+    const T* xv = reinterpret_cast<const T*>(x) + vec;
+    for (int r = lo + ry; r < hi; r += SM_SHORT_UNROLL * RY) {
+        T a[SM_SHORT_UNROLL];
+#pragma unroll
+        for (int k = 0; k < SM_SHORT_UNROLL; ++k) {  // all loads of the step before any compare
+            const int rr = r + k * RY;
+            if (rr < hi) a[k] = xv[(int64_t)rr * fv];
+        }
+#pragma unroll
+        for (int k = 0; k < SM_SHORT_UNROLL; ++k) {  // rows in increasing order
+            const int rr = r + k * RY;
+            if (rr < hi) {
+                float f[V];
+                sm_get(a[k], f);
+#pragma unroll
+                for (int q = 0; q < V; ++q) {
+                    if (row[q] < 0 || f[q] > best[q]) {  // strictly larger: the first row is kept
+                        best[q] = f[q];
+                        row[q] = rr;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the RY candidates of the item (lanes with no row lose; equal values: smaller row).
+    // Symmetric, so both lanes of every butterfly pair end with the same candidate.
+    for (int o = 1; o < RY; o <<= 1) {
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+            const float ov = __shfl_xor(best[q], o);
+            const int orow = __shfl_xor(row[q], o);
+            if (orow >= 0 && (row[q] < 0 || ov > best[q] || (ov == best[q] && orow < row[q]))) {
+                best[q] = ov;
+                row[q] = orow;
+            }
+        }
+    }
+    // Every lane of the item now holds the merged candidate; lane 1 also takes lane 0's
+    // rows of the second half (a copy, in case the lanes differ on NaN inputs).
+    int row2[V];
+#pragma unroll
+    for (int q = 0; q < V; ++q) row2[q] = RY > 1 ? __shfl_xor(row[q], 1) : row[q];
+    if (item < items && ry < 2) {
+        float v[V];
+        int64_t rr[V];
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+            const int rq = (ry == 1 && 2 * q >= V) ? row2[q] : row[q];
+            v[q] = rq >= 0 ? best[q] : 0.0f;
+            rr[q] = rq >= 0 ? (int64_t)rq : num_nodes;
+        }
+        const int64_t o = g * features + vec * V;
+        sm_store<V>(out + o, arg + o, v, rr, ry, RY == 1);
+    }
+}
+
+template <int V>
+static void sm_short_launch(const float* x, const int64_t* ptr, float* out, int64_t* arg, int64_t num_nodes,
+                            int64_t segments, int64_t features, hipStream_t stream) {
+    const int64_t fv = features / V;
+    int ry_shift = 0;  // the smallest RY <= SM_SHORT_MAX_RY with L <= SM_SHORT_ROWS_PER_LANE * RY
+    while ((1 << ry_shift) < SM_SHORT_MAX_RY &&
+           num_nodes > (int64_t)SM_SHORT_ROWS_PER_LANE * (1 << ry_shift) * segments)
+        ++ry_shift;
+    const int64_t threads = segments * fv << ry_shift;
+    const int64_t blocks = (threads + SM_THREADS - 1) / SM_THREADS;
+    hipLaunchKernelGGL(sm_short_kernel<V>, dim3((unsigned int)blocks), dim3(SM_THREADS), 0, stream, x, ptr, out, arg,
+                       num_nodes, segments, features, ry_shift);
+}
+
 template <int V>
 static void sm_launch(const float* x, const int64_t* ptr, float* out, int64_t* arg, int64_t num_nodes,
                       int64_t segments, int64_t features, hipStream_t stream) {
@@ -176,6 +320,16 @@ extern "C" int segment_max_argmax_csr(const float* x, const int64_t* ptr, float*
     if (segments <= 0 || features <= 0) return (int)hipSuccess;
     if (num_nodes >= 0xFFFFFFFFLL) return (int)hipErrorInvalidValue;  // rows must fit the 32-bit key field
     const uintptr_t a = reinterpret_cast<uintptr_t>(x);
+    if (num_nodes <= (int64_t)SM_SHORT_MAX_LEN * segments && num_nodes < 0x3FFFFFFFLL &&
+        segments * features < 0x7FFFFFFFLL) {
+        const bool vec4 = features % 4 == 0 && a % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0 &&
+                          reinterpret_cast<uintptr_t>(arg) % 16 == 0;
+        if (vec4)
+            sm_short_launch<4>(x, ptr, out, arg, num_nodes, segments, features, stream);
+        else
+            sm_short_launch<1>(x, ptr, out, arg, num_nodes, segments, features, stream);
+        return (int)hipGetLastError();
+    }
     if (features % 4 == 0 && a % 16 == 0)
         sm_launch<4>(x, ptr, out, arg, num_nodes, segments, features, stream);
     else

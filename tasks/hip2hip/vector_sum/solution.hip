@@ -2,14 +2,25 @@
 //
 // * Short segments (length <= 2048): one warp per segment, float4 loads, a shuffle
 //   reduction, no barrier.
-// * Longer segments: a block of 256 threads per (segment, chunk). When there are fewer
-//   segments than needed to fill the GPU, each segment is split into `chunks` pieces
-//   (grid y) so that about 8 blocks per SM run; each block adds its piece with four
-//   independent float4 loads in flight per thread, reduces through warp shuffles and one
-//   shared partial per warp, and adds its total into out[segment] with one atomicAdd
-//   (out is zeroed first on the same stream). With a single chunk the total is stored.
-//   The atomics make the summation order vary between calls; fp32 sums of these sizes
-//   stay ~1e-7 relative to the fp64 reference whatever the order.
+// * Longer segments: one block per (segment, chunk) of 256, 512 or 1024 threads, each
+//   thread with four independent float4 loads in flight (the last, partial round of a
+//   thread's loads is predicated rather than a serial loop), a reduction through warp
+//   shuffles and one shared partial per warp. The launch is planned so that all blocks
+//   fit in one wave (the number of resident blocks per SM comes from the occupancy API):
+//   - segments >= the resident 256-thread blocks: one 256-thread block per segment
+//     (several waves, the total stored directly);
+//   - fewer segments, but at least one per SM: one block per segment, with the largest
+//     block (1024, 512 or 256 threads) whose resident count still holds every segment,
+//     so one wave and no atomics (512 rows of 32000: 512 blocks of 512 threads, where a
+//     split into 3 chunks gave 1.45 waves plus a memset and ran no faster than the
+//     baseline);
+//   - fewer segments than SMs (a few long shards): each segment is split into `chunks`
+//     pieces (grid y), chunks = floor(resident 256-thread blocks / segments) (so the
+//     grid never spills a few blocks into a second wave) and at least 8192 values each;
+//     each block adds its total into out[segment] with one atomicAdd (out is zeroed
+//     first on the same stream). The atomics make the summation order vary between
+//     calls; fp32 sums of these sizes stay ~1e-7 relative to the fp64 reference whatever
+//     the order.
 // * Rows need not be 16-byte aligned (length % 4 != 0): each segment is split into a
 //   scalar head up to the first 16-byte boundary, a float4 body and a scalar tail.
 
@@ -21,7 +32,6 @@
 #define VS_MAX_WARPS 32            // 1024 threads / 32 lanes
 #define VS_WARP_PATH_MAX_LEN 2048  // up to this length: one warp per segment
 #define VS_MIN_CHUNK 8192          // a chunk of a split segment has at least this many values
-#define VS_BLOCKS_PER_SM 8
 #define VS_MAX_GRID 2147483647LL
 
 struct VsSpan {
@@ -61,7 +71,14 @@ static __device__ __forceinline__ float vs_sum_vectors(const float4* __restrict_
         a2 += vs_hsum(v2);
         a3 += vs_hsum(v3);
     }
-    for (; i < ve; i += nt) a0 += vs_hsum(pv[i]);
+    // At most 3 vectors are left for this thread (i + 3 * nt >= ve): their loads are issued together.
+    const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float4 v0 = i < ve ? pv[i] : z;
+    const float4 v1 = i + nt < ve ? pv[i + nt] : z;
+    const float4 v2 = i + 2 * (int64_t)nt < ve ? pv[i + 2 * (int64_t)nt] : z;
+    a0 += vs_hsum(v0);
+    a1 += vs_hsum(v1);
+    a2 += vs_hsum(v2);
     return (a0 + a1) + (a2 + a3);
 }
 
@@ -150,6 +167,23 @@ static int vs_sm_count() {
     return cached;
 }
 
+// Resident blocks of vector_sum_chunk_kernel per SM at 256, 512 or 1024 threads.
+static int vs_blocks_per_sm(int threads) {
+    static int cached[3] = {0, 0, 0};
+    const int slot = threads == 256 ? 0 : threads == 512 ? 1 : 2;
+    if (cached[slot] == 0) {
+        int n = 0;
+        if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, vector_sum_chunk_kernel, threads, 0) != hipSuccess ||
+            n <= 0) {
+            (void)hipGetLastError();  // clear a failed query
+            n = 2048 / threads;
+            if (n < 1) n = 1;
+        }
+        cached[slot] = n;
+    }
+    return cached[slot];
+}
+
 extern "C" int vector_sum(const float* x, float* out, int64_t segments, int64_t length, hipStream_t stream) {
     if (segments <= 0) return (int)hipSuccess;
     const bool vec = reinterpret_cast<uintptr_t>(x) % 16 == 0;
@@ -162,18 +196,30 @@ extern "C" int vector_sum(const float* x, float* out, int64_t segments, int64_t 
                            segments, length, vec);
         return (int)hipGetLastError();
     }
-    const int64_t target_blocks = (int64_t)vs_sm_count() * VS_BLOCKS_PER_SM;
-    int64_t chunks = (target_blocks + segments - 1) / segments;
-    int64_t max_chunks = length / VS_MIN_CHUNK;
-    if (max_chunks < 1) max_chunks = 1;
-    if (chunks > max_chunks) chunks = max_chunks;
-    if (chunks > 65535) chunks = 65535;
+    const int64_t sms = vs_sm_count();
+    const int64_t slots256 = sms * vs_blocks_per_sm(256);
+    int threads = VS_THREADS;
+    int64_t chunks = 1;
+    if (segments >= slots256 || segments > sms * vs_blocks_per_sm(512)) {
+        threads = 256;  // several waves, or one wave of 256-thread blocks
+    } else if (segments > sms * vs_blocks_per_sm(1024)) {
+        threads = 512;  // one wave of 512-thread blocks
+    } else if (segments >= sms) {
+        threads = 1024;  // one wave of 1024-thread blocks
+    } else {
+        chunks = slots256 / segments;  // the split grid fills one wave and no more
+        int64_t max_chunks = length / VS_MIN_CHUNK;
+        if (max_chunks < 1) max_chunks = 1;
+        if (chunks > max_chunks) chunks = max_chunks;
+        if (chunks > 65535) chunks = 65535;
+        if (chunks < 1) chunks = 1;
+    }
     if (chunks > 1) {
         hipError_t err = hipMemsetAsync(out, 0, (size_t)segments * sizeof(float), stream);
         if (err != hipSuccess) return (int)err;
     }
     const int64_t blocks = segments < VS_MAX_GRID ? segments : VS_MAX_GRID;
-    hipLaunchKernelGGL(vector_sum_chunk_kernel, dim3((unsigned int)blocks, (unsigned int)chunks), dim3(VS_THREADS), 0,
+    hipLaunchKernelGGL(vector_sum_chunk_kernel, dim3((unsigned int)blocks, (unsigned int)chunks), dim3(threads), 0,
                        stream, x, out, segments, length, (int)chunks, vec);
     return (int)hipGetLastError();
 }

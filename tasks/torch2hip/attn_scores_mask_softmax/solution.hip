@@ -1,21 +1,30 @@
 // Reference solution: causal attention probabilities in one kernel.
 //
-// One block (256 threads) per (batch * head, tile of 32 query rows). The block computes the
-// tile's scores against the keys in chunks of 128, only the chunks at or below the diagonal,
-// keeps all of them in registers in fp32 (up to 4 chunks: seq <= 512), then takes the row
-// maximum and sum across the block and writes every probability of its 32 rows once,
-// including the masked zeros. Eager PyTorch's fp16 score matrix and its three extra passes
-// over memory disappear; what remains is the QK^T work (K = 64) on CUDA cores.
+// One block (256 threads) per (batch * head, tile of ROWS query rows). The block computes the
+// tile's scores against the keys in chunks of CHUNK, only the chunks at or below the
+// diagonal, keeps all of them in registers in fp32, then takes the row maximum and sum
+// across the block and writes every probability of its rows once, including the masked
+// zeros. Eager PyTorch's fp16 score matrix and its three extra passes over memory disappear;
+// what remains is the QK^T work (K = 64) on CUDA cores.
 //
-// - q * scale and a 128-key chunk of k sit in shared memory in fp32, dimension-major, so a
-//   thread reads 4 query rows and 4 keys of one dimension with two 16-byte loads and does
-//   16 FMAs (a 4 x 4 register tile per chunk).
+// Two tile shapes (ROWS x CHUNK = 4096 = 256 threads x a 4 x 4 register tile):
+// - seq > 64: 32 rows x 128-key chunks, up to 4 chunks (seq <= 512).
+// - seq <= 64: 64 rows x one 64-key chunk, i.e. one block per (batch, head). With the
+//   32 x 128 tile a short sequence (e.g. seq 48 with 2048 heads) ran two blocks per head,
+//   each staging a mostly empty 128-key chunk and paying the block's whole fixed chain (q/k
+//   loads, five barriers, two serial 32-wide row reductions) for a few rows: no faster than
+//   eager. One block per head halves the blocks and the k staging, and the row reductions
+//   are 16 wide; the smaller footprint lets 4 blocks share an SM.
+//
+// - q * scale and a chunk of k sit in shared memory in fp32, dimension-major, so a thread
+//   reads 4 query rows and 4 keys of one dimension with two 16-byte loads and does 16 FMAs.
 // - Thread t owns rows rg * 4 + [0, 4) and keys kg * 4 + [0, 4) of each chunk, with
-//   rg = (t >> 7) * 4 + ((t >> 3) & 3) and kg = ((t >> 5) & 3) * 8 + (t & 7): the 32
-//   threads t .. t | 31 (a warp on NVIDIA) cover 16 rows x 32 keys, and such a group skips
-//   the products when all its keys lie above the diagonal (a warp-uniform branch; on 64-wide
-//   wavefronts it is merely divergent). Nothing depends on the warp size for correctness.
-// - Row statistics go through shared memory (32 rows x 32 key groups), no shuffles.
+//   rg = rw * 4 + ((t >> 3) & 3), kg = kw * 8 + (t & 7), where the 32-thread group t >> 5 is
+//   (rw, kw) with CHUNK / 32 values of kw: the 32 threads t .. t | 31 (a warp on NVIDIA)
+//   cover 16 rows x 32 keys, and such a group skips the products when all its keys lie above
+//   the diagonal or all its rows lie past seq (a warp-uniform branch; on 64-wide wavefronts
+//   it is merely divergent). Nothing depends on the warp size for correctness.
+// - Row statistics go through shared memory (ROWS rows x CHUNK / 4 key groups), no shuffles.
 
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -25,10 +34,11 @@
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kRows = 32;     // query rows per block
-constexpr int kChunk = 128;   // keys per chunk
 constexpr int kDim = 64;      // head_dim
-constexpr int kMaxChunks = 4; // seq <= 512
+constexpr int kMaxSeq = 512;
+// tile shapes: ROWS query rows x CHUNK keys per chunk, ROWS * CHUNK = 4096 (256 threads x 4 x 4)
+constexpr int kRowsL = 32, kChunkL = 128;  // seq > 64: up to 4 chunks
+constexpr int kRowsS = 64, kChunkS = 64;   // seq <= 64: one block per (batch, head)
 
 template <bool ALIGNED>
 __device__ __forceinline__ void load8(const __half* p, float (&f)[8]) {
@@ -46,17 +56,21 @@ __device__ __forceinline__ void load8(const __half* p, float (&f)[8]) {
     }
 }
 
-template <int NC, bool ALIGNED>
-__global__ void __launch_bounds__(kThreads, 2)
+template <int kRows, int kChunk, int NC, bool ALIGNED, int MIN_BLOCKS>
+__global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* __restrict__ probs,
            int seq, float scale) {
+    static_assert(kRows * kChunk == 16 * kThreads, "256 threads x (4 x 4) cover the tile");
+    constexpr int kKW = kChunk / 32;        // 32-key column groups (of 8 threads x 4 keys)
+    constexpr int kKG = kChunk / 4;         // key groups of 4
     __shared__ __align__(16) float qs[kDim * kRows];     // [d][row], pre-scaled
     __shared__ __align__(16) float ks[kDim * kChunk];    // [d][key]
-    __shared__ float red[kRows * 33];                    // [row][key group], padded
+    __shared__ float red[kRows * (kKG + 1)];             // [row][key group], padded
     __shared__ float row_stat[kRows];
 
     const int tid = threadIdx.x;
-    const int kgi = tid & 7, rgi = (tid >> 3) & 3, kw = (tid >> 5) & 3, rw = tid >> 7;
+    const unsigned wid = static_cast<unsigned>(tid) >> 5;   // 32-thread group (unsigned: / and % are shifts)
+    const int kgi = tid & 7, rgi = (tid >> 3) & 3, kw = static_cast<int>(wid % kKW), rw = static_cast<int>(wid / kKW);
     const int rg = rw * 4 + rgi;   // rows rg * 4 + i
     const int kg = kw * 8 + kgi;   // keys kg * 4 + j of each chunk
     const int64_t bh = blockIdx.y;
@@ -67,8 +81,9 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
     const __half* kb = k + bh * seq * kDim;
     __half* pb = probs + bh * static_cast<int64_t>(seq) * seq;
 
-    {   // the query tile: row = tid & 31, dimensions (tid >> 5) * 8 + [0, 8)
-        const int row = tid & 31, dg = tid >> 5;
+#pragma unroll
+    for (int it = 0; it < kRows / 32; ++it) {   // the query tile: row = (tid & 31) + 32 it, dimensions (tid >> 5) * 8 + [0, 8)
+        const int row = (tid & 31) + 32 * it, dg = tid >> 5;
         float f[8];
         if (r0 + row < seq) {
             load8<ALIGNED>(qb + static_cast<int64_t>(r0 + row) * kDim + dg * 8, f);
@@ -93,7 +108,7 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
         if (c <= last_chunk) {           // the same for the whole block
             __syncthreads();             // the previous chunk's reads are done; qs is visible
 #pragma unroll
-            for (int it = 0; it < 4; ++it) {
+            for (int it = 0; it < kChunk / 32; ++it) {
                 const int key = (tid & 31) + 32 * it, dg = tid >> 5;
                 const int gk = c * kChunk + key;
                 float f[8];
@@ -107,10 +122,12 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
                 for (int j = 0; j < 8; ++j) ks[(dg * 8 + j) * kChunk + key] = f[j];
             }
             __syncthreads();
-            // this 32-thread group's keys start at wk0; its last visible row is wr1
+            // this 32-thread group's keys start at wk0; its rows are wr0 .. wr1 (the last one
+            // below seq); it skips the products if no key is visible to any of its rows
             const int wk0 = c * kChunk + kw * 32;
-            const int wr1 = min(r0 + rw * 16 + 15, seq - 1);
-            if (wk0 <= wr1) {
+            const int wr0 = r0 + rw * 16;
+            const int wr1 = min(wr0 + 15, seq - 1);
+            if (wr0 < seq && wk0 <= wr1) {
 #pragma unroll 8
                 for (int d = 0; d < kDim; ++d) {
                     const float4 qv = *reinterpret_cast<const float4*>(&qs[d * kRows + rg * 4]);
@@ -142,12 +159,12 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
                 }
             }
         }
-        red[(rg * 4 + i) * 33 + kg] = part[i];
+        red[(rg * 4 + i) * (kKG + 1) + kg] = part[i];
     }
     __syncthreads();
     if (tid < kRows) {
         float m = -INFINITY;
-        for (int t = 0; t < 32; ++t) m = fmaxf(m, red[tid * 33 + t]);
+        for (int t = 0; t < kKG; ++t) m = fmaxf(m, red[tid * (kKG + 1) + t]);
         row_stat[tid] = m;
     }
     __syncthreads();
@@ -173,11 +190,11 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
     }
     __syncthreads();   // every thread has read row_stat (the maxima)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) red[(rg * 4 + i) * 33 + kg] = part[i];
+    for (int i = 0; i < 4; ++i) red[(rg * 4 + i) * (kKG + 1) + kg] = part[i];
     __syncthreads();
     if (tid < kRows) {
         float s = 0.0f;
-        for (int t = 0; t < 32; ++t) s += red[tid * 33 + t];
+        for (int t = 0; t < kKG; ++t) s += red[tid * (kKG + 1) + t];
         row_stat[tid] = 1.0f / s;
     }
     __syncthreads();
@@ -236,12 +253,13 @@ attn_probs(const __half* __restrict__ q, const __half* __restrict__ k, __half* _
 typedef void (*KernelFn)(const __half*, const __half*, __half*, int, float);
 
 template <bool ALIGNED>
-KernelFn pick(int chunks) {
-    switch (chunks) {
-        case 1: return attn_probs<1, ALIGNED>;
-        case 2: return attn_probs<2, ALIGNED>;
-        case 3: return attn_probs<3, ALIGNED>;
-        default: return attn_probs<4, ALIGNED>;
+KernelFn pick(int seq) {
+    if (seq <= kChunkS) return attn_probs<kRowsS, kChunkS, 1, ALIGNED, 4>;
+    switch ((seq + kChunkL - 1) / kChunkL) {
+        case 1: return attn_probs<kRowsL, kChunkL, 1, ALIGNED, 2>;
+        case 2: return attn_probs<kRowsL, kChunkL, 2, ALIGNED, 2>;
+        case 3: return attn_probs<kRowsL, kChunkL, 3, ALIGNED, 2>;
+        default: return attn_probs<kRowsL, kChunkL, 4, ALIGNED, 2>;
     }
 }
 
@@ -251,12 +269,12 @@ extern "C" int attn_scores_mask_softmax(const __half* q, const __half* k, __half
                                         int64_t heads, int64_t seq, float scale, hipStream_t stream) {
     if (batch <= 0 || heads <= 0 || seq <= 0) return static_cast<int>(hipSuccess);
     const int64_t bh = batch * heads;
-    if (seq > kMaxChunks * kChunk || bh > 65535) return static_cast<int>(hipErrorInvalidValue);
-    const int chunks = static_cast<int>((seq + kChunk - 1) / kChunk);
+    if (seq > kMaxSeq || bh > 65535) return static_cast<int>(hipErrorInvalidValue);
     const bool aligned = (reinterpret_cast<uintptr_t>(q) % 16 == 0) && (reinterpret_cast<uintptr_t>(k) % 16 == 0) &&
                          (reinterpret_cast<uintptr_t>(probs) % 16 == 0);
-    const KernelFn kernel = aligned ? pick<true>(chunks) : pick<false>(chunks);
-    const dim3 grid(static_cast<unsigned>((seq + kRows - 1) / kRows), static_cast<unsigned>(bh));
+    const KernelFn kernel = aligned ? pick<true>(static_cast<int>(seq)) : pick<false>(static_cast<int>(seq));
+    const int64_t rows = seq <= kChunkS ? kRowsS : kRowsL;
+    const dim3 grid(static_cast<unsigned>((seq + rows - 1) / rows), static_cast<unsigned>(bh));
     hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, stream, q, k, probs, static_cast<int>(seq), scale);
     return static_cast<int>(hipGetLastError());
 }

@@ -14,8 +14,15 @@
 //   shared memory (reusing the weight tile); group 0's threads then hold all four gates of
 //   their R x R cells and finish them: biases, sigmoid / tanh, c_out, h_out.
 // - Tiles are staged in shared memory k-major (activations [k][batch], weights
-//   [k][gate][unit]), padded; global loads are coalesced along k. Any batch, input_size and
-//   hidden: out-of-range rows, units and k are zero-filled, stores are guarded.
+//   [k][gate][unit]), padded so that the staging stores are free of bank conflicts (a warp
+//   moves 4 rows x 8 consecutive k). The next tile's global loads are issued into registers
+//   before the current tile's products (software pipelining), so their latency is hidden.
+//   Any batch, input_size and hidden: out-of-range rows, units and k are zero-filled, stores
+//   are guarded.
+// - __launch_bounds__(256, 2): at most 128 registers, two blocks per SM. Without the bound
+//   the 32 x 32 build took 237 registers, one block per SM: at batch 512 / hidden 512 the
+//   256 blocks ran in two waves of 8 warps per SM with the global latency exposed every
+//   tile, slower than eager's cuBLAS there. Now all 256 blocks are resident at once.
 // - Accurate expf / tanhf: the fp32 tolerance is 1e-4.
 
 #include <hip/hip_runtime.h>
@@ -47,59 +54,95 @@ __device__ __forceinline__ float sigmoidf_(float v) { return 1.0f / (1.0f + expf
 template <int R>
 struct Tile {
     static constexpr int TB = 8 * R, TU = 8 * R;
-    static constexpr int AST = TB + R;                // activation row stride (floats)
-    static constexpr int WST = kGates * TU + R;       // weight row stride (floats)
+    static constexpr int WROWS = kGates * TU;         // weight rows of a tile (gate-major)
+    static constexpr int AST = TB + 4;                // activation row stride (floats): = 4 or 20 mod 32
+    static constexpr int WST = WROWS + 4;             // weight row stride (floats): = 4 mod 32
     static constexpr int AS_SIZE = kKT * AST;
     static constexpr int WS_SIZE = kKT * WST;         // >= kGates * TB * TU: reused for the reduction
+    static_assert(WS_SIZE >= kGates * TB * TU, "the reduction reuses ws");
 };
 
-// acc[g][bi][ui] += sum over this thread's k of a[b0 + bp R + bi][k] * w[g hidden + u0 + up R + ui][k]
+// Staging of one 32-k tile: thread t takes k_lo = t & 7, rin = (t >> 3) & 15, kh = t >> 7,
+// i.e. rows rb * 16 + rin (every 16-row block rb of the tile) and k = half * 16 + kh * 8 + k_lo
+// (half = 0, 1). A warp thus reads 4 rows x 8 consecutive k (32-byte pieces) and writes them
+// to shared memory k-major without bank conflicts (row strides = 4 or 20 mod 32 banks). TB
+// and TU are multiples of 16, so a 16-row block of weights lies in one gate.
 template <int R>
-__device__ __forceinline__ void accumulate(const float* __restrict__ a, const float* __restrict__ w, int K,
-                                           int batch, int hidden, int b0, int u0, float* as, float* ws,
-                                           float (&acc)[kGates][R][R]) {
+struct Stage {
+    using T = Tile<R>;
+    static constexpr int RBA = T::TB / 16, RBW = T::WROWS / 16;
+    float ra[2 * RBA], rw[2 * RBW];
+
+    __device__ __forceinline__ void load(const float* __restrict__ a, const float* __restrict__ w, int K, int k0,
+                                         int batch, int hidden, int b0, int u0) {
+        const int tid = threadIdx.x;
+        const int rin = (tid >> 3) & 15;
+        const int kt = k0 + (tid >> 7) * 8 + (tid & 7);
+        const bool kv0 = kt < K, kv1 = kt + 16 < K;
+#pragma unroll
+        for (int rb = 0; rb < RBA; ++rb) {
+            const int gb = b0 + rb * 16 + rin;
+            const float* p = a + static_cast<int64_t>(gb) * K + kt;
+            ra[2 * rb] = (gb < batch && kv0) ? p[0] : 0.0f;
+            ra[2 * rb + 1] = (gb < batch && kv1) ? p[16] : 0.0f;
+        }
+#pragma unroll
+        for (int rb = 0; rb < RBW; ++rb) {
+            const int g = (rb * 16) / T::TU;                 // compile-time after unrolling
+            const int gu = u0 + (rb * 16) % T::TU + rin;
+            const float* p = w + static_cast<int64_t>(g * hidden + gu) * K + kt;
+            rw[2 * rb] = (gu < hidden && kv0) ? p[0] : 0.0f;
+            rw[2 * rb + 1] = (gu < hidden && kv1) ? p[16] : 0.0f;
+        }
+    }
+
+    __device__ __forceinline__ void store(float* as, float* ws) const {
+        const int tid = threadIdx.x;
+        const int rin = (tid >> 3) & 15, kk = (tid >> 7) * 8 + (tid & 7);
+        float* pa = as + kk * T::AST + rin;
+        float* pw = ws + kk * T::WST + rin;
+#pragma unroll
+        for (int rb = 0; rb < RBA; ++rb) {
+            pa[rb * 16] = ra[2 * rb];
+            pa[16 * T::AST + rb * 16] = ra[2 * rb + 1];
+        }
+#pragma unroll
+        for (int rb = 0; rb < RBW; ++rb) {
+            pw[rb * 16] = rw[2 * rb];
+            pw[16 * T::WST + rb * 16] = rw[2 * rb + 1];
+        }
+    }
+};
+
+// acc[g][bi][ui] += sum over this thread's 8 k of the staged tile of
+// a[b0 + bp R + bi][k] * w[g hidden + u0 + up R + ui][k]
+template <int R>
+__device__ __forceinline__ void mma_tile(const float* as, const float* ws, float (&acc)[kGates][R][R]) {
     using T = Tile<R>;
     const int tid = threadIdx.x;
     const int kgrp = tid >> 6, bp = (tid >> 3) & 7, up = tid & 7;
-    for (int k0 = 0; k0 < K; k0 += kKT) {
-        __syncthreads();  // the previous tile's reads are done
 #pragma unroll
-        for (int it = 0; it < (T::TB * kKT) / kThreads; ++it) {
-            const int idx = tid + it * kThreads;
-            const int b = idx >> 5, k = idx & 31;
-            const int gb = b0 + b, gk = k0 + k;
-            as[k * T::AST + b] = (gb < batch && gk < K) ? a[static_cast<int64_t>(gb) * K + gk] : 0.0f;
-        }
+    for (int kk = 0; kk < kKT / 4; ++kk) {
+        const int k = kgrp * (kKT / 4) + kk;
+        float av[R];
+        VecR<R>::load(&as[k * T::AST + bp * R], av);
 #pragma unroll
-        for (int it = 0; it < (kGates * T::TU * kKT) / kThreads; ++it) {
-            const int idx = tid + it * kThreads;
-            const int row = idx >> 5, k = idx & 31;
-            const int g = row / T::TU, u = row % T::TU;
-            const int gu = u0 + u, gk = k0 + k;
-            ws[k * T::WST + g * T::TU + u] =
-                (gu < hidden && gk < K) ? w[(static_cast<int64_t>(g) * hidden + gu) * K + gk] : 0.0f;
-        }
-        __syncthreads();
+        for (int g = 0; g < kGates; ++g) {
+            float wv[R];
+            VecR<R>::load(&ws[k * T::WST + g * T::TU + up * R], wv);
 #pragma unroll
-        for (int kk = 0; kk < kKT / 4; ++kk) {
-            const int k = kgrp * (kKT / 4) + kk;
-            float av[R];
-            VecR<R>::load(&as[k * T::AST + bp * R], av);
+            for (int i = 0; i < R; ++i)
 #pragma unroll
-            for (int g = 0; g < kGates; ++g) {
-                float wv[R];
-                VecR<R>::load(&ws[k * T::WST + g * T::TU + up * R], wv);
-#pragma unroll
-                for (int i = 0; i < R; ++i)
-#pragma unroll
-                    for (int j = 0; j < R; ++j) acc[g][i][j] += av[i] * wv[j];
-            }
+                for (int j = 0; j < R; ++j) acc[g][i][j] += av[i] * wv[j];
         }
     }
 }
 
+// 2 blocks of 256 threads per SM (<= 128 registers a thread): with the 32 x 32 tile at
+// batch 512 / hidden 512 the grid is 256 blocks, one wave on 132 SMs only at 2 per SM (the
+// unbounded build took 237 registers, one block per SM, two waves).
 template <int R>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
 lstm_cell_kernel(const float* __restrict__ x, const float* __restrict__ h, const float* __restrict__ c,
                  const float* __restrict__ w_ih, const float* __restrict__ w_hh, const float* __restrict__ b_ih,
                  const float* __restrict__ b_hh, float* __restrict__ h_out, float* __restrict__ c_out, int batch,
@@ -115,8 +158,22 @@ lstm_cell_kernel(const float* __restrict__ x, const float* __restrict__ h, const
         for (int i = 0; i < R; ++i)
 #pragma unroll
             for (int j = 0; j < R; ++j) acc[g][i][j] = 0.0f;
-    accumulate<R>(x, w_ih, input_size, batch, hidden, b0, u0, as, ws, acc);
-    accumulate<R>(h, w_hh, hidden, batch, hidden, b0, u0, as, ws, acc);
+
+    // tiles 0 .. nx - 1 run over x with w_ih, tiles nx .. nx + nh - 1 over h with w_hh; the
+    // next tile's global loads are in flight (in registers) while the current one is used
+    const int nx = (input_size + kKT - 1) / kKT, nh = (hidden + kKT - 1) / kKT;
+    Stage<R> st;
+    if (nx > 0) st.load(x, w_ih, input_size, 0, batch, hidden, b0, u0);
+    else st.load(h, w_hh, hidden, 0, batch, hidden, b0, u0);
+    for (int t = 0; t < nx + nh; ++t) {
+        __syncthreads();  // the previous tile's reads are done
+        st.store(as, ws);
+        __syncthreads();
+        const int tn = t + 1;
+        if (tn < nx) st.load(x, w_ih, input_size, tn * kKT, batch, hidden, b0, u0);
+        else if (tn < nx + nh) st.load(h, w_hh, hidden, (tn - nx) * kKT, batch, hidden, b0, u0);
+        mma_tile<R>(as, ws, acc);
+    }
 
     // K-groups 1..3 hand their partial sums to group 0, one at a time, through ws
     const int tid = threadIdx.x;

@@ -10,6 +10,13 @@
   straddle a group boundary when group_size < ROWS; they never do here, but nothing relies
   on it); these reads are L1/L2 hits shared by the rows of a group.
 - A 2-D grid of short programs (row blocks x word blocks) instead of one long loop per row.
+- The kernel gets the word count N / 8, not N, and forms N = 8 * (N / 8) itself: Triton only
+  learns that a scalar argument is a multiple of 16 from its value, so with N = 9896 (N / 8
+  prime) it could not prove the rows of out and scales 16-byte aligned and split every
+  16-byte vector into eight 2-byte accesses (slower than the starting kernel). With the
+  factor 8 visible, the out/scales accesses are 16-byte vectors for every N (N is always a
+  multiple of 8); the packed words are 16-byte loads when N / 8 is a multiple of 16 and
+  4-byte loads (still coalesced) otherwise.
 """
 
 import triton
@@ -20,12 +27,12 @@ WORDS = 64
 
 
 @triton.jit
-def _dequant_tile(qw_ptr, qz_ptr, scales_ptr, out_ptr, K, N, group_size,
+def _dequant_tile(qw_ptr, qz_ptr, scales_ptr, out_ptr, K, nw, group_size,
                   ROWS: tl.constexpr, WORDS: tl.constexpr):
     k = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)          # [R]
     m = tl.program_id(1) * WORDS + tl.arange(0, WORDS)                       # [W]
     j = tl.arange(0, 8)                                                      # [8]
-    nw = N // 8
+    N = nw * 8                     # N from the word count: Triton then knows 8 | N
     g = k // group_size
     wmask = (k < K)[:, None] & (m < nw)[None, :]                             # [R, W]
     w = tl.load(qw_ptr + k[:, None] * nw + m[None, :], mask=wmask, other=0)
@@ -42,6 +49,6 @@ def _dequant_tile(qw_ptr, qz_ptr, scales_ptr, out_ptr, K, N, group_size,
 
 def awq_int4_dequant(qweight, qzeros, scales, out, k, n, group_size):
     grid = (triton.cdiv(k, ROWS), triton.cdiv(n // 8, WORDS))
-    _dequant_tile[grid](qweight, qzeros, scales, out, k, n, group_size,
+    _dequant_tile[grid](qweight, qzeros, scales, out, k, n // 8, group_size,
                         ROWS=ROWS, WORDS=WORDS, num_warps=4)
     return None

@@ -1,42 +1,53 @@
 """Reference solution for packed -> padded rows: correct for every shape.
 
-- Each program writes a [ROWS, BLOCK_H] tile of the padded output, ROWS consecutive output
-  rows (they may straddle two sequences: every row finds its own sequence) by a stretch of
-  BLOCK_H = 1024 columns (512 for short rows; grid axis 1 walks the stretches). The tile is
-  one masked load and one store of 32 elements a thread, 16-byte vectors when rows are
-  16-byte aligned, so a program has 8 KB in flight instead of 256 bytes, and no loop.
-- Padding rows are masked out of the load (nothing is read; the store writes zeros).
-- Row indices are computed in int64.
+Each padded sequence padded[b] is one contiguous run of max_len * hidden elements, and the
+rows it takes from packed are one contiguous run too (rows cu[b] .. cu[b + 1], landing at
+padded row off_b = 0, or max_len - len_b with left padding). So the copy is done flat, per
+sequence, with no per-row index arithmetic and no lanes wasted on the row width:
+
+- Program (chunk, b) writes elements [chunk * BLOCK, chunk * BLOCK + BLOCK) of padded[b]
+  (BLOCK = 4096, 32 a thread). Element d comes from packed element
+  (cu[b] - off_b) * hidden + d when off_b * hidden <= d < (off_b + len_b) * hidden, and is 0
+  otherwise (masked out of the load: nothing is read for padding).
+- When hidden % 8 == 0 the kernel gets hidden / 8 and multiplies it back, so the compiler
+  knows that both runs and the bounds are 16-byte aligned: 16-byte loads and stores. Other
+  hidden sizes use 2-byte accesses, one element a lane, consecutive lanes on consecutive
+  elements (the earlier [rows, 1024 columns] tiles spent half their lanes on the 7
+  columns past 1024 when hidden = 1031, and those rows could not be vectorised anyway).
+- Grid: chunks on axis 0 (no 65535 limit; consecutive programs walk one sequence in
+  order), batch on axis 1 (<= 512). Offsets of a sequence are int32 (max_len * hidden
+  <= 2^28), the sequence and packed bases int64.
 """
 
 import triton
 import triton.language as tl
 
-TILE = 4096             # elements a program writes (ROWS * BLOCK_H)
+BLOCK = 4096
 
 
 @triton.jit
-def _pad_tile(packed_ptr, cu_ptr, out_ptr, rows, max_len, hidden, left_pad,
-              ROWS: tl.constexpr, BLOCK_H: tl.constexpr):
-    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    c = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    r_ok = r < rows
-    b = r // max_len
-    pos = r % max_len
-    start = tl.load(cu_ptr + b, mask=r_ok, other=0).to(tl.int64)
-    n = tl.load(cu_ptr + b + 1, mask=r_ok, other=0).to(tl.int64) - start
-    i = pos - (max_len - n) * left_pad
-    valid = r_ok & (i >= 0) & (i < n)
-    c_ok = c[None, :] < hidden
-    v = tl.load(packed_ptr + (start + i)[:, None] * hidden + c[None, :], mask=valid[:, None] & c_ok, other=0.0)
-    tl.store(out_ptr + r[:, None] * hidden + c[None, :], v, mask=r_ok[:, None] & c_ok)
+def _pad_flat(packed_ptr, cu_ptr, out_ptr, max_len, h_arg, left_pad,
+              BLOCK: tl.constexpr, VEC: tl.constexpr):
+    if VEC:
+        hidden = h_arg * 8                   # h_arg = hidden / 8: rows are 16-byte aligned
+    else:
+        hidden = h_arg
+    ck = tl.program_id(0)
+    b = tl.program_id(1)
+    start = tl.load(cu_ptr + b)
+    n = tl.load(cu_ptr + b + 1) - start
+    off = (max_len - n) * left_pad           # padded row where the sequence starts
+    row_len = max_len * hidden               # elements of one padded sequence
+    lo = off * hidden
+    hi = lo + n * hidden
+    d = ck * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(packed_ptr + (start - off).to(tl.int64) * hidden + d, mask=(d >= lo) & (d < hi), other=0.0)
+    tl.store(out_ptr + b.to(tl.int64) * row_len + d, v, mask=d < row_len)
 
 
 def concat_pad_rows(packed, cu_seqlens, padded, batch, max_len, total, hidden, left_pad):
-    block_h = 1024 if hidden > 512 else 512
-    rows_per = TILE // block_h
-    n_rows = batch * max_len
-    grid = (triton.cdiv(n_rows, rows_per), triton.cdiv(hidden, block_h))
-    _pad_tile[grid](packed, cu_seqlens, padded, n_rows, max_len, hidden, left_pad,
-                    ROWS=rows_per, BLOCK_H=block_h, num_warps=4)
+    vec = hidden % 8 == 0
+    grid = (triton.cdiv(max_len * hidden, BLOCK), batch)
+    _pad_flat[grid](packed, cu_seqlens, padded, max_len, hidden // 8 if vec else hidden, left_pad,
+                    BLOCK=BLOCK, VEC=vec, num_warps=4)
     return None
