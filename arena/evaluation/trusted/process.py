@@ -435,6 +435,21 @@ class Evaluation:
         for split in self.job.splits:
             self.run_split(split)
 
+    def _spec(self, side: dict, *, forbidden: list[str], trusted: bool) -> CandidateSpec:
+        """What a process needs to call one side of the job (the candidate, or the task's
+        baseline): its file, entry and library, and the task's call shape."""
+        return CandidateSpec(
+            language=side["language"],
+            path=side.get("path") or str(self.task.reference_path),
+            entry="reference" if side["language"] == "reference" else self.task.entry,
+            n_inputs=len(self.task.inputs),
+            n_outputs=len(self.task.outputs),
+            scalar_types=[s.type for s in self.task.scalars],
+            library=side.get("library") or "",
+            forbidden=forbidden,
+            trusted=trusted,
+        )
+
     def load(self) -> None:
         """The task's side here (reference, baseline, torch.compile's, the timer) while the
         candidate process prepares itself, then the candidate there."""
@@ -443,17 +458,7 @@ class Evaluation:
         self.stage("load")
         waited = self.gpu_lock.waited_s
         cand = self.job.candidate
-        spec = CandidateSpec(
-            language=cand["language"],
-            path=cand.get("path") or str(self.task.reference_path),
-            entry="reference" if cand["language"] == "reference" else self.task.entry,
-            n_inputs=len(self.task.inputs),
-            n_outputs=len(self.task.outputs),
-            scalar_types=[s.type for s in self.task.scalars],
-            library=cand.get("library") or "",
-            forbidden=list(self.task.forbidden),
-            trusted=self.candidate_trusted,
-        )
+        spec = self._spec(cand, forbidden=list(self.task.forbidden), trusted=self.candidate_trusted)
         timing = self.job.timing
         by_fd = shares_by_fd("gpu" if self.gpu else "cpu")
         self.slots = SlotMaker(self.torch_device, by_fd)
@@ -502,16 +507,7 @@ class Evaluation:
             if self.base_remote is None:
                 raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
             b = self.job.baseline
-            base_spec = CandidateSpec(
-                language=b["language"],
-                path=b.get("path") or str(self.task.reference_path),
-                entry="reference" if b["language"] == "reference" else self.task.entry,
-                n_inputs=len(self.task.inputs),
-                n_outputs=len(self.task.outputs),
-                scalar_types=[s.type for s in self.task.scalars],
-                library=b.get("library") or "",
-                trusted=True,
-            )
+            base_spec = self._spec(b, forbidden=[], trusted=True)
             self.base_slots = SlotMaker(self.torch_device, by_fd)
             base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
             base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
