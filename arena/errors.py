@@ -5,8 +5,8 @@ An ``ArenaError``'s message names the file and the key; the CLI prints it withou
 ``ArenaErrors`` is the same error carrying every problem found at once (a task folder's), one
 line each. The other kinds are defined where they are raised, each under ``ArenaException`` and
 named for what happened (``GateFailure``: a candidate failed a gate; ``ProtocolError``: a frame
-did not decode; ...). The one ``BaseException`` is ``performance._OverBudget``, which must pass
-through the ``except Exception`` of the library code it interrupts.
+did not decode; ...). The one other root is ``Interruption``: control flow that must pass through
+the ``except Exception`` of the code it interrupts.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ from pathlib import Path
 
 
 class ArenaException(Exception):
-    """Every exception kernel-arena defines is one of these."""
+    """Every exception kernel-arena defines is one of these, or an ``Interruption``."""
+
+
+class Interruption(BaseException):
+    """Not an error: kernel-arena stopping code it does not own (a time limit running out in
+    torch.compile's compiler, an importer stopping a test script at its kernel call). A
+    BaseException, because that code's ``except Exception`` would otherwise swallow it."""
 
 
 class ArenaError(ArenaException):

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from arena.errors import Interruption
 from arena.evaluation.memory import RESERVE_FRACTION
 from arena.evaluation.protocol import PerformanceResult
 from arena.evaluation.trusted.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
@@ -834,10 +835,9 @@ def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
     return round(copies / device_us, 4)
 
 
-class _OverBudget(BaseException):
-    """Raised in the main thread when a time limit of ``_time_limit`` runs out. A BaseException
-    because it interrupts library code (torch.compile's) whose ``except Exception`` would
-    otherwise swallow it."""
+class _OverBudget(Interruption):
+    """Raised in the main thread when a time limit of ``_time_limit`` runs out (it interrupts
+    torch.compile's compiler)."""
 
 
 @contextlib.contextmanager
