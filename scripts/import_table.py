@@ -1,33 +1,41 @@
 """Import every problem of a suite's folders and tabulate what came out (CPU only; an AKA task is
 every folder holding a config.yaml beneath the folders given):
-    python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N]
+    python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N] [--json ROWS.json]
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
-import, does the folder validate as written, how many seen and held-out configs it has, and the
-first thing the author must still decide or the reason it was refused. A problem that takes
-more than --timeout seconds is listed as such."""
+import, does the folder validate as written, how many seen and held-out configs it has, whether
+it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
+entry is a stub left to write), and the first thing the author must still decide or the reason it
+was refused. Each problem runs in a process of its own, killed past --timeout seconds (listed as
+such)."""
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import multiprocessing as mp
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+STUB_MARKS = ("NotImplementedError", "hipErrorNotSupported", "TODO(import)")
 
-def one(args: tuple[str, str, float]) -> dict:
-    kind, path, timeout = args
-    import signal
 
-    def expire(*_):
-        raise TimeoutError(f"more than {timeout:g} s")
+def stubs(folder: Path) -> list[str]:
+    """The files of an imported folder that are still stubs to write (reference, entry)."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.suffix in (".py", ".hip") and any(m in f.read_text(errors="replace") for m in STUB_MARKS):
+            out.append(f.name)
+    return out
 
-    signal.signal(signal.SIGALRM, expire)
-    signal.alarm(int(timeout))
+
+def one(args: tuple[str, str]) -> dict:
+    kind, path = args
     t0 = time.perf_counter()
-    row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "why": ""}
+    row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "complete": False,
+           "why": "", "folder": ""}
     try:
         from arena.authoring.importers.aka import import_aka
         from arena.authoring.importers.kernelbench import import_kernelbench
@@ -37,6 +45,7 @@ def one(args: tuple[str, str, float]) -> dict:
         result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root)
         row["imported"] = result.folder is not None and result.folder.is_dir()
         if row["imported"]:
+            row["folder"] = str(result.folder)
             problems = validate_task_dir(result.folder)
             row["valid"] = not problems
             if problems:
@@ -44,15 +53,56 @@ def one(args: tuple[str, str, float]) -> dict:
             else:
                 task = load_task(result.folder)
                 row["seen"], row["heldout"] = len(task.configs("seen")), len(task.configs("heldout"))
-                todo = [d for d in getattr(result, "decisions", []) if "held-out" in d or "seen config" in d]
-                row["why"] = todo[0] if todo else ""
+                left = stubs(result.folder)
+                row["complete"] = row["seen"] >= 3 and row["heldout"] >= 4 and not left
+                decisions = list(getattr(result, "decisions", []))
+                if left:
+                    first = next((d for d in decisions if "stub" in d or "TODO" in d or "write its" in d
+                                  or "raises until" in d), "")
+                    row["why"] = f"stub: {', '.join(left)}" + (f": {first}" if first else "")
+                else:
+                    todo = [d for d in decisions if "held-out" in d or "seen config" in d]
+                    row["why"] = todo[0] if todo else ""
     except BaseException as exc:  # noqa: BLE001 - every problem gets a row
         row["why"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    finally:
-        signal.alarm(0)
     row["seconds"] = round(time.perf_counter() - t0, 1)
-    row["why"] = row["why"].replace("|", "/")[:200]
+    row["why"] = row["why"].replace("|", "/").replace("\n", " ")[:240]
     return row
+
+
+def _worker(args: tuple[str, str], queue: mp.Queue) -> None:
+    queue.put(one(args))
+
+
+def run_all(kind: str, paths: list[str], jobs: int, timeout: float) -> list[dict]:
+    """Each problem in a process of its own, ``jobs`` at a time, killed past ``timeout``."""
+    ctx = mp.get_context("spawn")
+    rows: dict[str, dict] = {}
+    todo = list(paths)
+    running: dict[str, tuple] = {}
+    while todo or running:
+        while todo and len(running) < jobs:
+            p = todo.pop(0)
+            q = ctx.Queue()
+            proc = ctx.Process(target=_worker, args=((kind, p), q), daemon=True)
+            proc.start()
+            running[p] = (proc, q, time.perf_counter())
+        time.sleep(0.2)
+        for p, (proc, q, t0) in list(running.items()):
+            try:
+                rows[p] = q.get_nowait()
+            except Exception:  # noqa: BLE001 - not finished yet
+                if time.perf_counter() - t0 <= timeout and proc.is_alive():
+                    continue
+                if proc.is_alive():
+                    proc.kill()
+                rows[p] = {"problem": p, "imported": False, "valid": False, "seen": 0, "heldout": 0,
+                           "complete": False, "folder": "", "seconds": round(time.perf_counter() - t0, 1),
+                           "why": f"TimeoutError: more than {timeout:g} s" if proc.exitcode in (None, -9)
+                           else f"the import process died (exit code {proc.exitcode})"}
+            proc.join(timeout=5)
+            del running[p]
+    return [rows[p] for p in paths]
 
 
 def main() -> int:
@@ -60,6 +110,7 @@ def main() -> int:
     ap.add_argument("kind", choices=("kernelbench", "aka"))
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--json", help="also write the rows as JSON here")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0)
     a = ap.parse_args()
@@ -67,23 +118,25 @@ def main() -> int:
         paths = sorted(str(p) for f in a.folders for p in Path(f).glob("*.py"))
     else:
         paths = sorted(str(p.parent) for f in a.folders for p in Path(f).rglob("config.yaml"))
-    with mp.get_context("spawn").Pool(a.jobs, maxtasksperchild=1) as pool:
-        rows = pool.map(one, [(a.kind, p, a.timeout) for p in paths], chunksize=1)
+    rows = run_all(a.kind, paths, a.jobs, a.timeout)
     by_folder: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_folder[str(Path(r["problem"]).parent.name)].append(r)
-    lines = ["| folder | problems | imported | validate as written | held-out >= 4 | seconds (median) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| folder | problems | imported | validate as written | held-out >= 4 | complete | seconds (median) |",
+             "|---|---|---|---|---|---|---|"]
     for folder, rs in sorted(by_folder.items()):
         secs = sorted(r["seconds"] for r in rs)
         lines.append(f"| {folder} | {len(rs)} | {sum(r['imported'] for r in rs)} | {sum(r['valid'] for r in rs)} | "
-                     f"{sum(r['valid'] and r['heldout'] >= 4 for r in rs)} | {secs[len(secs) // 2]:.1f} |")
-    lines += ["", "| problem | imported | valid | seen | held-out | first open point or refusal |",
-              "|---|---|---|---|---|---|"]
+                     f"{sum(r['valid'] and r['heldout'] >= 4 for r in rs)} | {sum(r['complete'] for r in rs)} | "
+                     f"{secs[len(secs) // 2]:.1f} |")
+    lines += ["", "| problem | imported | valid | seen | held-out | complete | first open point or refusal |",
+              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {Path(r['problem']).parent.name}/{Path(r['problem']).name} | {r['imported']} | "
-                     f"{r['valid']} | {r['seen']} | {r['heldout']} | {r['why']} |")
+                     f"{r['valid']} | {r['seen']} | {r['heldout']} | {r['complete']} | {r['why']} |")
     Path(a.out).write_text("\n".join(lines) + "\n")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
     print("\n".join(lines[:2 + len(by_folder)]))
     return 0
 
