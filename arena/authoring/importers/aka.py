@@ -45,6 +45,7 @@ from arena.authoring.importers.kernelbench import (
     ModuleProblem,
     build_module_task,
 )
+from arena.authoring.importers.observe import Observer
 from arena.errors import ArenaError
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES
@@ -66,6 +67,9 @@ COMPARE_FUNCS = {
     "assert_array_almost_equal",
     "assert_array_equal",
 }
+ELEMENTWISE_METHODS = {"abs", "abs_", "exp", "exp_", "sigmoid", "tanh", "relu", "neg", "sqrt", "sign", "clamp",
+                       "clamp_", "clamp_min", "clamp_max", "round", "floor", "ceil", "mul", "mul_", "add", "add_",
+                       "sub", "div", "pow", "uniform_", "normal_", "fill_", "softmax", "log_softmax", "square"}
 WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "flatten", "view", "reshape", "squeeze"}
 
 
@@ -240,6 +244,9 @@ class Harness:
     kinds: dict[str, str]  # name -> "dtype:<name>" | "device" | "int:<formula>"
     notes: list[str]
     function: str
+    loop_target: ast.expr | None = None         # what the loop around the call binds ...
+    item_of: Callable[[dict], Any] | None = None  # ... to a case (its fields set), as the case list holds it
+    index_name: str | None = None               # enumerate's counter, 0 when observed
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -321,11 +328,18 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     fields: list[str] = []
     cases: list[dict] = []
     rebinds: dict[str, str] = {}
+    loop_target: ast.expr | None = None
+    item_of: Callable[[dict], Any] | None = None
+    index_name: str | None = None
     if loop is not None:
         target, it = loop.target, loop.iter
         if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
             it = it.args[0]
-            target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                if isinstance(target.elts[0], ast.Name):
+                    index_name = target.elts[0].id
+                target = target.elts[1]
+        loop_target = target
         raw = values.get(it.id) if isinstance(it, ast.Name) else None
         if raw is None and isinstance(it, (ast.List, ast.Tuple)):
             try:
@@ -339,6 +353,19 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                 f"{dotted_name(loop.iter)}, not a list of shapes the importer can read",
             )
         names: list[str] | None = None
+        first_item = raw[0]
+
+        def item_of(params: dict, first_item: Any = first_item) -> Any:
+            """The first case of the list with the fields of ``params`` set (as the loop target reads them)."""
+            if isinstance(first_item, dict):
+                keys = {n: rebinds.get(n, n) for n in params}
+                return {**first_item, **{keys[n]: v for n, v in params.items()}}
+            item = list(first_item)
+            for n, v in params.items():
+                pos = rebinds[n] if n in rebinds else (names or []).index(n)
+                item[int(pos)] = v
+            return type(first_item)(item) if isinstance(first_item, tuple) else item
+
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             names = [e.id for e in target.elts]
             cases = [dict(zip(names, item)) for item in raw]
@@ -477,8 +504,14 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                     node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
                 )
             node = node.func.value
-        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
-            node = node.left if number_of(node.right) is not None else node.right
+        while True:
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+                node = node.left if number_of(node.right) is not None else node.right
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ELEMENTWISE_METHODS | PASS_METHODS | set(DTYPE_METHODS):
+                node = node.func.value     # the shape of what it is called on (the init is then not read)
+            else:
+                break
         if not (isinstance(node, ast.Call) and call_name(node) in TENSOR_MAKERS):
             return None
         maker = call_name(node)
@@ -592,6 +625,9 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         kinds,
         notes,
         fn.name,
+        loop_target,
+        item_of if loop is not None else None,
+        index_name,
     ), ""
 
 
@@ -1109,11 +1145,19 @@ def _entry_call(
     return lines, True
 
 
-def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None):
-    """A probe for the Fitter: the reference run on meta tensors shaped by the formulas."""
+CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta device may run on the CPU, in all
+
+
+def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
+    """A probe for the Fitter: the reference run on meta tensors shaped by the formulas; where
+    the test itself runs here (``observer``), the case must be one it makes inputs for, and a
+    reference that does not run on the meta device runs on the CPU on the tensors the test makes."""
+    import time
+
     from torch.utils.flop_counter import FlopCounterMode
 
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
+    cpu_left = [CPU_PROBE_SECONDS]      # the CPU runs of the reference, all together, stop past this
 
     def probe(params: dict) -> Any:
         env = dict(params)
@@ -1123,13 +1167,37 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             if any(x < 0 for x in shape):
                 raise ValueError("negative dimension")
             ins.append(torch.empty(shape, dtype=dtypes[spec["dtype"]], device="meta"))
+        if observer is not None:
+            seen = observer.observe(params)
+            if seen.device == "meta":
+                got = {t: v for t, v in seen.args} | dict(seen.kwargs)
+                for spec, t in zip(inputs, ins):
+                    v = got.get(spec["name"])
+                    if isinstance(v, torch.Tensor) and tuple(v.shape) != tuple(t.shape):
+                        raise ValueError(f"{spec['name']}: the formulas say {tuple(t.shape)}, the test makes "
+                                         f"{tuple(v.shape)}")
         if ref_fn is None:
             return {"outputs": [], "flops": 0}
-        with FlopCounterMode(display=False) as counter:
-            out = ref_fn(*ins, *[params[f] for f in fields])
+        try:
+            with FlopCounterMode(display=False) as counter:
+                out = ref_fn(*ins, *[params[f] for f in fields])
+        except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
+            if observer is None or cpu_left[0] <= 0:
+                raise
+            t0 = time.perf_counter()
+            seen = observer.observe(params, "cpu")
+            got = {t: v for t, v in seen.args} | dict(seen.kwargs)
+            cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
+                   torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
+            try:
+                with FlopCounterMode(display=False) as counter:
+                    out = ref_fn(*cpu, *[params[f] for f in fields])
+            finally:
+                cpu_left[0] -= time.perf_counter() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return {"outputs": outs, "flops": counter.get_total_flops()}
 
+    probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
     return probe
 
 
@@ -1142,9 +1210,173 @@ def _load_reference_text(text: str, name: str) -> Callable | None:
     return ns.get("reference")
 
 
+def _observed_inputs(
+    h: Harness, inputs: list[dict], outputs: list[dict], base_case: dict, decisions: list[str]
+) -> tuple[Observer | None, str | None]:
+    """The shapes and dtypes of what the test hands the kernel, as observed by running its own
+    statements up to the call (``observe``) for the base case and for each field doubled and
+    tripled: a shape the test's text did not say is written as the formula those runs show; a
+    tensor the importer could not read is added as an input. Where an input's values cannot be
+    drawn from a plain init (made by code the importer does not read, or a shape only the run
+    shows), every input is made by ``make_inputs``: the test's own statements, copied
+    (returned as its text). (None, None) where the test does not run that far on this machine."""
+    obs = Observer(h)
+    try:
+        base = obs.observe(base_case)
+    except Exception:  # noqa: BLE001 - the test does not run here: the static reading stands
+        return None, None
+    fitter = Fitter(base_case, lambda params: obs.observe(params, base.device))
+    fitter._cache[()] = base
+    by_text = {text: v for text, v in base.args}
+    by_text.update({k: v for k, v in base.kwargs.items()})
+    kw_names = {k.arg: ast.unparse(k.value) for k in h.call.keywords if k.arg}
+    out_names = {o["name"] for o in outputs}
+    known = {i["name"] for i in inputs}
+    custom = False
+
+    def getter(text: str, d: int) -> Callable[[Any], int]:
+        def get(o: Any) -> int:
+            vals = {t: v for t, v in o.args}
+            vals.update({kw_names.get(k, k): v for k, v in o.kwargs.items()})
+            return vals[text].shape[d]
+        return get
+
+    texts = [t for t, _ in base.args] + [kw_names.get(k, k) for k in base.kwargs]
+    values = [v for _, v in base.args] + list(base.kwargs.values())
+    for text, value in zip(texts, values):
+        if not isinstance(value, torch.Tensor) or not re.fullmatch(r"[A-Za-z_]\w*", text):
+            continue
+        if value.dtype not in DTYPE_NAMES:
+            continue
+        spec = next((s for s in inputs + outputs if s["name"] == text), None)
+        shape = [fitter.int_formula(getter(text, d), f"dimension {d} of {text}") for d in range(value.dim())]
+        if spec is None:
+            spec = {"name": text, "dtype": DTYPE_NAMES[value.dtype], "shape": shape}
+            inputs.append(spec)
+            known.add(text)
+            custom = True
+            continue
+        static = spec.get("shape")
+        ok = static is not None and not any(str(x).startswith("TODO_") for x in static)
+        if ok:
+            try:
+                ok = [int(formula.evaluate(x, base_case)) for x in static] == list(value.shape)
+            except (formula.FormulaError, ValueError, TypeError):
+                ok = False
+        if not ok:
+            spec["shape"] = shape
+            if spec["name"] not in out_names:
+                custom = True
+        spec["dtype"] = DTYPE_NAMES[value.dtype]
+    decisions[:] = [d for d in decisions if not re.match(r"the shape of \w+ could not be read", d)]
+    decisions += fitter.inexact
+    if any(t.note and t.name in known for t in h.tensors.values()):
+        custom = True
+    if not custom:
+        return obs, None
+    text, why = _make_inputs_text(h, [i["name"] for i in inputs])
+    if text is None:
+        decisions.append(f"the inputs' values are drawn from plain inits: {why}; write make_inputs if they must "
+                         "be drawn as the test draws them")
+        return obs, None
+    for i in inputs:
+        i["init"] = "custom"
+    decisions.append(
+        f"the inputs are made by make_inputs in reference.py: the statements of {h.path.name} that make them, copied "
+        "(seeded from the harness's generator): read it"
+    )
+    return obs, text
+
+
+def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
+    """make_inputs(config, generator, device): the test's statements that make ``names``, in order."""
+    order = {id(s): i for i, s in enumerate(h.stmts)}
+    last = order[id(h.call_stmt)]
+    # the loop's whole item (``for shape in SHAPES: M, N = shape``): its fields come from the config instead
+    loop_names = {h.loop_target.id} if isinstance(h.loop_target, ast.Name) else set()
+    stop = set(h.fields)
+    chosen: list[ast.stmt] = []
+    prelude: list[str] = []
+    module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    bound = bound_by_imports(import_lines(h.tree))
+    done: set[str] = set()
+    todo = list(names)
+    while todo:
+        n = todo.pop()
+        if n in done or n in stop:
+            continue
+        done.add(n)
+        kind = h.kinds.get(n, "")
+        if kind == "device":
+            prelude.append(f"{n} = device")
+            continue
+        if kind.startswith("dtype:"):
+            prelude.append(f"{n} = torch.{kind[6:]}")
+            continue
+        assigns = [
+            s for s in h.stmts
+            if order[id(s)] < last and isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+            and n in {t.id for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                      for t in ast.walk(tg) if isinstance(t, ast.Name)}
+            and not (free_names([s]) & loop_names)
+        ]
+        # a loop that writes into a tensor made before it (content_lens[w] = ...) belongs to the tensor
+        assigns += [
+            s for s in h.stmts
+            if order[id(s)] < last and isinstance(s, (ast.For, ast.While)) and s not in assigns
+            and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == n
+                    for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
+                    for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+        ]
+        if assigns:
+            for s in assigns:
+                if s not in chosen:
+                    if any(isinstance(c, ast.Call) and call_name(c) == h.launcher for c in ast.walk(s)):
+                        return None, f"{n} is made by a call into the kernel's file"
+                    chosen.append(s)
+                    todo += list(free_names([s]))
+            continue
+        if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list, dict)):
+            prelude.append(f"{n} = {h.consts[n]!r}")
+            continue
+        if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
+            continue
+        return None, f"{n} (used where the test makes its inputs) cannot be traced"
+    chosen.sort(key=lambda s: order[id(s)])
+
+    class _Device(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if isinstance(node.value, str) and node.value.split(":")[0] in ("cuda", "hip"):
+                return ast.copy_location(ast.Name("device", ast.Load()), node)
+            return node
+
+    body = [_Device().visit(copy.deepcopy(s)) for s in chosen]
+    helpers = module_defs(h.tree, free_names(body), {h.function, *h.consts})
+    for s in helpers:
+        if any(isinstance(c, ast.Call) and call_name(c) == h.launcher for c in ast.walk(s)):
+            return None, f"{getattr(s, 'name', 'a helper')} calls the kernel's file"
+    lines = ["", "", "def make_inputs(config, generator, device):",
+             f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
+             '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator."""']
+    lines += [f"    {f} = config[{f!r}]" for f in h.fields]
+    lines += [f"    {p}" for p in sorted(set(prelude))]
+    lines += ["    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device))",
+              "    devices = [torch.device(device).index or 0] if torch.device(device).type == 'cuda' else []",
+              "    with torch.random.fork_rng(devices=devices):",
+              "        torch.manual_seed(seed)"]
+    lines += [f"        {ln}" for s in body for ln in ast.unparse(s).splitlines()]
+    lines.append("    return {" + ", ".join(f"{n!r}: {n}.to(device).contiguous()" for n in names) + "}")
+    text = "\n".join(lines) + "\n"
+    if helpers:
+        text = "\n\n" + join_statements(h.text, helpers) + "\n" + text
+    return text, ""
+
+
 def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = ""):
     """Signature, reference, configs and roofline from a read harness (both categories)."""
     inputs, outputs, scalars, roles = _harness_signature(h, decisions)
+    base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
+    obs, maker = _observed_inputs(h, inputs, outputs, base_case, decisions)
     first_float: dict[str, str] = {}
     for i in inputs:
         first_float.setdefault(i["dtype"], i["name"])
@@ -1157,9 +1389,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             f"reference.py is what {h.path.name} ({h.function}) compares with, copied out of it: read "
             "it (it is called with upcast copies of the inputs: compute in the dtype given)"
         )
+    if maker is not None:
+        reference = reference.rstrip("\n") + "\n" + maker
     ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
-    base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
-    fitter = Fitter(base_case, _formula_probe(inputs, h.fields, ref_fn))
+    probe_fn = _formula_probe(inputs, h.fields, ref_fn, obs)
+    fitter = Fitter(base_case, probe_fn)
     run = fitter.run()
     if any(o["shape"] is None for o in outputs):
         for o in (o for o in outputs if o["shape"] is None):
@@ -1215,6 +1449,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return 10**18
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
+    probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
     _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     while len(seen) < 3 and h.cases:

@@ -257,6 +257,8 @@ class Fitter:
         return None
 
     def _monomial(self, names: list[str], get: Callable, v0: float) -> str | None:
+        """v = k * prod(c ** e): each exponent read off the parameter doubled; a parameter that
+        halves the value divides (``K // group_size``, floor division), checked on every probe made."""
         if v0 == 0:
             return None
         exps = {}
@@ -266,24 +268,32 @@ class Fitter:
             except (_NoValue, ValueError, TypeError):
                 return None
             e = round(math.log2(r)) if r > 0 else 0
-            if e < 1 or Fraction(2) ** e != r:
+            if e == 0 or abs(e) > 3 or Fraction(2) ** e != r:
                 return None
-            try:
-                if Fraction(self._at(c, 3, get)) != Fraction(v0) * 3 ** e:
-                    return None
-            except _NoValue:
-                pass
             exps[c] = e
-        prod = math.prod(self.base[c] ** e for c, e in exps.items())
-        k = Fraction(v0) / prod
-        factors = " * ".join(c for c, e in exps.items() for _ in range(e))
-        if k == 1:
-            return factors
-        if k.denominator == 1:
-            return f"{k.numerator} * {factors}"
-        if k.numerator == 1:
-            return f"{factors} // {k.denominator}"
-        return None
+        k = Fraction(v0) / math.prod(Fraction(self.base[c]) ** e for c, e in exps.items())
+        num = [c for c, e in exps.items() if e > 0 for _ in range(e)]
+        den = [c for c, e in exps.items() if e < 0 for _ in range(-e)]
+        if k.numerator != 1:
+            num.insert(0, str(k.numerator))
+        if k.denominator != 1:
+            den.append(str(k.denominator))
+        text = " * ".join(num) or "1"
+        if den:
+            text = (f"({text})" if len(num) > 1 else text) + " // " + (den[0] if len(den) == 1 else
+                                                                       "(" + " * ".join(den) + ")")
+        for c in names:
+            for factor in (2, 3):
+                try:
+                    want = self._at(c, factor, get)
+                except _NoValue:
+                    continue
+                try:
+                    if formula.evaluate(text, {**self.base, c: self.base[c] * factor}) != want:
+                        return None
+                except (formula.FormulaError, ZeroDivisionError):
+                    return None
+        return text
 
     def number_formula(self, get: Callable[[Any], Any]) -> tuple[str | int, bool]:
         """A product formula for a count (FLOPs); (the number, False) when none fits."""

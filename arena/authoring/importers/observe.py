@@ -1,0 +1,140 @@
+"""Running a test script's own statements up to its kernel call, on the meta device or the CPU,
+to see what it hands the kernel: the tensors' shapes and dtypes for a case, and the other values.
+
+The test's correctness function is cut where it calls the kernel: the statements before the
+call (the loop around it opened, bound to one case) run in the test module's namespace with
+every ``cuda`` device taken for the meta device (else the CPU), and the call itself records its
+arguments and stops. Nothing of the kernel runs."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class _Stop(BaseException):  # a BaseException: the test's own `except Exception` does not catch it
+    def __init__(self, args: tuple, kwargs: dict):
+        super().__init__("the kernel call was reached")
+        self.call_args = args
+        self.call_kwargs = kwargs
+
+
+def _is_gpu(d: Any) -> bool:
+    if isinstance(d, torch.device):
+        return d.type == "cuda"
+    return isinstance(d, str) and d.split(":")[0] in ("cuda", "hip")
+
+
+class _OnDevice(TorchFunctionMode):
+    """Every tensor the test makes for ``cuda`` is made on ``device`` instead."""
+
+    def __init__(self, device: str):
+        super().__init__()
+        self.device = device
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if _is_gpu(kwargs.get("device")):
+            kwargs["device"] = self.device
+        if func in (torch.Tensor.cuda,):
+            return args[0].to(self.device) if self.device == "meta" else args[0]
+        if func is torch.Tensor.to:
+            args = tuple(self.device if _is_gpu(a) else a for a in args)
+        return func(*args, **kwargs)
+
+
+@dataclass
+class Observed:
+    """One case's call: each argument as the test's expression wrote it, with its value."""
+
+    args: list[tuple[str, Any]]          # (source text of the argument, value)
+    kwargs: dict[str, Any]
+    device: str
+
+
+class Observer:
+    """The test's statements up to the kernel call, compiled once; ``observe(case)`` runs them."""
+
+    def __init__(self, harness: Any):
+        self.h = harness
+        self.ns: dict[str, Any] | None = None
+        self.device = "meta"
+        self.error = ""
+        self._code: Any = None
+
+    def _module(self) -> dict[str, Any]:
+        if self.ns is None:
+            h = self.h
+            ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(h.path)}
+            cwd, path = os.getcwd(), list(sys.path)
+            try:
+                sys.path.insert(0, str(Path(h.path).parent))
+                os.chdir(Path(h.path).parent)
+                with contextlib.redirect_stdout(None):
+                    exec(compile(h.tree, str(h.path), "exec"), ns)
+            finally:
+                os.chdir(cwd)
+                sys.path[:] = path
+            self.ns = ns
+        return self.ns
+
+    def _compiled(self) -> Any:
+        if self._code is None:
+            h = self.h
+            cut = h.stmts[: h.stmts.index(h.call_stmt) + 1]
+            body = copy.deepcopy(cut)
+            call_copy = next(n for n in ast.walk(body[-1]) if isinstance(n, ast.Call) and
+                             ast.dump(n) == ast.dump(h.call))
+            call_copy.func = ast.Name("__arena_record__", ast.Load())
+            fn = ast.FunctionDef(
+                name="__arena_probe__",
+                args=ast.arguments(posonlyargs=[], args=[ast.arg("__arena_item__")], kwonlyargs=[], kw_defaults=[],
+                                   defaults=[]),
+                body=([ast.Assign([copy.deepcopy(h.loop_target)], ast.Name("__arena_item__", ast.Load()))]
+                      if h.loop_target is not None else [])
+                + ([ast.Assign([ast.Name(h.index_name, ast.Store())], ast.Constant(0))] if h.index_name else [])
+                + body,
+                decorator_list=[], returns=None)
+            mod = ast.fix_missing_locations(ast.Module([fn], []))
+            self._code = compile(mod, f"<the test {Path(h.path).name}, cut at its kernel call>", "exec")
+        return self._code
+
+    def observe(self, params: dict[str, Any], device: str | None = None) -> Observed:
+        """The call the test makes for the case ``params`` (its fields); raises what the test raises."""
+        h = self.h
+        ns = dict(self._module())
+
+        def record(*args: Any, **kwargs: Any) -> None:
+            raise _Stop(args, kwargs)
+
+        ns["__arena_record__"] = record
+        exec(self._compiled(), ns)
+        item = h.item_of(params) if h.item_of is not None else None
+        for dev in ([device] if device else ["meta", "cpu"]):
+            cwd = os.getcwd()
+            try:
+                os.chdir(Path(h.path).parent)
+                with _OnDevice(dev), torch.no_grad(), contextlib.redirect_stdout(None):
+                    torch.manual_seed(0)
+                    if h.loop_target is None:
+                        ns.update(params)
+                    ns["__arena_probe__"](item)
+            except _Stop as stop:
+                texts = [ast.unparse(a) for a in h.call.args]
+                return Observed(list(zip(texts, stop.call_args)), dict(stop.call_kwargs), dev)
+            except Exception as exc:  # noqa: BLE001 - tried on the next device, else raised
+                self.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                if dev == "cpu" or device:
+                    raise
+            finally:
+                os.chdir(cwd)
+        raise RuntimeError("the kernel call was not reached")
