@@ -539,3 +539,43 @@ def test_the_command_writes_validates_and_lists_what_remains(tmp_path, capsys):
     assert "--id" in capsys.readouterr().err
     with pytest.raises(ArenaError):
         import_kernelbench(FIX / "kb_linear_gelu.py", out, task_id="Not-A-Name")
+
+
+def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
+    """A vllm-style runner (TEST_SHAPES, a tensor made by code the importer does not read, a size
+    that is a quotient of two fields): its statements run on the meta device up to the kernel
+    call, so the signature has the shapes the runs show and make_inputs makes the inputs as the
+    test does; the held-out drafts are the ones the test and its reference accept."""
+    result = import_aka(FIX / "aka_vllm_group_scale", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_group_scale"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape), i.init["kind"]) for i in task.inputs] == [
+        ("q", "int32", ["K", "N"], "custom"),
+        ("scales", "float16", ["K // group_size", "N"], "custom"),
+    ]
+    assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("result", "float32", ["K", "N"])]
+    assert [s.name for s in task.scalars] == ["K", "N", "group_size"]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"K": 64, "N": 128, "group_size": 32}, {"K": 128, "N": 256, "group_size": 64},
+        {"K": 256, "N": 512, "group_size": 128}]
+    held = {c.name: dict(c.params) for c in task.configs("heldout")}
+    assert held == {"draft-not-mult-8": {"K": 256, "N": 516, "group_size": 128},
+                    "draft-prime": {"K": 256, "N": 509, "group_size": 128},
+                    "draft-scale-up": {"K": 256, "N": 1026, "group_size": 128},
+                    "draft-scale-down": {"K": 256, "N": 171, "group_size": 128}}
+    # the odd draft (K // group_size not a whole number of groups) is one the test's reference refuses
+    assert "draft-odd" not in held
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", import_file(task.reference_path, "ref_group_scale"))
+    assert ins["q"].dtype == torch.int32 and int(ins["q"].min()) >= -8 and int(ins["q"].max()) < 8
+    assert float(ins["scales"].min()) >= 0.01                     # .abs() * 0.1 + 0.01, as the test draws it
+    assert "which the importer does not read" not in result.report()
+
+
+def test_a_quotient_of_two_constants_is_written_as_floor_division():
+    from arena.authoring.importers.common import Fitter
+
+    fitter = Fitter({"K": 256, "G": 128, "N": 64}, lambda p: {"rows": p["K"] // p["G"], "cols": 8 * p["N"] // p["G"]})
+    assert fitter.int_formula(lambda r: r["rows"]) == "K // G"
+    assert fitter.int_formula(lambda r: r["cols"]) == "(8 * N) // G"

@@ -1281,6 +1281,7 @@ def _observed_inputs(
         return obs, None
     for i in inputs:
         i["init"] = "custom"
+    decisions[:] = [d for d in decisions if not (d.startswith("input ") and "the importer does not read" in d)]
     decisions.append(
         f"the inputs are made by make_inputs in reference.py: the statements of {h.path.name} that make them, copied "
         "(seeded from the harness's generator): read it"

@@ -74,11 +74,11 @@ class Observer:
     def _module(self) -> dict[str, Any]:
         if self.ns is None:
             h = self.h
-            ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(h.path)}
+            ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(h.path).resolve())}
             cwd, path = os.getcwd(), list(sys.path)
             try:
-                sys.path.insert(0, str(Path(h.path).parent))
-                os.chdir(Path(h.path).parent)
+                sys.path.insert(0, str(Path(h.path).resolve().parent))
+                os.chdir(Path(h.path).resolve().parent)
                 with contextlib.redirect_stdout(None):
                     exec(compile(h.tree, str(h.path), "exec"), ns)
             finally:
@@ -122,7 +122,7 @@ class Observer:
         for dev in ([device] if device else ["meta", "cpu"]):
             cwd = os.getcwd()
             try:
-                os.chdir(Path(h.path).parent)
+                os.chdir(Path(h.path).resolve().parent)
                 with _OnDevice(dev), torch.no_grad(), contextlib.redirect_stdout(None):
                     torch.manual_seed(0)
                     if h.loop_target is None:
