@@ -579,3 +579,26 @@ def test_a_quotient_of_two_constants_is_written_as_floor_division():
     fitter = Fitter({"K": 256, "G": 128, "N": 64}, lambda p: {"rows": p["K"] // p["G"], "cols": 8 * p["N"] // p["G"]})
     assert fitter.int_formula(lambda r: r["rows"]) == "K // G"
     assert fitter.int_formula(lambda r: r["cols"]) == "(8 * N) // G"
+
+
+def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
+    """A gpumode-style folder: the module's get_inputs loops over cases written in it. Their sizes
+    become parameters (one number of the first case, one parameter), the cases of the common
+    rank are the seen configs, and the held-out drafts are each run through the module on the
+    meta device; the extension's host code is cut, so the entry is left to write (not complete)."""
+    result = import_aka(FIX / "aka_gpumode_rowscale", tmp_path)
+    folder = tmp_path / "hip2hip" / "aka_gpumode_rowscale"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["case0", "case1", "case2"]), ("w", ["case2"])]
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("out", ["case0", "case1", "case2"])]
+    assert [s.name for s in task.scalars] == ["case0", "case1", "case2"]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"case0": 2, "case1": 64, "case2": 256}, {"case0": 4, "case1": 128, "case2": 512},
+        {"case0": 8, "case1": 128, "case2": 1024}]                 # the 1-D case of the list is left out
+    held = {c.name: dict(c.params) for c in task.configs("heldout")}
+    assert len(held) >= 4 and held["draft-prime"] == {"case0": 8, "case1": 128, "case2": 1021}
+    assert held["draft-scale-up"] == {"case0": 8, "case1": 128, "case2": 2050}
+    report = result.report()
+    assert "loops over 4 cases written in it (configs)" in report and "1 of another rank" in report
+    assert "hipErrorNotSupported" in (folder / "baseline.hip").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,122 @@ def lift_literal_sizes(tree: ast.Module, funcs: list[ast.FunctionDef]) -> tuple[
     return ast.fix_missing_locations(tree), {n: v for v, n in made.items()}
 
 
+LIFTED_CASES = "_arena_import_cases"
+
+
+def lift_case_list(tree: ast.Module, fn_name: str = "get_inputs") -> tuple[ast.Module, list[dict[str, int]], str]:
+    """A get_inputs that loops over a list of cases written in it (``configs = [(4, 512, 16, 16), ...]``,
+    ``for B, C, H, W in configs: ... yield [...]``): the list becomes one case whose sizes are module
+    constants (the loop's names where it unpacks a flat tuple, else ``case0``, ``case1``, ...: one
+    number of the first case, one constant), set to the largest case; returns the tree, every case
+    as values of those constants (a case that does not fit the first's pattern left out), and a
+    note. The tree is unchanged (and no case returned) where get_inputs has no such list."""
+    fn = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == fn_name), None)
+    if fn is None:
+        return tree, [], ""
+    lists: dict[str, ast.Assign] = {}
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                isinstance(st.value, (ast.List, ast.Tuple)):
+            lists[st.targets[0].id] = st
+    loop = next((st for st in fn.body if isinstance(st, ast.For) and isinstance(st.iter, ast.Name)
+                 and st.iter.id in lists and any(isinstance(n, (ast.Yield, ast.Return)) for n in ast.walk(st))), None)
+    if loop is None:
+        return tree, [], ""
+    assign = lists[loop.iter.id]
+    try:
+        raw = ast.literal_eval(assign.value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return tree, [], ""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        return tree, [], ""
+
+    def leaves(v: Any) -> list | None:
+        """The ints of a case in order (None where it holds anything but ints, lists and tuples)."""
+        if type(v) is int:
+            return [v]
+        if isinstance(v, (list, tuple)):
+            out: list = []
+            for x in v:
+                sub = leaves(x)
+                if sub is None:
+                    return None
+                out += sub
+            return out
+        return None
+
+    flat_all = [leaves(c) for c in raw]
+    if any(f is None for f in flat_all):
+        return tree, [], ""
+    # cases of several ranks (1-D, 2-D, 4-D inputs): a signature has one; the most common pattern is kept
+    sizes = [len(f) for f in flat_all]
+    keep = max(sorted(set(sizes), reverse=True), key=sizes.count)
+    total = len(raw)
+    raw = [c for c, n in zip(raw, sizes) if n == keep]
+    flat = [f for f in flat_all if len(f) == keep]
+    if not flat[0]:
+        return tree, [], ""
+    first = flat[0]
+    # which positions are sizes (>= MIN_VARIED somewhere, or different across the cases)
+    varied = [i for i in range(len(first)) if any(f[i] >= MIN_VARIED for f in flat) or len({f[i] for f in flat}) > 1]
+    if not varied:
+        return tree, [], ""
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    unpacked = isinstance(loop.target, ast.Tuple) and all(isinstance(e, ast.Name) for e in loop.target.elts) and \
+        all(isinstance(c, (list, tuple)) and len(c) == len(loop.target.elts) and all(type(x) is int for x in c)
+            for c in raw)
+    name_of: dict[int, str] = {}
+    if unpacked:
+        for i in varied:
+            name_of[i] = loop.target.elts[i].id
+    else:
+        by_value: dict[int, str] = {}
+        k = 0
+        for i in varied:
+            if first[i] not in by_value:
+                while f"case{k}" in taken:
+                    k += 1
+                by_value[first[i]] = f"case{k}"
+                k += 1
+            name_of[i] = by_value[first[i]]
+    cases = []
+    for f in flat:
+        case: dict[str, int] = {}
+        if all(case.setdefault(name_of[i], f[i]) == f[i] for i in varied) and \
+                all(f[i] == first[i] for i in range(len(f)) if i not in varied):
+            cases.append(case)
+    if not cases:
+        return tree, [], ""
+    base = max(cases, key=lambda c: math.prod(c.values()))
+    counter = iter(range(len(first)))
+
+    def template(v: Any) -> ast.expr:
+        if type(v) is int:
+            i = next(counter)
+            return ast.Name(name_of[i], ast.Load()) if i in name_of else ast.Constant(v)
+        elts = [template(x) for x in v]
+        return ast.Tuple(elts, ast.Load()) if isinstance(v, tuple) else ast.List(elts, ast.Load())
+
+    tree = copy.deepcopy(tree)
+    fn = next(s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == fn_name)
+    target = next(st for st in fn.body if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
+                  and st.targets[0].id == loop.iter.id)
+    # the one case is a module-level list (inside get_inputs the loop's names are its locals)
+    target.value = ast.Name(LIFTED_CASES, ast.Load())
+    first_def = next((i for i, st in enumerate(tree.body) if isinstance(st, (ast.FunctionDef, ast.ClassDef))), 0)
+    made = [ast.Assign([ast.Name(n, ast.Store())], ast.Constant(v)) for n, v in base.items()]
+    made.append(ast.Assign([ast.Name(LIFTED_CASES, ast.Store())], ast.List([template(raw[0])], ast.Load())))
+    tree.body[first_def:first_def] = made
+    note = (f"get_inputs() loops over {total} cases written in it ({loop.iter.id}): their sizes are the "
+            f"parameters {', '.join(base)}" + ("" if unpacked else " (one number of the first case, one parameter: "
+                                                 "rename them)")
+            + f"; seen.yaml holds the {len(cases)} cases" + (f" ({total - len(cases)} of another rank or that do not "
+                                                             "fit the first's pattern left out)"
+                                                             if len(cases) < total else ""))
+    return ast.fix_missing_locations(tree), cases, note
+
+
 class ModuleProblem:
     """A Python file with an ``nn.Module`` (``Model``, or the only module class when
     ``any_module``), ``get_inputs()`` and ``get_init_inputs()``, read and run."""
@@ -165,6 +282,7 @@ class ModuleProblem:
         self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         # sizes written as numbers where the inputs are made become constants of their own, so
         # that they can be varied like the problem's named ones
+        self.tree, self.case_list, self.case_note = lift_case_list(self.tree)
         self.tree, self.lifted = lift_literal_sizes(self.tree, [funcs[f] for f in ("get_inputs", "get_init_inputs")
                                                                  if f in funcs])
         self.constants = literal_constants(self.tree)
@@ -633,7 +751,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         )
     if device == "cpu":
         decisions.append("the forward does not run on the meta device, so every probe ran on the CPU at full size")
-    if problem.cases > 1:
+    if problem.case_note:
+        decisions.append(problem.case_note)
+    elif problem.cases > 1:
         decisions.append(
             f"get_inputs() yields {problem.cases} cases: the first is the seen config; add the others "
             "(their shapes are in the problem) as configs if they matter"
@@ -910,6 +1030,11 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         )
     vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
     seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem")
+    if problem.case_list:
+        listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list]
+        listed = [c for i, c in enumerate(listed) if c not in listed[:i] and valid(c)]
+        if len(listed) >= 2:
+            seen = [{"name": f"case{i}", **c} for i, c in enumerate(listed)]
     decisions += notes
     if len(held) < 4:
         decisions.append(f"only {len(held)} held-out drafts were accepted by the original: write at least 4")
