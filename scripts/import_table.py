@@ -4,8 +4,9 @@ every folder holding a config.yaml beneath the folders given):
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
 import, does the folder validate as written, how many seen and held-out configs it has, whether
 it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
-entry is a stub left to write), and the first thing the author must still decide or the reason it
-was refused. Each problem runs in a process of its own, killed past --timeout seconds (listed as
+entry is a stub left to write), whether the importer's own check on the smoke config passed (the
+reference runs, agrees with the original where there is one, is not degenerate), and the first
+thing the author must still decide or the reason it was refused. Each problem runs in a process of its own, killed past --timeout seconds (listed as
 such)."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def one(args: tuple[str, str]) -> dict:
     kind, path = args
     t0 = time.perf_counter()
     row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "complete": False,
-           "why": "", "folder": ""}
+           "checked": False, "why": "", "folder": ""}
     try:
         from arena.authoring.importers.aka import import_aka
         from arena.authoring.importers.kernelbench import import_kernelbench
@@ -54,12 +55,16 @@ def one(args: tuple[str, str]) -> dict:
                 task = load_task(result.folder)
                 row["seen"], row["heldout"] = len(task.configs("seen")), len(task.configs("heldout"))
                 left = stubs(result.folder)
+                found = list(getattr(result, "check_problems", []))
+                row["checked"] = bool(getattr(result, "checks", [])) and not found
                 row["complete"] = row["seen"] >= 3 and row["heldout"] >= 4 and not left
                 decisions = list(getattr(result, "decisions", []))
                 if left:
                     first = next((d for d in decisions if "stub" in d or "TODO" in d or "write its" in d
                                   or "raises until" in d), "")
                     row["why"] = f"stub: {', '.join(left)}" + (f": {first}" if first else "")
+                elif found:
+                    row["why"] = f"self-check: {found[0]}"
                 else:
                     todo = [d for d in decisions if "held-out" in d or "seen config" in d]
                     row["why"] = todo[0] if todo else ""
@@ -97,7 +102,8 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float) -> list[dict
                 if proc.is_alive():
                     proc.kill()
                 rows[p] = {"problem": p, "imported": False, "valid": False, "seen": 0, "heldout": 0,
-                           "complete": False, "folder": "", "seconds": round(time.perf_counter() - t0, 1),
+                           "complete": False, "checked": False, "folder": "",
+                           "seconds": round(time.perf_counter() - t0, 1),
                            "why": f"TimeoutError: more than {timeout:g} s" if proc.exitcode in (None, -9)
                            else f"the import process died (exit code {proc.exitcode})"}
             proc.join(timeout=5)
@@ -122,12 +128,13 @@ def main() -> int:
     by_folder: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_folder[str(Path(r["problem"]).parent.name)].append(r)
-    lines = ["| folder | problems | imported | validate as written | held-out >= 4 | complete | seconds (median) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| folder | problems | imported | validate as written | held-out >= 4 | complete | complete and "
+             "self-checked | seconds (median) |", "|---|---|---|---|---|---|---|---|"]
     for folder, rs in sorted(by_folder.items()):
         secs = sorted(r["seconds"] for r in rs)
         lines.append(f"| {folder} | {len(rs)} | {sum(r['imported'] for r in rs)} | {sum(r['valid'] for r in rs)} | "
                      f"{sum(r['valid'] and r['heldout'] >= 4 for r in rs)} | {sum(r['complete'] for r in rs)} | "
+                     f"{sum(r['complete'] and r['checked'] for r in rs)} | "
                      f"{secs[len(secs) // 2]:.1f} |")
     lines += ["", "| problem | imported | valid | seen | held-out | complete | first open point or refusal |",
               "|---|---|---|---|---|---|---|"]

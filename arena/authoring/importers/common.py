@@ -40,6 +40,7 @@ class ImportResult:
     problems: list[ArenaError]
     decisions: list[str]
     checks: list[str] = field(default_factory=list)
+    check_problems: list[str] = field(default_factory=list)   # what the importer's own check found
 
     @property
     def ok(self) -> bool:
@@ -459,14 +460,16 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
     folder = _write(d, root)
     problems = validate_task_dir(folder)
     decisions = list(d.decisions)
+    check_problems: list[str] = []
     checks: list[str] = []
     if not problems and self_check is not None:
         passed, found = self_check(folder)
         checks += passed
         decisions += found
+        check_problems = list(found)
     decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
                      "--device cuda` (timing window, degeneracy on every split)")
-    return ImportResult(folder, source, problems, decisions, checks)
+    return ImportResult(folder, source, problems, decisions, checks, check_problems)
 
 
 def _task_name(text: str) -> str:
