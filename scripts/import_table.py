@@ -6,8 +6,8 @@ import, does the folder validate as written, how many seen and held-out configs 
 it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
 entry is a stub left to write), whether the importer's own check on the smoke config passed (the
 reference runs, agrees with the original where there is one, is not degenerate), and the first
-thing the author must still decide or the reason it was refused. Each problem runs in a process of its own, killed past --timeout seconds (listed as
-such)."""
+thing the author must still decide or the reason it was refused. Each problem runs in a process
+of its own, killed past --timeout seconds (listed as such)."""
 
 from __future__ import annotations
 
