@@ -602,3 +602,12 @@ def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
     report = result.report()
     assert "loops over 4 cases written in it (configs)" in report and "1 of another rank" in report
     assert "hipErrorNotSupported" in (folder / "baseline.hip").read_text()
+
+
+def test_a_quotient_with_a_far_fetched_factor_is_not_written():
+    """A pooling's output size (h - k) // k + 1 is not a monomial: the fit that matches the probes
+    with a factor 1023/1024 is refused (kept as the number, reported as inexact)."""
+    from arena.authoring.importers.common import Fitter
+
+    fitter = Fitter({"h": 2048, "k": 11}, lambda p: {"out": (p["h"] - p["k"]) // p["k"] + 1})
+    assert fitter._monomial(["h", "k"], lambda r: r["out"], 186) is None

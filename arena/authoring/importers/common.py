@@ -273,6 +273,8 @@ class Fitter:
                 return None
             exps[c] = e
         k = Fraction(v0) / math.prod(Fraction(self.base[c]) ** e for c, e in exps.items())
+        if k.numerator > 64 or k.denominator > 64:   # (1023 * h) // (k * 1024) fits the probes, not the op
+            return None
         num = [c for c, e in exps.items() if e > 0 for _ in range(e)]
         den = [c for c, e in exps.items() if e < 0 for _ in range(-e)]
         if k.numerator != 1:
