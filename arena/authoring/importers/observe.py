@@ -20,8 +20,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from arena.errors import Interruption
 
-class _Stop(BaseException):  # a BaseException: the test's own `except Exception` does not catch it
+
+class _Stop(Interruption):  # the test's own `except Exception` does not catch it
     def __init__(self, args: tuple, kwargs: dict):
         super().__init__("the kernel call was reached")
         self.call_args = args
