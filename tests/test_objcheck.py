@@ -479,8 +479,9 @@ SHIPPED_CASES = [(path, target) for path in SHIPPED for target in TARGETS]
 # Shipped files that must not build: a compile error on purpose, and exploit candidates the
 # object check now stops at build time (the symbol the refusal names).
 NOT_BUILT = {"tests/fixtures/candidates_hip/compile_error.hip": None,
-             # a PyTorch extension, as AgentKernelArena ships them: input of the importer's tests
-             "tests/fixtures/importers/aka_hip_bias_leaky/hip/bias_leaky.hip": None}
+             # PyTorch extensions, as AgentKernelArena ships them: inputs of the importer's tests
+             "tests/fixtures/importers/aka_hip_bias_leaky/hip/bias_leaky.hip": None,
+             "tests/fixtures/importers/aka_gpumode_rowscale/hip/rowscale.hip": None}
 REFUSED = {
     "tests/exploits/candidates/vendor_library.hip": {"cuda": "dlopen", "rocm": "dlopen"},
     "tests/exploits/candidates/device_reset.hip": {"cuda": "cudaDeviceReset",
