@@ -1540,27 +1540,9 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         f"baseline.py is {source.name} as written, with the entry {entry} added at its end: check "
         "that the starting kernel is correct on every config and leaves headroom"
     )
-    d = Draft(
-        category="triton2triton",
-        name=name,
-        title=_aka_title(aka, name),
-        description=_aka_description(aka, source),
-        entry=entry,
-        inputs=inputs,
-        outputs=outputs,
-        scalars=scalars,
-        roofline=roofline,
-        shape_space=space,
-        reference=reference,
-        tags=["imported", "agentkernelarena"],
-        difficulty=1,
-        seen=seen,
-        heldout=held,
-        smoke=smoke,
-        files={"baseline.py": baseline},
-        decisions=decisions,
-        notes=_AKA_NOTES,
-    )
+    d = _aka_draft(aka, source, name, category="triton2triton", entry=entry, inputs=inputs, outputs=outputs,
+                   scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
+                   heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     return d, lambda folder: _aka_self_check(folder)
 
 
@@ -1572,6 +1554,13 @@ _AKA_NOTES = {
     "roofline": "bytes: every tensor once; flops: PyTorch's counter on the reference",
     "shape_space": "ranges around the test's shapes; add constraints",
 }
+
+
+def _aka_draft(aka: AkaFolder, source: Path, name: str, **fields: Any) -> Draft:
+    """The draft of an AKA folder's task: what every such task shares (title and description from
+    the folder, tags, difficulty, notes) around the fields its category decided."""
+    return Draft(name=name, title=_aka_title(aka, name), description=_aka_description(aka, source),
+                 tags=["imported", "agentkernelarena"], difficulty=1, notes=_AKA_NOTES, **fields)
 
 
 def _aka_title(aka: AkaFolder, name: str) -> str:
@@ -1738,25 +1727,7 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         + entry_text
         + (("\n// ---- the original PyTorch host code, for reference (not built) ----" + comments) if pieces else "")
     )
-    d = Draft(
-        category="hip2hip",
-        name=name,
-        title=_aka_title(aka, name),
-        description=_aka_description(aka, source),
-        entry=entry,
-        inputs=inputs,
-        outputs=outputs,
-        scalars=scalars,
-        roofline=roofline,
-        shape_space=space,
-        reference=reference,
-        tags=["imported", "agentkernelarena"],
-        difficulty=1,
-        seen=seen,
-        heldout=held,
-        smoke=smoke,
-        files={"baseline.hip": baseline},
-        decisions=decisions,
-        notes=_AKA_NOTES,
-    )
+    d = _aka_draft(aka, source, name, category="hip2hip", entry=entry, inputs=inputs, outputs=outputs,
+                   scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
+                   heldout=held, smoke=smoke, files={"baseline.hip": baseline}, decisions=decisions)
     return d, check
