@@ -272,9 +272,11 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     killed: list[int] = []
     used = {4242: 2 * 2**30, 4343: 3 * 2**30}
     peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
+    replay_peer = types.SimpleNamespace(pid=4343)    # the replay process: the baseline's handle and the replays'
     ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
                                remote=types.SimpleNamespace(peer=peer),
-                               base_remote=types.SimpleNamespace(peer=types.SimpleNamespace(pid=4343)),
+                               base_remote=types.SimpleNamespace(peer=replay_peer),
+                               replay_remote=types.SimpleNamespace(peer=replay_peer),
                                slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
                                _stage_now=("correctness", "heldout", "c1"),
                                memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
@@ -285,7 +287,7 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     allow = allowance(2**20, 2**30)
     ev.check_device_memory("after a call")
     assert not killed and ev.held["heldout"]["held_gib"] == 2.0 and ev.held["heldout"]["share"] < 1
-    # counted at what they hold: this process's standing, the candidate's 2 GiB, the baseline's 3 GiB
+    # counted at what they hold: this process's standing, the candidate's 2 GiB, the replay process's 3 GiB (once)
     assert ev.memory.standing() == PROCESS_BYTES + 5 * 2**30
     assert ev.memory_cause() is None
     used[9999] = 70 * 2**30                  # another evaluation's candidate, over the allowance it published

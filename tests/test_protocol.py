@@ -192,7 +192,7 @@ def test_a_reply_that_breaks_the_channel_ends_the_candidate(data, why, tmp_path)
 
 
 def test_a_worker_forks_both_of_its_processes(tmp_path):
-    """The candidate's process and the baseline's are both forks of the trusted one: the first
+    """The candidate's process and the replay process are both forks of the trusted one: the first
     one's channel starts no thread that would make the process unsound to fork again. In a
     process of its own, as a worker's trusted process is (a test runner's threads would make
     this one unforkable whatever the channel does)."""
@@ -205,8 +205,8 @@ def test_a_worker_forks_both_of_its_processes(tmp_path):
         "from arena.evaluation.processes import CandidatePeer, child_env\n"
         "from arena.evaluation.protocol import OpenRequest\n"
         "d = Path(sys.argv[1])\n"
-        "peers = [CandidatePeer('cpu', d / n, child_env(d / n, d / 'triton', interpret=True), fork=True)\n"
-        "         for n in ('c', 'b')]\n"
+        "peers = [CandidatePeer('cpu', d / n, child_env(d / n, d / 'triton', interpret=True), fork=True, role=r)\n"
+        "         for n, r in (('c', 'candidate'), ('r', 'replay'))]\n"
         "print([type(p.proc).__name__ for p in peers], [type(p.request(OpenRequest(kernel_cache=''))).__name__\n"
         "                                              for p in peers])\n"
         "for p in peers:\n"
@@ -289,8 +289,8 @@ def test_an_autotuner_times_its_variants_only_once_the_gpu_is_held_alone():
     process says so before the first timing and waits for the answer, says when the launch
     is over, and says nothing for a key it has tuned (a stand-in with the autotuner's shape:
     ``run`` times the variants of a new key, then launches the fastest)."""
-    from arena.evaluation.candidate.process import watch_tuning
     from arena.evaluation.protocol import TuningNotice
+    from arena.evaluation.server import watch_tuning
 
     events: list = []
 

@@ -485,3 +485,71 @@ def test_a_reply_announcing_more_bytes_than_a_reply_may_have_is_refused_before_i
     os.write(w, struct.pack("<I", MAX_REPLY_BYTES + 1) + b"{")
     kind, why = peer._next(2.0)
     assert kind == "garbled" and f"more than the {MAX_REPLY_BYTES}" in why
+
+
+def test_the_replay_process_runs_the_baseline_beside_the_replays_and_times_a_round_in_one_request():
+    """The replay process makes the baseline's calls and replays the candidate's records, each
+    on the slots mapped for it; a run of timed calls of both sides is one request, each with
+    its host time, one sample each in its session; a baseline that fails is told as the
+    task's, a replay that fails as the candidate's."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from arena.evaluation.protocol import (
+        EndRequest,
+        FailReply,
+        SampledReply,
+        SampleRequest,
+        SessionReply,
+        TimedStep,
+    )
+    from arena.evaluation.replay.process import ReplayProcess
+    from arena.timing.timer import HostTimer
+
+    calls: list[str] = []
+
+    class Baseline:
+        fail = False
+
+        def __call__(self, ins, outs, scalars, copy_out=True):
+            if self.fail:
+                raise ZeroDivisionError("the baseline divided by zero")
+            calls.append("baseline")
+            outs[0].copy_(ins[0] * 2)
+
+    class Player:
+        fail = False
+
+        def replay(self, record, buffers, poison=False):
+            if self.fail:
+                raise RuntimeError("an illegal address")
+            calls.append("replay")
+            buffers[1].copy_(buffers[0] + 1)
+
+    proc = ReplayProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    proc.spec = SimpleNamespace(trusted=True)
+    proc.baseline, proc.player = Baseline(), Player()
+    for slot in (1, 2):
+        ins, outs = [torch.arange(4.0)], [torch.zeros(4)]
+        proc.slots[slot] = (ins, outs, [], None, [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs])
+    proc.replayed.add(2)
+    proc.records[2] = object()
+    proc.timer = HostTimer()
+    proc.session = proc.timer.session()
+    proc.session.open()
+    steps = [TimedStep(slot=1, who="baseline"), TimedStep(slot=2, who="candidate"),
+             TimedStep(slot=2, who="candidate"), TimedStep(slot=1, who="baseline")]
+    reply = proc.handle(SampleRequest(steps=steps))
+    assert isinstance(reply, SampledReply) and len(reply.host_us) == 4
+    assert calls == ["baseline", "replay", "replay", "baseline"]
+    assert proc.slots[1][1][0].tolist() == [0.0, 2.0, 4.0, 6.0] and proc.slots[2][1][0].tolist() == [1.0, 2, 3, 4]
+    session = proc.handle(EndRequest())
+    assert isinstance(session, SessionReply) and len(session.samples) == 4
+    proc.session = proc.timer.session()
+    proc.baseline.fail = True
+    failed = proc.handle(SampleRequest(steps=[TimedStep(slot=1, who="baseline")]))
+    assert isinstance(failed, FailReply) and failed.baseline and "divided by zero" in failed.message
+    proc.baseline.fail, proc.player.fail = False, True
+    failed = proc.handle(SampleRequest(steps=[TimedStep(slot=2, who="candidate")]))
+    assert isinstance(failed, FailReply) and not failed.baseline and "illegal address" in failed.message

@@ -54,7 +54,7 @@ def make(tmp_path):
         job = JobFrame(task_dir=str(AXPY), device={"kind": "cpu"}, candidate=cand,
                        baseline={"language": "reference"}, timing=True, timing_params=timing_params, splits=[],
                        timeouts={"load_s": 120.0, "correctness_s": 120.0, "performance_s": 120.0},
-                       candidate_dir=str(scratch), baseline_dir=str(tmp_path / f"b{k}"))
+                       candidate_dir=str(scratch), replay_dir=str(tmp_path / f"r{k}"))
         peer = CandidatePeer("cpu", scratch, child_env(scratch, scratch / "triton", interpret=True))
         base = tmp_path / f"b{k}"
         base_peer = CandidatePeer("cpu", base, child_env(base, base / "triton", interpret=True))

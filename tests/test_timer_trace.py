@@ -217,7 +217,7 @@ class _FakeTimer:
                     for side, prepare, call, after in steps:
                         prepare()
                         if isinstance(call, RemoteCall):     # another process makes the call
-                            call.remote.sample(call)
+                            call.remote.sample([call])
                         else:
                             call()
                         after()
@@ -235,7 +235,7 @@ class _FakeTimer:
 
 
 def _sides(log):
-    return {name: {"prepare": lambda i: None, "call": lambda i, n=name: log.append(n), "after": lambda i: None}
+    return {name: {"prepare": lambda i: None, "call": lambda i, n=name: log.append(n), "after": lambda i, c=None: None}
             for name in ("baseline", "candidate")}
 
 
@@ -336,8 +336,9 @@ def test_several_rounds_in_one_session_are_cut_into_one_sample_per_step(monkeypa
 
 def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatch):
     """A step whose call is a RemoteCall goes to its process's session (a profiler sees only
-    its own process's work); the sessions' samples come back in step order, and one that
-    answers with too few samples for its steps is an error."""
+    its own process's work), consecutive ones of one process in one request (no round trip
+    between them); the sessions' samples come back in step order, and one that answers with
+    too few samples for its steps is an error."""
     import contextlib
 
     import torch
@@ -353,12 +354,12 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
         def begin(self, profiled):
             self.log.append(("begin", profiled))
 
-        def sample(self, call):
-            self.log.append(("sample", call.slot))
+        def sample(self, calls):
+            self.log.append(("sample", [c.slot for c in calls]))
 
         def end(self):
             self.log.append(("end",))
-            n = sum(1 for e in self.log if e[0] == "sample")
+            n = sum(len(e[1]) for e in self.log if e[0] == "sample")
             return [(100.0 + k, 101.0 + k, {"cand": 100.0 + k}) for k in range(n)], [(1, "overlap")], 0.25
 
     monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
@@ -374,7 +375,7 @@ def test_remote_steps_are_made_by_the_remote_and_merged_in_step_order(monkeypatc
     ticks = iter(range(1000))             # this process's profiler seconds on a clock of the test's
     monkeypatch.setattr(tm, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks) * 0.01))
     out, warnings = timer.sample_rounds([steps], remotes=[remote])
-    assert remote.log == [("begin", True), ("sample", 7), ("sample", 8), ("end",)]
+    assert remote.log == [("begin", True), ("sample", [7, 8]), ("end",)]
     assert [(side, round(span)) for side, span, _, _ in out] == [("base", 5), ("cand", 100), ("cand", 101),
                                                                 ("base", 6)]
     assert warnings == [(2, "overlap")]         # the remote's second sample is the round's third step
@@ -435,7 +436,7 @@ def _set_dependent(spread: float, noise: float, **rule):
             seen.add((rnd[0], i))
             timer.new_set()
 
-    sides = {name: {"prepare": prepare, "call": lambda i: None, "after": lambda i: None}
+    sides = {name: {"prepare": prepare, "call": lambda i: None, "after": lambda i, c=None: None}
              for name in ("baseline", "candidate")}
     item = Timed(sides, 8, fill=lambda r: rnd.__setitem__(0, r), **rule)
     time_many(timer, [item])
@@ -714,7 +715,7 @@ def test_a_rounds_work_ahead_runs_before_its_section_outside_the_exclusive_hold(
         finally:
             held[0] = False
 
-    sides = {name: {"prepare": lambda i: None, "call": lambda i: None, "after": lambda i: None}
+    sides = {name: {"prepare": lambda i: None, "call": lambda i: None, "after": lambda i, c=None: None}
              for name in ("baseline", "candidate")}
     item = Timed(sides, 4, min_pairs=8, max_pairs=40, target_rse=0.0,
                  fill=lambda r: log.append(("fill", r, held[0])),

@@ -224,3 +224,27 @@ def test_the_transcript_page_says_why_a_verdict_did_not_pass_with_the_candidate_
     assert "heldout: RUNTIME_ERROR" in why and "seen:" not in why
     assert "config c2: ValueError: bad &lt;n&gt;" in why                  # escaped
     assert "kernel.py:12 in axpy" in why and "5 frames in triton" in why
+
+
+@pytest.mark.parametrize("harness", [True, False])
+def test_a_failure_is_the_task_baselines_only_when_the_replay_process_says_so(harness):
+    """The replay process runs the task's baseline beside the candidate's replays, so its
+    failure reply says whose the failure is; that word is believed only from the replay
+    process, which runs none of the candidate's code. From the candidate's own process it
+    changes nothing: a candidate cannot pass its failure off as the task's."""
+    from arena.evaluation.gpulock import GpuLock
+    from arena.evaluation.protocol import CANDIDATE_REPLIES, FailReply, decode, encode
+    from arena.evaluation.trusted.calls import CandidateHandle
+    from arena.evaluation.trusted.correctness import GateFailure
+
+    reply = decode(encode(FailReply(status=Status.RUNTIME_ERROR, message="division by zero", baseline=True)),
+                   CANDIDATE_REPLIES)
+    peer = SimpleNamespace(request=lambda frame, deadline, notice: reply)
+    ev = SimpleNamespace(deadline=None, stage_name="performance", stage_limit=1.0, gpu_lock=GpuLock(None, None))
+    with pytest.raises(GateFailure) as info:
+        CandidateHandle(ev, peer, harness=harness).call(1)
+    if harness:
+        assert info.value.status is Status.TASK_ERROR and not info.value.fatal
+        assert info.value.message == "the task's baseline failed: division by zero"
+    else:
+        assert info.value.status is Status.RUNTIME_ERROR and info.value.message == "division by zero"

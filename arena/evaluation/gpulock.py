@@ -171,7 +171,7 @@ class GpuLock:
     def alone_inside(self) -> bool:
         """Inside a shared section: the GPU alone from here until ``share_again`` (an autotuner
         timing its variants in a call, ``@triton.autotune`` on its first call of a key, in the
-        candidate's or the baseline's process: another evaluation's kernels beside it would pick
+        candidate's process or the replay process (the baseline's): another evaluation's kernels beside it would pick
         its variant; a starting kernel tuned beside them read 1,783 us in one evaluation and
         3,597 us in another); returns whether it took it (not outside a shared section, nor
         inside an exclusive one)."""

@@ -512,7 +512,7 @@ def _run_worker(
         key=key.hex(),
         sandbox=sandbox,
         candidate_dir=str(worker.candidate_dir),
-        baseline_dir=str(worker.baseline_dir),
+        replay_dir=str(worker.replay_dir),
         kernel_cache=str(timer_cache()),
         candidate_env={"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
         env={
@@ -541,7 +541,7 @@ def _run_worker(
             for log in (
                 cwd / "worker.log",
                 worker.candidate_dir / "candidate.log",
-                worker.baseline_dir / "candidate.log",
+                worker.replay_dir / "candidate.log",
             ):
                 try:
                     out.write(log.read_bytes())

@@ -9,9 +9,10 @@
   starting side by side wait for). The child opens its own context, and starts the
   profiler, when the job arrives (``OpenRequest``). The trusted process talks to it through
   ``CandidatePeer``: one request, one reply, each under a deadline; the reply is decoded as
-  untrusted (``arena.evaluation.protocol``). A second process of the same kind, forked the same way on
-  a GPU, runs the task's baseline: both sides of a comparison are called, and timed, by the
-  same code in the same kind of process.
+  untrusted (``arena.evaluation.protocol``). A second process, forked the same way on a GPU, is
+  the replay process (``arena.evaluation.replay.process``): it runs the task's baseline, and
+  replays the candidate's recorded calls where they are recorded, so both sides of a
+  comparison are timed by the same code in the same process, a round of them in one request.
 
 Both children get the parent's environment without secrets, the harness's package on
 their path, scratch folders of their own (for their logs), and are confined by the kernel
@@ -186,7 +187,7 @@ def sandbox_spec(hide: Sequence[Path], read: Sequence[Path], write: Sequence[Pat
 class Worker:
     """A started trusted process waiting for its job: the process, the parent's ends of its
     pipes, its scratch folder (its cwd, $TMPDIR and log; the candidate process's scratch is
-    ``cwd / "c"``, the baseline's process's ``cwd / "b"``) and its GPU lock descriptors."""
+    ``cwd / "c"``, the replay process's ``cwd / "r"``) and its GPU lock descriptors."""
 
     proc: subprocess.Popen
     job_w: int
@@ -200,8 +201,8 @@ class Worker:
         return self.cwd / "c"
 
     @property
-    def baseline_dir(self) -> Path:
-        return self.cwd / "b"
+    def replay_dir(self) -> Path:
+        return self.cwd / "r"
 
     def discard(self) -> None:
         kill_group(self.proc)
@@ -236,13 +237,13 @@ def _spare_key(device: Any) -> str:
 
 def spawn_worker(device: Any) -> Worker:
     """Start a trusted process: while it waits for a job it imports torch and the harness and
-    forks its candidate's process (on a GPU, its baseline's too); they open the GPU's context
+    forks its candidate's process (on a GPU, its replay process too); they open the GPU's context
     when the job arrives."""
     workers = cache_root() / "workers"
     workers.mkdir(parents=True, exist_ok=True)
     cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
     (cwd / "c").mkdir()
-    (cwd / "b").mkdir()
+    (cwd / "r").mkdir()
     lock_fds: tuple[int, ...] = ()
     if device.gpu_key is not None:
         from arena.evaluation.gpulock import open_fds
@@ -381,11 +382,10 @@ class CandidateGone(ArenaException):
 
 # the largest frame a confined process may send (a record of 4,096 launches with their parameters is far less)
 MAX_REPLY_BYTES = 64 * 2**20
-# the module whose main each role's process runs: the candidate's code (and the baseline's) in one kind,
-# the records of the candidate's calls in the other, which runs none of its code
+# the module whose main each role's process runs: the candidate's code in one kind; the task's baseline and the
+# records of the candidate's calls in the other, which runs none of the candidate's code
 SERVERS = {
     "candidate": "arena.evaluation.candidate.process",
-    "baseline": "arena.evaluation.candidate.process",
     "replay": "arena.evaluation.replay.process",
 }
 

@@ -379,7 +379,7 @@ class JobFrame:
     timing_params: dict[str, Any] = field(default_factory=dict)
     sandbox: dict[str, Any] | None = None      # what the candidate's process may read and write
     candidate_dir: str = ""
-    baseline_dir: str = ""
+    replay_dir: str = ""
     kernel_cache: str = ""
     candidate_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -402,6 +402,9 @@ class SetupRequest:
     timing: bool = False
     probe: str = ""  # a small slot (arena.evaluation.buffers) to map and answer through: the sharing works
     record: bool = False  # the candidate's calls are recorded when asked (arena.evaluation.record)
+    # to the replay process: the candidate whose records it replays besides the task's baseline (``candidate``),
+    # where the candidate's calls are recorded
+    replay: CandidateSpec | None = None
 
 
 @frame
@@ -421,6 +424,7 @@ class MapRequest:
     slot: int
     handle: str
     scalars: list[bool | int | float] = field(default_factory=list)  # a bool scalar stays a bool
+    replayed: bool = False  # to the replay process: the candidate's calls on it are replays of its records
 
 
 @frame
@@ -565,12 +569,26 @@ class BeginRequest:
     profiled: bool = True
 
 
+@dataclass
+class TimedStep:
+    """One timed call of a ``SampleRequest``: the slot whose buffers it is made on, whether the
+    call copies its result out (the eager reference), and the side it is (a side whose calls
+    wait for the device inside is timed without the gate from then on: ``arena.timing.timer``)."""
+
+    slot: int
+    copy_out: bool = True
+    who: str = ""
+
+
 @frame
 @dataclass
 class SampleRequest:
+    """Timed calls in the open session, made one after the other with no request between them
+    (consecutive steps of a round that this process makes: the baseline's and a replayed
+    candidate's alternate here with no round trip)."""
+
     type: ClassVar[str] = "sample"
-    slot: int
-    copy_out: bool = True
+    steps: list[TimedStep] = field(default_factory=list)
 
 
 @frame
@@ -672,6 +690,8 @@ class FailReply:
     status: Status
     message: str
     context_lost: bool = False  # a sticky device error: nothing more can run in that process
+    # the task's baseline failed (believed only from the replay process, which runs none of the candidate's code)
+    baseline: bool = False
     # where in the candidate's file the failure was raised (arena.evaluation.tracebacks): data only, bounded on arrival
     traceback: list[TraceEntry] = field(default_factory=list)
 
@@ -687,11 +707,12 @@ class CalledReply:
 @frame
 @dataclass
 class SampledReply:
-    """A timed call made: its host time (the call alone, microseconds), as that process saw it,
-    and the host time of the whole step there (flush, call, synchronize, markers, checks)."""
+    """The timed calls made: the host time of each (the call alone, microseconds), as that
+    process saw it, and the host time of all its steps there (flush, call, synchronize,
+    markers, checks)."""
 
     type: ClassVar[str] = "sampled"
-    host_us: float = 0.0
+    host_us: list[float] = field(default_factory=list)
     served_us: float = 0.0
 
 

@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -50,6 +51,7 @@ from arena.evaluation.protocol import (
     SetupFailReply,
     SetupRequest,
     StepSample,
+    TuningNotice,
     decode,
     encode,
 )
@@ -97,6 +99,8 @@ def harness_code() -> Any:
 
 class Refused(ArenaException):
     """A request the candidate failed: its status, message and where its own code raised."""
+
+    baseline = False      # the failure is the task baseline's (the replay process's ``BaselineFailed``)
 
     def __init__(self, status: Status, message: str, context_lost: bool = False, traceback: list | None = None):
         super().__init__(message)
@@ -182,7 +186,7 @@ class CallServer:
                 return self.take_record(req)
         except Refused as exc:
             return FailReply(status=exc.status, message=exc.message[:4000], context_lost=exc.context_lost,
-                             traceback=exc.traceback)
+                             traceback=exc.traceback, baseline=exc.baseline)
         raise RuntimeError(f"no handler for {type(req).__name__}")
 
     def setup(self, req: SetupRequest) -> Any:
@@ -319,6 +323,15 @@ class CallServer:
         tc.compile = compile
         tcc.compile = compile
 
+    def _watch_tuning(self) -> None:
+        """Triton's autotuner, wrapped (``watch_tuning``): the trusted process holds the GPU's
+        lock exclusive while it times its variants."""
+        try:
+            from triton.runtime.autotuner import Autotuner
+        except ImportError:
+            return
+        watch_tuning(Autotuner, self.send, self.resume)
+
     def map(self, req: MapRequest) -> Any:
         from arena.evaluation.buffers import open_slot
 
@@ -394,31 +407,34 @@ class CallServer:
         return CalledReply(host_us=round(host_us, 3), record=rec.record() if req.record else None)
 
     def sample(self, req: SampleRequest) -> Any:
-        """One timed call in the open session."""
+        """The request's timed calls in the open session, one after the other."""
         if self.session is None:
             raise RuntimeError("a sample outside a session")
         t_in = time.perf_counter()
-        self.before()
-        checks = time.perf_counter() - t_in
-        spent = [0.0]
-
-        def call() -> None:
+        host: list[float] = []
+        for step in req.steps:
             t0 = time.perf_counter()
-            self.invoke(req.slot, req.copy_out, checked=False)
-            spent[0] = time.perf_counter() - t0
+            self.before()
+            checks = time.perf_counter() - t0
+            spent = [0.0]
 
-        self.session.step(call)
-        t_out = time.perf_counter()
-        if not self.spec.trusted and self.threads is not None:
-            threads = self.threads.after()
-            if threads:
-                raise Refused(
-                    Status.INTEGRITY_VIOLATION, f"a timed call left threads running: {', '.join(threads[:8])}"
-                )
-        end = time.perf_counter()
-        self.timer.step_parts["threads"] += checks + end - t_out
-        served = end - t_in
-        return SampledReply(host_us=round(spent[0] * 1e6, 3), served_us=round(served * 1e6, 3))
+            def call(slot: int = step.slot, copy_out: bool = step.copy_out, spent: list[float] = spent) -> None:
+                t1 = time.perf_counter()
+                self.invoke(slot, copy_out, checked=False)
+                spent[0] = time.perf_counter() - t1
+
+            self.session.step(call, step.who)
+            t_out = time.perf_counter()
+            if not self.spec.trusted and self.threads is not None:
+                threads = self.threads.after()
+                if threads:
+                    raise Refused(
+                        Status.INTEGRITY_VIOLATION, f"a timed call left threads running: {', '.join(threads[:8])}"
+                    )
+            self.timer.step_parts["threads"] += checks + time.perf_counter() - t_out
+            host.append(round(spent[0] * 1e6, 3))
+        served = time.perf_counter() - t_in
+        return SampledReply(host_us=host, served_us=round(served * 1e6, 3))
 
     def end(self) -> Any:
         session, self.session = self.session, None
@@ -501,6 +517,34 @@ class CallServer:
             return False
         except Exception:  # noqa: BLE001
             return True
+
+def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], None]) -> None:
+    """Wrap an autotuner class (Triton's ``Autotuner``): the first time one of its launches
+    times a variant (``_bench``: a key it has not seen), the trusted process is told and takes
+    the GPU alone before the timing starts; when the outermost launch returns, it is told the
+    tuning is over. Each notice waits for the trusted process's answer."""
+    real_run, real_bench = tuner.run, tuner._bench
+    state = threading.local()
+
+    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(state, "depth", 0) and not getattr(state, "alone", False):
+            send(TuningNotice(on=True))
+            resume()
+            state.alone = True
+        return real_bench(self, *args, **kwargs)
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state.depth = getattr(state, "depth", 0) + 1
+        try:
+            return real_run(self, *args, **kwargs)
+        finally:
+            state.depth -= 1
+            if state.depth == 0 and getattr(state, "alone", False):
+                state.alone = False
+                send(TuningNotice(on=False))
+                resume()
+
+    tuner.run, tuner._bench = run, _bench
 
 
 def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[], None]) -> int:

@@ -116,10 +116,12 @@ class RemoteCall:
     (``Remote``), ``slot`` the call's buffers there. ``DeviceTimer.sample_rounds`` hands it to
     its remote."""
 
-    def __init__(self, remote: "Remote", slot: int, copy_out: bool = True):
+    def __init__(self, remote: "Remote", slot: int, copy_out: bool = True, who: str = ""):
         self.remote = remote
         self.slot = slot
         self.copy_out = copy_out
+        self.who = who                      # the side it is (the gate's time-outs are per side)
+        self.host_us: float | None = None   # the call's host time there, once made
 
     def __call__(self) -> None:
         raise RuntimeError("a remote call is made by its remote, not called")
@@ -131,7 +133,7 @@ class Remote(Protocol):
 
     def begin(self, profiled: bool) -> None: ...
 
-    def sample(self, call: RemoteCall) -> None: ...
+    def sample(self, calls: Sequence[RemoteCall]) -> None: ...
 
     def end(self) -> tuple[list[Sample], list[tuple[int, str]], float]: ...
 
@@ -411,23 +413,28 @@ class DeviceTimer:
                     for steps in rounds:
                         t0 = clock()
                         parts["rounds"] += t0 - t      # the rounds' own work (new sets, kept ones)
-                        for side, prepare, call, after in steps:
-                            prepare()
+                        for run in _runs(steps):
+                            # consecutive steps that one other process makes go to it as one request: their
+                            # preparations first, then its calls one after the other with no round trip between
+                            for _, prepare, _, _ in run:
+                                prepare()
                             t1 = clock()
                             self.synchronize()   # our fills and checks are done before the flush starts
                             t2 = clock()
+                            side, _, call, _ = run[0]
                             if isinstance(call, RemoteCall):
                                 if not any(call.remote is r for r in begun):
                                     raise RuntimeError("a remote step whose remote has no session open")
-                                call.remote.sample(call)
-                                where.append((side, id(call.remote)))
+                                call.remote.sample([c for _, _, c, _ in run])
+                                where.extend((s, id(call.remote)) for s, _, _, _ in run)
                             else:
                                 if local_session is None:
                                     raise RuntimeError("a local step in a session with none here")
                                 local_session.step(call, side)
                                 where.append((side, 0))
                             t3 = clock()
-                            after()
+                            for _, _, _, after in run:
+                                after()
                             t = clock()
                             parts["prepare"] += t1 - t0
                             parts["sync"] += t2 - t1
@@ -470,6 +477,23 @@ class DeviceTimer:
             k[who] = i + 1
             samples.append((side, span, ev, activity))
         return samples, warnings
+
+
+def _runs(steps: Sequence[Step]) -> Iterator[list[Step]]:
+    """A round's steps in runs: a local step alone, consecutive steps whose calls one remote
+    makes together."""
+    run: list[Step] = []
+    for step in steps:
+        call = step[2]
+        if run and isinstance(call, RemoteCall) and isinstance(run[-1][2], RemoteCall) and \
+                call.remote is run[-1][2].remote:
+            run.append(step)
+            continue
+        if run:
+            yield run
+        run = [step]
+    if run:
+        yield run
 
 
 class HostTimer(DeviceTimer):
@@ -646,8 +670,14 @@ class Timed:
             order = names if (i + r) % 2 == 0 else list(reversed(names))
             for s in order:
                 h = self.sides[s]
-                call = h["remote"](i) if "remote" in h else (lambda h=h, i=i: h["call"](i))
-                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), call, (lambda h=h, i=i: h["after"](i))))
+                if "remote" in h:
+                    call: Any = h["remote"](i)
+                    call.who = s
+                else:
+                    call = lambda h=h, i=i: h["call"](i)  # noqa: E731
+                # a side's ``after`` sees the call it follows (a remote call's host time there)
+                steps.append((s, (lambda h=h, i=i: h["prepare"](i)), call,
+                              (lambda h=h, i=i, c=call: h["after"](i, c))))
         return steps
 
     def finished(self) -> bool:

@@ -2,7 +2,7 @@
 
 On a GPU, an autotuned kernel tunes on its first call of each key (in the correctness gate
 or the warm-up), before any timed call (the cache keeps the winner, so timed calls launch it
-directly), with the GPU alone while it times its variants (``arena.evaluation.candidate.process.watch_tuning``).
+directly), with the GPU alone while it times its variants (``arena.evaluation.server.watch_tuning``).
 Two places cannot benchmark:
 
 - Triton's interpreter (the cpu backend) has no driver: ``first_config_only`` makes every

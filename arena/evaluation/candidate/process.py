@@ -1,5 +1,4 @@
-"""The candidate process: the only process that runs candidate code (and, in a process of its
-own, the task's baseline).
+"""The candidate process: the only process that runs candidate code.
 
 The trusted process starts it (forked from itself, or ``python -m
 arena.evaluation.candidate.process``); it confines itself first (``arena.evaluation.sandbox``)
@@ -18,12 +17,11 @@ from it as the candidate's.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from arena.evaluation.protocol import CallRequest, LoadedReply, SetupRequest, TuningNotice
+from arena.evaluation.protocol import CallRequest, LoadedReply, SetupRequest
 from arena.evaluation.server import CallServer, Refused, candidate_code, serve
 from arena.evaluation.sides import Side, SideError, call_status
 from arena.evaluation.tracebacks import candidate_traceback, describe
@@ -98,15 +96,6 @@ class CandidateProcess(CallServer):
         audit.install(audit.CandidatePolicy(candidate_file=self.candidate_file), self.notice_fd)
         audit.arm()
 
-    def _watch_tuning(self) -> None:
-        """Triton's autotuner, wrapped (``watch_tuning``): the trusted process holds the GPU's
-        lock exclusive while it times its variants."""
-        try:
-            from triton.runtime.autotuner import Autotuner
-        except ImportError:
-            return
-        watch_tuning(Autotuner, self.send, self.resume)
-
     def invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
         ins, outs, scalars, _, _ = self._slot(slot)
         try:
@@ -142,35 +131,6 @@ def preload() -> None:
 
     import arena.evaluation.buffers  # noqa: F401
     import arena.evaluation.candidate.guard  # noqa: F401
-
-
-def watch_tuning(tuner: Any, send: Callable[[Any], None], resume: Callable[[], None]) -> None:
-    """Wrap an autotuner class (Triton's ``Autotuner``): the first time one of its launches
-    times a variant (``_bench``: a key it has not seen), the trusted process is told and takes
-    the GPU alone before the timing starts; when the outermost launch returns, it is told the
-    tuning is over. Each notice waits for the trusted process's answer."""
-    real_run, real_bench = tuner.run, tuner._bench
-    state = threading.local()
-
-    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(state, "depth", 0) and not getattr(state, "alone", False):
-            send(TuningNotice(on=True))
-            resume()
-            state.alone = True
-        return real_bench(self, *args, **kwargs)
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        state.depth = getattr(state, "depth", 0) + 1
-        try:
-            return real_run(self, *args, **kwargs)
-        finally:
-            state.depth -= 1
-            if state.depth == 0 and getattr(state, "alone", False):
-                state.alone = False
-                send(TuningNotice(on=False))
-                resume()
-
-    tuner.run, tuner._bench = run, _bench
 
 
 def main(argv: list[str]) -> int:

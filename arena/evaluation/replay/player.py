@@ -11,6 +11,7 @@ a kernel it did not bring, points outside that memory, or passes a bound is refu
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -44,13 +45,16 @@ class Refused(ArenaException):
 class Player:
     """The kernels of an evaluation's records, compiled here, and the replays of records."""
 
-    def __init__(self, workdir: Path, target: Any = None):
+    def __init__(self, workdir: Path, target: Any = None, triton_cache: Path | None = None):
         import torch
 
         self.torch = torch
         self.dir = Path(workdir) / "replay-ir"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.target = target
+        # Triton's cache for the kernels compiled here: a folder of this process's own, never a cache another
+        # process can write (the baseline's JIT, in the same process, keeps the trusted processes' cache)
+        self.cache = Path(triton_cache) if triton_cache is not None else Path(workdir) / "replay-cache"
         self.compiled: dict[str, Any] = {}      # kernel id -> Triton's CompiledKernel
         self.names: dict[str, str] = {}         # kernel id -> its name
 
@@ -74,11 +78,18 @@ class Player:
             check_code(code)
             path = self.dir / f"{code.id}.ttir"
             path.write_text(code.ttir)
+            before = os.environ.get("TRITON_CACHE_DIR")
+            os.environ["TRITON_CACHE_DIR"] = str(self.cache)
             try:
                 kernel = triton.compile(str(path), target=self._target(), options=dict(code.options))
             except Exception as exc:  # noqa: BLE001 - IR that does not compile is the record's fault
                 raise Refused(f"kernel {code.name!r}: its IR does not compile: {type(exc).__name__}: "
                               f"{str(exc)[:500]}") from None
+            finally:
+                if before is None:
+                    os.environ.pop("TRITON_CACHE_DIR", None)
+                else:
+                    os.environ["TRITON_CACHE_DIR"] = before
             name = getattr(kernel.metadata, "name", None) or kernel.name
             if name != code.name:
                 raise Refused(f"kernel {code.name!r}: its IR defines {name!r}")

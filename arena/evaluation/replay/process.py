@@ -1,10 +1,13 @@
 """The replay process: runs none of the candidate's code, and what it measures is what counts.
 
-The trusted process starts it like the candidate's (``arena.evaluation.server``), with no file
-of the candidate's and no sandbox folder. It takes the records the candidate's process made of
-its calls (``ReplayRequest``), checks every field and compiles or loads their kernels
-(``player`` for Triton, ``native_player`` for a HIP build's device code), and replays a slot's
-record for each call on that slot: the outputs checked and the times counted are the replay's.
+The trusted process starts it beside the candidate's (``arena.evaluation.server``), with no file
+of the candidate's and no sandbox folder. It runs the task's baseline (``candidate`` of its
+setup: the task's own code, trusted), and where the candidate's calls are recorded
+(``replay`` of its setup) it takes the records the candidate's process made of them
+(``ReplayRequest``), checks every field and compiles or loads their kernels (``player`` for
+Triton, ``native_player`` for a HIP build's device code), and replays a slot's record for each
+call on that slot: the outputs checked and the times counted are the replay's. Both sides'
+timed calls are made here, so a round of them is one request (``SampleRequest``).
 """
 
 from __future__ import annotations
@@ -14,41 +17,74 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arena.evaluation.protocol import AckReply, LoadedReply, ReplayRequest, SetupRequest
+from arena.evaluation.protocol import AckReply, LoadedReply, MapRequest, ReplayRequest, SetupRequest
 from arena.evaluation.replay.player import Refused as RecordRefused
-from arena.evaluation.server import CallServer, Refused, serve
+from arena.evaluation.server import CallServer, Refused, candidate_code, serve
 from arena.evaluation.tracebacks import describe
 from arena.records import Status
 
 
+class BaselineFailed(Refused):
+    """The task's baseline failed (its failure reaches the trusted process as the task's)."""
+
+    baseline = True
+
+
 class ReplayProcess(CallServer):
-    """Serves the trusted process's requests by replaying records."""
+    """Serves the trusted process's requests with the task's baseline and by replaying records."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.player: Any = None
+        self.baseline: Any = None             # the task's baseline (arena.evaluation.sides.Side), once loaded
+        self.replayed: set[int] = set()       # the slots whose calls replay records
         self.records: dict[int, Any] = {}    # slot -> the record its calls replay
         self.refs: dict[int, int] = {}       # slot -> the number of that record
         self.held: dict[int, tuple[Any, Any]] = {}  # number -> a record a slot replays, and the sizes it was checked on
 
     def prepare(self, req: SetupRequest) -> None:
         super().prepare(req)
-        # (a failure here is the harness's: no candidate code has run in this process)
-        if self.spec.device_code:
+        if self.gpu:
+            self._watch_tuning()
+        replay = req.replay if req.replay is not None else req.candidate if req.candidate.language == "replay" else None
+        if replay is None:
+            return
+        # (a failure here is the harness's: no candidate code has run in this process, nor ever will)
+        if replay.device_code:
             from arena.evaluation.replay.native_player import NativePlayer
 
-            self.player = NativePlayer(self.spec.device_code, self.spec.device_code_sha256)
+            self.player = NativePlayer(replay.device_code, replay.device_code_sha256)
         else:
             from arena.evaluation.replay.player import Player
 
             tmp = Path(os.environ.get("TMPDIR") or tempfile.mkdtemp(prefix="arena-replay-"))
-            # its kernels compiled in its own temporary folder: no cache another process can write
-            os.environ["TRITON_CACHE_DIR"] = str(tmp / "triton")
-            self.player = Player(tmp)
+            self.player = Player(tmp, triton_cache=tmp / "triton-replay")
 
     def load(self) -> Any:
-        self.side = self.player
-        return LoadedReply(seconds=0.0)
+        """The task's baseline, where this process runs one (its failure is the task's)."""
+        import time
+
+        t0 = time.perf_counter()
+        if self.spec.language != "replay":
+            from arena.evaluation.sides import Side, SideError
+
+            try:
+                with candidate_code():
+                    self.baseline = Side(self.spec, role="baseline")
+            except SideError as exc:
+                raise BaselineFailed(exc.status, exc.message) from None
+        self.side = self.baseline if self.baseline is not None else self.player
+        return LoadedReply(seconds=round(time.perf_counter() - t0, 3))
+
+    def map(self, req: MapRequest) -> Any:
+        reply = super().map(req)
+        if req.replayed:
+            if self.player is None:
+                raise RuntimeError("a replayed slot in a process that replays no records")
+            self.replayed.add(req.slot)
+        else:
+            self.replayed.discard(req.slot)
+        return reply
 
     def take_record(self, req: ReplayRequest) -> Any:
         """The record the calls on a slot replay from now on: sent with it (its kernels compiled
@@ -86,6 +122,7 @@ class ReplayProcess(CallServer):
         for s in slots:
             self.records.pop(s, None)
             self.refs.pop(s, None)
+            self.replayed.discard(s)
         self._let_go()
 
     def _let_go(self) -> None:
@@ -95,7 +132,12 @@ class ReplayProcess(CallServer):
             del self.held[ref]
 
     def invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
-        ins, outs, _, _, _ = self._slot(slot)
+        ins, outs, scalars, _, _ = self._slot(slot)
+        if slot not in self.replayed:
+            self._call_baseline(ins, outs, scalars, copy_out)
+            return
+        if slot not in self.records:
+            raise RuntimeError(f"slot {slot} has no record to replay")
         try:
             self.player.replay(self.records[slot], (*ins, *outs), poison=checked)
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels failed
@@ -105,6 +147,17 @@ class ReplayProcess(CallServer):
                 context_lost=self._lost(),
             ) from None
 
+    def _call_baseline(self, ins: list, outs: list, scalars: list, copy_out: bool) -> None:
+        from arena.evaluation.sides import call_status
+
+        if self.baseline is None:
+            raise RuntimeError("a call of the baseline in a process that runs none")
+        try:
+            with candidate_code():      # the task's own code: signals and the collector as for any side's
+                self.baseline(ins, outs, scalars, copy_out=copy_out)
+        except BaseException as exc:  # noqa: BLE001 - the task's code may raise anything
+            raise BaselineFailed(call_status(exc), describe(exc)[:2000], context_lost=self._lost()) from None
+
 
 def preload() -> None:
     """What the replay process imports, done while it waits for its job."""
@@ -112,6 +165,7 @@ def preload() -> None:
 
     import arena.evaluation.buffers  # noqa: F401
     import arena.evaluation.replay.player  # noqa: F401
+    import arena.evaluation.sides  # noqa: F401
 
 
 def main(argv: list[str]) -> int:

@@ -52,7 +52,7 @@ CAP_DAC_READ_SEARCH = 2
 # every confined process's uid is its own (UID_BASE + its starter's pid and role); its group is shared
 UID_BASE = 1_800_000_000
 CONFINED_GID = UID_BASE - 1
-ROLES = ("candidate", "baseline", "replay")
+ROLES = ("candidate", "replay")
 PRIVATE_TMP = "/dev/shm"        # its own tmpfs there, in its own mount namespace: its temporary files
 TMP_BYTES = 2**30               # ... held in memory, so bounded
 CPU_SECONDS = 4 * 3600          # CPU time over its whole life (an evaluation's deadlines end hangs far sooner)

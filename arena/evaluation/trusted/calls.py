@@ -1,12 +1,13 @@
 """The trusted process's handles on the processes that make calls (the candidate's, and the
-one that runs the task's baseline), and the buffers of one call.
+replay process, which runs the task's baseline and replays the candidate's records), and the
+buffers of one call.
 
 Every request runs under the current stage's deadline. Every request to the candidate's
 process that may run candidate code (its import, its calls, a finalizer a release runs: all
 but ``arena.evaluation.protocol.HARNESS_ONLY``) runs inside a section of the GPU's lock, and that
-process's word that it is only compiling does not let the lock go: only the baseline's
-process, which runs the task's own code, is believed. Every failure comes back as a
-``GateFailure``: the candidate's own, or for the baseline's process the task's.
+process's word that it is only compiling does not let the lock go: only the replay process,
+which runs the task's own code, is believed. Every failure comes back as a ``GateFailure``:
+the candidate's own, or the task's where the baseline failed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from arena.evaluation.processes import CandidateGone, CandidatePeer
 from arena.evaluation.protocol import (
@@ -40,6 +41,7 @@ from arena.evaluation.protocol import (
     SessionReply,
     SetupFailReply,
     SetupRequest,
+    TimedStep,
     TuningNotice,
 )
 from arena.evaluation.tracebacks import bounded
@@ -60,20 +62,25 @@ _CHECKED = {LoadRequest: "its import", ReleaseRequest: "a release of buffers"}
 
 class CandidateHandle:
     """This process's side of a process that makes calls: the candidate's, or (``trusted``)
-    the one that runs the task's baseline. Requests run under the current stage's deadline,
-    the candidate's inside a section of the GPU's lock (a shared one where none is held yet).
-    An autotuner timing its variants there takes the lock exclusive meanwhile; a compile in
-    the baseline's process lets it go meanwhile (the candidate's word is not taken for it: its
-    process, once the lock was let go, could run anything beside another evaluation's timed
-    round). Every failure comes back as a ``GateFailure``: the candidate's own (``fatal``
-    when its process can do no more), or for the baseline's process the task's
-    (``TASK_ERROR``)."""
+    the replay process as the baseline's (``harness``: as the replays'). Requests run under
+    the current stage's deadline, the candidate's inside a section of the GPU's lock (a
+    shared one where none is held yet). An autotuner timing its variants there takes the lock
+    exclusive meanwhile; a compile in the replay process lets it go meanwhile (the
+    candidate's word is not taken for it: its process, once the lock was let go, could run
+    anything beside another evaluation's timed round). Every failure comes back as a
+    ``GateFailure``: the candidate's own (``fatal`` when its process can do no more), or the
+    task's (``TASK_ERROR``) where the baseline failed: any failure through the baseline's
+    handle, and one the replay process says is the baseline's through the replays' (a
+    candidate's own process is not believed on that)."""
 
-    def __init__(self, ev: EvaluationState, peer: CandidatePeer, *, trusted: bool = False):
+    def __init__(self, ev: EvaluationState, peer: CandidatePeer, *, trusted: bool = False, harness: bool = False):
         self.ev = ev
         self.peer = peer
         self.trusted = trusted
-        self.host_us: list[float] = []     # the host time of each timed call, as that process measured it
+        # that process runs none of the candidate's code (the replay process): its word that a failure is the task
+        # baseline's is believed
+        self.harness = trusted or harness
+        self.timing_remote: Any = self     # the handle whose session times this one's calls (arena.timing.timer)
         self.served_us = 0.0     # the timed steps' host time there, in all (the rest of their round trips: the channel)
         self.served_parts: dict[str, float] = {}   # ... by part (arena.timing.timer.STEP_PARTS), seconds
 
@@ -114,6 +121,9 @@ class CandidateHandle:
                 self.ev.gpu_lock.share_again()      # a tuning likewise
             if not self.trusted:
                 self._no_strays()
+            if isinstance(reply, FailReply) and reply.baseline and self.harness:
+                raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {reply.message}"[:2000],
+                                  traceback=bounded(reply.traceback))
             if isinstance(reply, FailReply):      # what that process says is data: bounded here
                 raise GateFailure(reply.status, reply.message[:MESSAGE_CHARS],
                                   fatal=reply.context_lost or reply.status is Status.INTEGRITY_VIOLATION,
@@ -129,7 +139,8 @@ class CandidateHandle:
                 self.ev.check_device_memory(f"after {_CHECKED[type(frame)]}")
             return reply
         except GateFailure as exc:
-            if self.trusted:      # the task's baseline failed: not the candidate's fault, and not fatal to it
+            if self.trusted and exc.status is not Status.TASK_ERROR:
+                # the task's baseline failed: not the candidate's fault, and not fatal to it
                 raise GateFailure(Status.TASK_ERROR, f"the task's baseline failed: {exc.message}"[:2000],
                                   traceback=exc.traceback) from None
             raise
@@ -178,13 +189,14 @@ class CandidateHandle:
             exc.fatal = True
             raise
 
-    def map(self, slot: int, handle: str, scalars: list, fd: int = -1) -> None:
-        """Map a call's buffers there (``fd``: the descriptor they come as, sent first)."""
-        self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars)), AckReply, fd=fd)
+    def map(self, slot: int, handle: str, scalars: list, fd: int = -1, replayed: bool = False) -> None:
+        """Map a call's buffers there (``fd``: the descriptor they come as, sent first;
+        ``replayed``: the replay process replays the candidate's records on them)."""
+        self.request(MapRequest(slot=slot, handle=handle, scalars=list(scalars), replayed=replayed), AckReply, fd=fd)
 
-    def map_set(self, shared: "SharedSet", scalars: list) -> None:
+    def map_set(self, shared: "SharedSet", scalars: list, replayed: bool = False) -> None:
         """Map a set's buffers there."""
-        self.map(shared.id, shared.slot.handle, scalars, shared.slot.fd)
+        self.map(shared.id, shared.slot.handle, scalars, shared.slot.fd, replayed)
 
     def release(self, slots: list[int]) -> None:
         self.request(ReleaseRequest(slots=slots), AckReply)
@@ -199,9 +211,15 @@ class CandidateHandle:
     def begin(self, profiled: bool) -> None:
         self.request(BeginRequest(profiled=profiled), AckReply)
 
-    def sample(self, call: Any) -> None:
-        reply = self.request(SampleRequest(slot=call.slot, copy_out=call.copy_out), SampledReply)
-        self.host_us.append(reply.host_us)
+    def sample(self, calls: Sequence[Any]) -> None:
+        """Timed calls (``arena.timing.timer.RemoteCall``), one request: each gets its host time there."""
+        steps = [TimedStep(slot=c.slot, copy_out=c.copy_out, who=c.who) for c in calls]
+        reply = self.request(SampleRequest(steps=steps), SampledReply)
+        if len(reply.host_us) != len(steps):
+            raise GateFailure(Status.INTEGRITY_VIOLATION, f"{len(reply.host_us)} host times for {len(steps)} timed "
+                                                          f"calls", fatal=True)
+        for c, us in zip(calls, reply.host_us):
+            c.host_us = us
         self.served_us += reply.served_us
 
     def end(self) -> tuple[list, list, float]:
@@ -273,8 +291,8 @@ class ReplayedCandidate:
         self.given: dict[str, float] = {"given_n": 0, "sent_n": 0, "given_s": 0.0}
 
     @property
-    def host_us(self) -> list[float]:
-        return self.replay.host_us
+    def timing_remote(self) -> CandidateHandle:
+        return self.replay
 
     @property
     def served_us(self) -> float:
@@ -286,7 +304,7 @@ class ReplayedCandidate:
 
     def map_set(self, shared: SharedSet, scalars: list) -> None:
         self.sets[shared.id] = shared
-        self.replay.map_set(shared, scalars)
+        self.replay.map_set(shared, scalars, replayed=True)
 
     def release(self, slots: list[int]) -> None:
         for s in slots:
@@ -416,8 +434,8 @@ class ReplayedCandidate:
     def begin(self, profiled: bool) -> None:
         self.replay.begin(profiled)
 
-    def sample(self, call: Any) -> None:
-        self.replay.sample(call)
+    def sample(self, calls: Sequence[Any]) -> None:
+        self.replay.sample(calls)
 
     def end(self) -> tuple[list, list, float]:
         return self.replay.end()

@@ -242,7 +242,9 @@ def _run_rounds(ev: EvaluationState, timings: list["ConfigTiming"],
                     [t for ct in timings for t in ct.items()],
                     alone=ev.gpu_lock.exclusive,
                     between=between,
-                    remotes=[r for r in (ev.base_remote, ev.remote) if r is not None],
+                    # the processes that time the sides' calls (the baseline's and a replayed candidate's: one)
+                    remotes=list({id(r): r for r in (h.timing_remote for h in (ev.base_remote, ev.remote)
+                                                     if h is not None)}.values()),
                 )
                 break
             except (GateFailure, torch.cuda.OutOfMemoryError) as exc:
@@ -443,9 +445,9 @@ class ConfigTiming:
             def call(i: int) -> None:  # a warm-up call: guarded, like the correctness gate's
                 self.host_us[name].append(side.call(sets()[i].id, seed=self.seeds[i], trace=False, copy_out=copy_out))
 
-            def after(i: int) -> None:
-                if side.host_us:
-                    self.host_us[name].append(side.host_us.pop())
+            def after(i: int, call: Any = None) -> None:
+                if call is not None and call.host_us is not None:   # a timed call's host time there
+                    self.host_us[name].append(call.host_us)
                 if name != "candidate":  # no correct answer of another side stays in memory
                     for o in outs(i):
                         poison_(o)
@@ -454,8 +456,8 @@ class ConfigTiming:
                 "prepare": prepare,
                 "call": call,
                 "after": after,
-                "remote_of": side,
-                "remote": lambda i: RemoteCall(side, sets()[i].id, copy_out),
+                "remote_of": side.timing_remote,
+                "remote": lambda i: RemoteCall(side.timing_remote, sets()[i].id, copy_out, name),
             }
 
         def local_call(i: int) -> None:
@@ -468,7 +470,7 @@ class ConfigTiming:
                 raise task_failure(f"the task's {name}", exc) from None
             self.host_us[name].append((time.perf_counter() - t0) * 1e6)
 
-        def local_after(i: int) -> None:
+        def local_after(i: int, call: Any = None) -> None:
             for o in outs(i):  # no correct answer of this process's sides stays in memory while others run
                 poison_(o)
 

@@ -80,14 +80,17 @@ class Evaluation:
         self.stage_name, self.stage_limit = "load", 0.0
         self.fatal: GateFailure | None = None
         self.remote = CandidateHandle(self, peer)
-        # the baseline's calls are made in a process like the candidate's (running the task's own code): the two
-        # sides are called and timed the same way, and nothing the candidate's process does reaches it
+        # the replay process (arena.evaluation.replay): it runs the task's baseline, a process like the candidate's
+        # running the task's own code, so the two sides are called and timed the same way and nothing the
+        # candidate's process does reaches it; and where the candidate's calls are recorded it replays them, and
+        # what counts is measured there. Two handles on it: the baseline's (its failures the task's) and the
+        # replays' (their failures the candidate's).
         self.base_remote = CandidateHandle(self, base_peer, trusted=True) if base_peer is not None else None
         self.base_slots = None
         self.config_key = ""
-        # the process that replays the candidate's recorded calls (arena.evaluation.record): what counts is measured
-        # there
-        self.replay_remote = CandidateHandle(self, replay_peer) if replay_peer is not None else None
+        self.replay_remote = CandidateHandle(self, replay_peer, harness=True) if replay_peer is not None else None
+        if self.base_remote is not None and replay_peer is base_peer:
+            self.base_remote.timing_remote = self.replay_remote   # one session there, both sides' steps in it
         self.candidate_trusted = bool(job.candidate.get("trusted"))
         self.own_hip_kernels = list(job.candidate.get("kernels") or [])
         # correctness shares the GPU with other evaluations; the timed rounds have it alone
@@ -99,8 +102,9 @@ class Evaluation:
             job.gpu_memory if self.gpu else None,
             capacity_of(self.torch.cuda.mem_get_info()[1]) if self.gpu else 0,
         )
-        # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the baseline's
-        self.memory.stand(2 + (base_peer is not None) + (replay_peer is not None), "the evaluation's processes")
+        # what its processes hold while they live (contexts, workspaces): this one, the candidate's, the replay one's
+        self.memory.stand(2 + len({id(p) for p in (base_peer, replay_peer) if p is not None}),
+                          "the evaluation's processes")
         # what each of them holds, as the driver counts it: the candidate's is held to an allowance
         from arena.devices.usage import DeviceUsage
 
@@ -218,8 +222,9 @@ class Evaluation:
             raise self._over(held, allow, where)
 
     def _confined(self) -> list[int]:
-        """The pids of this evaluation's processes that make calls (the candidate's, the baseline's)."""
-        return [h.peer.pid for h in (self.remote, self.base_remote) if h is not None and h.peer.pid]
+        """The pids of this evaluation's processes that make calls (the candidate's, the replay one's)."""
+        peers = {id(h.peer): h.peer for h in (self.remote, self.base_remote, self.replay_remote) if h is not None}
+        return [p.pid for p in peers.values() if p.pid]
 
     def _over(self, held: int, allow: int, where: str) -> GateFailure:
         from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
@@ -479,52 +484,44 @@ class Evaluation:
             ),
             probe.fd,
         )
-        if self.replay_remote is not None:  # runs no code of the candidate's host: no file, no sandbox of its own
-            self.replay_remote.start_setup(
+        self.baseline = None
+        base_probe, base_spec = None, None
+        harness = self.base_remote if timing and self.job.baseline else self.replay_remote
+        if timing and self.job.baseline and self.base_remote is None:
+            raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
+        if harness is not None:
+            # the replay process: the task's baseline (where the candidate is timed), and the candidate's records
+            # (where they are replayed); it runs no code of the candidate's host: no file, no sandbox of its own
+            n_in, n_out = len(self.task.inputs), len(self.task.outputs)
+            scalars = [s.type for s in self.task.scalars]
+            replay = None
+            if self.replay_remote is not None:
+                replay = CandidateSpec(
+                    language="replay", path="", entry="", n_inputs=n_in, n_outputs=n_out, scalar_types=scalars,
+                    trusted=True, device_code=cand.get("device_code") or "",
+                    device_code_sha256=cand.get("device_code_sha256") or "",
+                )
+            if harness is self.base_remote:
+                base_spec = self._spec(self.job.baseline, forbidden=[], trusted=True)
+                self.base_slots = SlotMaker(self.torch_device, by_fd)
+                base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
+                base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
+                self.sync()
+            harness.start_setup(
                 SetupRequest(
-                    candidate=CandidateSpec(
-                        language="replay",
-                        path="",
-                        entry="",
-                        n_inputs=len(self.task.inputs),
-                        n_outputs=len(self.task.outputs),
-                        scalar_types=[s.type for s in self.task.scalars],
-                        trusted=True,
-                        device_code=cand.get("device_code") or "",
-                        device_code_sha256=cand.get("device_code_sha256") or "",
-                    ),
+                    candidate=base_spec if base_probe is not None else replay,
                     env=dict(self.job.env),
+                    sandbox=None,
                     llc_bytes=int(self.device.get("llc_bytes") or 0),
                     timing=timing,
-                )
+                    probe=base_probe.handle if base_probe is not None else "",
+                    replay=replay if base_probe is not None else None,
+                ),
+                base_probe.fd if base_probe is not None else -1,
             )
         self._mark = time.perf_counter()
         self.reference = self.load_reference()
         self.mark("reference")
-        self.baseline = None
-        base_probe = None
-        if timing and self.job.baseline:
-            if self.base_remote is None:
-                raise GateFailure(Status.HARNESS_ERROR, "no process to run the task's baseline in")
-            b = self.job.baseline
-            base_spec = self._spec(b, forbidden=[], trusted=True)
-            self.base_slots = SlotMaker(self.torch_device, by_fd)
-            base_probe = self.base_slots.allocate([(self.torch.int64, (2,))])
-            base_probe.tensors[0].copy_(self.torch.tensor([token, 0]))
-            self.sync()
-            self.base_remote.start_setup(
-                SetupRequest(
-                    candidate=base_spec,
-                    env=dict(self.job.env),
-                    sandbox=None,
-                    llc_bytes=int(self.device.get("llc_bytes") or 0),
-                    timing=True,
-                    probe=base_probe.handle,
-                ),
-                base_probe.fd,
-            )
-            self.baseline = self.base_remote
-        self.mark("baseline")
         self.compiled = None
         if (
             self.gpu
@@ -549,27 +546,16 @@ class Evaluation:
                 from arena.timing.timer import HostTimer
 
                 self.timer = HostTimer()
-        if base_probe is not None:
-            self.base_remote.finish_setup()
-            answer = int(base_probe.tensors[0][1])
-            base_probe.close()
-            if answer != token + 1:
-                raise GateFailure(
-                    Status.HARNESS_ERROR,
-                    f"the buffers shared with the baseline's process are not shared "
-                    f": the probe read {answer}, not {token + 1}",
-                )
-            self.base_remote.load()
+        if harness is not None:
+            harness.finish_setup()
+            if base_probe is not None:
+                _probe_answered(base_probe, token, "the replay process")
+            harness.load()      # the baseline's (its failure is the task's)
+            if base_probe is not None:
+                self.baseline = self.base_remote
             self.mark("baseline")
         ready = self.remote.finish_setup()
-        answer = int(probe.tensors[0][1])
-        probe.close()
-        if answer != token + 1:
-            raise GateFailure(
-                Status.HARNESS_ERROR,
-                f"the buffers shared with the candidate process are not shared "
-                f"({self.slots.device}): the probe read {answer}, not {token + 1}",
-            )
+        _probe_answered(probe, token, f"the candidate process ({self.slots.device})")
         defences = {**self.remote.peer.confinement, "landlock": "" if ready.sandbox_applied else ready.sandbox_reason}
         if self.usage is not None:
             defences["device memory allowance"] = self.usage.why or ""
@@ -588,8 +574,6 @@ class Evaluation:
         if self.replay_remote is not None:
             from arena.evaluation.trusted.calls import ReplayedCandidate
 
-            self.replay_remote.finish_setup()
-            self.replay_remote.load()
             self.remote = ReplayedCandidate(self, self.remote, self.replay_remote)
         self.mark("candidate")
         freeze_heap()  # the task's sides and the timer, loaded
@@ -673,6 +657,16 @@ class Evaluation:
 
     def send_performance(self, split: str, config: str, result: PerformanceResult) -> None:
         self.send(PerformanceFrame(split=split, config=config, result=result))
+
+
+def _probe_answered(probe: Any, token: int, whose: str) -> None:
+    """A setup's probe of the buffer sharing, read and let go: the process added one to the
+    token, or the buffers are not shared (the harness's failure: no candidate code has run)."""
+    answer = int(probe.tensors[0][1])
+    probe.close()
+    if answer != token + 1:
+        raise GateFailure(Status.HARNESS_ERROR, f"the buffers shared with {whose} are not shared: the probe read "
+                                                f"{answer}, not {token + 1}")
 
 
 def _why_gone(f: GateFailure) -> str:
@@ -828,8 +822,8 @@ def open_devices(peers: list[CandidatePeer], kernel_cache: str) -> None:
 
 
 def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
-    """A process of the candidate process's kind, in this process's folder ``name`` ("c": the
-    candidate's, "b": the baseline's)."""
+    """A process that makes calls, in this process's folder ``name`` ("c": the candidate's,
+    "r": the replay process, which runs the task's baseline and replays the candidate's records)."""
     scratch = Path.cwd() / name
     env = {
         **os.environ,
@@ -838,7 +832,7 @@ def _peer(mode: str, name: str, fork: bool = False) -> CandidatePeer:
         "TORCHINDUCTOR_CACHE_DIR": str(scratch / "triton" / "inductor"),
         "CUDA_CACHE_PATH": str(scratch / "nv"),
     }
-    return CandidatePeer(mode, scratch, env, fork=fork, role={"c": "candidate", "b": "baseline", "r": "replay"}[name])
+    return CandidatePeer(mode, scratch, env, fork=fork, role={"c": "candidate", "r": "replay"}[name])
 
 
 def replayed(job: JobFrame) -> bool:
@@ -864,11 +858,11 @@ def main(argv: list[str]) -> int:
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
     freeze_heap()  # before the forks: the forked processes start with it set aside too
-    # the candidate's process (and on a GPU, where every evaluation is timed, the baseline's) forked from
-    # this one now: everything imported once, no device context (none can be forked). While the worker
-    # waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds device memory.
-    # The cpu backend starts a baseline's process only for the rare job timed on the host's clock.
-    peers = [_peer(mode, "c", fork=True), *([_peer(mode, "b", fork=True)] if mode == "gpu" else [])]
+    # the candidate's process forked from this one now (and on a GPU, where every evaluation is timed, the replay
+    # process, which runs the baseline): everything imported once, no device context (none can be forked). While
+    # the worker waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds
+    # device memory. The cpu backend starts a replay process only for the rare job timed on the host's clock.
+    peers = [_peer(mode, "c", fork=True), *([_peer(mode, "r", fork=True)] if mode == "gpu" else [])]
     raw = read_frame(in_fd)
     os.close(in_fd)
     if raw is None:
@@ -889,15 +883,13 @@ def main(argv: list[str]) -> int:
     try:
         # the job, decoded field by field (a job that does not decode is the harness's failure, told signed)
         job = decode({**raw, "key": ""}, (JobFrame,))
-        os.environ.update(job.env)  # this job's caches (read when first used; the baseline's process too)
+        os.environ.update(job.env)  # this job's caches (read when first used; the replay process's too)
         if len(peers) == 1 and job.timing and job.baseline:
-            peers.append(_peer(mode, "b"))
-        replay = _peer(mode, "r", fork=True) if replayed(job) else None
-        if replay is not None:
-            peers.append(replay)
+            peers.append(_peer(mode, "r"))
         if mode == "gpu":
             open_devices(peers, job.kernel_cache)
-        ev = Evaluation(job, send, peers[0], peers[1] if len(peers) > 1 and peers[1] is not replay else None, replay)
+        harness = peers[1] if len(peers) > 1 else None
+        ev = Evaluation(job, send, peers[0], harness, harness if replayed(job) else None)
         ev.run()
         send(encode(DoneFrame()))
     except GateFailure as exc:

@@ -30,7 +30,8 @@ class EvaluationState(Protocol):
     gpu_lock: GpuLock
     memory: MemoryAccount
     remote: Any  # arena.evaluation.trusted.calls.CandidateHandle: the candidate's process
-    base_remote: Any  # ... the baseline's process, or None (no timing)
+    base_remote: Any  # ... the replay process, as the baseline's, or None (no timing)
+    replay_remote: Any  # ... the replay process, as the replays', or None (the candidate's calls are not recorded)
     compiled: Any  # torch.compile's side, or None
     timer: Any  # arena.timing.timer.DeviceTimer or HostTimer, or None before the load
     current: Any  # the config whose timing work runs now
