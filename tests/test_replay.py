@@ -112,6 +112,9 @@ def test_the_recorded_kernel_compiles_here_and_a_good_record_passes(player, code
         ("no_scratch", "scratch 0 does not exist"),
         ("copy_past", "its source: bytes 0..8192"),
         ("fill_dtype", "element type 'complex64'"),
+        ("stream", "stream 8 (a call's work runs on 8 streams at most)"),
+        ("wait_first", "waits for event 0, which no earlier operation recorded"),
+        ("event", "event 256 (a call records 256 events at most)"),
     ],
 )
 def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
@@ -135,9 +138,25 @@ def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
             )
         ],
         "fill_dtype": [RecordedOp(kind="fill", dst=View(Place("buffer", 1, 0), "complex64", [4], [1]), value=0)],
+        "stream": [_launch(code, stream=8)],
+        "wait_first": [RecordedOp(kind="wait", stream=1, event=0), RecordedOp(kind="event", stream=0, event=0)],
+        "event": [RecordedOp(kind="event", stream=0, event=256)],
     }[op]
     with pytest.raises(Refused, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         player.check(CallRecord(ops=ops), REGIONS)
+
+
+def test_work_on_several_streams_with_events_between_them_passes_the_checks(player, code):
+    """A call that forks work onto another stream and joins it back: its launches on both
+    streams and the events between them are a record the replay takes."""
+    player.check(CallRecord(ops=[
+        RecordedOp(kind="event", stream=0, event=0),
+        RecordedOp(kind="wait", stream=1, event=0),
+        _launch(code, stream=1),
+        _launch(code, stream=0),
+        RecordedOp(kind="event", stream=1, event=1),
+        RecordedOp(kind="wait", stream=0, event=1),
+    ]), REGIONS)
 
 
 def test_a_million_launches_are_refused(player, code):

@@ -499,7 +499,9 @@ class RecordedOp:
     """One piece of a call's device work, in the order the call asked for it: ``launch`` (a
     kernel of the record's table on ``grid``; a native kernel by its name, with its ``block``
     and dynamic ``shared`` memory), ``alloc`` (``nbytes`` of scratch), ``fill`` (``dst`` set
-    to ``value``) or ``copy`` (``src`` into ``dst``)."""
+    to ``value``), ``copy`` (``src`` into ``dst``), ``event`` (``event`` recorded) or ``wait``
+    (until ``event`` is reached), each on the call's ``stream`` (0: the one it was called on;
+    others numbered as the call first used them)."""
 
     kind: str
     kernel: str = ""
@@ -511,6 +513,8 @@ class RecordedOp:
     dst: View | None = None
     src: View | None = None
     value: bool | int | float | None = None
+    stream: int = 0
+    event: int = 0
 
 
 @dataclass

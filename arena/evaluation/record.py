@@ -20,6 +20,8 @@ import json
 from typing import Any
 
 MAX_OPS = 4096               # operations of one call's record
+MAX_STREAMS = 8              # streams one call's work runs on (the one it was called on included)
+MAX_EVENTS = 256             # events one call records
 MAX_ARGS = 512               # arguments of one launch
 MAX_KERNELS = 256            # kernels one evaluation's records bring
 MAX_IR_CHARS = 4 * 2**20     # characters of one kernel's IR

@@ -3,8 +3,9 @@
 Installed before any candidate code runs (``Recorder``): Triton's launcher is wrapped, so
 that every launch of a kernel Triton compiled in this process is written down while a call is
 recorded (the kernel's IR and options, its grid, its arguments), except the autotuner's own
-timings of its variants; and a torch dispatch mode writes down the allocations, fills and
-copies of the call. Pointers become places (a buffer of the call, or memory the call
+timings of its variants; a torch dispatch mode writes down the allocations, fills and
+copies of the call; and torch's events write down how the call's streams wait for each other
+(each operation is on the stream it was asked on). Pointers become places (a buffer of the call, or memory the call
 allocated, plus an offset), so that a replay can point them at its own mapping of the buffers.
 
 Nothing here is trusted: the candidate can change any of it. What it gets by that is a record
@@ -17,7 +18,7 @@ import contextlib
 from typing import Any, Iterator, Sequence
 
 from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
-from arena.evaluation.record import MAX_OPS, OPTIONS, kernel_id, locate, region, span_bytes
+from arena.evaluation.record import MAX_EVENTS, MAX_OPS, MAX_STREAMS, OPTIONS, kernel_id, locate, region, span_bytes
 
 # torch operators of a call, by what a replay must do for them
 _ALLOC = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
@@ -84,6 +85,23 @@ class Recorder:
                 rec.tuning -= 1
 
         Autotuner._bench = _bench
+        # events between the call's streams (torch's Stream.wait_event, wait_stream and record_event come here)
+        event_cls = self.torch.cuda.Event
+        real_record, real_wait = event_cls.record, event_cls.wait
+
+        def record(event: Any, stream: Any = None) -> Any:
+            call = rec.active
+            if call is not None and not rec.tuning:
+                call.event(event, stream, wait=False)
+            return real_record(event, stream)
+
+        def wait(event: Any, stream: Any = None) -> Any:
+            call = rec.active
+            if call is not None and not rec.tuning:
+                call.event(event, stream, wait=True)
+            return real_wait(event, stream)
+
+        event_cls.record, event_cls.wait = record, wait
 
     def code(self, kernel: Any) -> KernelCode:
         """A compiled kernel as code a replay compiles: its IR and its options."""
@@ -116,6 +134,8 @@ class _Call:
         torch = rec.torch
         self.rec = rec
         self.stream = torch.cuda.current_stream().cuda_stream
+        self.streams: dict[int, int] = {self.stream: 0}   # a stream's handle -> its number in the record
+        self.events: dict[int, int] = {}                  # an event recorded in the call (its id) -> its number
         self.buffers = [region(t) for t in buffers]
         self.scratch: list[tuple[int, int]] = []
         self.ops: list[RecordedOp] = []
@@ -146,16 +166,36 @@ class _Call:
         return View(place=self.place(t.data_ptr(), extent), dtype=str(t.dtype).removeprefix("torch."),
                     sizes=list(t.shape), strides=list(t.stride()))
 
+    def stream_of(self, handle: int | None = None) -> int:
+        """The record's number of a stream (the current one where ``handle`` is None)."""
+        if handle is None:
+            handle = self.rec.torch.cuda.current_stream().cuda_stream
+        if handle not in self.streams:
+            if len(self.streams) >= MAX_STREAMS:
+                self.refuse(f"the call's work runs on more than {MAX_STREAMS} streams")
+            self.streams[handle] = len(self.streams)
+        return self.streams[handle]
+
+    def event(self, event: Any, stream: Any, wait: bool) -> None:
+        """An event recorded on a stream, or a stream made to wait for one. A wait for an event
+        recorded before the call is left out: the work before a replay is done when it starts."""
+        s = self.stream_of(None if stream is None else int(stream.cuda_stream))
+        if wait:
+            if id(event) in self.events:
+                self._add(RecordedOp(kind="wait", stream=s, event=self.events[id(event)]))
+            return
+        if id(event) not in self.events:
+            if len(self.events) >= MAX_EVENTS:
+                self.refuse(f"the call records more than {MAX_EVENTS} events")
+                return
+            self.events[id(event)] = len(self.events)
+        self._add(RecordedOp(kind="event", stream=s, event=self.events[id(event)]))
+
     def launch(self, rec: Recorder, grid: tuple[int, int, int], stream: int, function: int,
                args: Sequence[Any]) -> None:
         kernel = rec.kernels.get(function)
         if kernel is None:
             self.refuse("a launch of a kernel that Triton did not load in this process")
-            return
-        if stream != self.stream:
-            self.refuse(
-                f"a launch of {kernel.name} on a stream other than the call's (the calls are replayed on one stream)"
-            )
             return
         signature = list(getattr(kernel.src, "signature", {}).values())
         if len(signature) != len(args):
@@ -183,7 +223,8 @@ class _Call:
         if code.id not in rec.sent:
             rec.sent.add(code.id)
             self.kernels.append(code)
-        self._add(RecordedOp(kind="launch", kernel=code.id, grid=[int(g) for g in grid], args=out))
+        self._add(RecordedOp(kind="launch", kernel=code.id, grid=[int(g) for g in grid], args=out,
+                             stream=self.stream_of(stream)))
 
     def torch_op(self, name: str, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> None:
         torch = self.rec.torch
@@ -194,6 +235,7 @@ class _Call:
         ]
         if not any(t.is_cuda for t in tensors) or name in _NOTHING:
             return
+        s = self.stream_of()
         if name in _ALLOC or name in _FILLED or name in _FULL or name in _COPIED:
             if not (isinstance(result, torch.Tensor) and result.is_cuda):
                 if name in _COPIED and isinstance(result, torch.Tensor):
@@ -201,22 +243,22 @@ class _Call:
                 self.refuse(f"the torch operator {name} inside the call made no device tensor")
                 return
             storage = result.untyped_storage()
-            self._add(RecordedOp(kind="alloc", nbytes=int(storage.nbytes())))
+            self._add(RecordedOp(kind="alloc", nbytes=int(storage.nbytes()), stream=s))
             self.scratch.append((storage.data_ptr(), int(storage.nbytes())))
             if name in _FILLED:
-                self._add(RecordedOp(kind="fill", dst=self.view(result), value=_FILLED[name]))
+                self._add(RecordedOp(kind="fill", dst=self.view(result), value=_FILLED[name], stream=s))
             elif name in _FULL:
-                self._add(RecordedOp(kind="fill", dst=self.view(result), value=_scalar(args[_FULL[name]])))
+                self._add(RecordedOp(kind="fill", dst=self.view(result), value=_scalar(args[_FULL[name]]), stream=s))
             elif name in _COPIED:
                 src = args[0]
                 if not src.is_cuda:
                     self.refuse("a copy from host memory inside the call (make such tensors outside it)")
                     return
-                self._add(RecordedOp(kind="copy", dst=self.view(result), src=self.view(src)))
+                self._add(RecordedOp(kind="copy", dst=self.view(result), src=self.view(src), stream=s))
             return
         if name in ("fill_", "zero_"):
             value = 0 if name == "zero_" else _scalar(args[1])
-            self._add(RecordedOp(kind="fill", dst=self.view(args[0]), value=value))
+            self._add(RecordedOp(kind="fill", dst=self.view(args[0]), value=value, stream=s))
             return
         if name == "copy_":
             dst, src = args[0], args[1]
@@ -225,7 +267,7 @@ class _Call:
             if not src.is_cuda:
                 self.refuse("a copy from host memory inside the call (make such tensors outside it)")
                 return
-            self._add(RecordedOp(kind="copy", dst=self.view(dst), src=self.view(src)))
+            self._add(RecordedOp(kind="copy", dst=self.view(dst), src=self.view(src), stream=s))
             return
         self.refuse(
             f"the torch operator {name} inside the call: a call's device work is replayed, and of torch's "

@@ -92,6 +92,8 @@ class NativeChecks:
         kept = {k.serial: k.nbytes for k in record.kept}
         for k, op in enumerate(record.ops):
             where = f"operation {k} ({op.kind})"
+            if op.stream:      # its recorder refuses another stream, so a record that names one was made otherwise
+                raise Refused(f"{where}: on stream {op.stream}: a HIP candidate's calls are replayed on one stream")
             if op.kind == "fill":
                 _check_bytes(op.dst, regions, f"{where}, its target", kept)
                 if not isinstance(op.value, int) or isinstance(op.value, bool) or not 0 <= op.value <= 255:

@@ -22,11 +22,13 @@ from arena.evaluation.record import (
     DTYPES,
     MAX_ARGS,
     MAX_DIMS,
+    MAX_EVENTS,
     MAX_GRID,
     MAX_IR_CHARS,
     MAX_KERNELS,
     MAX_OPS,
     MAX_SCRATCH_BYTES,
+    MAX_STREAMS,
     OPTIONS,
     kernel_id,
     region,
@@ -57,6 +59,7 @@ class Player:
         self.cache = Path(triton_cache) if triton_cache is not None else Path(workdir) / "replay-cache"
         self.compiled: dict[str, Any] = {}      # kernel id -> Triton's CompiledKernel
         self.names: dict[str, str] = {}         # kernel id -> its name
+        self.side_streams: list[Any] = []       # the records' streams past the first, made once
 
     def _target(self) -> Any:
         if self.target is None:
@@ -109,8 +112,10 @@ class Player:
         if len(record.ops) > MAX_OPS:
             raise Refused(f"the record holds {len(record.ops)} operations, more than {MAX_OPS}")
         scratch: list[int] = []
+        recorded: set[int] = set()
         for k, op in enumerate(record.ops):
             where = f"operation {k} ({op.kind})"
+            check_stream(op, recorded, where)
             if op.kind == "alloc":
                 if op.nbytes < 0 or sum(scratch) + op.nbytes > MAX_SCRATCH_BYTES:
                     raise Refused(f"{where}: {op.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a call may allocate")
@@ -124,7 +129,7 @@ class Player:
                 check_view(op.src, regions, scratch, f"{where}, its source")
             elif op.kind == "launch":
                 self._check_launch(op, regions, scratch, where)
-            else:
+            elif op.kind not in ("event", "wait"):
                 raise Refused(f"{where}: not an operation a record may hold")
 
     def _check_launch(self, op: RecordedOp, regions: Sequence[tuple[int, int]], scratch: list[int], where: str) -> None:
@@ -156,27 +161,72 @@ class Player:
         torch = self.torch
         regions = [_region_bytes(torch, t) for t in buffers]
         scratch: list[Any] = []
-        stream = torch.cuda.current_stream().cuda_stream
+        main = torch.cuda.current_stream()
+        streams = self._streams(record, main)
+        events: dict[int, Any] = {}
         for op in record.ops:
+            st = streams[op.stream]
             if op.kind == "launch":
                 kernel = self.compiled[op.kernel]
                 args = [_arg(a, regions, scratch) for a in op.args]
-                kernel.run(op.grid[0], op.grid[1], op.grid[2], stream, kernel.function, kernel.packed_metadata, None,
-                           None, None, *args)
-            elif op.kind == "alloc":
-                t = torch.empty(op.nbytes, dtype=torch.uint8, device="cuda")
-                if poison:
-                    t.fill_(POISON_BYTE)
-                scratch.append(t)
-            elif op.kind == "fill":
-                dst = _tensor(torch, op.dst, regions, scratch)
-                if dst is not None:
-                    dst.fill_(op.value)
-            elif op.kind == "copy":
-                dst = _tensor(torch, op.dst, regions, scratch)
-                src = _tensor(torch, op.src, regions, scratch)
-                if dst is not None and src is not None:
-                    dst.copy_(src)
+                kernel.run(op.grid[0], op.grid[1], op.grid[2], st.cuda_stream, kernel.function, kernel.packed_metadata,
+                           None, None, None, *args)
+            elif op.kind in ("event", "wait"):
+                if op.kind == "event":
+                    events.setdefault(op.event, torch.cuda.Event()).record(st)
+                else:
+                    st.wait_event(events[op.event])
+            else:
+                with torch.cuda.stream(st):   # torch's work on the stream the call asked it on
+                    if op.kind == "alloc":
+                        t = torch.empty(op.nbytes, dtype=torch.uint8, device="cuda")
+                        if poison:
+                            t.fill_(POISON_BYTE)
+                        scratch.append(t)
+                    elif op.kind == "fill":
+                        dst = _tensor(torch, op.dst, regions, scratch)
+                        if dst is not None:
+                            dst.fill_(op.value)
+                    elif op.kind == "copy":
+                        dst = _tensor(torch, op.dst, regions, scratch)
+                        src = _tensor(torch, op.src, regions, scratch)
+                        if dst is not None and src is not None:
+                            dst.copy_(src)
+        for st in streams[1:]:        # the call's stream waits for every other before the call is over
+            if st is not None:
+                main.wait_event(st.record_event())
+
+    def _streams(self, record: CallRecord, main: Any) -> list[Any]:
+        """The record's streams: the current one first, then streams of this process's own,
+        each made to wait for the current one first (their work starts after what came before
+        the call: the flush, the gate)."""
+        used = {op.stream for op in record.ops}
+        if len(used) <= 1 and 0 in used or not used:
+            return [main]
+        while len(self.side_streams) < max(used):
+            self.side_streams.append(self.torch.cuda.Stream())
+        start = main.record_event()
+        out: list[Any] = [main]
+        for k in range(1, max(used) + 1):
+            st = self.side_streams[k - 1] if k in used else None
+            if st is not None:
+                st.wait_event(start)
+            out.append(st)
+        return out
+
+
+def check_stream(op: RecordedOp, recorded: set[int], where: str) -> None:
+    """An operation's stream is one of a call's, and a wait is for an event an earlier
+    operation recorded."""
+    if not 0 <= op.stream < MAX_STREAMS:
+        raise Refused(f"{where}: stream {op.stream} (a call's work runs on {MAX_STREAMS} streams at most)")
+    if op.kind in ("event", "wait"):
+        if not 0 <= op.event < MAX_EVENTS:
+            raise Refused(f"{where}: event {op.event} (a call records {MAX_EVENTS} events at most)")
+        if op.kind == "event":
+            recorded.add(op.event)
+        elif op.event not in recorded:
+            raise Refused(f"{where}: waits for event {op.event}, which no earlier operation recorded")
 
 
 def check_code(code: KernelCode) -> None:
