@@ -173,7 +173,9 @@ class Player:
                            None, None, None, *args)
             elif op.kind in ("event", "wait"):
                 if op.kind == "event":
-                    events.setdefault(op.event, torch.cuda.Event()).record(st)
+                    if op.event not in events:
+                        events[op.event] = torch.cuda.Event()
+                    events[op.event].record(st)
                 else:
                     st.wait_event(events[op.event])
             else:
