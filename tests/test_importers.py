@@ -381,14 +381,19 @@ def test_aka_hip_torch_extension_keeps_its_device_code_and_reads_the_module(tmp_
     assert kernel.strip() in baseline                                  # device code as written
     assert "#include <torch/extension.h>" not in baseline.replace("// (import) left out: #include <torch/", "")
     assert "// at::Tensor bias_leaky_forward(at::Tensor x" in baseline  # host code kept, as comments
-    assert f'extern "C" int {task.entry}(' in baseline and "hipErrorNotSupported" in baseline
+    assert f'extern "C" int {task.entry}(' in baseline and "hipErrorNotSupported" not in baseline
+    # the host code is translated; a scalar a host local shadows (channels) is renamed in the entry
+    assert "    int64_t arena_channels,\n" in baseline
+    assert "const int64_t channels = (int64_t)arena_channels;" in baseline
+    assert ", 0, stream, ((float*)x), ((float*)bias), ((float*)out), planes, channels, plane_size," in baseline
     assert [i.name for i in task.inputs] == ["x", "bias"]
     assert [(s.name, s.type) for s in task.scalars] == [("batch", "int64"), ("channels", "int64"), ("height", "int64"),
                                                         ("width", "int64"), ("slope", "float32"), ("scale", "float32")]
     module = src_folder / "torch_module" / "bias_leaky.py"
     assert _reference_matches_forward(folder, module, cls="BiasLeakyReLU") < 1e-6
     decisions = _decisions(result.report())
-    assert "launches" in decisions[0] and "hipErrorNotSupported" in decisions[0]
+    assert "the entry is bias_leaky_forward translated from it" in decisions[0]
+    assert "renamed where a host local shadows them (channels)" in decisions[0]
     assert any("torch_module/bias_leaky.py" in d for d in decisions)
     assert any("exported forward (bias_leaky_forward)" in d for d in decisions)
 
@@ -581,6 +586,10 @@ def test_a_quotient_of_two_constants_is_written_as_floor_division():
     assert fitter.int_formula(lambda r: r["cols"]) == "(8 * N) // G"
 
 
+def _entry_of(folder: Path) -> str:
+    return (folder / "baseline.hip").read_text().split("entry added by")[1].split("// ---- the original")[0]
+
+
 def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
     """A gpumode-style folder: the module's get_inputs loops over cases written in it. Their sizes
     become parameters (one number of the first case, one parameter), the cases of the common
@@ -601,7 +610,95 @@ def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
     assert held["draft-scale-up"] == {"case0": 8, "case1": 128, "case2": 2050}
     report = result.report()
     assert "loops over 4 cases written in it (configs)" in report and "1 of another rank" in report
-    assert "hipErrorNotSupported" in (folder / "baseline.hip").read_text()
+    # the host code follows the common pattern: it is translated into the entry
+    entry = _entry_of(folder)
+    assert "hipErrorNotSupported" not in entry and "torch::" not in entry
+    assert "int rows = (int64_t)case0 * (int64_t)case1, cols = (int64_t)case2;" in entry
+    assert ("hipLaunchKernelGGL(rowscale_kernel, dim3(blocks), dim3(threads), 0, stream, ((float*)x), "
+            "((float*)w), ((float*)out), rows, cols)") in entry
+    assert "the entry is forward translated from it: tensors matched to the signature's inputs by name" in report
+
+
+def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path):
+    """A gpumode extension whose host function reads sizes off its tensors, allocates one output,
+    dispatches over dtypes and launches on PyTorch's stream: the entry is that function with
+    data_ptr -> the entry's pointers, size/numel/stride -> the signature's shape formulas, the
+    allocation -> the output pointer, the stream -> the entry's, the attribute the module hands
+    `fn` (slope) a constant; checks dropped, a `return;` of the dispatch lambda kept a lambda's."""
+    result = import_aka(FIX / "aka_gpumode_leaky", tmp_path)
+    folder = tmp_path / "hip2hip" / "aka_gpumode_leaky"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["case0", 256]), ("bias", [256])]
+    assert [s.name for s in task.scalars] == ["case0"]
+    assert [dict(c.params) for c in task.configs("seen")] == [{"case0": 64}, {"case0": 128}, {"case0": 256}]
+    assert len(task.configs("heldout")) >= 4
+    entry = _entry_of(folder)
+    assert entry.startswith(" `arena tasks import aka`: the task's ABI ----\nextern \"C\" int aka_gpumode_leaky(\n"
+                            "    const float* x,\n    const float* bias,\n    float* out,\n    int64_t case0,\n"
+                            "    hipStream_t stream) {\n    const double slope = 0.125;\n")
+    assert "const long n = ((int64_t)case0 * (int64_t)256);" in entry
+    assert "const int cols = static_cast<int>((int64_t)256);" in entry
+    assert "const long row_stride = ((int64_t)256);" in entry
+    assert "if (n == 0) return (int)hipGetLastError();" in entry
+    assert "[&]() { using scalar_t = float;" in entry and "}();" in entry and "if (n < 0) return;" in entry
+    assert "leaky_kernel<scalar_t><<<grid, block, 0, stream>>>(((scalar_t*)x), ((scalar_t*)bias)," in entry
+    assert "((scalar_t*)out), n, cols, row_stride," in entry
+    for gone in ("torch::", "at::", "TORCH_CHECK", "C10_", "check_input", "xc", "getCurrentHIPStream"):
+        assert gone not in entry, gone
+    assert entry.rstrip().endswith("return (int)hipGetLastError();\n}")
+    assert "slope set to the values the module passes" in result.report()
+
+
+@pytest.mark.parametrize("fixture", ["aka_gpumode_leaky", "aka_gpumode_rowscale"])
+def test_aka_translated_entry_compiles_for_rocm(tmp_path, fixture):
+    """The translated baseline builds (compile, object check, link) with hipcc; running it needs
+    a GPU, so this says nothing of its results."""
+    from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
+
+    from arena.toolchain.hip import build_hip, toolchain_available
+
+    need(toolchain_available("rocm"))
+    assert import_aka(FIX / fixture, tmp_path).ok
+    built = build_hip(tmp_path / "hip2hip" / fixture / "baseline.hip", target="rocm", arch=ARCHS["rocm"],
+                      cache_dir=tmp_path / "cache")
+    assert built.ok, built.log[-2000:]
+
+
+@pytest.mark.parametrize("body, why", [
+    ("auto y = torch::empty_like(x); float s = x.sum().item<float>(); k<<<1, 1>>>(y.data_ptr<float>(), s); return y;",
+     "uses PyTorch beyond sizes, pointers and one output (`float s = x.sum().item<float>();"),
+    ("auto y = torch::empty_like(x); auto z = torch::empty_like(x); return y;", "allocates 2 tensors"),
+    ("auto y = torch::empty_like(x); return x;", "returns something other than its output"),
+    ("auto y = torch::empty_like(x); k<<<1, 1>>>(y.data_ptr<float>(), x.size(n)); return y;",
+     "uses PyTorch beyond sizes"),
+])
+def test_aka_host_code_off_the_pattern_is_not_translated(body, why):
+    """What does not follow the pattern (a host-side `.item()`, several outputs, a returned
+    input, a size at a computed index) keeps the stub, with the reason."""
+    from arena.authoring.importers.aka import translate_torch_host
+
+    piece = "torch::Tensor fwd(torch::Tensor x) {\n    " + body + "\n}"
+    spec = {"dtype": "float32", "shape": ["n"]}
+    params, lines, _, reason = translate_torch_host(
+        [piece], [("forward", "fwd")], [{"name": "x", **spec}], [{"name": "out", **spec}],
+        [{"name": "n", "type": "int64"}])
+    assert params is None and lines == [] and why in reason, reason
+
+
+def test_aka_host_translation_renames_an_entry_parameter_a_host_local_shadows():
+    from arena.authoring.importers.aka import translate_torch_host
+
+    piece = ("torch::Tensor fwd(torch::Tensor x) {\n    auto y = torch::empty_like(x);\n"
+             "    const int64_t n = x.size(0);\n    k<<<1, 1>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n"
+             "    return y;\n}")
+    spec = {"dtype": "float32", "shape": ["n // 2 * 2"]}
+    params, lines, _, reason = translate_torch_host(
+        [piece], [("forward", "fwd")], [{"name": "x", **spec}], [{"name": "out", **spec}],
+        [{"name": "n", "type": "int64"}])
+    assert reason == "" and params == ["const float* x", "float* out", "int64_t arena_n", "hipStream_t stream"]
+    assert "    const int64_t n = (((int64_t)arena_n / (int64_t)2) * (int64_t)2);" in lines
+    assert "    k<<<1, 1, 0, stream>>>(((float*)x), ((float*)out), n);" in lines
 
 
 def test_a_quotient_with_a_far_fetched_factor_is_not_written():

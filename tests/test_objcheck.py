@@ -481,7 +481,8 @@ SHIPPED_CASES = [(path, target) for path in SHIPPED for target in TARGETS]
 NOT_BUILT = {"tests/fixtures/candidates_hip/compile_error.hip": None,
              # PyTorch extensions, as AgentKernelArena ships them: inputs of the importer's tests
              "tests/fixtures/importers/aka_hip_bias_leaky/hip/bias_leaky.hip": None,
-             "tests/fixtures/importers/aka_gpumode_rowscale/hip/rowscale.hip": None}
+             "tests/fixtures/importers/aka_gpumode_rowscale/hip/rowscale.hip": None,
+             "tests/fixtures/importers/aka_gpumode_leaky/hip/leaky.hip": None}
 REFUSED = {
     "tests/exploits/candidates/vendor_library.hip": {"cuda": "dlopen", "rocm": "dlopen"},
     "tests/exploits/candidates/device_reset.hip": {"cuda": "cudaDeviceReset",

@@ -31,7 +31,8 @@ def _strip_comments(src: str) -> str:
     return re.sub(r"//[^\n]*", " ", src)
 
 
-def _split_params(text: str) -> list[str]:
+def split_params(text: str) -> list[str]:
+    """Top-level comma-separated pieces of a parameter or argument list (a lone ``void`` none)."""
     params, depth, cur = [], 0, []
     for ch in text:
         if ch in "(<[":
@@ -75,7 +76,7 @@ def find_entry_params(source: str, entry: str) -> list[str] | None:
         while j < len(src) and depth:
             depth += {"(": 1, ")": -1}.get(src[j], 0)
             j += 1
-        return _split_params(src[i: j - 1])
+        return split_params(src[i: j - 1])
     return None
 
 

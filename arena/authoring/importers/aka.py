@@ -50,6 +50,7 @@ from arena.errors import ArenaError
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES
 from arena.taskdef.shapes import DTYPE_BYTES
+from arena.toolchain.abi import split_params
 
 # ------------------------------------------------------------------------------------------
 # AgentKernelArena-style task folders
@@ -841,14 +842,24 @@ def _cpp_params(header: str, fn: str) -> list[tuple[str, str]] | None:
     return out
 
 
-def _hip_entry(entry: str, inputs: list[dict], outputs: list[dict], scalars: list[dict], body: list[str]) -> str:
+def _hip_entry(
+    entry: str,
+    inputs: list[dict],
+    outputs: list[dict],
+    scalars: list[dict],
+    body: list[str],
+    params: list[str] | None = None,
+    indent: str = "    ",
+) -> str:
+    """The task's ``extern "C"`` entry: the signature's parameters (or ``params``), ``body``."""
     from arena.taskdef.skeleton import HIP_TYPES, SCALAR_TYPES
 
-    params = [f"const {HIP_TYPES[i['dtype']]}* {i['name']}" for i in inputs]
-    params += [f"{HIP_TYPES[o['dtype']]}* {o['name']}" for o in outputs]
-    params += [f"{SCALAR_TYPES[s['type']]} {s['name']}" for s in scalars] + ["hipStream_t stream"]
+    if params is None:
+        params = [f"const {HIP_TYPES[i['dtype']]}* {i['name']}" for i in inputs]
+        params += [f"{HIP_TYPES[o['dtype']]}* {o['name']}" for o in outputs]
+        params += [f"{SCALAR_TYPES[s['type']]} {s['name']}" for s in scalars] + ["hipStream_t stream"]
     joined = ",\n    ".join(params)
-    return f'extern "C" int {entry}(\n    {joined}) {{\n' + "".join(f"    {b}\n" for b in body) + "}\n"
+    return f'extern "C" int {entry}(\n    {joined}) {{\n' + "".join(f"{indent}{b}\n" for b in body) + "}\n"
 
 
 CPP_DTYPES = {
@@ -961,6 +972,363 @@ def thin_hip_entry(
     )
     return body, note
 
+
+# -- PyTorch host code -> the task's entry ----------------------------------------------------
+
+_CPP_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Mod: "%"}
+
+
+def shape_cpp(expr: Any, names: dict[str, str]) -> str | None:
+    """A shape formula of the signature as a C++ int64_t expression over the entry's scalars
+    (``names``: scalar -> its parameter), or None where it uses more than + - * // % and
+    integers (sizes are not negative, so C's division is the formula's)."""
+
+    def walk(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return f"(int64_t){node.value}"
+        if isinstance(node, ast.Name) and node.id in names:
+            return f"(int64_t){names[node.id]}"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = walk(node.operand)
+            return None if inner is None else f"(-{inner})"
+        if isinstance(node, ast.BinOp) and type(node.op) in _CPP_OPS:
+            a, b = walk(node.left), walk(node.right)
+            return None if a is None or b is None else f"({a} {_CPP_OPS[type(node.op)]} {b})"
+        return None
+
+    try:
+        tree = ast.parse(str(expr), mode="eval")
+    except SyntaxError:
+        return None
+    return walk(tree.body)
+
+
+def _balanced(text: str, open_at: int) -> int:
+    """The index just after the bracket that closes the one at ``open_at``; -1 if none."""
+    pairs = {"(": ")", "{": "}", "[": "]"}
+    stack, i = [], open_at
+    while i < len(text):
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in pairs:
+            stack.append(pairs[c])
+        elif c in ")}]":
+            if not stack or stack.pop() != c:
+                return -1
+            if not stack:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _drop_calls(text: str, pattern: str) -> str:
+    """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
+    out, pos = [], 0
+    for m in re.finditer(rf"(?<![\w.:])(?:{pattern})\s*\(", text):
+        if m.start() < pos:
+            continue
+        end = _balanced(text, m.end() - 1)
+        if end < 0:
+            continue
+        semi = re.match(r"\s*;", text[end:])
+        if not semi:
+            continue
+        out.append(text[pos : m.start()])
+        pos = end + semi.end()
+    return "".join(out) + text[pos:]
+
+
+_TORCH_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                 "Int": "int32", "Long": "int64", "Bool": "bool", "Char": "int8", "Byte": "uint8"}
+_HOST_LEFT = re.compile(
+    r"\b(torch::|at::|c10::|py::|std::vector|std::string|TORCH_|AT_|C10_)|\.item\s*[<(]|\.(view|reshape|permute|"
+    r"transpose|to|cpu|cuda|sizes|strides|options|scalar_type|copy_|fill_|zero_|index|narrow|select|slice|expand|"
+    r"matmul|mm|bmm|sum|mean|max|min|clone|detach)\s*\("
+)
+
+
+def host_call_args(module: Path) -> list[tuple[str, Any]] | None:
+    """What a module's forward hands its ``fn`` (AKA's harness passes the extension's function
+    as ``fn``), one per argument: ('tensor', the signature's input name) for a forward
+    parameter or a tensor attribute, ('value', number) for a number attribute or literal; None
+    where the forward does not ``return fn(...)`` or the model does not run on the meta device."""
+    try:
+        mp = ModuleProblem(module, any_module=True)
+    except ImportStop:
+        return None
+    a = mp.forward.args
+    with_default = [x.arg for x in a.args[len(a.args) - len(a.defaults) :]]
+    call = next(
+        (
+            r.value
+            for r in ast.walk(mp.forward)
+            if isinstance(r, ast.Return) and isinstance(r.value, ast.Call) and isinstance(r.value.func, ast.Name)
+            and r.value.func.id in with_default
+        ),
+        None,
+    )
+    if call is None or call.keywords:
+        return None
+    try:
+        model = mp.run(dict(mp.constants)).model
+    except Exception:  # noqa: BLE001 - the model's own code: no mapping then
+        return None
+    out: list[tuple[str, Any]] = []
+    for arg in call.args:
+        if isinstance(arg, ast.Name) and arg.id in mp.params:
+            out.append(("tensor", arg.id))
+        elif isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "self":
+            value = getattr(model, arg.attr, None)
+            if isinstance(value, torch.Tensor):
+                out.append(("tensor", arg.attr))
+            elif isinstance(value, (int, float)):
+                out.append(("value", value))
+            else:
+                return None
+        elif isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float)):
+            out.append(("value", arg.value))
+        else:
+            return None
+    return out
+
+
+def translate_torch_host(
+    pieces: list[str],
+    exports: list[tuple[str, str]],
+    inputs: list[dict],
+    outputs: list[dict],
+    scalars: list[dict],
+    call_args: list[tuple[str, Any]] | None = None,
+) -> tuple[list[str] | None, list[str], list[str], str]:
+    """The body of the task's entry translated from an extension's PyTorch host function, for
+    the common pattern (tensors and scalars in, sizes read off the tensors, one output
+    allocated, kernels launched): ``data_ptr``s become the entry's pointers, ``size``/
+    ``numel``/``stride``/``dim`` the signature's shape formulas over its scalars, the output's
+    allocation the given output pointer, PyTorch's current stream the entry's ``stream``.
+    ``call_args`` (``host_call_args``): what the module passes the host function, which names
+    its tensors and gives its other parameters their values.
+    Returns (the entry's parameters, its body's lines, decisions, '') or (None, [], [], why not)."""
+    from arena.taskdef.skeleton import HIP_TYPES, SCALAR_TYPES
+
+    cpp = dict(exports).get("forward") or (exports[0][1] if len(exports) == 1 else None)
+    if cpp is None:
+        return None, [], [], "the extension exports no `forward`"
+    cpp = cpp.split("::")[-1]
+    found = None
+    for piece in pieces:
+        for decl, brace, end in _cpp_blocks(piece):
+            head = re.sub(r"//[^\n]*|/\*.*?\*/", "", piece[decl:brace], flags=re.S)
+            if re.search(rf"\b{re.escape(cpp)}\s*\(", head) and "PYBIND11_MODULE" not in head:
+                found = (head, piece[brace + 1 : end - 1])
+    if found is None:
+        return None, [], [], f"the host function {cpp} was not found"
+    head, body = found
+    params = _cpp_params(head, cpp) or []
+    if len(outputs) != 1:
+        return None, [], [], f"the task has {len(outputs)} outputs (the translation handles one)"
+    out_spec = outputs[0]
+    tensors = [n for t, n in params if re.search(r"\bTensor\b", t)]
+    others = [(t, n) for t, n in params if not re.search(r"\bTensor\b", t)]
+    in_names = [i["name"] for i in inputs]
+    if len(tensors) != len(inputs):
+        return None, [], [], f"{cpp} takes {len(tensors)} tensors, the task {len(inputs)} inputs"
+    scalar_names = {s["name"] for s in scalars}
+    given = dict(zip([n for _, n in params], call_args)) if call_args and len(call_args) == len(params) else {}
+    defaults: list[str] = []
+    for t, n in others:
+        if n in scalar_names:
+            continue
+        if given.get(n, ("",))[0] == "value":
+            value = repr(given[n][1]) if not isinstance(given[n][1], bool) else str(given[n][1]).lower()
+            defaults.append(f"    const {t.replace('const', '').replace('&', '').strip()} {n} = {value};")
+            continue
+        d = re.search(rf"\b{re.escape(n)}\s*=\s*([-+\w.]+)\s*[,)]", head)
+        if d is None:
+            return None, [], [], f"{cpp}'s parameter `{t} {n}` is not a scalar of the task and has no default"
+        defaults.append(f"    const {t.replace('const', '').replace('&', '').strip()} {n} = {d.group(1)};")
+    named = [given[t][1] if given.get(t, ("",))[0] == "tensor" else t for t in tensors]
+    by_name = set(named) == set(in_names)
+    spec_of: dict[str, dict] = {t: (next(i for i in inputs if i["name"] == named[k]) if by_name else inputs[k])
+                                for k, t in enumerate(tensors)}
+    dtype = HIP_TYPES.get(inputs[0]["dtype"] if inputs else out_spec["dtype"])
+    ptr_of: dict[str, str] = {t: f"@{spec_of[t]['name']}@" for t in tensors}
+    text = re.sub(r"/\*.*?\*/", " ", body, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    # checks, guards and synchronisation go; the harness checks and synchronises
+    text = _drop_calls(text, r"TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_\w*CHECK\w*|"
+                             r"hipDeviceSynchronize|hipStreamSynchronize")
+    cut_void = [m.group(1) for p in pieces for m in re.finditer(r"\bvoid\s+(\w+)\s*\([^;{]*\)\s*\{", p)]
+    if cut_void:
+        text = _drop_calls(text, "|".join(map(re.escape, cut_void)))
+    text = re.sub(r"(?:const\s+)?(?:at|c10)::[\w:]*(?:Guard|guard)\w*\s+\w+\s*[({][^;]*[)}]\s*;", "", text)
+    # the current stream is the entry's
+    cur = r"(?:at|c10)::(?:hip|cuda)::getCurrent(?:HIP|CUDA)Stream\s*\([^()]*\)(?:\s*\.\s*stream\s*\(\s*\))?"
+    text = re.sub(rf"(?:const\s+)?(?:hipStream_t|cudaStream_t|auto)\s+stream\s*=\s*{cur}\s*;", "", text)
+    text = re.sub(cur, "stream", text)
+    # dtype dispatch: the task's dtype
+    while True:
+        m = re.search(r"\bAT_DISPATCH_\w+\s*\(", text)
+        if not m:
+            break
+        end = _balanced(text, m.end() - 1)
+        lam = re.search(r"\[\s*&\s*\]\s*(\(\s*\))?\s*\{", text[m.end() : end]) if end > 0 else None
+        if lam is None or dtype is None:
+            return None, [], [], "an AT_DISPATCH without a `[&] { ... }` lambda"
+        open_at = m.end() + lam.end() - 1
+        close = _balanced(text, open_at)
+        semi = re.match(r"\s*;", text[end:])
+        text = (text[: m.start()] + "[&]() { using scalar_t = " + dtype + ";" + text[open_at + 1 : close - 1]
+                + "}();" + text[end + (semi.end() if semi else 0):])
+    # aliases and the output's allocation
+    tensor_decl = r"(?:const\s+)?(?:auto|(?:torch|at)::Tensor)\s*&?\s*"
+    while True:
+        names = "|".join(map(re.escape, ptr_of))
+        m = re.search(rf"{tensor_decl}(\w+)\s*=\s*({names})\s*(?:\.\s*contiguous\s*\(\s*\)\s*)?;", text)
+        if not m:
+            break
+        ptr_of[m.group(1)] = ptr_of[m.group(2)]
+        spec_of[m.group(1)] = spec_of[m.group(2)]
+        text = text[: m.start()] + text[m.end() :]
+    allocs = list(re.finditer(rf"{tensor_decl}(\w+)\s*=\s*(?:torch|at)::(empty|empty_like|zeros|zeros_like)\s*\(",
+                              text))
+    if len(allocs) != 1:
+        return None, [], [], f"{cpp} allocates {len(allocs)} tensors (the translation handles one output)"
+    m = allocs[0]
+    end = _balanced(text, m.end() - 1)
+    semi = re.match(r"\s*;", text[end:]) if end > 0 else None
+    if semi is None:
+        return None, [], [], "the output's allocation was not read"
+    out_name = m.group(1)
+    ptr_of[out_name], spec_of[out_name] = f"@{out_spec['name']}@", out_spec
+    fill = ""
+    if m.group(2).startswith("zeros"):
+        ptr = f"@{out_spec['name']}@"
+        fill = f"(void)hipMemsetAsync({ptr}, 0, (size_t)(@numel:{out_name}@) * sizeof(*{ptr}), stream);"
+    text = text[: m.start()] + fill + text[end + semi.end() :]
+    text = re.sub(rf"\breturn\s+{re.escape(out_name)}\s*;", "return (int)hipGetLastError();", text)
+    if re.search(r"\breturn\s+(?!\(int\)hipGetLastError\(\);)", text):
+        return None, [], [], f"{cpp} returns something other than its output"
+    # tensor methods -> pointers and shape formulas
+    names = "|".join(map(re.escape, ptr_of))
+    text = re.sub(rf"\b({names})\s*=\s*\1\s*\.\s*contiguous\s*\(\s*\)\s*;", "", text)
+    text = re.sub(rf"\b({names})\s*\.\s*contiguous\s*\(\s*\)", r"\1", text)
+    text = re.sub(r"\b(?:at|c10)::(?:Half)\b", "__half", text)
+    text = re.sub(r"\b(?:at|c10)::(?:BFloat16)\b", "__hip_bfloat16", text)
+    task_dtype = (inputs[0] if inputs else out_spec)["dtype"]
+
+    def method(m: re.Match) -> str:
+        t, meth, targ, arg = m.group(1), m.group(2), m.group(3), (m.group(4) or "").strip()
+        shape = list(spec_of[t]["shape"])
+        if meth in ("data_ptr", "mutable_data_ptr", "const_data_ptr"):
+            return f"(({targ.strip() if targ else 'void'}*){ptr_of[t]})"
+        if meth in ("is_contiguous", "is_cuda", "is_hip", "defined"):
+            return "true"
+        if meth in ("dim", "ndimension"):
+            return str(len(shape))
+        if meth in ("element_size", "itemsize"):
+            return f"sizeof(*{ptr_of[t]})"
+        if meth == "numel":
+            return f"@numel:{t}@"
+        if meth in ("size", "stride"):
+            if not re.fullmatch(r"-?\d+", arg) or not -len(shape) <= int(arg) < len(shape):
+                return m.group(0)
+            k = int(arg) % len(shape)
+            return f"@size:{t}:{k}@" if meth == "size" else f"@stride:{t}:{k}@"
+        return m.group(0)
+
+    text = re.sub(rf"\b({names})\s*\.\s*(\w+)\s*(?:<\s*([\w: ]+)\s*>)?\s*\(([^()]*)\)", method, text)
+
+    def scalar_type(m: re.Match) -> str:
+        same = _TORCH_DTYPES.get(m.group(3)) == spec_of[m.group(1)]["dtype"]
+        return "true" if same == (m.group(2) == "==") else "false"
+
+    text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
+                  scalar_type, text)
+    text = re.sub(rf"\b({names})\s*\.\s*(?:sizes|size)\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]",
+                  lambda m: f"@size:{m.group(1)}:{int(m.group(2)) % len(spec_of[m.group(1)]['shape'])}@", text)
+    # launches on the entry's stream
+    out, pos = [], 0
+    for m in re.finditer(r"\bhipLaunchKernelGGL\s*\(", text):
+        end = _balanced(text, m.end() - 1)
+        if end < 0 or m.start() < pos:
+            continue
+        a = split_params(text[m.end() : end - 1])
+        if len(a) < 5:
+            return None, [], [], "a hipLaunchKernelGGL with fewer than 5 arguments"
+        if a[4] in ("0", "nullptr", "NULL", "0u"):
+            a[4] = "stream"
+        out.append(text[pos : m.start()] + "hipLaunchKernelGGL(" + ", ".join(a) + ")")
+        pos = end
+    text = "".join(out) + text[pos:]
+
+    def chevrons(m: re.Match) -> str:
+        a = split_params(m.group(1))
+        a = (a + ["0", "stream"])[:4] if len(a) < 4 else a
+        if a[3] in ("0", "nullptr", "NULL"):
+            a[3] = "stream"
+        return "<<<" + ", ".join(a) + ">>>"
+
+    text = re.sub(r"<<<(.*?)>>>", chevrons, text, flags=re.S)
+    # what is left of PyTorch is not the pattern
+    left = _HOST_LEFT.search(text) or re.search(rf"\b({names})\b(?!@)", re.sub(r"@[^@\s]*@", "", text))
+    if left:
+        line = text[text.rfind("\n", 0, left.start()) + 1 : text.find("\n", left.end())].strip()
+        return None, [], [], f"{cpp} uses PyTorch beyond sizes, pointers and one output (`{line[:80]}`)"
+    # the entry's parameters; one a host local shadows is renamed
+    params_all = [*(i["name"] for i in inputs), out_spec["name"], *(s["name"] for s in scalars)]
+    words = set(re.findall(r"\b[A-Za-z_]\w*\b", re.sub(r"@[^@\s]*@", " ", text)))
+    host_scalars = {n for _, n in others}
+    rename = {p: (f"arena_{p}" if p in words and p not in host_scalars else p) for p in params_all}
+    sc_names = {s["name"]: rename[s["name"]] for s in scalars if s["type"] != "float32"}
+
+    def dims(t: str) -> list[str] | None:
+        got = [shape_cpp(d, sc_names) for d in spec_of[t]["shape"]]
+        return None if any(g is None for g in got) else [g for g in got if g is not None]
+
+    bad: list[str] = []
+
+    def resolve(m: re.Match) -> str:
+        parts = m.group(1).split(":")
+        if len(parts) == 1:
+            return rename.get(parts[0], parts[0])
+        d = dims(parts[1])
+        if d is None:
+            bad.append(parts[1])
+            return "0"
+        if parts[0] == "numel":
+            return "(" + " * ".join(d or ["(int64_t)1"]) + ")"
+        k = int(parts[2])
+        if parts[0] == "size":
+            return d[k]
+        return "(" + " * ".join(d[k + 1 :] or ["(int64_t)1"]) + ")"
+
+    text = re.sub(r"@([^@\s]*)@", resolve, text)
+    if bad:
+        return None, [], [], f"the shape of {bad[0]} is not a formula of +, -, *, // over the scalars"
+    if not re.search(r"return \(int\)hipGetLastError\(\);\s*$", text):
+        text = text.rstrip() + "\n    return (int)hipGetLastError();"
+    sig = [f"const {HIP_TYPES[i['dtype']]}* {rename[i['name']]}" for i in inputs]
+    sig.append(f"{HIP_TYPES[out_spec['dtype']]}* {rename[out_spec['name']]}")
+    sig += [f"{SCALAR_TYPES[s['type']]} {rename[s['name']]}" for s in scalars]
+    sig.append("hipStream_t stream")
+    lines = [*defaults, *(ln.rstrip() for ln in text.strip("\n").splitlines())]
+    lines = [ln for k, ln in enumerate(lines) if ln.strip() or (k and lines[k - 1].strip())]
+    renamed = [k for k, v in rename.items() if k != v]
+    decisions = [
+        f"the entry is {cpp} translated from it: tensors matched to the signature's inputs "
+        f"{'by name' if by_name else 'by position'}, sizes read off the signature's shapes, the output "
+        f"allocation `{out_name}` made the output pointer, launches on `stream`, checks dropped"
+        + (f", entry parameters renamed where a host local shadows them ({', '.join(renamed)})" if renamed else "")
+        + (f", {', '.join(d.split('=')[0].split()[-1] for d in defaults)} set to the values the module passes "
+           "(or the host's defaults) as constants" if defaults else "")
+        + f"; its dtype branches are resolved for {task_dtype}: it compiles, but only a GPU run shows it is right"
+    ]
+    return sig, lines, decisions, ""
 
 # -- the importer -----------------------------------------------------------------------------
 
@@ -1608,9 +1976,11 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     launchers = {p for p, _ in exports} | set(aka.kernels)
     check = None
     module_task = None
+    module_path: Path | None = None
     for mp in aka.modules:
         try:
             module_task = build_module_task(ModuleProblem(mp, any_module=True), name, "hip2hip")
+            module_path = mp
             decisions.append(
                 f"the signature, reference and configs come from the PyTorch module "
                 f"{mp.relative_to(aka.folder)}; the reference is its forward"
@@ -1671,19 +2041,37 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     if re.search(rf"\b{re.escape(entry)}\s*\(", kept):
         entry = f"{name}_entry"
     launch_note = ""
+    entry_params: list[str] | None = None
+    indent = "    "
     if torch_ext:
         cut_names = [m.group(1) for p in pieces for m in [re.search(r"(\w+)\s*\([^()]*\)\s*\{", p)] if m]
         launch_note = (
             f"the original launched its kernels from PyTorch host code ({', '.join(cut_names) or 'cut'}), "
             "kept as comments at the end of this file: launch them here on `stream`"
         )
-        body = [f"// TODO(import): {launch_note}.", "return (int)hipErrorNotSupported;"]
-        decisions.insert(
-            0,
-            f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
-            f"({', '.join(cut_names)}) cannot be built here and is kept as comments: write the entry "
-            f"{entry}'s launches (it returns hipErrorNotSupported until then)",
-        )
+        call_args = next((c for mp in aka.modules if module_path is not None for c in [host_call_args(mp)] if c), None)
+        params, lines, said, why_not = translate_torch_host(pieces, exports, inputs, outputs, scalars, call_args)
+        if params is not None:
+            entry_params, body, indent = params, lines, ""
+            decisions.insert(
+                0,
+                f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
+                f"({', '.join(cut_names)}) is kept as comments and {said[0]}",
+            )
+        else:
+            body = [f"// TODO(import): {launch_note} ({why_not}).", "return (int)hipErrorNotSupported;"]
+            decisions.insert(
+                0,
+                f"baseline.hip keeps the device code of {source.name} as written; its PyTorch host code "
+                f"({', '.join(cut_names)}) cannot be built here and is kept as comments; it was not "
+                f"translated ({why_not}): write the entry {entry}'s launches (it returns "
+                "hipErrorNotSupported until then)",
+            )
+        if params is not None and re.search(r"\b(getenv|secure_getenv)\s*\(", kept):
+            decisions.append(
+                "the kept host code reads the environment (getenv), which the build's object check refuses: "
+                "replace that read by its value"
+            )
         leftovers = sorted(set(TORCH_WORDS.findall(kept)))
         if leftovers:
             decisions.append(
@@ -1719,7 +2107,7 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         decisions.append(
             "the extension exported " + ", ".join(f"{p} ({c})" for p, c in exports) + f"; the task's entry is {entry}"
         )
-    entry_text = _hip_entry(entry, [i for i in inputs], outputs, scalars, body)
+    entry_text = _hip_entry(entry, [i for i in inputs], outputs, scalars, body, entry_params, indent)
     comments = "".join("\n// " + "\n// ".join(p.splitlines()) + "\n" for p in pieces)
     baseline = (
         kept.rstrip("\n")
