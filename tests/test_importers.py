@@ -708,3 +708,17 @@ def test_a_quotient_with_a_far_fetched_factor_is_not_written():
 
     fitter = Fitter({"h": 2048, "k": 11}, lambda p: {"out": (p["h"] - p["k"]) // p["k"] + 1})
     assert fitter._monomial(["h", "k"], lambda r: r["out"], 186) is None
+
+
+def test_a_static_forward_keeps_its_first_parameter(tmp_path):
+    """`@staticmethod def forward(x)` has no self: x is the problem's input, not dropped."""
+    problem = tmp_path / "static_silu.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    @staticmethod\n"
+        "    def forward(x):\n        return x * torch.sigmoid(x)\n\n\nN = 1024\n\n\n"
+        "def get_inputs():\n    return [torch.randn(N, 64)]\n\n\ndef get_init_inputs():\n    return []\n")
+    result = import_kernelbench(problem, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["N", "dim0"])]
+    assert "return x * torch.sigmoid(x)" in (result.folder / "reference.py").read_text()

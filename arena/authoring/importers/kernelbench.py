@@ -277,7 +277,8 @@ class ModuleProblem:
         if a.vararg or a.kwarg:
             raise ImportStop(f"{cls.name}.forward takes *args or **kwargs (line {self.forward.lineno}): the importer "
                              "needs named arguments", path=self.path)
-        self.params = [x.arg for x in (*a.posonlyargs, *a.args)][1:]
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in self.forward.decorator_list)
+        self.params = [x.arg for x in (*a.posonlyargs, *a.args)][0 if static else 1 :]  # no self when static
         defaults = list(a.defaults)
         self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         # sizes written as numbers where the inputs are made become constants of their own, so
