@@ -722,3 +722,28 @@ def test_a_static_forward_keeps_its_first_parameter(tmp_path):
     task = load_task(result.folder)
     assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["N", "dim0"])]
     assert "return x * torch.sigmoid(x)" in (result.folder / "reference.py").read_text()
+
+
+def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_function(tmp_path):
+    """A geak_eval-style harness: ``for idx in indices: cfg = ALL_CONFIGS[idx]`` over a comprehension
+    of dicts, each case handed to a check function that reads ``cfg["M"]``, makes its inputs in a
+    helper and compares: the dicts' integer fields are the parameters, the float that never changes
+    a constant; the test is observed up to its kernel call for the shapes, and the reference does
+    not import the kernel's file."""
+    result = import_aka(FIX / "aka_geak_add_scaled", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_geak_add_scaled"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape)) for i in task.inputs] == [
+        ("x", "float32", ["M", "N"]), ("y", "float32", ["M", "N"])]
+    assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("out", "float32", ["M", "N"])]
+    assert [s.name for s in task.scalars] == ["M", "N"]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"M": m, "N": n} for m in (64, 128, 256) for n in (96, 192)]
+    held = {c.name: dict(c.params) for c in task.configs("heldout")}
+    assert len(held) >= 4 and held["draft-prime"] == {"M": 251, "N": 192}
+    text = task.reference_path.read_text()
+    assert "alpha = 0.5" in text and "kernel" not in text.split("def reference")[0]
+    ref = import_file(task.reference_path, "ref_geak_add_scaled")
+    x, y = torch.ones(2, 3), torch.full((2, 3), 2.0)
+    assert torch.equal(ref.reference(x, y, 2, 3), torch.full((2, 3), 2.0))

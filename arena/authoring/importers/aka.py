@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from arena.authoring.importers.kernelbench import (
     ModuleProblem,
     build_module_task,
 )
-from arena.authoring.importers.observe import Observer
+from arena.authoring.importers.observe import Observer, module_namespace
 from arena.errors import ArenaError
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES
@@ -248,6 +249,7 @@ class Harness:
     loop_target: ast.expr | None = None         # what the loop around the call binds ...
     item_of: Callable[[dict], Any] | None = None  # ... to a case (its fields set), as the case list holds it
     index_name: str | None = None               # enumerate's counter, 0 when observed
+    bind: list[ast.stmt] = dataclasses.field(default_factory=list)  # the case's fields bound from the item
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -287,6 +289,145 @@ def _fields_from_comment(text: str, line: int) -> list[str] | None:
     return None
 
 
+class _CaseLists:
+    """Where a test's loop takes its cases from: a list written in the test, a name of its module
+    (a literal, else the value its top level computes: a comprehension, a list imported from the
+    kernel's file), a parameter of the function the loop is in (what the module's call of that
+    function passes), or a list indexed by the loop's counter (``for idx in indices: cfg = CONFIGS[idx]``)."""
+
+    def __init__(self, path: Path, tree: ast.Module, values: dict[str, Any]):
+        self.path, self.tree, self.values = path, tree, values
+        self._ns: dict[str, Any] | None = None
+
+    def _namespace(self) -> dict[str, Any]:
+        if self._ns is None:
+            try:
+                self._ns = module_namespace(self.path, self.tree)
+            except BaseException:  # noqa: BLE001 - the top level does not run here: only literals are read
+                self._ns = {}
+        return self._ns
+
+    def value(self, expr: ast.expr | None, owner: ast.FunctionDef | None) -> Any:
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            try:
+                return ast.literal_eval(expr)
+            except (ValueError, SyntaxError, TypeError):
+                return None
+        if not isinstance(expr, ast.Name):
+            return None
+        if owner is not None and expr.id in [a.arg for a in owner.args.args + owner.args.kwonlyargs]:
+            return self.value(self._argument(owner, expr.id), None)
+        if expr.id in self.values:
+            return self.values[expr.id]
+        v = self._namespace().get(expr.id)
+        return v if isinstance(v, (list, tuple)) else None
+
+    def _argument(self, fn: ast.FunctionDef, name: str) -> ast.expr | None:
+        """What the module's first call of ``fn`` that says passes as its parameter ``name``, else its default."""
+        params = [a.arg for a in fn.args.args]
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fn.name:
+                got = next((k.value for k in n.keywords if k.arg == name), None)
+                i = params.index(name) if name in params else -1
+                if got is None and 0 <= i < len(n.args) and not isinstance(n.args[i], ast.Starred):
+                    got = n.args[i]
+                if got is not None and not (isinstance(got, ast.Constant) and got.value is None):
+                    return got
+        if name in params:
+            i = params.index(name) - (len(params) - len(fn.args.defaults))
+            if i >= 0:
+                return fn.args.defaults[i]
+        return None
+
+    def of_loop(self, loop: ast.For, owner: ast.FunctionDef) -> tuple:
+        """(what each case binds, the cases, the counter's name, the statement that indexes the list, the loop)."""
+        target, it, index = loop.target, loop.iter, None
+        if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
+            it = it.args[0]
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                if isinstance(target.elts[0], ast.Name):
+                    index = target.elts[0].id
+                target = target.elts[1]
+        if isinstance(target, ast.Name):
+            for st in ast.walk(loop):
+                if (
+                    isinstance(st, ast.Assign)
+                    and len(st.targets) == 1
+                    and isinstance(st.value, ast.Subscript)
+                    and isinstance(st.value.slice, ast.Name)
+                    and st.value.slice.id == target.id
+                    and isinstance(st.value.value, ast.Name)
+                ):
+                    raw = self.value(st.value.value, owner)
+                    if isinstance(raw, (list, tuple)) and raw:
+                        return st.targets[0], raw, target.id, st, loop
+        return target, self.value(it, owner), index, None, loop
+
+    def of_caller(self, fn: ast.FunctionDef, funcs: list[ast.FunctionDef]) -> tuple | None:
+        """The cases of a loop in another function that calls ``fn`` with what each case binds,
+        bound to ``fn``'s parameters (``for idx in indices: cfg = CONFIGS[idx]; check(cfg)``)."""
+        params = [a.arg for a in fn.args.args]
+        for g in funcs:
+            if g is fn:
+                continue
+            for loop in (n for n in ast.walk(g) if isinstance(n, ast.For)):
+                c = next((n for n in ast.walk(loop) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                          and n.func.id == fn.name), None)
+                if c is None:
+                    continue
+                target, raw, _, _, _ = self.of_loop(loop, g)
+                names = ([target.id] if isinstance(target, ast.Name) else
+                         [e.id for e in target.elts if isinstance(e, ast.Name)] if isinstance(target, ast.Tuple)
+                         else [])
+                passed = [a.id if isinstance(a, ast.Name) else "" for a in c.args]
+                if not names or passed != names or len(params) < len(names):
+                    continue
+                bound: ast.expr = (ast.Name(params[0], ast.Store()) if isinstance(target, ast.Name) else
+                                   ast.Tuple([ast.Name(p, ast.Store()) for p in params[: len(names)]], ast.Store()))
+                return bound, raw, None, None, loop
+        return None
+
+
+class _ByName(ast.NodeTransformer):
+    """``cfg["M"]`` read as the name ``M`` (the case's field)."""
+
+    def __init__(self, var: str, skip: ast.AST | None):
+        self.var, self.skip, self.keys = var, skip, []  # type: ignore[var-annotated]
+
+    def visit(self, node: ast.AST) -> Any:
+        return node if node is self.skip else super().visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        self.generic_visit(node)
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id == self.var
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and node.slice.value.isidentifier()
+            and isinstance(node.ctx, ast.Load)
+        ):
+            if node.slice.value not in self.keys:
+                self.keys.append(node.slice.value)
+            return ast.copy_location(ast.Name(node.slice.value, ast.Load()), node)
+        return node
+
+
+def _by_name(fn: ast.FunctionDef, var: str, skip: ast.AST | None) -> list[str]:
+    """Rewrites ``var["key"]`` in ``fn`` (in place) as ``key``; the keys so read."""
+    t = _ByName(var, skip)
+    for st in fn.body:
+        t.visit(st)
+    return list(t.keys)
+
+
+def _used_whole(fn: ast.FunctionDef, var: str, skip: ast.AST | None) -> bool:
+    """Whether ``fn`` reads ``var`` other than by ``var["key"]`` (passes it on, ``**var``)."""
+    skipped = {id(n) for n in ast.walk(skip)} if skip is not None else set()
+    return any(isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load) and id(n) not in skipped
+               for n in ast.walk(fn))
+
+
 def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     """The harness's correctness check, or (None, why not)."""
     try:
@@ -297,17 +438,26 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     funcs = [s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef)]
 
     def calls_launcher(fn: ast.AST) -> ast.Call | None:
-        for n in ast.walk(fn):
-            if (
-                isinstance(n, ast.Call)
-                and call_name(n) in launchers
-                and not isinstance(n.func, ast.Name)
-                or isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id in launchers
-            ):
-                return n
-        return None
+        """The call into the kernel's file whose result (or an argument) the function compares;
+        else its first call into that file (a helper that makes the inputs may come first)."""
+        calls = [
+            n for n in ast.walk(fn)
+            if isinstance(n, ast.Call)
+            and (call_name(n) in launchers and not isinstance(n.func, ast.Name)
+                 or isinstance(n.func, ast.Name) and n.func.id in launchers)
+        ]
+        compared = {
+            m.id for c in ast.walk(fn) if isinstance(c, ast.Call) and call_name(c) in COMPARE_FUNCS
+            for a in c.args[:2] for m in ast.walk(a) if isinstance(m, ast.Name)
+        }
+        # the reference's side may call into the kernel's file too (reference_topk): the kernel's side first
+        for c in sorted(calls, key=lambda c: bool(re.search(r"ref|torch|naive|golden", call_name(c), re.I))):
+            st = next((s for s in ast.walk(fn) if isinstance(s, ast.Assign) and s.value is c), None)
+            named = {m.id for t in (st.targets if st else []) for m in ast.walk(t) if isinstance(m, ast.Name)}
+            named |= {a.id for a in c.args if isinstance(a, ast.Name)}
+            if named & compared:
+                return c
+        return calls[0] if calls else None
 
     def compares(fn: ast.AST) -> bool:
         return any(isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS for n in ast.walk(fn))
@@ -322,8 +472,9 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             f"{path.name}: no function both calls {' or '.join(sorted(launchers)) or 'the kernel'} and "
             "compares its result (allclose / assert_close)",
         )
-    fn = ranked[0]
+    fn = copy.deepcopy(ranked[0])  # the case's fields read by name are rewritten in this copy
     call = calls_launcher(fn)
+    assert call is not None
     loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and any(c is call for c in ast.walk(n))), None)
     notes: list[str] = []
     fields: list[str] = []
@@ -332,26 +483,22 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     loop_target: ast.expr | None = None
     item_of: Callable[[dict], Any] | None = None
     index_name: str | None = None
+    bind: list[ast.stmt] = []
+    cases_of = _CaseLists(path, tree, values)
+    dropped: ast.stmt | None = None
+    found: tuple | None = None
     if loop is not None:
-        target, it = loop.target, loop.iter
-        if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
-            it = it.args[0]
-            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
-                if isinstance(target.elts[0], ast.Name):
-                    index_name = target.elts[0].id
-                target = target.elts[1]
+        found = cases_of.of_loop(loop, fn)
+    else:
+        found = cases_of.of_caller(fn, funcs)
+    if found is not None:
+        target, raw, index_name, dropped, where = found
         loop_target = target
-        raw = values.get(it.id) if isinstance(it, ast.Name) else None
-        if raw is None and isinstance(it, (ast.List, ast.Tuple)):
-            try:
-                raw = ast.literal_eval(it)
-            except (ValueError, SyntaxError):
-                raw = None
         if not isinstance(raw, (list, tuple)) or not raw:
             return (
                 None,
-                f"{path.name}: the loop around the kernel call (line {loop.lineno}) is over "
-                f"{dotted_name(loop.iter)}, not a list of shapes the importer can read",
+                f"{path.name}: the loop around the kernel call (line {where.lineno}) is over "
+                f"{dotted_name(getattr(where, 'iter', where))}, not a list of shapes the importer can read",
             )
         names: list[str] | None = None
         first_item = raw[0]
@@ -372,7 +519,13 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             cases = [dict(zip(names, item)) for item in raw]
         elif isinstance(target, ast.Name):
             var = target.id
-            for s in ast.walk(loop):
+            if all(isinstance(item, dict) for item in raw):
+                keys = _by_name(fn, var, dropped)
+                rebinds.update({k: k for k in keys})
+                bind += [ast.parse(f"{k} = {var}[{k!r}]").body[0] for k in keys]
+                if _used_whole(fn, var, dropped):
+                    rebinds.update({k: k for k in raw[0] if isinstance(k, str) and k.isidentifier()})
+            for s in ast.walk(loop if loop is not None else fn):
                 if (
                     isinstance(s, ast.Assign)
                     and isinstance(s.value, ast.Name)
@@ -406,9 +559,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                 cases = [dict(item) for item in raw]
                 notes.append(f"the cases of {path.name} are used through {var}[...]: read the keys as parameters")
             else:
-                names = (
-                    _fields_from_comment(text, getattr(it, "lineno", loop.lineno)) if isinstance(it, ast.Name) else None
-                )
+                names = _fields_from_comment(text, where.lineno) if isinstance(where, ast.For) else None
                 if names is None or any(len(names) != len(item) for item in raw):
                     return (
                         None,
@@ -417,7 +568,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                     )
                 cases = [dict(zip(names, item)) for item in raw]
         else:
-            return None, f"{path.name}: the loop target at line {loop.lineno} is not a tuple of names"
+            return None, f"{path.name}: the loop target at line {where.lineno} is not a tuple of names"
         # int values are parameters; a value that is the same in every case is a constant
         for n in names or []:
             vals = [c.get(n) for c in cases]
@@ -432,7 +583,14 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                     f"importer used the first ({vals[0]!r}); decide how the task covers the others"
                 )
         cases = [{k: c[k] for k in fields} for c in cases]
-    stmts = _flatten(fn.body, loop)
+    stmts = [st for st in _flatten(fn.body, loop) if st is not dropped]
+    if loop is None and loop_target is not None:
+        # the check function's other parameters, as its defaults say (``dtype=torch.bfloat16``)
+        bound = {n.id for n in ast.walk(loop_target) if isinstance(n, ast.Name)}
+        args = fn.args.args
+        stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
+                 for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
+                 if a.arg not in bound] + stmts
     kinds: dict[str, str] = {}
     for n, v in values.items():
         if type(v) is int:
@@ -627,8 +785,9 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         notes,
         fn.name,
         loop_target,
-        item_of if loop is not None else None,
+        item_of if found is not None else None,
         index_name,
+        bind,
     ), ""
 
 
@@ -641,7 +800,9 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     stop = set(inputs) | set(h.fields)
     prelude: list[str] = []
     module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
-    bound = bound_by_imports(import_lines(h.tree))
+    # imports of the files beside the test (the kernel's file): the task's reference cannot import them
+    local = [i for i in import_lines(h.tree) if _imports_beside(i, h.path)]
+    bound = bound_by_imports([i for i in import_lines(h.tree) if i not in local])
     last = max(order[id(s)] for _, _, s in h.compared)
     done: set[str] = set()
     todo = list(need)
@@ -685,6 +846,8 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             continue
         if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
             continue
+        if n in bound_by_imports(local):
+            return None, f"the reference in {h.path.name} uses {n}, imported from a file beside it: copy it in"
         return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
     for s in chosen:
         for sub in ast.walk(s):
@@ -700,7 +863,7 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     imports = [
         i
         for i in import_lines(h.tree)
-        if not re.match(
+        if i not in local and not re.match(
             r"(import|from) (sys|os|json|argparse|importlib|time|"
             r"subprocess|pathlib)\b",
             i,
@@ -721,6 +884,16 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
     lines.append(f"    return {ret}")
     return "\n".join(lines) + "\n", ""
+
+
+def _imports_beside(line: str, path: Path) -> bool:
+    """Whether an import line imports a module that is a file beside ``path``."""
+    for node in ast.parse(line).body:
+        mods = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any((Path(path).parent / f"{m.split('.')[0]}.py").is_file() for m in mods if m):
+            return True
+    return False
 
 
 def _reference_stub(inputs: list[str], scalars: list[str], why: str) -> str:
@@ -1464,6 +1637,8 @@ def _entry_call(
             prelude.append(f"{n} = {kind[4:]}")
         elif n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
             prelude.append(f"{n} = {h.consts[n]!r}")
+        elif n in ("torch", "math"):
+            continue
         elif (
             isinstance(h.call.func, ast.Attribute)
             and isinstance(h.call.func.value, ast.Name)

@@ -54,6 +54,28 @@ class _OnDevice(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+_NAMESPACES: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def module_namespace(path: Path, tree: ast.Module) -> dict[str, Any]:
+    """The test module's top level run as its own script would (its folder first on the path and
+    the working directory), ``main`` not called; its names, kept for the process. Raises what it raises."""
+    key = (str(Path(path).resolve()), ast.dump(tree))
+    if key not in _NAMESPACES:
+        ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(path).resolve())}
+        cwd, sys_path = os.getcwd(), list(sys.path)
+        try:
+            sys.path.insert(0, str(Path(path).resolve().parent))
+            os.chdir(Path(path).resolve().parent)
+            with contextlib.redirect_stdout(None):
+                exec(compile(tree, str(path), "exec"), ns)
+        finally:
+            os.chdir(cwd)
+            sys.path[:] = sys_path
+        _NAMESPACES[key] = ns
+    return _NAMESPACES[key]
+
+
 @dataclass
 class Observed:
     """One case's call: each argument as the test's expression wrote it, with its value."""
@@ -75,25 +97,17 @@ class Observer:
 
     def _module(self) -> dict[str, Any]:
         if self.ns is None:
-            h = self.h
-            ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(h.path).resolve())}
-            cwd, path = os.getcwd(), list(sys.path)
-            try:
-                sys.path.insert(0, str(Path(h.path).resolve().parent))
-                os.chdir(Path(h.path).resolve().parent)
-                with contextlib.redirect_stdout(None):
-                    exec(compile(h.tree, str(h.path), "exec"), ns)
-            finally:
-                os.chdir(cwd)
-                sys.path[:] = path
-            self.ns = ns
+            self.ns = module_namespace(Path(self.h.path), self.h.tree)
         return self.ns
 
     def _compiled(self) -> Any:
         if self._code is None:
             h = self.h
             cut = h.stmts[: h.stmts.index(h.call_stmt) + 1]
-            body = copy.deepcopy(cut)
+            # what the test prints says nothing of the call (and may read what the case leaves unbound)
+            body = [copy.deepcopy(s) for s in cut if not (
+                isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                and isinstance(s.value.func, ast.Name) and s.value.func.id == "print")]
             call_copy = next(n for n in ast.walk(body[-1]) if isinstance(n, ast.Call) and
                              ast.dump(n) == ast.dump(h.call))
             call_copy.func = ast.Name("__arena_record__", ast.Load())
@@ -103,6 +117,7 @@ class Observer:
                                    defaults=[]),
                 body=([ast.Assign([copy.deepcopy(h.loop_target)], ast.Name("__arena_item__", ast.Load()))]
                       if h.loop_target is not None else [])
+                + copy.deepcopy(list(getattr(h, "bind", [])))
                 + ([ast.Assign([ast.Name(h.index_name, ast.Store())], ast.Constant(0))] if h.index_name else [])
                 + body,
                 decorator_list=[], returns=None)
