@@ -46,7 +46,7 @@ from arena.authoring.importers.kernelbench import (
     ModuleProblem,
     build_module_task,
 )
-from arena.authoring.importers.observe import Observer, module_namespace
+from arena.authoring.importers.observe import Observer, OnDevice, module_namespace
 from arena.errors import ArenaError
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES
@@ -250,6 +250,7 @@ class Harness:
     item_of: Callable[[dict], Any] | None = None  # ... to a case (its fields set), as the case list holds it
     index_name: str | None = None               # enumerate's counter, 0 when observed
     bind: list[ast.stmt] = dataclasses.field(default_factory=list)  # the case's fields bound from the item
+    kernel_names: set[str] = dataclasses.field(default_factory=set)  # what the test imports of the kernel's file
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -289,6 +290,16 @@ def _fields_from_comment(text: str, line: int) -> list[str] | None:
     return None
 
 
+def _aliases(st: ast.Assign, names: set[str]) -> list[str]:
+    """The name ``st`` binds to one of ``names`` passed through wrappers (``res_cpu = res.cpu()``)."""
+    node = st.value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
+        node = node.func.value
+    if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and isinstance(node, ast.Name) and node.id in names:
+        return [st.targets[0].id]
+    return []
+
+
 class _CaseLists:
     """Where a test's loop takes its cases from: a list written in the test, a name of its module
     (a literal, else the value its top level computes: a comprehension, a list imported from the
@@ -316,7 +327,12 @@ class _CaseLists:
         if not isinstance(expr, ast.Name):
             return None
         if owner is not None and expr.id in [a.arg for a in owner.args.args + owner.args.kwonlyargs]:
-            return self.value(self._argument(owner, expr.id), None)
+            got = self.value(self._argument(owner, expr.id), None)
+            if got is None:  # ``if shapes is None: shapes = HARNESS_SHAPES``
+                got = next((v for st in ast.walk(owner) if isinstance(st, ast.Assign) and len(st.targets) == 1
+                            and isinstance(st.targets[0], ast.Name) and st.targets[0].id == expr.id
+                            for v in [self.value(st.value, None)] if v is not None), None)
+            return got
         if expr.id in self.values:
             return self.values[expr.id]
         v = self._namespace().get(expr.id)
@@ -428,14 +444,21 @@ def _used_whole(fn: ast.FunctionDef, var: str, skip: ast.AST | None) -> bool:
                for n in ast.walk(fn))
 
 
-def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
-    """The harness's correctness check, or (None, why not)."""
+def read_harness(
+    path: Path, launchers: set[str], launching: frozenset[str] | set[str] = frozenset()
+) -> tuple[Harness | None, str]:
+    """The harness's correctness check, or (None, why not); ``launching``: the launchers that start a kernel."""
     try:
         text, tree = parse_source(path)
     except ImportStop as exc:
         return None, str(exc)
     values = _module_values(tree)
     funcs = [s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef)]
+    # ``from kernel import topk as triton_topk``: the launcher under the test's name for it
+    renamed = {a.asname: a.name for s in ast.walk(tree) if isinstance(s, ast.ImportFrom) for a in s.names
+               if a.asname and a.name in launchers}
+    launchers = set(launchers) | set(renamed)
+    launching = set(launching) | {n for n, o in renamed.items() if o in launching}
 
     def calls_launcher(fn: ast.AST) -> ast.Call | None:
         """The call into the kernel's file whose result (or an argument) the function compares;
@@ -451,13 +474,21 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
             for a in c.args[:2] for m in ast.walk(a) if isinstance(m, ast.Name)
         }
         # the reference's side may call into the kernel's file too (reference_topk): the kernel's side first
-        for c in sorted(calls, key=lambda c: bool(re.search(r"ref|torch|naive|golden", call_name(c), re.I))):
-            st = next((s for s in ast.walk(fn) if isinstance(s, ast.Assign) and s.value is c), None)
+        # and of the kernel's calls the last whose result is compared (after the one that makes the inputs)
+        order = {id(c): i for i, c in enumerate(n for n in ast.walk(fn) if isinstance(n, ast.Call))}
+        pos = {id(c): (c.lineno, c.col_offset) for c in calls}
+        ranked = sorted(calls, key=lambda c: (call_name(c) not in launching,
+                                              bool(re.search(r"ref|torch|naive|golden", call_name(c), re.I)),
+                                              tuple(-x for x in pos[id(c)]), order[id(c)]))
+        assigns = [s for s in ast.walk(fn) if isinstance(s, ast.Assign)]
+        for c in ranked:
+            st = next((s for s in assigns if s.value is c), None)
             named = {m.id for t in (st.targets if st else []) for m in ast.walk(t) if isinstance(m, ast.Name)}
             named |= {a.id for a in c.args if isinstance(a, ast.Name)}
+            named |= {a for s in assigns for a in _aliases(s, named)}
             if named & compared:
                 return c
-        return calls[0] if calls else None
+        return ranked[0] if ranked and call_name(ranked[0]) in launching else calls[0] if calls else None
 
     def compares(fn: ast.AST) -> bool:
         return any(isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS for n in ast.walk(fn))
@@ -584,8 +615,8 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
                 )
         cases = [{k: c[k] for k in fields} for c in cases]
     stmts = [st for st in _flatten(fn.body, loop) if st is not dropped]
-    if loop is None and loop_target is not None:
-        # the check function's other parameters, as its defaults say (``dtype=torch.bfloat16``)
+    if loop_target is not None:
+        # the function's other parameters, as its defaults say (``dtype=torch.bfloat16``, ``verbose=True``)
         bound = {n.id for n in ast.walk(loop_target) if isinstance(n, ast.Name)}
         args = fn.args.args
         stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
@@ -739,7 +770,11 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
     after = stmts[stmts.index(call_stmt) + 1 :]
     compared: list[tuple[str, ast.expr, ast.stmt]] = []
 
+    aliases = {a: st.value for st in after if isinstance(st, ast.Assign) for a in _aliases(st, set(results))}
+
     def kernel_side(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name) and node.id in aliases:  # res_cpu = res.cpu()
+            node = aliases[node.id]
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
             node = node.func.value
         if isinstance(node, ast.Name) and (node.id in results or node.id in passed):
@@ -776,7 +811,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         tensors,
         call,
         call_stmt,
-        call_name(call),
+        renamed.get(call_name(call), call_name(call)),
         results,
         compared,
         stmts,
@@ -788,6 +823,7 @@ def read_harness(path: Path, launchers: set[str]) -> tuple[Harness | None, str]:
         item_of if found is not None else None,
         index_name,
         bind,
+        launchers,
     ), ""
 
 
@@ -801,7 +837,8 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     prelude: list[str] = []
     module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
     # imports of the files beside the test (the kernel's file): the task's reference cannot import them
-    local = [i for i in import_lines(h.tree) if _imports_beside(i, h.path)]
+    local = [i for i in import_lines(h.tree)
+             if _imports_beside(i, h.path) or bound_by_imports([i]) <= h.kernel_names | {h.launcher}]
     bound = bound_by_imports([i for i in import_lines(h.tree) if i not in local])
     last = max(order[id(s)] for _, _, s in h.compared)
     done: set[str] = set()
@@ -851,13 +888,13 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
         return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
     for s in chosen:
         for sub in ast.walk(s):
-            if isinstance(sub, ast.Call) and call_name(sub) == h.launcher:
+            if _calls_kernel(sub, h):
                 return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
     chosen.sort(key=lambda s: order[id(s)])
     helpers = module_defs(h.tree, free_names(chosen + exprs), {h.function, *h.consts})
     for s in helpers:
         for sub in ast.walk(s):
-            if isinstance(sub, ast.Call) and call_name(sub) == h.launcher:
+            if _calls_kernel(sub, h):
                 return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
     ret = ", ".join(ast.unparse(e) for e in exprs)
     imports = [
@@ -884,6 +921,14 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
     lines.append(f"    return {ret}")
     return "\n".join(lines) + "\n", ""
+
+
+def _calls_kernel(node: ast.AST, h: Harness) -> bool:
+    """Whether ``node`` calls the kernel's launcher (not ``torch.topk`` for a launcher named topk)."""
+    if not isinstance(node, ast.Call) or call_name(node) not in (h.launcher, call_name(h.call)):
+        return False
+    return not (isinstance(node.func, ast.Attribute)
+                and dotted_name(node.func.value) in ("torch", "F", "torch.nn.functional"))
 
 
 def _imports_beside(line: str, path: Path) -> bool:
@@ -1547,6 +1592,27 @@ def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
     return jit, plain
 
 
+def _launching(tree: ast.Module, jit: list[str], plain: list[str]) -> set[str]:
+    """The functions of a Triton file that launch one of its kernels (``kernel[grid](...)``), or call one that does."""
+    defs = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name in plain}
+    out: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name, f in defs.items():
+            if name in out:
+                continue
+            for n in ast.walk(f):
+                if isinstance(n, ast.Call) and (
+                    isinstance(n.func, ast.Subscript) and dotted_name(n.func.value).split(".")[-1] in jit
+                    or isinstance(n.func, ast.Name) and n.func.id in out
+                ):
+                    out.add(name)
+                    grew = True
+                    break
+    return out
+
+
 def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], list[dict], list[dict], dict]:
     """Inputs, outputs and scalars from what the harness passes to the kernel and compares;
     ``roles`` maps each output to how the entry fills it."""
@@ -1625,7 +1691,7 @@ def _entry_call(
     prelude, unknown = [], []
     first = inputs[0]["name"] if inputs else outputs[0]["name"] if outputs else None
     for n in sorted(free_names([h.call])):
-        if n in sig or n == h.launcher:
+        if n in sig or n in (h.launcher, call_name(h.call)):
             continue
         kind = h.kinds.get(n, "")
         if kind.startswith("dtype:"):
@@ -1722,7 +1788,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         if ref_fn is None:
             return {"outputs": [], "flops": 0}
         try:
-            with FlopCounterMode(display=False) as counter:
+            with OnDevice("meta"), FlopCounterMode(display=False) as counter:
                 out = ref_fn(*ins, *[params[f] for f in fields])
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
             if observer is None or cpu_left[0] <= 0:
@@ -2033,7 +2099,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         decisions.append(f"{source.name} defines no @triton.jit function the importer could see")
     h, why = None, "the folder has no test script"
     for hp in aka.harnesses:
-        h, why = read_harness(hp, set(plain))
+        h, why = read_harness(hp, set(plain), _launching(tree, jit, plain))
         if h is not None:
             break
     entry = (

@@ -36,21 +36,46 @@ def _is_gpu(d: Any) -> bool:
     return isinstance(d, str) and d.split(":")[0] in ("cuda", "hip")
 
 
-class _OnDevice(TorchFunctionMode):
-    """Every tensor the test makes for ``cuda`` is made on ``device`` instead."""
+_RANDOM_MAKERS = {torch.randn, torch.rand, torch.randn_like, torch.rand_like, torch.empty}
+
+
+class OnDevice(TorchFunctionMode):
+    """Every tensor the test makes for ``cuda`` is made on ``device`` instead (a generator it
+    makes for ``cuda``, on the CPU)."""
 
     def __init__(self, device: str):
         super().__init__()
         self.device = device
+        self._generator: Any = None
+
+    def __enter__(self) -> Any:
+        self._generator = torch.Generator
+        made = self._generator
+
+        def generator(device: Any = "cpu") -> Any:
+            return made(device="cpu" if _is_gpu(device) else device)
+
+        torch.Generator = generator  # type: ignore[misc,assignment]
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        torch.Generator = self._generator  # type: ignore[misc]
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if _is_gpu(kwargs.get("device")):
             kwargs["device"] = self.device
+        elif self.device == "meta" and func in _RANDOM_MAKERS and kwargs.get("device") is None:
+            kwargs["device"] = "meta"  # a random CPU tensor the test moves to the GPU: its values are not needed
         if func in (torch.Tensor.cuda,):
             return args[0].to(self.device) if self.device == "meta" else args[0]
+        if func is torch.Tensor.cpu and self.device == "meta" and args[0].is_meta:
+            return args[0]  # the test's CPU copy of what it made for the GPU: no data to copy
         if func is torch.Tensor.to:
             args = tuple(self.device if _is_gpu(a) else a for a in args)
+            if self.device == "meta" and args[0].is_meta and len(args) > 1 and str(args[1]) == "cpu":
+                args = (args[0], "meta", *args[2:])
         return func(*args, **kwargs)
 
 
@@ -64,14 +89,20 @@ def module_namespace(path: Path, tree: ast.Module) -> dict[str, Any]:
     if key not in _NAMESPACES:
         ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(path).resolve())}
         cwd, sys_path = os.getcwd(), list(sys.path)
+        folder = Path(path).resolve().parent
+        # the files beside the test (kernel.py) are its own, not those another folder imported under that name
+        beside = {p.stem: sys.modules.pop(p.stem) for p in folder.glob("*.py") if p.stem in sys.modules}
         try:
-            sys.path.insert(0, str(Path(path).resolve().parent))
-            os.chdir(Path(path).resolve().parent)
+            sys.path.insert(0, str(folder))
+            os.chdir(folder)
             with contextlib.redirect_stdout(None):
                 exec(compile(tree, str(path), "exec"), ns)
         finally:
             os.chdir(cwd)
             sys.path[:] = sys_path
+            for stem in [p.stem for p in folder.glob("*.py")]:
+                sys.modules.pop(stem, None)
+            sys.modules.update(beside)
         _NAMESPACES[key] = ns
     return _NAMESPACES[key]
 
@@ -83,6 +114,13 @@ class Observed:
     args: list[tuple[str, Any]]          # (source text of the argument, value)
     kwargs: dict[str, Any]
     device: str
+
+
+def _prints(s: ast.stmt) -> bool:
+    """Whether the statement only prints (``print(...)``, ``if verbose: print(...)``)."""
+    if isinstance(s, ast.Expr):
+        return isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "print"
+    return isinstance(s, ast.If) and all(_prints(b) for b in s.body + s.orelse)
 
 
 class Observer:
@@ -105,9 +143,7 @@ class Observer:
             h = self.h
             cut = h.stmts[: h.stmts.index(h.call_stmt) + 1]
             # what the test prints says nothing of the call (and may read what the case leaves unbound)
-            body = [copy.deepcopy(s) for s in cut if not (
-                isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-                and isinstance(s.value.func, ast.Name) and s.value.func.id == "print")]
+            body = [copy.deepcopy(s) for s in cut if not _prints(s)]
             call_copy = next(n for n in ast.walk(body[-1]) if isinstance(n, ast.Call) and
                              ast.dump(n) == ast.dump(h.call))
             call_copy.func = ast.Name("__arena_record__", ast.Load())
@@ -140,7 +176,7 @@ class Observer:
             cwd = os.getcwd()
             try:
                 os.chdir(Path(h.path).resolve().parent)
-                with _OnDevice(dev), torch.no_grad(), contextlib.redirect_stdout(None):
+                with OnDevice(dev), torch.no_grad(), contextlib.redirect_stdout(None):
                     torch.manual_seed(0)
                     if h.loop_target is None:
                         ns.update(params)
