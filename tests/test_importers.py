@@ -747,3 +747,29 @@ def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_functi
     ref = import_file(task.reference_path, "ref_geak_add_scaled")
     x, y = torch.ones(2, 3), torch.full((2, 3), 2.0)
     assert torch.equal(ref.reference(x, y, 2, 3), torch.full((2, 3), 2.0))
+
+
+def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_path):
+    """The other geak_eval layout: ``run_correctness(shapes=None)`` falls back to a module list
+    that a comprehension computes, ``for idx, (M, N) in enumerate(shapes)``, the kernel imported
+    under the test's own name (``rowmax as triton_rowmax``), its result compared through a CPU
+    copy, and the reference a helper of the kernel's file: that helper is copied into
+    reference.py (the task has no kernel.py to import), and the entry calls the launcher by its
+    name in the file."""
+    result = import_aka(FIX / "aka_geak_rowmax", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_geak_rowmax"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape)) for i in task.inputs] == [("x", "float32", ["M", "N"])]
+    assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("got", "float32", ["M"])]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"M": m, "N": n} for m in (32, 64) for n in (100, 200, 300)]
+    assert len(task.configs("heldout")) >= 4
+    text = task.reference_path.read_text()
+    assert "def rowmax_torch(x):" in text
+    assert [ln for ln in text.splitlines() if ln.startswith(("import ", "from "))] == ["import torch"]
+    ref = import_file(task.reference_path, "ref_geak_rowmax")
+    x = torch.tensor([[1.0, 5.0, 2.0], [-3.0, -1.0, -2.0]])
+    assert torch.equal(ref.reference(x, 2, 3), torch.tensor([5.0, -1.0]))
+    baseline = (folder / "baseline.py").read_text()
+    assert "result = rowmax(x)" in baseline and "triton_rowmax" not in baseline

@@ -251,6 +251,9 @@ class Harness:
     index_name: str | None = None               # enumerate's counter, 0 when observed
     bind: list[ast.stmt] = dataclasses.field(default_factory=list)  # the case's fields bound from the item
     kernel_names: set[str] = dataclasses.field(default_factory=set)  # what the test imports of the kernel's file
+    kernel_source: tuple[str, ast.Module] | None = None  # that file (text, tree), for the helpers the reference uses
+    kernel_launching: set[str] = dataclasses.field(default_factory=set)  # its kernels and what launches them
+    kernel_path_name: str = "the kernel's file"
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -840,6 +843,7 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     local = [i for i in import_lines(h.tree)
              if _imports_beside(i, h.path) or bound_by_imports([i]) <= h.kernel_names | {h.launcher}]
     bound = bound_by_imports([i for i in import_lines(h.tree) if i not in local])
+    from_kernel = _kernel_helpers_named(h, local)   # name in the test -> its function in the kernel's file
     last = max(order[id(s)] for _, _, s in h.compared)
     done: set[str] = set()
     todo = list(need)
@@ -883,6 +887,8 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             continue
         if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
             continue
+        if n in from_kernel:
+            continue
         if n in bound_by_imports(local):
             return None, f"the reference in {h.path.name} uses {n}, imported from a file beside it: copy it in"
         return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
@@ -896,6 +902,22 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
         for sub in ast.walk(s):
             if _calls_kernel(sub, h):
                 return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
+    used = free_names(chosen + exprs + helpers)
+    kernel_lines: list[str] = []
+    if h.kernel_source is not None and used & set(from_kernel):
+        ktext, ktree = h.kernel_source
+        kdefs = module_defs(ktree, {from_kernel[n] for n in used & set(from_kernel)}, set())
+        for st in kdefs:
+            for sub in ast.walk(st):
+                if isinstance(sub, ast.Call) and (
+                    isinstance(sub.func, ast.Subscript) or call_name(sub) in h.kernel_launching
+                ):
+                    return None, f"{getattr(st, 'name', 'a helper')} in {h.kernel_path_name} launches a kernel"
+        kfree = free_names(kdefs)
+        kernel_lines = [i for i in import_lines(ktree) if bound_by_imports([i]) & kfree]
+        kernel_lines += [join_statements(ktext, kdefs)]
+        kernel_lines += [f"{n} = {o}" for n, o in sorted(from_kernel.items()) if n in used and n != o]
+        kernel_lines.append("")
     ret = ", ".join(ast.unparse(e) for e in exprs)
     imports = [
         i
@@ -908,7 +930,10 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     ]
     if "torch" not in bound_by_imports(imports):
         imports.insert(0, "import torch")
-    lines = [*imports, ""]
+    lines = [*dict.fromkeys(imports + [i for i in kernel_lines if i.startswith(("import ", "from "))]), ""]
+    if kernel_lines:
+        lines += ["", f"# from {h.kernel_path_name}, which the test imports", *[
+            i for i in kernel_lines if not i.startswith(("import ", "from "))]]
     if helpers:
         lines += ["", join_statements(h.text, helpers), ""]
     lines += [
@@ -921,6 +946,19 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
     lines.append(f"    return {ret}")
     return "\n".join(lines) + "\n", ""
+
+
+def _kernel_helpers_named(h: Harness, local: list[str]) -> dict[str, str]:
+    """The names the test imports of the kernel's file that are functions there: name -> function."""
+    if h.kernel_source is None:
+        return {}
+    defined = {s.name for s in h.kernel_source[1].body if isinstance(s, ast.FunctionDef)}
+    out: dict[str, str] = {}
+    for line in local:
+        for node in ast.parse(line).body:
+            if isinstance(node, ast.ImportFrom):
+                out.update({a.asname or a.name: a.name for a in node.names if a.name in defined})
+    return out
 
 
 def _calls_kernel(node: ast.AST, h: Harness) -> bool:
@@ -2101,6 +2139,8 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     for hp in aka.harnesses:
         h, why = read_harness(hp, set(plain), _launching(tree, jit, plain))
         if h is not None:
+            h.kernel_source, h.kernel_path_name = (text, tree), source.name
+            h.kernel_launching = _launching(tree, jit, plain) | set(jit)
             break
     entry = (
         name
