@@ -773,3 +773,24 @@ def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_pat
     assert torch.equal(ref.reference(x, 2, 3), torch.tensor([5.0, -1.0]))
     baseline = (folder / "baseline.py").read_text()
     assert "result = rowmax(x)" in baseline and "triton_rowmax" not in baseline
+
+
+def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel():
+    """``gemm_a16w16 = gemm`` is a launcher too; of the file's functions, those that launch a
+    kernel (or call one that does) come before helpers that make inputs or compute a reference."""
+    import ast
+
+    from arena.authoring.importers.aka import _launchers_py, _launching
+
+    tree = ast.parse(
+        "import triton\n"
+        "@triton.jit\ndef _k(x): pass\n"
+        "def gemm(x):\n    _k[(1,)](x)\n    return x\n"
+        "def outer(x):\n    return gemm(x)\n"
+        "def make_input(n):\n    return n\n"
+        "gemm_a16w16 = gemm\n"
+        "helper_alias = make_input\n"
+    )
+    jit, plain = _launchers_py(tree)
+    assert jit == ["_k"] and plain == ["gemm", "outer", "make_input", "gemm_a16w16", "helper_alias"]
+    assert _launching(tree, jit, plain) == {"gemm", "outer", "gemm_a16w16"}

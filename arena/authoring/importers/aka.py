@@ -49,7 +49,7 @@ from arena.authoring.importers.kernelbench import (
 from arena.authoring.importers.observe import Observer, OnDevice, module_namespace
 from arena.errors import ArenaError
 from arena.taskdef import formula
-from arena.taskdef.loader import CATEGORIES
+from arena.taskdef.loader import CATEGORIES, INTEGER_DTYPES
 from arena.taskdef.shapes import DTYPE_BYTES
 from arena.toolchain.abi import split_params
 
@@ -72,6 +72,7 @@ COMPARE_FUNCS = {
 ELEMENTWISE_METHODS = {"abs", "abs_", "exp", "exp_", "sigmoid", "tanh", "relu", "neg", "sqrt", "sign", "clamp",
                        "clamp_", "clamp_min", "clamp_max", "round", "floor", "ceil", "mul", "mul_", "add", "add_",
                        "sub", "div", "pow", "uniform_", "normal_", "fill_", "softmax", "log_softmax", "square"}
+CONSTANT_MAKERS = {"ones", "zeros", "full", "arange"}  # a tensor the reference may make itself: no draw
 WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "flatten", "view", "reshape", "squeeze"}
 
 
@@ -860,7 +861,7 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
         if kind == "device":
             prelude.append(f"{n} = {inputs[0]}.device" if inputs else f"{n} = 'cpu'")
             continue
-        if n in h.tensors and n not in inputs:
+        if n in h.tensors and n not in inputs and h.tensors[n].maker not in CONSTANT_MAKERS:
             return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
         assigns = [
             s
@@ -1627,6 +1628,9 @@ def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
                 word in dotted_name(d) for d in s.decorator_list for word in ("jit", "autotune", "heuristics")
             )
             (jit if decorated else plain).append(s.name)
+        elif (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+              and isinstance(s.value, ast.Name) and s.value.id in plain):
+            plain.append(s.targets[0].id)  # gemm_a16w16 = gemm
     return jit, plain
 
 
@@ -1648,7 +1652,8 @@ def _launching(tree: ast.Module, jit: list[str], plain: list[str]) -> set[str]:
                     out.add(name)
                     grew = True
                     break
-    return out
+    return out | {s.targets[0].id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                  and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Name) and s.value.id in out}
 
 
 def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], list[dict], list[dict], dict]:
@@ -1687,6 +1692,10 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
             continue
         if t.init != {"kind": "normal"}:
             spec["init"] = t.init
+        if t.init.get("kind") == "randint" and t.dtype not in INTEGER_DTYPES:
+            spec["init"] = {**t.init, "kind": "uniform"}
+            decisions.append(f"input {n}: {h.path.name} draws whole numbers (randint) in {t.dtype}; the task draws "
+                             "uniform over the same range: keep that only if the kernel does not need whole numbers")
         if t.note:
             decisions.append(f"input {n}: {t.note}")
         if n in compared_names:
