@@ -751,7 +751,8 @@ def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_functi
 
 def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_path):
     """The other geak_eval layout: ``run_correctness(shapes=None)`` falls back to a module list
-    that a comprehension computes, ``for idx, (M, N) in enumerate(shapes)``, the kernel imported
+    that a comprehension computes, ``for idx, (M, N) in enumerate(shapes)``, inputs made by a helper
+    whose device defaults to "cuda", the kernel imported
     under the test's own name (``rowmax as triton_rowmax``), its result compared through a CPU
     copy, and the reference a helper of the kernel's file: that helper is copied into
     reference.py (the task has no kernel.py to import), and the entry calls the launcher by its
@@ -773,6 +774,11 @@ def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_pat
     assert torch.equal(ref.reference(x, 2, 3), torch.tensor([5.0, -1.0]))
     baseline = (folder / "baseline.py").read_text()
     assert "result = rowmax(x)" in baseline and "triton_rowmax" not in baseline
+    # the test's helper makes its tensors on "cuda" (a default argument): make_inputs makes them where it is asked
+    assert [i.init["kind"] for i in task.inputs] == ["custom"]
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", ref)
+    assert ins["x"].device.type == "cpu" and tuple(ins["x"].shape) == (env["M"], env["N"])
 
 
 def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel():

@@ -2002,10 +2002,25 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     chosen.sort(key=lambda s: order[id(s)])
 
     class _Device(ast.NodeTransformer):
+        name = "device"
+
         def visit_Constant(self, node: ast.Constant) -> ast.AST:
             if isinstance(node.value, str) and node.value.split(":")[0] in ("cuda", "hip"):
-                return ast.copy_location(ast.Name("device", ast.Load()), node)
+                return ast.copy_location(ast.Name(self.name, ast.Load()), node)
             return node
+
+    class _HelperDevice(_Device):
+        name = "_DEVICE"  # the helpers are module functions: make_inputs sets where they make tensors
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+            # a default of "cuda" is read when the function is called, not when it is defined
+            args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            for i, (a, d) in enumerate(zip(args, list(node.args.defaults))):
+                if isinstance(d, ast.Constant) and str(d.value).split(":")[0] in ("cuda", "hip"):
+                    node.args.defaults[i] = ast.Constant(None)
+                    node.body.insert(0, ast.parse(f"if {a.arg} is None:\n    {a.arg} = _DEVICE").body[0])
+            self.generic_visit(node)
+            return ast.fix_missing_locations(node)
 
     body = [_Device().visit(copy.deepcopy(s)) for s in chosen]
     helpers = module_defs(h.tree, free_names(body), {h.function, *h.consts})
@@ -2015,6 +2030,10 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     lines = ["", "", "def make_inputs(config, generator, device):",
              f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
              '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator."""']
+    moved = [_HelperDevice().visit(copy.deepcopy(s)) for s in helpers]
+    on_device = [ast.dump(a) for a in moved] != [ast.dump(b) for b in helpers]
+    if on_device:
+        lines += ["    global _DEVICE", "    _DEVICE = device"]
     lines += [f"    {f} = config[{f!r}]" for f in h.fields]
     lines += [f"    {p}" for p in sorted(set(prelude))]
     lines += ["    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device))",
@@ -2024,7 +2043,10 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     lines += [f"        {ln}" for s in body for ln in ast.unparse(s).splitlines()]
     lines.append("    return {" + ", ".join(f"{n!r}: {n}.to(device).contiguous()" for n in names) + "}")
     text = "\n".join(lines) + "\n"
-    if helpers:
+    if on_device:
+        text = ('\n\n_DEVICE = "cuda"  # the helpers below make tensors here (set by make_inputs)\n'
+                + "".join("\n\n" + ast.unparse(s) + "\n" for s in moved) + text)
+    elif helpers:
         text = "\n\n" + join_statements(h.text, helpers) + "\n" + text
     return text, ""
 
