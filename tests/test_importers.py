@@ -800,3 +800,35 @@ def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel
     jit, plain = _launchers_py(tree)
     assert jit == ["_k"] and plain == ["gemm", "outer", "make_input", "gemm_a16w16", "helper_alias"]
     assert _launching(tree, jit, plain) == {"gemm", "outer", "gemm_a16w16"}
+
+
+def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
+    """A rocmbench-style folder: the kernel and its pytest test are one file, the test launches the
+    @triton.jit kernel itself (``kernel[grid](...)``) over stacked parametrisations (a comprehension,
+    dtype strings, a launch setting), and imports a helper module of the folder that does not import
+    here. The sizes of the cases are the seen configs (the first dtype, the launch setting a
+    constant), the entry launches the kernel as the test does, and the baseline runs under the
+    interpreter on the smoke config."""
+    result = import_aka(FIX / "aka_pytest_row_scale", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_pytest_row_scale"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape)) for i in task.inputs] == [
+        ("x", "float32", ["M", "N"]), ("s", "float32", ["M"])]
+    assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("out", "float32", ["M", "N"])]
+    assert [s.name for s in task.scalars] == ["M", "N"]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"M": 16, "N": 128}, {"M": 16, "N": 320}, {"M": 48, "N": 128}, {"M": 48, "N": 320}]
+    held = {c.name: dict(c.params) for c in task.configs("heldout")}
+    assert len(held) >= 4 and held["draft-prime"] == {"M": 48, "N": 317}
+    baseline = (folder / "baseline.py").read_text()
+    assert "def test_" not in baseline and "perf_helpers" not in baseline and "import pytest" not in baseline
+    entry = baseline[baseline.index("def aka_pytest_row_scale(x, s, out, M, N):"):]
+    assert "BLOCK_N = 64" in entry and "grid = lambda meta: (M, triton.cdiv(N, meta['BLOCK_N']))" in entry
+    assert "row_scale_kernel[grid](x, s, out, N, x.stride(0), BLOCK_N=BLOCK_N)" in entry
+    reference = (folder / "reference.py").read_text()
+    assert "expected = x * s[:, None]" in reference and "pytest" not in reference
+    assert "dtype_str takes the values ['float32', 'float16']" in result.report()
+    capsys.readouterr()
+    assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_row_scale",
+                 "--device", "cpu"]) == 0, capsys.readouterr().out

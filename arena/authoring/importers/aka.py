@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import dataclasses
 import math
@@ -197,9 +198,13 @@ class AkaFolder:
         modules: list[Path] = []
         named = [folder / t for c in commands for t in c.split() if t.endswith(".py")]
         for p in [*named, *sorted(folder.rglob("*.py"))]:
-            if not p.is_file() or p in sources or p in harnesses or p in modules:
+            if not p.is_file() or p in harnesses or p in modules:
                 continue
             text = p.read_text(errors="replace")
+            if p in sources:
+                if re.search(r"^def test_", text, re.M):
+                    harnesses.append(p)  # the kernel and its pytest test in one file
+                continue
             if "def get_inputs" in text and "def forward" in text:
                 modules.append(p)  # a PyTorch module problem (KernelBench-like)
             elif p in named or HARNESS_NAMES.search(p.name):
@@ -255,6 +260,7 @@ class Harness:
     kernel_source: tuple[str, ast.Module] | None = None  # that file (text, tree), for the helpers the reference uses
     kernel_launching: set[str] = dataclasses.field(default_factory=set)  # its kernels and what launches them
     kernel_path_name: str = "the kernel's file"
+    bound: dict[str, Any] = dataclasses.field(default_factory=dict)  # the test's other parameters, bound when observed
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -448,6 +454,74 @@ def _used_whole(fn: ast.FunctionDef, var: str, skip: ast.AST | None) -> bool:
                for n in ast.walk(fn))
 
 
+KNOB = re.compile(r"(?i)block|warps|stages|num_ctas|group_?(size_)?m$|^seed$")  # a launch setting, not a size
+
+
+def _parametrized(fn: ast.FunctionDef, path: Path, tree: ast.Module) -> tuple[list[dict] | None, str]:
+    """The cases of a test's ``@pytest.mark.parametrize`` decorators, or (None, why not): each
+    decorator's names and values (a literal, else the expression evaluated in the test module's
+    namespace: a comprehension, a helper's list, torch dtypes); stacked decorators multiply."""
+    marks = [d for d in fn.decorator_list if isinstance(d, ast.Call) and len(d.args) >= 2
+             and ast.unparse(d.func).endswith("mark.parametrize")]
+    if not marks:
+        return None, ""
+    ns: dict[str, Any] | None = None
+    cases: list[dict] = [{}]
+    for d in marks:
+        try:
+            names = ast.literal_eval(d.args[0])
+        except (ValueError, SyntaxError):
+            return None, f"the names of the parametrisation at line {d.lineno} are not written out"
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        try:
+            values = list(ast.literal_eval(d.args[1]))
+        except (ValueError, SyntaxError, TypeError):
+            try:
+                ns = ns if ns is not None else module_namespace(path, tree)
+                with contextlib.redirect_stdout(None):
+                    values = list(eval(compile(ast.Expression(d.args[1]), str(path), "eval"), ns))  # noqa: S307
+            except Exception as exc:  # noqa: BLE001 - the test module does not run here
+                return None, f"the parametrisation at line {d.lineno} could not be evaluated ({type(exc).__name__})"
+        rows = []
+        for v in values:
+            v = getattr(v, "values", v) if type(v).__name__ == "ParameterSet" else v
+            row = [v] if len(names) == 1 else list(v)
+            if len(row) != len(names):
+                return None, f"a case of the parametrisation at line {d.lineno} has {len(row)} values for {names}"
+            rows.append(dict(zip(names, row)))
+        cases = [{**c, **r} for c in cases for r in rows]
+    return cases, ""
+
+
+def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], notes: list[str], where: str,
+                 knobs: bool) -> tuple[list[str], list[dict]]:
+    """The integer fields of the cases (varied by the task), the others bound as constants in ``values``
+    (a value that differs across cases: the first, with a note), and the cases with those constants."""
+    fields: list[str] = []
+    for n in names:
+        vals = [c.get(n) for c in cases]
+        if all(type(v) is int for v in vals) and not (knobs and KNOB.search(n)):
+            fields.append(n)
+        elif len({repr(v) for v in vals}) == 1:
+            values[n] = vals[0]
+        else:
+            values[n] = vals[0]
+            distinct = list({repr(v): v for v in vals}.values())
+            notes.append(
+                f"{n} takes the values {vals if not knobs else distinct} across the cases of "
+                f"{where}, not {'sizes' if knobs else 'integers'}: the importer used the first ({vals[0]!r}); "
+                "decide how the task covers the others"
+            )
+    # a parametrisation's cases are a product: keep those of the constants chosen (a loop's list is kept whole)
+    kept = [c for c in cases if not knobs or all(repr(c.get(n)) == repr(values[n]) for n in names if n not in fields)]
+    out: list[dict] = []
+    for c in kept:
+        case = {k: c[k] for k in fields}
+        if case not in out:
+            out.append(case)
+    return fields, out
+
+
 def read_harness(
     path: Path, launchers: set[str], launching: frozenset[str] | set[str] = frozenset()
 ) -> tuple[Harness | None, str]:
@@ -522,6 +596,7 @@ def read_harness(
     cases_of = _CaseLists(path, tree, values)
     dropped: ast.stmt | None = None
     found: tuple | None = None
+    bound: dict[str, Any] = {}
     if loop is not None:
         found = cases_of.of_loop(loop, fn)
     else:
@@ -605,33 +680,45 @@ def read_harness(
         else:
             return None, f"{path.name}: the loop target at line {where.lineno} is not a tuple of names"
         # int values are parameters; a value that is the same in every case is a constant
-        for n in names or []:
-            vals = [c.get(n) for c in cases]
-            if all(type(v) is int for v in vals):
-                fields.append(n)
-            elif len({repr(v) for v in vals}) == 1:
-                values[n] = vals[0]
-            else:
-                values[n] = vals[0]
-                notes.append(
-                    f"{n} takes the values {vals} across the cases of {path.name}, not integers: the "
-                    f"importer used the first ({vals[0]!r}); decide how the task covers the others"
-                )
-        cases = [{k: c[k] for k in fields} for c in cases]
+        fields, cases = _case_fields(cases, names or [], values, notes, path.name, False)
+    else:
+        cases_p, why = _parametrized(fn, path, tree)
+        if cases_p is None and why:
+            return None, f"{path.name}: {why}"
+        if cases_p:
+            fields, cases = _case_fields(cases_p, list(cases_p[0]), values, notes, path.name, True)
+        given = {**(cases_p[0] if cases_p else {})}
+        args = fn.args.args
+        for a, dflt in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults):
+            try:
+                bound[a.arg] = ast.literal_eval(dflt)
+            except ValueError:
+                continue
+        for a in args:
+            if a.arg == "device" and a.arg not in bound:
+                bound[a.arg] = "cuda"   # the fixture of Triton's tests
+            if a.arg in given and a.arg not in fields:
+                bound[a.arg] = values[a.arg]
+            if a.arg in bound and a.arg not in given:
+                values.setdefault(a.arg, bound[a.arg])
     stmts = [st for st in _flatten(fn.body, loop) if st is not dropped]
     if loop_target is not None:
         # the function's other parameters, as its defaults say (``dtype=torch.bfloat16``, ``verbose=True``)
-        bound = {n.id for n in ast.walk(loop_target) if isinstance(n, ast.Name)}
+        in_target = {n.id for n in ast.walk(loop_target) if isinstance(n, ast.Name)}
         args = fn.args.args
         stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
                  for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
-                 if a.arg not in bound] + stmts
+                 if a.arg not in in_target] + stmts
     kinds: dict[str, str] = {}
     for n, v in values.items():
         if type(v) is int:
             kinds[n] = f"int:{v}"
     for f in fields:
         kinds[f] = f"int:{f}"
+    for n, v in bound.items():
+        if isinstance(v, str) and v.split(":")[0] in ("cuda", "cpu", "hip", "xpu"):
+            kinds[n] = "device"
+            values.pop(n, None)
     tensors: dict[str, HTensor] = {}
     call_stmt = next(s for s in stmts if any(c is call for c in ast.walk(s)))
 
@@ -828,7 +915,58 @@ def read_harness(
         index_name,
         bind,
         launchers,
+        bound=bound,
     ), ""
+
+
+def _bound_names(s: ast.stmt) -> set[str]:
+    """The names a statement binds: an assignment's targets, a function's or class's name."""
+    if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
+        return {s.name}
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, (ast.AnnAssign, ast.AugAssign)) \
+        else []
+    return {t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
+
+
+def _without_tests(text: str, tree: ast.Module, path: Path) -> str:
+    """A kernel file that holds its own pytest tests, the tests taken out: ``test_*`` functions, pytest's
+    hooks and fixtures, and imports of the folder's helper modules; the rest as written."""
+    lines = text.splitlines(keepends=True)
+    cut: list[tuple[int, int]] = []
+    tests = {id(s) for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+             and (re.match(r"(test|pytest_)", s.name, re.I)
+                  or any(ast.unparse(d).startswith("pytest.") for d in s.decorator_list))}
+    # pytest itself goes with them unless what stays uses it (imported, it changes what a candidate may do)
+    uses_pytest = "pytest" in free_names(s for s in tree.body if id(s) not in tests
+                                         and not isinstance(s, (ast.Import, ast.ImportFrom)))
+    for s in tree.body:
+        first = min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", []))])
+        framework = isinstance(s, (ast.Import, ast.ImportFrom)) and not uses_pytest and any(
+            (a.name if isinstance(s, ast.Import) else s.module or "").split(".")[0] == "pytest" for a in s.names)
+        if id(s) in tests or framework or (
+                isinstance(s, (ast.Import, ast.ImportFrom)) and _imports_beside(ast.unparse(s), path)):
+            cut.append((first, s.end_lineno or s.lineno))
+    for a, b in reversed(cut):
+        del lines[a - 1 : b]
+    return re.sub(r"\n{4,}", "\n\n\n", "".join(lines))
+
+
+def _callee(call: ast.Call) -> str:
+    """The function a call names, a kernel launch's grid left off: ``k[grid](...)`` -> ``k``."""
+    return ast.unparse(call.func.value if isinstance(call.func, ast.Subscript) else call.func)
+
+
+def _launches(node: ast.AST, h: Harness) -> bool:
+    """Whether ``node`` calls what the test calls to run the kernel, as the test names it or by the
+    launcher's name in the kernel's file (``torch.softmax`` or ``torch.topk`` is not the file's)."""
+    for c in ast.walk(node):
+        if not isinstance(c, ast.Call):
+            continue
+        if _callee(c) in (_callee(h.call), h.launcher):
+            return True
+        if call_name(c) in (h.launcher, call_name(h.call)) and isinstance(c.func, ast.Name):
+            return True
+    return False
 
 
 def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str, str]) -> tuple[str | None, str]:
@@ -894,15 +1032,13 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             return None, f"the reference in {h.path.name} uses {n}, imported from a file beside it: copy it in"
         return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
     for s in chosen:
-        for sub in ast.walk(s):
-            if _calls_kernel(sub, h):
-                return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
+        if _launches(s, h):
+            return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
     chosen.sort(key=lambda s: order[id(s)])
     helpers = module_defs(h.tree, free_names(chosen + exprs), {h.function, *h.consts})
     for s in helpers:
-        for sub in ast.walk(s):
-            if _calls_kernel(sub, h):
-                return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
+        if _launches(s, h):
+            return None, f"{getattr(s, 'name', 'a helper')} in {h.path.name} calls the kernel's file"
     used = free_names(chosen + exprs + helpers)
     kernel_lines: list[str] = []
     if h.kernel_source is not None and used & set(from_kernel):
@@ -923,7 +1059,9 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     imports = [
         i
         for i in import_lines(h.tree)
-        if i not in local and not re.match(
+        if i not in local
+        and not (i == "import pytest" and "pytest" not in free_names(chosen + exprs + helpers))
+        and not re.match(
             r"(import|from) (sys|os|json|argparse|importlib|time|"
             r"subprocess|pathlib)\b",
             i,
@@ -960,14 +1098,6 @@ def _kernel_helpers_named(h: Harness, local: list[str]) -> dict[str, str]:
             if isinstance(node, ast.ImportFrom):
                 out.update({a.asname or a.name: a.name for a in node.names if a.name in defined})
     return out
-
-
-def _calls_kernel(node: ast.AST, h: Harness) -> bool:
-    """Whether ``node`` calls the kernel's launcher (not ``torch.topk`` for a launcher named topk)."""
-    if not isinstance(node, ast.Call) or call_name(node) not in (h.launcher, call_name(h.call)):
-        return False
-    return not (isinstance(node.func, ast.Attribute)
-                and dotted_name(node.func.value) in ("torch", "F", "torch.nn.functional"))
 
 
 def _imports_beside(line: str, path: Path) -> bool:
@@ -1667,6 +1797,11 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
     for n in passed:
         t = h.tensors.get(n)
         if t is None:
+            if n in compared_names and n not in h.results and n not in [o["name"] for o in outputs]:
+                # handed to the kernel and compared after, made by code the importer does not read: an output
+                # argument, its shape and dtype as the test's run shows them
+                outputs.append({"name": n, "dtype": "float32", "shape": None, "_key": n})
+                roles[n] = ("arg", None)
             continue
         spec: dict[str, Any] = {
             "name": n,
@@ -1731,16 +1866,29 @@ def _entry_call(
     outputs: list[dict],
     scalars: list[dict],
     decisions: list[str],
+    kernel_files: tuple[Path, ...] = (),
 ) -> tuple[list[str], bool]:
-    """The entry's body: the launcher called as the harness calls it, its result copied into
-    the outputs (or written by it into output arguments); (lines, complete)."""
+    """The entry's body: the launcher called as the harness calls it (with the test's statements
+    that make what the call needs besides the task's tensors and scalars: a grid, launch settings),
+    its result copied into the outputs (or written by it into output arguments); (lines, complete).
+    Where the test is in the kernel's file (``kernel_files``), the file's own names are the entry's too."""
     sig = {s["name"] for s in inputs + outputs + scalars}
     prelude, unknown = [], []
     first = inputs[0]["name"] if inputs else outputs[0]["name"] if outputs else None
-    for n in sorted(free_names([h.call])):
-        if n in sig or n in (h.launcher, call_name(h.call)):
+    order = {id(s): i for i, s in enumerate(h.stmts)}
+    local: list[ast.stmt] = []   # the test's own statements the call needs (its grid, its launch settings)
+    in_file = (
+        {n for s in h.tree.body for n in _bound_names(s)} | bound_by_imports(import_lines(h.tree))
+        if h.path in kernel_files else set()
+    )
+    todo, done = sorted(free_names([h.call])), set()
+    while todo:
+        n = todo.pop(0)
+        if n in done or n in sig or n in (h.launcher, call_name(h.call)):
             continue
+        done.add(n)
         kind = h.kinds.get(n, "")
+        defining = [s for s in h.stmts[: order[id(h.call_stmt)]] if n in _bound_names(s)]
         if kind.startswith("dtype:"):
             src = next((i["name"] for i in inputs if i["dtype"] == kind[6:]), None)
             prelude.append(f"{n} = {src}.dtype" if src else f"{n} = torch.{kind[6:]}")
@@ -1758,10 +1906,20 @@ def _entry_call(
             and n == h.call.func.value.id
         ):
             continue
+        elif defining and not any(n in h.tensors for n in free_names(defining)):
+            local += [s for s in defining if s not in local]
+            todo += sorted(free_names(defining))
+        elif n in in_file or n in dir(__builtins__):
+            continue
         else:
             unknown.append(n)
+    local.sort(key=lambda s: order[id(s)])
+    prelude += [ln for s in local for ln in ast.unparse(s).splitlines()]
     call = copy.deepcopy(h.call)
-    call.func = ast.Name(h.launcher, ast.Load())
+    if isinstance(call.func, ast.Subscript):    # a kernel launched by the test: the file's kernel, its grid
+        call.func.value = ast.Name(h.launcher, ast.Load())
+    else:
+        call.func = ast.Name(h.launcher, ast.Load())
     lines = list(prelude)
     for o in outputs:
         role = roles.get(o["name"])
@@ -1988,7 +2146,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
         if assigns:
             for s in assigns:
                 if s not in chosen:
-                    if any(isinstance(c, ast.Call) and call_name(c) == h.launcher for c in ast.walk(s)):
+                    if _launches(s, h):
                         return None, f"{n} is made by a call into the kernel's file"
                     chosen.append(s)
                     todo += list(free_names([s]))
@@ -2025,7 +2183,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     body = [_Device().visit(copy.deepcopy(s)) for s in chosen]
     helpers = module_defs(h.tree, free_names(body), {h.function, *h.consts})
     for s in helpers:
-        if any(isinstance(c, ast.Call) and call_name(c) == h.launcher for c in ast.walk(s)):
+        if _launches(s, h):
             return None, f"{getattr(s, 'name', 'a helper')} calls the kernel's file"
     lines = ["", "", "def make_inputs(config, generator, device):",
              f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
@@ -2040,7 +2198,15 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
               "    devices = [torch.device(device).index or 0] if torch.device(device).type == 'cuda' else []",
               "    with torch.random.fork_rng(devices=devices):",
               "        torch.manual_seed(seed)"]
-    lines += [f"        {ln}" for s in body for ln in ast.unparse(s).splitlines()]
+    stmts_text = [ln for s in body for ln in ast.unparse(s).splitlines()]
+    if re.search(r"\b(np|numpy)\.random\b|RandomState", "\n".join(stmts_text + [ast.unparse(s) for s in helpers])):
+        # the test draws with NumPy's global generator too: seeded the same way, its state given back after
+        lines += ["        import numpy", "        numpy_state = numpy.random.get_state()",
+                  "        numpy.random.seed(seed)", "        try:"]
+        lines += [f"            {ln}" for ln in stmts_text]
+        lines += ["        finally:", "            numpy.random.set_state(numpy_state)"]
+    else:
+        lines += [f"        {ln}" for ln in stmts_text]
     lines.append("    return {" + ", ".join(f"{n!r}: {n}.to(device).contiguous()" for n in names) + "}")
     text = "\n".join(lines) + "\n"
     if on_device:
@@ -2167,11 +2333,20 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     if not jit:
         decisions.append(f"{source.name} defines no @triton.jit function the importer could see")
     h, why = None, "the folder has no test script"
+    # what a test may call: the file's launchers (functions that launch a kernel, directly or through
+    # another), else a kernel itself (``add_kernel[grid](...)``)
+    launching = set(jit) | {n for n in _launching(tree, jit, plain) if not n.startswith("test")}
     for hp in aka.harnesses:
-        h, why = read_harness(hp, set(plain), _launching(tree, jit, plain))
+        if hp == source:  # the kernel's file holds its test: what it calls is one of its kernels or launchers
+            h, why = read_harness(hp, launching, launching)
+        else:
+            h, why = read_harness(hp, set(plain), launching)
+        if h is None and hp != source and jit:
+            h, why2 = read_harness(hp, set(jit), set(jit))
+            why = why if h is None else why2
         if h is not None:
             h.kernel_source, h.kernel_path_name = (text, tree), source.name
-            h.kernel_launching = _launching(tree, jit, plain) | set(jit)
+            h.kernel_launching = launching
             break
     entry = (
         name
@@ -2200,7 +2375,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
             aka, h, name, decisions
         )
-        body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions)
+        body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
     entry_text = "\n".join(
@@ -2215,9 +2390,13 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
             "",
         ]
     )
-    baseline = text.rstrip("\n") + "\n" + entry_text
+    kept = _without_tests(text, tree, source) if source in aka.harnesses else text
+    baseline = kept.rstrip("\n") + "\n" + entry_text
     decisions.append(
-        f"baseline.py is {source.name} as written, with the entry {entry} added at its end: check "
+        f"baseline.py is {source.name} as written"
+        + (" without its tests (test functions, pytest hooks and fixtures, the folder's helper imports)"
+           if source in aka.harnesses else "")
+        + f", with the entry {entry} added at its end: check "
         "that the starting kernel is correct on every config and leaves headroom"
     )
     d = _aka_draft(aka, source, name, category="triton2triton", entry=entry, inputs=inputs, outputs=outputs,

@@ -652,8 +652,11 @@ def parse_source(path: Path) -> tuple[str, ast.Module]:
 
 
 def call_name(node: ast.AST) -> str:
-    """The last name of a call's function: ``torch.nn.functional.relu`` -> ``relu``."""
+    """The last name of a call's function: ``torch.nn.functional.relu`` -> ``relu``; a Triton
+    launch ``add_kernel[grid](...)`` -> ``add_kernel``."""
     f = node.func if isinstance(node, ast.Call) else node
+    if isinstance(f, ast.Subscript):
+        f = f.value
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 

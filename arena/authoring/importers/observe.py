@@ -84,7 +84,9 @@ _NAMESPACES: dict[tuple[str, str], dict[str, Any]] = {}
 
 def module_namespace(path: Path, tree: ast.Module) -> dict[str, Any]:
     """The test module's top level run as its own script would (its folder first on the path and
-    the working directory), ``main`` not called; its names, kept for the process. Raises what it raises."""
+    the working directory), ``main`` not called, its functions' pytest marks taken off; its names, kept
+    for the process. An import that fails here leaves its names unbound (the test's statements up to its
+    kernel call seldom need them); any other statement raises what it raises."""
     key = (str(Path(path).resolve()), ast.dump(tree))
     if key not in _NAMESPACES:
         ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(path).resolve())}
@@ -96,7 +98,12 @@ def module_namespace(path: Path, tree: ast.Module) -> dict[str, Any]:
             sys.path.insert(0, str(folder))
             os.chdir(folder)
             with contextlib.redirect_stdout(None):
-                exec(compile(tree, str(path), "exec"), ns)
+                for stmt in _unmarked(tree).body:
+                    try:
+                        exec(compile(ast.Module([stmt], []), str(path), "exec"), ns)
+                    except Exception:  # noqa: BLE001 - a helper module of the test's own harness that does not
+                        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):  # import here (its timing tools)
+                            raise
         finally:
             os.chdir(cwd)
             sys.path[:] = sys_path
@@ -121,6 +128,16 @@ def _prints(s: ast.stmt) -> bool:
     if isinstance(s, ast.Expr):
         return isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "print"
     return isinstance(s, ast.If) and all(_prints(b) for b in s.body + s.orelse)
+
+
+def _unmarked(tree: ast.Module) -> ast.Module:
+    """The module with its functions' pytest marks taken off (a ``skipif`` that asks the GPU for its
+    capability runs when the module does): they say when pytest runs a test, not what it does."""
+    tree = copy.deepcopy(tree)
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            n.decorator_list = [d for d in n.decorator_list if not ast.unparse(d).startswith("pytest.")]
+    return tree
 
 
 class Observer:
@@ -179,6 +196,7 @@ class Observer:
                 with OnDevice(dev), torch.no_grad(), contextlib.redirect_stdout(None):
                     torch.manual_seed(0)
                     if h.loop_target is None:
+                        ns.update(h.bound)
                         ns.update(params)
                     ns["__arena_probe__"](item)
             except _Stop as stop:
