@@ -799,7 +799,7 @@ def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel
     )
     jit, plain = _launchers_py(tree)
     assert jit == ["_k"] and plain == ["gemm", "outer", "make_input", "gemm_a16w16", "helper_alias"]
-    assert _launching(tree, jit, plain) == {"gemm", "outer", "gemm_a16w16"}
+    assert _launching(tree, jit) == {"gemm", "outer", "gemm_a16w16"}
 
 
 def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
@@ -831,4 +831,26 @@ def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     assert "dtype_str takes the values ['float32', 'float16']" in result.report()
     capsys.readouterr()
     assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_row_scale",
+                 "--device", "cpu"]) == 0, capsys.readouterr().out
+
+
+def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
+    """The test sets its sizes as numbers (``rows, cols = 24, 40``), calls the kernel through an
+    autograd Function's ``apply`` bound at the module's top level, and compares with ``assert
+    (got == want).all()``: the sizes are parameters with the test's values as the one seen case
+    (two more drafted, each the one before doubled), and the entry calls the Function as the test does."""
+    result = import_aka(FIX / "aka_pytest_fixed_sizes", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_pytest_fixed_sizes"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("src", ["rows", "cols"]), ("shift", ["cols"])]
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("got", ["rows", "cols"])]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"rows": 24, "cols": 40}, {"rows": 48, "cols": 80}, {"rows": 96, "cols": 160}]
+    assert len(task.configs("heldout")) >= 4
+    baseline = (folder / "baseline.py").read_text()
+    assert "result = col_shift(src, shift)\n    got.copy_(result)" in baseline
+    assert "return want" in (folder / "reference.py").read_text()
+    capsys.readouterr()
+    assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_fixed_sizes",
                  "--device", "cpu"]) == 0, capsys.readouterr().out

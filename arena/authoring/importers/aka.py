@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import copy
 import dataclasses
@@ -493,6 +494,36 @@ def _parametrized(fn: ast.FunctionDef, path: Path, tree: ast.Module) -> tuple[li
     return cases, ""
 
 
+def _lifted_sizes(
+    stmts: list[ast.stmt], call: ast.Call, notes: list[str], where: str
+) -> tuple[list[str], list[dict], list[ast.stmt]]:
+    """A test with no case to vary: the sizes it writes as numbers before the kernel call (``m, n, k =
+    32, 64, 128``) become fields, with the test's values as the one case; their assignments leave the
+    test's statements (the fields are bound instead). A module constant is not one: the kernel's file
+    may read it too."""
+    case: dict[str, int] = {}
+    kept: list[ast.stmt] = []
+    before = True
+    for s in stmts:
+        before = before and not any(c is call for c in ast.walk(s))
+        if before and isinstance(s, ast.Assign) and len(s.targets) == 1:
+            tg, val = s.targets[0], s.value
+            names = [tg] if isinstance(tg, ast.Name) else list(tg.elts) if isinstance(tg, ast.Tuple) else []
+            vals = [val] if isinstance(tg, ast.Name) else list(val.elts) if isinstance(val, ast.Tuple) else []
+            if names and len(names) == len(vals) and all(isinstance(n, ast.Name) and not KNOB.search(n.id)
+                                                         for n in names) and \
+                    all(isinstance(v, ast.Constant) and type(v.value) is int for v in vals) and \
+                    any(v.value >= MIN_VARIED for v in vals):  # type: ignore[attr-defined]
+                case.update({n.id: v.value for n, v in zip(names, vals)})  # type: ignore[attr-defined]
+                continue
+        kept.append(s)
+    if not case:
+        return [], [], stmts
+    notes.append(f"{where} sets its sizes as numbers ({', '.join(f'{k} = {v}' for k, v in case.items())}): "
+                 "each is a parameter, the test's values its one case; rename them if the names say little")
+    return list(case), [case], kept
+
+
 def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], notes: list[str], where: str,
                  knobs: bool) -> tuple[list[str], list[dict]]:
     """The integer fields of the cases (varied by the task), the others bound as constants in ``values``
@@ -520,6 +551,14 @@ def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], no
         if case not in out:
             out.append(case)
     return fields, out
+
+
+def _equality(n: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """The two sides of an elementwise ``a == b`` (an assert's ``(a == b).all()``, ``torch.all(a == b)``)."""
+    if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq) and \
+            not isinstance(n.left, ast.Constant) and not isinstance(n.comparators[0], ast.Constant):
+        return n.left, n.comparators[0]
+    return None
 
 
 def read_harness(
@@ -569,7 +608,8 @@ def read_harness(
         return ranked[0] if ranked and call_name(ranked[0]) in launching else calls[0] if calls else None
 
     def compares(fn: ast.AST) -> bool:
-        return any(isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS for n in ast.walk(fn))
+        return any(isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS for n in ast.walk(fn)) or any(
+            _equality(n) for a in ast.walk(fn) if isinstance(a, ast.Assert) for n in ast.walk(a))
 
     ranked = sorted(
         (f for f in funcs if calls_launcher(f) and compares(f)),
@@ -709,6 +749,8 @@ def read_harness(
         stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
                  for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
                  if a.arg not in in_target] + stmts
+    if found is None and not fields:
+        fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
     kinds: dict[str, str] = {}
     for n, v in values.items():
         if type(v) is int:
@@ -882,8 +924,10 @@ def read_harness(
 
     for s in after:
         for n in ast.walk(s):
-            if isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS and len(n.args) >= 2:
-                a, b = n.args[0], n.args[1]
+            pair = (n.args[0], n.args[1]) if isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS and \
+                len(n.args) >= 2 else _equality(n) if isinstance(s, ast.Assert) else None
+            if pair is not None:
+                a, b = pair
                 ka, kb = kernel_side(a), kernel_side(b)
                 if ka and not kb:
                     compared.append((ka, b, s))
@@ -951,6 +995,13 @@ def _without_tests(text: str, tree: ast.Module, path: Path) -> str:
     return re.sub(r"\n{4,}", "\n\n\n", "".join(lines))
 
 
+def _module_names(h: Harness) -> set[str]:
+    """The test module's functions, classes and names bound once at its top level (``module_defs`` copies them)."""
+    return {n for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef)) or (
+        isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name))
+        for n in _bound_names(s)}
+
+
 def _callee(call: ast.Call) -> str:
     """The function a call names, a kernel launch's grid left off: ``k[grid](...)`` -> ``k``."""
     return ast.unparse(call.func.value if isinstance(call.func, ast.Subscript) else call.func)
@@ -977,7 +1028,7 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     chosen: list[ast.stmt] = []
     stop = set(inputs) | set(h.fields)
     prelude: list[str] = []
-    module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    module_names = _module_names(h)
     # imports of the files beside the test (the kernel's file): the task's reference cannot import them
     local = [i for i in import_lines(h.tree)
              if _imports_beside(i, h.path) or bound_by_imports([i]) <= h.kernel_names | {h.launcher}]
@@ -1764,26 +1815,30 @@ def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
     return jit, plain
 
 
-def _launching(tree: ast.Module, jit: list[str], plain: list[str]) -> set[str]:
-    """The functions of a Triton file that launch one of its kernels (``kernel[grid](...)``), or call one that does."""
-    defs = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name in plain}
+def _launching(tree: ast.Module, jit: list[str]) -> set[str]:
+    """The names of a Triton file that launch one of its kernels (``kernel[grid](...)``), or call one that
+    does: its functions, an autograd Function's class whose methods do, a module-level name bound to one
+    (``gemm_a16w16 = gemm``, ``rmsnorm = RMSNorm.apply``); not its tests."""
+    defs = {n: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Assign))
+            for n in _bound_names(s) if n not in jit and not n.startswith("test")}
     out: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for name, f in defs.items():
-            if name in out:
-                continue
-            for n in ast.walk(f):
-                if isinstance(n, ast.Call) and (
-                    isinstance(n.func, ast.Subscript) and dotted_name(n.func.value).split(".")[-1] in jit
-                    or isinstance(n.func, ast.Name) and n.func.id in out
-                ):
-                    out.add(name)
-                    grew = True
-                    break
-    return out | {s.targets[0].id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
-                  and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Name) and s.value.id in out}
+
+    def launches(c: ast.AST, known: set[str]) -> bool:   # ``k[grid](...)``, ``f(...)``, ``Cls.apply(...)``
+        if not isinstance(c, ast.Call):
+            return False
+        f = c.func.value if isinstance(c.func, ast.Subscript) else c.func
+        while isinstance(f, ast.Attribute) and not isinstance(c.func, ast.Subscript):
+            f = f.value
+        return call_name(c) in jit if isinstance(c.func, ast.Subscript) else isinstance(f, ast.Name) and f.id in known
+
+    while True:
+        known = out | set(jit)
+        more = {n for n, s in defs.items() if n not in out and (
+            any(launches(c, known) for c in ast.walk(s))
+            or isinstance(s, ast.Assign) and free_names([s.value]) & known)}
+        if not more:
+            return out
+        out |= more
 
 
 def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], list[dict], list[dict], dict]:
@@ -1906,10 +1961,10 @@ def _entry_call(
             and n == h.call.func.value.id
         ):
             continue
-        elif defining and not any(n in h.tensors for n in free_names(defining)):
+        elif defining and not any(m in h.tensors and m not in sig for m in free_names(defining)):
             local += [s for s in defining if s not in local]
             todo += sorted(free_names(defining))
-        elif n in in_file or n in dir(__builtins__):
+        elif n in in_file or hasattr(builtins, n):
             continue
         else:
             unknown.append(n)
@@ -2112,7 +2167,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     stop = set(h.fields)
     chosen: list[ast.stmt] = []
     prelude: list[str] = []
-    module_names = {s.name for s in h.tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    module_names = _module_names(h)
     bound = bound_by_imports(import_lines(h.tree))
     done: set[str] = set()
     todo = list(names)
@@ -2301,8 +2356,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         seen.append(
             {
                 "name": f"draft-{len(seen)}",
-                **{k: v * 2 for k, v in h.cases[-1].items()},
-                "#": "DRAFT: the last case doubled",
+                **{k: seen[-1][k] * 2 for k in h.cases[-1]},
+                "#": "DRAFT: the config before it doubled",
             }
         )
     smoke_case = min(h.cases, key=lambda c: size(c)) if h.cases else {}
@@ -2335,19 +2390,21 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     h, why = None, "the folder has no test script"
     # what a test may call: the file's launchers (functions that launch a kernel, directly or through
     # another), else a kernel itself (``add_kernel[grid](...)``)
-    launching = set(jit) | {n for n in _launching(tree, jit, plain) if not n.startswith("test")}
+    launching = set(jit) | _launching(tree, jit)
+    whys = []
     for hp in aka.harnesses:
         if hp == source:  # the kernel's file holds its test: what it calls is one of its kernels or launchers
             h, why = read_harness(hp, launching, launching)
         else:
             h, why = read_harness(hp, set(plain), launching)
         if h is None and hp != source and jit:
-            h, why2 = read_harness(hp, set(jit), set(jit))
-            why = why if h is None else why2
+            h, _ = read_harness(hp, set(jit), set(jit))
         if h is not None:
             h.kernel_source, h.kernel_path_name = (text, tree), source.name
             h.kernel_launching = launching
             break
+        whys.append(why)
+    why = "; ".join(whys) or why
     entry = (
         name
         if name not in {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}

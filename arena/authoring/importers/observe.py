@@ -131,12 +131,14 @@ def _prints(s: ast.stmt) -> bool:
 
 
 def _unmarked(tree: ast.Module) -> ast.Module:
-    """The module with its functions' pytest marks taken off (a ``skipif`` that asks the GPU for its
-    capability runs when the module does): they say when pytest runs a test, not what it does."""
+    """The module with its functions' pytest marks and Triton decorators taken off: they run when the
+    module does (a ``skipif`` that asks the GPU for its capability, an autotuner's configs that ask the
+    driver for its target) and say when pytest runs a test or how a kernel compiles, not what the test
+    hands the kernel (its call is recorded, never run)."""
     tree = copy.deepcopy(tree)
     for n in ast.walk(tree):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            n.decorator_list = [d for d in n.decorator_list if not ast.unparse(d).startswith("pytest.")]
+            n.decorator_list = [d for d in n.decorator_list if not ast.unparse(d).startswith(("pytest.", "triton."))]
     return tree
 
 
