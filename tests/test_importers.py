@@ -818,7 +818,10 @@ def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("out", "float32", ["M", "N"])]
     assert [s.name for s in task.scalars] == ["M", "N"]
     assert [dict(c.params) for c in task.configs("seen")] == [
-        {"M": 16, "N": 128}, {"M": 16, "N": 320}, {"M": 48, "N": 128}, {"M": 48, "N": 320}]
+        {"M": 1, "N": 128}, {"M": 1, "N": 320}, {"M": 16, "N": 128}, {"M": 16, "N": 320}, {"M": 48, "N": 128},
+        {"M": 48, "N": 320}]
+    # the smoke config is the smallest case with no size of 1 (one row would make a degenerate output)
+    assert [dict(c.params) for c in task.configs("smoke")] == [{"M": 16, "N": 128}]
     held = {c.name: dict(c.params) for c in task.configs("heldout")}
     assert len(held) >= 4 and held["draft-prime"] == {"M": 48, "N": 317}
     baseline = (folder / "baseline.py").read_text()
