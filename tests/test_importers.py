@@ -853,7 +853,9 @@ def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
     assert len(task.configs("heldout")) >= 4
     baseline = (folder / "baseline.py").read_text()
     assert "result = col_shift(src, shift)\n    got.copy_(result)" in baseline
-    assert "return want" in (folder / "reference.py").read_text()
+    # the reference uses a builtin (getattr) as the test does
+    assert 'want = (src + shift[None, :]).to(getattr(torch, \'float32\'))\n    return want' in \
+        (folder / "reference.py").read_text()
     capsys.readouterr()
     assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_fixed_sizes",
                  "--device", "cpu"]) == 0, capsys.readouterr().out

@@ -1075,7 +1075,7 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
         if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
             prelude.append(f"{n} = {h.consts[n]!r}")
             continue
-        if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
+        if n in module_names or n in bound or hasattr(builtins, n) or n in ("torch", "F", "math"):
             continue
         if n in from_kernel:
             continue
@@ -2209,7 +2209,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
         if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list, dict)):
             prelude.append(f"{n} = {h.consts[n]!r}")
             continue
-        if n in module_names or n in bound or n in dir(__builtins__) or n in ("torch", "F", "math"):
+        if n in module_names or n in bound or hasattr(builtins, n) or n in ("torch", "F", "math"):
             continue
         return None, f"{n} (used where the test makes its inputs) cannot be traced"
     chosen.sort(key=lambda s: order[id(s)])
