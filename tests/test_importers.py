@@ -804,9 +804,9 @@ def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel
 
 def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     """A rocmbench-style folder: the kernel and its pytest test are one file, the test launches the
-    @triton.jit kernel itself (``kernel[grid](...)``) over stacked parametrisations (a comprehension,
-    dtype strings, a launch setting), and imports a helper module of the folder that does not import
-    here. The sizes of the cases are the seen configs (the first dtype, the launch setting a
+    @triton.jit kernel itself (``kernel[grid](...)``) over stacked parametrisations (a comprehension
+    of shapes the test unpacks, dtype strings, a launch setting), and imports a helper module of the
+    folder that does not import here. The sizes of the cases are the seen configs (the first dtype, the launch setting a
     constant), the entry launches the kernel as the test does, and the baseline runs under the
     interpreter on the smoke config."""
     result = import_aka(FIX / "aka_pytest_row_scale", tmp_path)

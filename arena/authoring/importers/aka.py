@@ -524,6 +524,20 @@ def _lifted_sizes(
     return list(case), [case], kept
 
 
+def _unpacked(fn: ast.FunctionDef, cases: list[dict]) -> tuple[list[dict], list[ast.stmt]]:
+    """A parameter that is a list of sizes the test unpacks (``m, n, k = shape``): its names take its
+    place in the cases, and the unpacking statements are returned (they leave the test's statements)."""
+    stmts: list[ast.stmt] = []
+    for s in fn.body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple) and \
+                isinstance(s.value, ast.Name) and all(isinstance(e, ast.Name) for e in s.targets[0].elts):
+            p, names = s.value.id, [e.id for e in s.targets[0].elts]  # type: ignore[attr-defined]
+            if all(isinstance(c.get(p), (list, tuple)) and len(c[p]) == len(names) for c in cases):
+                cases = [{**{k: v for k, v in c.items() if k != p}, **dict(zip(names, c[p]))} for c in cases]
+                stmts.append(s)
+    return cases, stmts
+
+
 def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], notes: list[str], where: str,
                  knobs: bool) -> tuple[list[str], list[dict]]:
     """The integer fields of the cases (varied by the task), the others bound as constants in ``values``
@@ -637,6 +651,7 @@ def read_harness(
     dropped: ast.stmt | None = None
     found: tuple | None = None
     bound: dict[str, Any] = {}
+    unpacked = []
     if loop is not None:
         found = cases_of.of_loop(loop, fn)
     else:
@@ -725,7 +740,9 @@ def read_harness(
         cases_p, why = _parametrized(fn, path, tree)
         if cases_p is None and why:
             return None, f"{path.name}: {why}"
+        unpacked: list[ast.stmt] = []
         if cases_p:
+            cases_p, unpacked = _unpacked(fn, cases_p)
             fields, cases = _case_fields(cases_p, list(cases_p[0]), values, notes, path.name, True)
         given = {**(cases_p[0] if cases_p else {})}
         args = fn.args.args
@@ -749,6 +766,8 @@ def read_harness(
         stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
                  for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
                  if a.arg not in in_target] + stmts
+    if found is None:
+        stmts = [s for s in stmts if s not in unpacked]
     if found is None and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
     kinds: dict[str, str] = {}
