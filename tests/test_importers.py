@@ -826,6 +826,8 @@ def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     assert len(held) >= 4 and held["draft-prime"] == {"M": 48, "N": 317}
     baseline = (folder / "baseline.py").read_text()
     assert "def test_" not in baseline and "perf_helpers" not in baseline and "import pytest" not in baseline
+    # the kernel as written (its decorator too); what only the test uses (its dtype table) goes
+    assert "@triton.jit\ndef row_scale_kernel(" in baseline and "DTYPES" not in baseline
     entry = baseline[baseline.index("def aka_pytest_row_scale(x, s, out, M, N):"):]
     assert "BLOCK_N = 64" in entry and "grid = lambda meta: (M, triton.cdiv(N, meta['BLOCK_N']))" in entry
     assert "row_scale_kernel[grid](x, s, out, N, x.stride(0), BLOCK_N=BLOCK_N)" in entry

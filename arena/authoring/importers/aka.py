@@ -991,27 +991,17 @@ def _bound_names(s: ast.stmt) -> set[str]:
     return {t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
 
 
-def _without_tests(text: str, tree: ast.Module, path: Path) -> str:
-    """A kernel file that holds its own pytest tests, the tests taken out: ``test_*`` functions, pytest's
-    hooks and fixtures, and imports of the folder's helper modules; the rest as written."""
-    lines = text.splitlines(keepends=True)
-    cut: list[tuple[int, int]] = []
-    tests = {id(s) for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-             and (re.match(r"(test|pytest_)", s.name, re.I)
-                  or any(ast.unparse(d).startswith("pytest.") for d in s.decorator_list))}
-    # pytest itself goes with them unless what stays uses it (imported, it changes what a candidate may do)
-    uses_pytest = "pytest" in free_names(s for s in tree.body if id(s) not in tests
-                                         and not isinstance(s, (ast.Import, ast.ImportFrom)))
-    for s in tree.body:
-        first = min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", []))])
-        framework = isinstance(s, (ast.Import, ast.ImportFrom)) and not uses_pytest and any(
-            (a.name if isinstance(s, ast.Import) else s.module or "").split(".")[0] == "pytest" for a in s.names)
-        if id(s) in tests or framework or (
-                isinstance(s, (ast.Import, ast.ImportFrom)) and _imports_beside(ast.unparse(s), path)):
-            cut.append((first, s.end_lineno or s.lineno))
-    for a, b in reversed(cut):
-        del lines[a - 1 : b]
-    return re.sub(r"\n{4,}", "\n\n\n", "".join(lines))
+def _kernel_part(text: str, tree: ast.Module, path: Path, needed: set[str]) -> str:
+    """A kernel file that holds its own pytest tests, without them: the top-level functions, classes and
+    names that ``needed`` (the kernels, the entry's names) reach, as written and in file order, after the
+    imports they use (not the folder's helper modules). The tests, pytest's hooks and fixtures and the
+    test's own helpers go: a candidate may not load what they import (NumPy's generators, pytest)."""
+    defs = module_defs(tree, needed, set())
+    used = free_names(defs) | needed
+    imports = [st for st in tree.body if isinstance(st, (ast.Import, ast.ImportFrom))
+               and not _imports_beside(ast.unparse(st), path)
+               and {(a.asname or a.name).split(".")[0] for a in st.names} & used]
+    return join_statements(text, imports) + "\n\n\n" + join_statements(text, defs) + "\n"
 
 
 def _module_names(h: Harness) -> set[str]:
@@ -2468,11 +2458,14 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
             "",
         ]
     )
-    kept = _without_tests(text, tree, source) if source in aka.harnesses else text
+    kept = text
+    if source in aka.harnesses:
+        needed = set(jit) | set(aka.kernels) | free_names(ast.parse("\n".join(body)).body)
+        kept = _kernel_part(text, tree, source, needed)
     baseline = kept.rstrip("\n") + "\n" + entry_text
     decisions.append(
         f"baseline.py is {source.name} as written"
-        + (" without its tests (test functions, pytest hooks and fixtures, the folder's helper imports)"
+        + (" without its tests (what its kernels and the entry use, with the imports they need)"
            if source in aka.harnesses else "")
         + f", with the entry {entry} added at its end: check "
         "that the starting kernel is correct on every config and leaves headroom"

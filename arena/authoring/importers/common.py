@@ -839,10 +839,15 @@ def module_defs(tree: ast.Module, names: set[str], skip: set[str]) -> list[ast.s
 
 
 def join_statements(text: str, stmts: list[ast.stmt]) -> str:
-    """Module-level statements as written: functions and classes two blank lines apart."""
+    """Module-level statements as written (a function's decorators too): functions and classes two blank
+    lines apart."""
     out = ""
+    lines = text.splitlines()
     for i, st in enumerate(stmts):
         src = ast.get_source_segment(text, st) or ast.unparse(st)
+        decorators = getattr(st, "decorator_list", [])
+        if decorators and src:   # the segment starts at ``def``: its decorators as written before it
+            src = "\n".join(lines[min(d.lineno for d in decorators) - 1 : st.lineno - 1]) + "\n" + src
         block = isinstance(st, (ast.FunctionDef, ast.ClassDef))
         prev_block = i > 0 and isinstance(stmts[i - 1], (ast.FunctionDef, ast.ClassDef))
         out += ("" if i == 0 else "\n\n\n" if block or prev_block else "\n") + src
