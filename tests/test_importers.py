@@ -861,3 +861,14 @@ def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
     capsys.readouterr()
     assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_fixed_sizes",
                  "--device", "cpu"]) == 0, capsys.readouterr().out
+
+
+def test_observing_leaves_torch_generator_a_class():
+    """While the test runs on the meta device a generator made for ``cuda`` is made on the CPU, and
+    ``torch.Generator`` stays a class: a module imported meanwhile may write ``torch.Generator | None``."""
+    from arena.authoring.importers.observe import OnDevice
+
+    with OnDevice("meta"):
+        assert str(torch.Generator | None).endswith("| None")
+        assert torch.Generator("cuda").device.type == "cpu"
+    assert torch.Generator().device.type == "cpu"

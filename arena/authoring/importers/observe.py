@@ -52,10 +52,13 @@ class OnDevice(TorchFunctionMode):
         self._generator = torch.Generator
         made = self._generator
 
-        def generator(device: Any = "cpu") -> Any:
-            return made(device="cpu" if _is_gpu(device) else device)
+        class Generator(made):  # type: ignore[misc,valid-type]
+            """A class still (``torch.Generator | None`` in an annotation a module imported here evaluates)."""
 
-        torch.Generator = generator  # type: ignore[misc,assignment]
+            def __new__(cls, device: Any = "cpu") -> Any:
+                return made(device="cpu" if _is_gpu(device) else device)
+
+        torch.Generator = Generator  # type: ignore[misc]
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
