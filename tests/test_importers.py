@@ -872,3 +872,26 @@ def test_observing_leaves_torch_generator_a_class():
         assert str(torch.Generator | None).endswith("| None")
         assert torch.Generator("cuda").device.type == "cpu"
     assert torch.Generator().device.type == "cpu"
+
+
+def test_aka_kernel_call_is_the_first_whose_result_is_compared_not_torchs_namesake(tmp_path):
+    """A pytest file whose launcher is named softmax: ``torch.softmax`` is not a call into the kernel's
+    file, and of two launches binding the same name (a forward pass, then the one its backward pass
+    runs through) the first, whose result is compared, is the kernel call."""
+    import ast
+
+    from arena.authoring.importers.aka import read_harness
+
+    path = tmp_path / "softmax.py"
+    path.write_text(
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n\n\n"
+        "def softmax(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=64)\n    return y\n\n\n"
+        "def test_softmax():\n    x = torch.randn(8, 16, device='cuda')\n    y_triton = softmax(x)\n"
+        "    y_torch = torch.softmax(x, axis=1)\n    assert torch.allclose(y_triton, y_torch)\n"
+        "    x2 = x.clone()\n    g = torch.empty_like(x2)\n    y_triton = softmax(x2)\n"
+        "    y_triton.backward(g)\n    assert torch.allclose(g, x2)\n")
+    h, why = read_harness(path, {"k", "softmax"}, {"k", "softmax"})
+    assert h is not None, why
+    assert ast.unparse(h.call) == "softmax(x)" and h.call.lineno == 19
+    assert [key for key, _, _ in h.compared] == ["y_triton"]

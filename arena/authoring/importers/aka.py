@@ -591,6 +591,10 @@ def read_harness(
     launchers = set(launchers) | set(renamed)
     launching = set(launching) | {n for n, o in renamed.items() if o in launching}
 
+    # the names the module binds to libraries: ``torch.softmax`` is not the kernel file's ``softmax``
+    libraries = {n for i in import_lines(tree) if re.match(r"(import|from) (torch|numpy|math|triton|scipy)\b", i)
+                 for n in bound_by_imports([i])}
+
     def calls_launcher(fn: ast.AST) -> ast.Call | None:
         """The call into the kernel's file whose result (or an argument) the function compares;
         else its first call into that file (a helper that makes the inputs may come first)."""
@@ -598,6 +602,7 @@ def read_harness(
             n for n in ast.walk(fn)
             if isinstance(n, ast.Call)
             and (call_name(n) in launchers and not isinstance(n.func, ast.Name)
+                 and _callee(n).split(".")[0] not in libraries
                  or isinstance(n.func, ast.Name) and n.func.id in launchers)
         ]
         compared = {
@@ -612,13 +617,18 @@ def read_harness(
                                               bool(re.search(r"ref|torch|naive|golden", call_name(c), re.I)),
                                               tuple(-x for x in pos[id(c)]), order[id(c)]))
         assigns = [s for s in ast.walk(fn) if isinstance(s, ast.Assign)]
-        for c in ranked:
-            st = next((s for s in assigns if s.value is c), None)
-            named = {m.id for t in (st.targets if st else []) for m in ast.walk(t) if isinstance(m, ast.Name)}
-            named |= {a.id for a in c.args if isinstance(a, ast.Name)}
-            named |= {a for s in assigns for a in _aliases(s, named)}
-            if named & compared:
-                return c
+        # the first of the kernel's calls whose result is compared comes first (a later call may bind the
+        # same name, its output arguments compared: the test's backward pass after its forward one); then
+        # of all the calls the last whose result or argument is
+        first = sorted((c for c in calls if call_name(c) in launching), key=lambda c: pos[id(c)])
+        for with_args, among in ((False, first), (True, ranked)):
+            for c in among:
+                st = next((s for s in assigns if s.value is c), None)
+                named = {m.id for t in (st.targets if st else []) for m in ast.walk(t) if isinstance(m, ast.Name)}
+                named |= {a.id for a in c.args if isinstance(a, ast.Name)} if with_args else set()
+                named |= {a for s in assigns for a in _aliases(s, named)}
+                if named & compared:
+                    return c
         return ranked[0] if ranked and call_name(ranked[0]) in launching else calls[0] if calls else None
 
     def compares(fn: ast.AST) -> bool:
