@@ -578,6 +578,40 @@ def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
     assert "which the importer does not read" not in result.report()
 
 
+def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_copy(tmp_path):
+    """The test compares x, which the kernel updates in place, with a reference it builds before the call
+    (a loop writing into a clone, math imported in the test's function, a helper that computes in the
+    test's float32 only): x is an inout input, the reference updates its copy and returns nothing, its
+    inputs are cast back to the test's dtypes; the helper's own manual_seed and torch.empty are not
+    copied as they are, so make_inputs is the same for a seed and differs between seeds."""
+    from arena.check.inputs import run_reference
+
+    result = import_aka(FIX / "aka_vllm_row_floor", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_row_floor"
+    assert result.ok, result.report()
+    assert result.checks and not result.check_problems, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape), i.inout) for i in task.inputs] == [
+        ("x", "float32", ["R", "V"], True), ("scratch", "float32", ["R"], False), ("noise", "float32", ["R"], False)]
+    assert task.outputs == ()
+    assert [dict(c.params) for c in task.configs("seen")] == [{"R": 4, "V": 64}, {"R": 8, "V": 128},
+                                                               {"R": 16, "V": 256}]
+    assert len(task.configs("heldout")) >= 4
+    text = task.reference_path.read_text()
+    assert "x.copy_(" in text and "x.to(torch.float32)" in text and "import torch, math" in text
+    ref = import_file(task.reference_path, "ref_row_floor")
+    env = task.env(task.configs("smoke")[0])
+    a, b = make_inputs(task, env, 3, "cpu", ref), make_inputs(task, env, 3, "cpu", ref)
+    c = make_inputs(task, env, 4, "cpu", ref)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+    assert not torch.equal(a["noise"], c["noise"]) and not torch.equal(a["x"], c["x"])
+    assert torch.equal(a["scratch"], torch.zeros_like(a["scratch"]))
+    (updated,) = run_reference(ref.reference, task, a, [env["R"], env["V"]])
+    x = a["x"].double()
+    want = torch.maximum(x, x.mean(dim=1, keepdim=True) + a["noise"].double()[:, None] - torch.log(torch.tensor(2.0)))
+    assert torch.allclose(updated.double(), want, atol=1e-5)
+
+
 def test_a_quotient_of_two_constants_is_written_as_floor_division():
     from arena.authoring.importers.common import Fitter
 

@@ -1039,10 +1039,43 @@ def _launches(node: ast.AST, h: Harness) -> bool:
     return False
 
 
-def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str, str]) -> tuple[str | None, str]:
-    """reference() from the statements the comparison's other side needs, or (None, why not)."""
+SEEDERS = ("torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
+           "np.random.seed", "numpy.random.seed")
+
+
+def _writers(h: Harness, n: str, last: int, skip: set[str] | frozenset[str] = frozenset()) -> list[ast.stmt]:
+    """The statements of ``h`` before position ``last`` that make or write into ``n``: those that bind
+    it (or an element of it: ``ref[b] = ...``) and read no name of ``skip``, and the loops that write
+    into it (``for b in ...: ref[b, t] = ...``), which belong to the tensor."""
+    out = [
+        s for s in h.stmts[:last]
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+        and n in {t.id for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                  for t in ast.walk(tg) if isinstance(t, ast.Name)}
+        and not (free_names([s]) & skip)
+    ]
+    out += [
+        s for s in h.stmts[:last]
+        if isinstance(s, (ast.For, ast.While)) and s not in out
+        and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == n
+                for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
+                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+    ]
+    return out
+
+
+def _reference_from_harness(
+    h: Harness, inputs: list[str], first_float: dict[str, str], returns: list[str] | None = None
+) -> tuple[str | None, str]:
+    """reference() from the statements the comparison's other side needs, or (None, why not).
+    ``returns``: the compared keys the reference returns, in the signature's order of outputs
+    (all of them, in the comparison's order, when None); a compared key that is an input is an
+    inout input, which the reference updates in place (``copy_``) instead of returning."""
     order = {id(s): i for i, s in enumerate(h.stmts)}
     exprs = [e for _, e, _ in h.compared]
+    by_key = {k: e for k, e, _ in h.compared}
+    returned = list(by_key) if returns is None else [k for k in returns if k in by_key]
+    updated = [k for k in by_key if k in inputs and k not in returned]
     need = free_names(exprs)
     chosen: list[ast.stmt] = []
     stop = set(inputs) | set(h.fields)
@@ -1071,25 +1104,13 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
             continue
         if n in h.tensors and n not in inputs and h.tensors[n].maker not in CONSTANT_MAKERS:
             return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
-        assigns = [
-            s
-            for s in h.stmts
-            if order[id(s)] < last
-            and s is not h.call_stmt
-            and isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            and n
-            in {
-                t.id
-                for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
-                for t in ast.walk(tg)
-                if isinstance(t, ast.Name)
-            }
-        ]
+        assigns = [s for s in _writers(h, n, last) if s is not h.call_stmt]
         if assigns:
             for s in assigns:
                 if s not in chosen:
                     chosen.append(s)
-                    todo += list(free_names([s.value] if not isinstance(s, ast.AnnAssign) else [s.value]))
+                    todo += list(free_names([s.value] if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                                            else [s]))
             continue
         if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
             prelude.append(f"{n} = {h.consts[n]!r}")
@@ -1125,10 +1146,11 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
         kernel_lines += [join_statements(ktext, kdefs)]
         kernel_lines += [f"{n} = {o}" for n, o in sorted(from_kernel.items()) if n in used and n != o]
         kernel_lines.append("")
-    ret = ", ".join(ast.unparse(e) for e in exprs)
+    ret = ", ".join(ast.unparse(by_key[k]) for k in returned)
+    in_function = [ast.unparse(s) for s in h.stmts if isinstance(s, (ast.Import, ast.ImportFrom))]
     imports = [
         i
-        for i in import_lines(h.tree)
+        for i in dict.fromkeys([*import_lines(h.tree), *in_function])
         if i not in local
         and not (i == "import pytest" and "pytest" not in free_names(chosen + exprs + helpers))
         and not re.match(
@@ -1153,7 +1175,11 @@ def _reference_from_harness(h: Harness, inputs: list[str], first_float: dict[str
     ]
     lines += [f"    {p}" for p in sorted(set(prelude))]
     lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
-    lines.append(f"    return {ret}")
+    # every expected value first, then the updates: an expression may read an inout input's old value
+    lines += [f"    _{k} = {ast.unparse(by_key[k])}" for k in updated]
+    lines += [f"    {k}.copy_(_{k})" for k in updated]
+    if returned:
+        lines.append(f"    return {ret}")
     return "\n".join(lines) + "\n", ""
 
 
@@ -2089,6 +2115,53 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     return probe
 
 
+def _needs_given_dtypes(ref_fn: Callable, inputs: list[dict], fields: list[str], case: dict) -> bool:
+    """Does the reference fail for a dtype mismatch on the upcast dtypes the harness calls it with
+    (CONTRIBUTING.md: fp32 -> fp64, half -> fp32), yet run on the dtypes the test gives? Run on the
+    CPU on zeros (the meta device does not check the dtypes of a matrix product), at ``case``: the smallest."""
+    from arena.check.inputs import upcast
+
+    dtypes = {v: k for k, v in DTYPE_NAMES.items()}
+
+    def call(up: bool) -> BaseException | None:
+        try:
+            ins = []
+            for spec in inputs:
+                t = torch.zeros([int(formula.evaluate(x, case)) for x in spec["shape"]], dtype=dtypes[spec["dtype"]])
+                ins.append(upcast(t) if up else t)
+            ref_fn(*ins, *[case[f] for f in fields])
+        except Exception as exc:  # noqa: BLE001 - what the reference does
+            return exc
+        return None
+
+    if not any(dtypes.get(i["dtype"]) in (torch.float32, torch.float16, torch.bfloat16) for i in inputs):
+        return False
+    err = call(True)
+    return (isinstance(err, RuntimeError) and re.search(r"dtype|Double|Float|Half|scalar type", str(err)) is not None
+            and call(False) is None)
+
+
+def _in_given_dtypes(reference: str, inputs: list[dict], fields: list[str]) -> str:
+    """reference() as a wrapper of the test's: it calls it on its inputs cast back to the dtypes the
+    test gives and copies what that call updated in place back into the inout inputs."""
+    floats = ("float32", "float16", "bfloat16")
+    names = [i["name"] for i in inputs]
+    given = [f"{i['name']}.to(torch.{i['dtype']})" if i["dtype"] in floats else i["name"] for i in inputs]
+    lines = [
+        "",
+        "",
+        f"def reference({', '.join([*names, *fields])}):",
+        '    """The reference the test has (_reference_in_given_dtypes), on the inputs cast back to the dtypes the '
+        'test gives:\n    it computes in those only (written by `arena tasks import`)."""',
+        f"    given = [{', '.join(given)}]",
+        f"    out = _reference_in_given_dtypes(*given{''.join(', ' + f for f in fields)})",
+    ]
+    lines += [f"    {i['name']}.copy_(given[{k}])" for k, i in enumerate(inputs) if i.get("inout")]
+    lines.append("    return out")
+    return reference.replace("\ndef reference(", "\ndef _reference_in_given_dtypes(", 1).rstrip("\n") + "\n".join(
+        lines) + "\n"
+
+
 def _load_reference_text(text: str, name: str) -> Callable | None:
     ns: dict[str, Any] = {"__name__": f"arena_import_reference_{name}"}
     try:
@@ -2202,21 +2275,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
         if kind.startswith("dtype:"):
             prelude.append(f"{n} = torch.{kind[6:]}")
             continue
-        assigns = [
-            s for s in h.stmts
-            if order[id(s)] < last and isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
-            and n in {t.id for tg in (s.targets if isinstance(s, ast.Assign) else [s.target])
-                      for t in ast.walk(tg) if isinstance(t, ast.Name)}
-            and not (free_names([s]) & loop_names)
-        ]
-        # a loop that writes into a tensor made before it (content_lens[w] = ...) belongs to the tensor
-        assigns += [
-            s for s in h.stmts
-            if order[id(s)] < last and isinstance(s, (ast.For, ast.While)) and s not in assigns
-            and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == n
-                    for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
-                    for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
-        ]
+        assigns = _writers(h, n, last, loop_names)
         if assigns:
             for s in assigns:
                 if s not in chosen:
@@ -2254,14 +2313,43 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
             self.generic_visit(node)
             return ast.fix_missing_locations(node)
 
-    body = [_Device().visit(copy.deepcopy(s)) for s in chosen]
-    helpers = module_defs(h.tree, free_names(body), {h.function, *h.consts})
+    class _Defined(ast.NodeTransformer):
+        """torch.empty(...) -> torch.zeros(...): an input the test leaves uninitialised is the same for a
+        seed; a helper's own ``torch.manual_seed(42)`` is dropped: the seed make_inputs sets stands."""
+        changed = False
+
+        def visit_Expr(self, node: ast.Expr) -> ast.AST:
+            if isinstance(node.value, ast.Call) and dotted_name(node.value.func) in SEEDERS:
+                _Defined.changed = True
+                return ast.copy_location(ast.Pass(), node)
+            return self.generic_visit(node)
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if dotted_name(node.func) in ("torch.empty", "torch.empty_like"):
+                node.func = ast.Attribute(ast.Name("torch", ast.Load()), dotted_name(node.func)[6:].replace(
+                    "empty", "zeros"), ast.Load())
+                _Defined.changed = True
+            return node
+
+    body = [_Defined().visit(_Device().visit(copy.deepcopy(s))) for s in chosen]
+    zeroed = _Defined.changed
+    helpers = []
+    for s in module_defs(h.tree, free_names(body), {h.function, *h.consts}):
+        _Defined.changed = False
+        d = _Defined().visit(copy.deepcopy(s))
+        if _Defined.changed:
+            d.end_lineno = None    # written as the importer rewrote it, not as the test's text has it
+            zeroed = True
+        helpers.append(d if _Defined.changed else s)
     for s in helpers:
         if _launches(s, h):
             return None, f"{getattr(s, 'name', 'a helper')} calls the kernel's file"
     lines = ["", "", "def make_inputs(config, generator, device):",
              f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
-             '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator."""']
+             '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator.'
+             + ("\n    What the test makes with torch.empty is made with torch.zeros, and its helpers' own seeds are "
+                "dropped: the inputs are the same for a seed, and differ between seeds." if zeroed else "") + '"""']
     moved = [_HelperDevice().visit(copy.deepcopy(s)) for s in helpers]
     on_device = [ast.dump(a) for a in moved] != [ast.dump(b) for b in helpers]
     if on_device:
@@ -2299,7 +2387,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     first_float: dict[str, str] = {}
     for i in inputs:
         first_float.setdefault(i["dtype"], i["name"])
-    reference, why = _reference_from_harness(h, [i["name"] for i in inputs], first_float)
+    returns = [o.get("_key", o["name"]) for o in outputs]   # the compared keys in the signature's order
+    reference, why = _reference_from_harness(h, [i["name"] for i in inputs], first_float, returns)
     if reference is None:
         decisions.append(f"reference.py is a stub: {why}; write the reference")
         reference = _reference_stub([i["name"] for i in inputs], h.fields, why)
@@ -2308,15 +2397,24 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             f"reference.py is what {h.path.name} ({h.function}) compares with, copied out of it: read "
             "it (it is called with upcast copies of the inputs: compute in the dtype given)"
         )
+    ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
+    smallest = min(h.cases, key=lambda c: math.prod(c.values())) if h.cases else base_case
+    if ref_fn is not None and _needs_given_dtypes(ref_fn, inputs, h.fields, smallest):
+        reference = _in_given_dtypes(reference, inputs, h.fields)
+        ref_fn = _load_reference_text(reference, name)
+        decisions.append(
+            "the reference copied from the test mixes dtypes when called with upcast copies of the inputs (it "
+            "computes in the dtypes the test gives): reference() casts its inputs back to those first"
+        )
     if maker is not None:
         reference = reference.rstrip("\n") + "\n" + maker
-    ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
+        ref_fn = _load_reference_text(reference, name) if ref_fn is not None else None
     probe_fn = _formula_probe(inputs, h.fields, ref_fn, obs)
     fitter = Fitter(base_case, probe_fn)
     run = fitter.run()
     if any(o["shape"] is None for o in outputs):
         for o in (o for o in outputs if o["shape"] is None):
-            idx = [key for key, _, _ in h.compared].index(o["_key"])
+            idx = returns.index(o["_key"])
             if run is not None and ref_fn is not None and idx < len(run["outputs"]):
                 t = run["outputs"][idx]
                 o["dtype"] = DTYPE_NAMES.get(t.dtype, "float32")
