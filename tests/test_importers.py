@@ -579,11 +579,12 @@ def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
 
 
 def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_copy(tmp_path):
-    """The test compares x, which the kernel updates in place, with a reference it builds before the call
-    (a loop writing into a clone, math imported in the test's function, a helper that computes in the
-    test's float32 only): x is an inout input, the reference updates its copy and returns nothing, its
-    inputs are cast back to the test's dtypes; the helper's own manual_seed and torch.empty are not
-    copied as they are, so make_inputs is the same for a seed and differs between seeds."""
+    """The test compares x, which the kernel updates in place, with a reference it builds before the
+    call (a loop writing into a clone, math imported in the test's function, a helper that computes
+    in the test's float32 only, x changed in place after it is drawn): x is an inout input, the
+    reference updates its copy and returns nothing, its inputs are cast back to the test's dtypes;
+    the helper's own manual_seed and torch.empty are not copied as they are, so make_inputs is the
+    same for a seed and differs between seeds."""
     from arena.check.inputs import run_reference
 
     result = import_aka(FIX / "aka_vllm_row_floor", tmp_path)
@@ -606,6 +607,7 @@ def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_
     assert all(torch.equal(a[n], b[n]) for n in a)
     assert not torch.equal(a["noise"], c["noise"]) and not torch.equal(a["x"], c["x"])
     assert torch.equal(a["scratch"], torch.zeros_like(a["scratch"]))
+    assert float(a["x"].max()) == 2.0     # x.clamp_(max=2.0): the test's in-place change is copied
     (updated,) = run_reference(ref.reference, task, a, [env["R"], env["V"]])
     x = a["x"].double()
     want = torch.maximum(x, x.mean(dim=1, keepdim=True) + a["noise"].double()[:, None] - torch.log(torch.tensor(2.0)))

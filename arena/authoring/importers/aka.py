@@ -1061,7 +1061,28 @@ def _writers(h: Harness, n: str, last: int, skip: set[str] | frozenset[str] = fr
                 for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
                 for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
     ]
-    return out
+    # an in-place method on it or on a part of it: x.masked_fill_(...), x[:, 0].uniform_()
+    out += [
+        s for s in h.stmts[:last]
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr.endswith("_") and not s.value.func.attr.startswith("_")
+        and _root_name(s.value.func.value) == n
+    ]
+    return sorted(out, key=h.stmts.index)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _written_into(h: Harness, n: str, last: int) -> bool:
+    """Does the test change ``n`` after making it, before position ``last`` (``x[mask] = nan``, a loop
+    writing into it, ``x.fill_(...)``)? Its values are then not a plain init's."""
+    return any(not isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+               or any(isinstance(t, ast.Subscript) for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+               for s in _writers(h, n, last))
 
 
 def _reference_from_harness(
@@ -2232,6 +2253,9 @@ def _observed_inputs(
     decisions[:] = [d for d in decisions if not re.match(r"the shape of \w+ could not be read", d)]
     decisions += fitter.inexact
     if any(t.note and t.name in known for t in h.tensors.values()):
+        custom = True
+    call_at = h.stmts.index(h.call_stmt)
+    if any(_written_into(h, n, call_at) for n in known - out_names):
         custom = True
     if not custom:
         return obs, None
