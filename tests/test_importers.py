@@ -580,8 +580,9 @@ def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
 
 def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_copy(tmp_path):
     """The test compares x, which the kernel updates in place, with a reference it builds before the
-    call (a loop writing into a clone, math imported in the test's function, a helper that computes
-    in the test's float32 only, x changed in place after it is drawn): x is an inout input, the
+    call and after it (a loop appending to a list, a loop writing into a clone after the call, math
+    imported in the test's function, a helper that computes in the test's float32 only, x changed
+    in place after it is drawn): x is an inout input, the
     reference updates its copy and returns nothing, its inputs are cast back to the test's dtypes;
     the helper's own manual_seed and torch.empty are not copied as they are, so make_inputs is the
     same for a seed and differs between seeds."""

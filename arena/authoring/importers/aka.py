@@ -1039,6 +1039,7 @@ def _launches(node: ast.AST, h: Harness) -> bool:
     return False
 
 
+LIST_CHANGES = ("append", "extend", "insert")   # the methods that change a list in place
 SEEDERS = ("torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
            "np.random.seed", "numpy.random.seed")
 
@@ -1061,14 +1062,20 @@ def _writers(h: Harness, n: str, last: int, skip: set[str] | frozenset[str] = fr
                 for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
                 for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
     ]
-    # an in-place method on it or on a part of it: x.masked_fill_(...), x[:, 0].uniform_()
+    # a call that changes it in place, alone or in a loop: x.masked_fill_(...), x[:, 0].uniform_(), rows.append(...)
     out += [
         s for s in h.stmts[:last]
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-        and s.value.func.attr.endswith("_") and not s.value.func.attr.startswith("_")
-        and _root_name(s.value.func.value) == n
+        if isinstance(s, (ast.Expr, ast.For, ast.While)) and s not in out
+        and any(isinstance(c, ast.Call) and _changes(c, n) for c in ast.walk(s))
     ]
     return sorted(out, key=h.stmts.index)
+
+
+def _changes(call: ast.Call, n: str) -> bool:
+    """Is ``call`` an in-place method of ``n`` (or of a part of it)?"""
+    f = call.func
+    return (isinstance(f, ast.Attribute) and _root_name(f.value) == n
+            and (f.attr.endswith("_") and not f.attr.startswith("_") or f.attr in LIST_CHANGES))
 
 
 def _root_name(node: ast.AST) -> str | None:
