@@ -431,15 +431,6 @@ class ReplayedCandidate:
         finally:
             self.pause(False)
 
-    def begin(self, profiled: bool) -> None:
-        self.replay.begin(profiled)
-
-    def sample(self, calls: Sequence[Any]) -> None:
-        self.replay.sample(calls)
-
-    def end(self) -> tuple[list, list, float]:
-        return self.replay.end()
-
     def kernels(self) -> list[str]:
         return self.candidate.kernels()
 
