@@ -9,6 +9,7 @@ from task files, records and messages is escaped before rich prints it, so it re
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -1100,12 +1101,25 @@ def _terminate(signum, frame) -> None:
     raise Terminated()
 
 
+def _dump_stacks_on_usr1() -> bool:
+    """kill -USR1 PID prints every thread's stack on stderr and the run goes on: what a long or
+    stuck run is doing. False where stderr has no descriptor (captured in-process)."""
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     previous = (
         signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() else None
     )
+    if previous is not None:  # held by whatever started this process (a mask is inherited): a run could not be stopped
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
+    dumps = previous is not None and _dump_stacks_on_usr1()
     try:
         return args.fn(args)
     except ArenaError as exc:
@@ -1121,6 +1135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if dumps:
+            faulthandler.unregister(signal.SIGUSR1)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ xdist group, so with ``--dist loadgroup`` (pyproject.toml) its builds are made o
 
 from __future__ import annotations
 
+import gc
+import os
+import signal
+
 import pytest
 
 # (module, session fixture that builds) -> the xdist group of the tests that use it
@@ -21,6 +25,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for (module, fixture), group in SHARED_BUILDS.items():
             if item.path.name == module and fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def _process_state_as_found():
+    """A test that leaves the test process's environment, its signal mask or its collector
+    changed fails (all restored): the processes later tests start inherit the first two, and
+    one that cannot take SIGTERM or SIGINT (a run a test stops) hangs."""
+    env, mask, collecting = dict(os.environ), signal.pthread_sigmask(signal.SIG_BLOCK, []), gc.isenabled()
+    yield
+    envs = sorted(k for k in {*env, *os.environ} if env.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST")
+    for k in envs:
+        if k in env:
+            os.environ[k] = env[k]
+        else:
+            del os.environ[k]
+    signals = sorted(s.name for s in signal.pthread_sigmask(signal.SIG_SETMASK, mask) ^ mask)
+    switched = gc.isenabled() != collecting
+    (gc.enable if collecting else gc.disable)()
+    left = [f"the environment's {envs}" if envs else "", f"the mask of signals {signals}" if signals else "",
+            f"the collector {'off' if collecting else 'on'}" if switched else ""]
+    assert not any(left), f"the test changed {', '.join(x for x in left if x)} (restored now)"
+
+
+@pytest.fixture
+def environment_restored():
+    """For a test whose library sets variables of the process's environment as it works (Ray's
+    init, inductor's cache folder): they are put back after it."""
+    env = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(env)
 
 
 @pytest.fixture(autouse=True)

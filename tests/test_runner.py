@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from stuck import wait_or_dump  # tests/ is on the path
 
 from arena import records
 from arena.devices import detect
@@ -220,14 +221,16 @@ def test_sigterm_stops_a_run_and_leaves_no_process_behind(tasks_dir, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "arena", "--tasks-dir", str(tasks_dir), "run", "--agent", "baseline",
                              "--tasks", "triton2triton/axpy", "--split", "smoke", "--repeats", "50", "--device", "cpu",
                              "--out", str(out), "--quiet", "--no-prebuild"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            # started with SIGTERM held (a mask is inherited): the run lets it through itself
+                            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}))
     try:
         deadline = time.monotonic() + 120
         while not (out / "records.jsonl").is_file() or not _harness_processes(cache):   # evaluations under way
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 143
+        assert wait_or_dump(proc, 60) == 143
     finally:
         proc.kill()
     assert "terminated" in proc.stderr.read()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from stuck import wait_or_dump  # tests/ is on the path
 
 from arena import records
 from arena.devices import Device, detect
@@ -95,7 +96,7 @@ def test_gpus_on_the_cpu_backend_is_a_clear_error(tmp_path, capsys):
     assert rc != 0 and "--gpus" in capsys.readouterr().err
 
 
-def test_ray_executor_on_a_local_instance(tmp_path):
+def test_ray_executor_on_a_local_instance(tmp_path, environment_restored):
     pytest.importorskip("ray")
     plan = RunPlan(agents=("baseline",), tasks=(AXPY,), splits=("smoke",), repeats=3)
     out = tmp_path / "run"
@@ -107,7 +108,7 @@ def test_ray_executor_on_a_local_instance(tmp_path):
         assert (out / "artifacts" / "baseline" / "triton2triton" / "axpy" / str(r) / "worker.log").is_file()
 
 
-def test_ray_probes_program_agents_and_stops_one_that_keeps_failing(tmp_path, monkeypatch):
+def test_ray_probes_program_agents_and_stops_one_that_keeps_failing(tmp_path, monkeypatch, environment_restored):
     """On Ray, as locally: a program agent that cannot run stops the run before anything is
     recorded (probed on a node), and one whose attempts fail the same way three times in a row
     has its other attempts cancelled (``--resume`` makes them)."""
@@ -240,7 +241,7 @@ def test_ctrl_c_does_not_wait_for_the_evaluation_in_flight(tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline, "the kernel never ran"
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=300)  # waiting for the evaluation would take 600 s
+        rc = wait_or_dump(proc, 300)  # waiting for the evaluation would take 600 s
         assert rc == 130, proc.stderr.read().decode(errors="replace")[-2000:]
     finally:
         if proc.poll() is None:

@@ -62,7 +62,7 @@ _ASYNC_SIGNALS = frozenset(signal.valid_signals()) - {
     signal.SIGKILL, signal.SIGSTOP, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT,
     signal.SIGTRAP, signal.SIGSYS}
 # taken before any candidate code runs: a candidate that rebinds signal.pthread_sigmask does not reach these
-_SIGMASK, _BLOCK, _UNBLOCK = signal.pthread_sigmask, signal.SIG_BLOCK, signal.SIG_UNBLOCK
+_SIGMASK, _BLOCK, _UNBLOCK, _SETMASK = signal.pthread_sigmask, signal.SIG_BLOCK, signal.SIG_UNBLOCK, signal.SIG_SETMASK
 
 
 def between_requests() -> None:
@@ -75,15 +75,18 @@ def between_requests() -> None:
 
 @contextlib.contextmanager
 def candidate_code() -> Any:
-    """Signals delivered and the collector on while candidate code runs; both held again when
-    it returns (or raises: a handler that raises as signals are let through is still inside)."""
+    """Signals delivered and the collector on while candidate code runs; both as they were
+    (between requests: held) when it returns, or raises (a handler that raises as signals are
+    let through is still inside)."""
+    collecting, before = gc.isenabled(), None
     try:
         gc.enable()
-        _SIGMASK(_UNBLOCK, _ASYNC_SIGNALS)
+        before = _SIGMASK(_UNBLOCK, _ASYNC_SIGNALS)
         yield
     finally:
-        gc.disable()
-        _SIGMASK(_BLOCK, _ASYNC_SIGNALS)
+        if not collecting:
+            gc.disable()
+        _SIGMASK(_SETMASK, _ASYNC_SIGNALS if before is None else before)
 
 
 @contextlib.contextmanager
@@ -94,7 +97,7 @@ def harness_code() -> Any:
     try:
         yield
     finally:
-        _SIGMASK(signal.SIG_SETMASK, before)
+        _SIGMASK(_SETMASK, before)
 
 
 class Refused(ArenaException):

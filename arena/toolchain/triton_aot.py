@@ -113,7 +113,10 @@ def _import_compiled(path: Path, name: str):
     """Import the file with Triton's JIT (not the interpreter), whatever this process uses."""
     from triton import knobs
 
-    old = knobs.runtime.interpret
+    # setting the knob also writes $TRITON_INTERPRET: both are put back as they were (the variable unset
+    # included, or the processes this one starts later inherit it; the knob to read the variable again)
+    before, knob = os.environ.get("TRITON_INTERPRET"), knobs.runtime.interpret
+    overridden = "interpret" in vars(knobs.runtime)
     knobs.runtime.interpret = False
     try:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -122,7 +125,17 @@ def _import_compiled(path: Path, name: str):
         spec.loader.exec_module(mod)
         return mod
     finally:
-        knobs.runtime.interpret = old
+        try:
+            if not overridden:
+                del knobs.runtime.interpret
+        except AttributeError:          # a Triton whose knobs cannot be unset
+            overridden = True
+        if overridden:
+            knobs.runtime.interpret = knob
+        if before is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = before
         sys.modules.pop(name, None)
 
 
