@@ -11,8 +11,13 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import tempfile
 
 import pytest
+
+# torch's inductor sets $TORCHINDUCTOR_CACHE_DIR in its process where it is unset: set for the whole session,
+# so that no test is found to have changed the environment for being the first in its process to compile
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "arena-tests-inductor"))
 
 # (module, session fixture that builds) -> the xdist group of the tests that use it
 SHARED_BUILDS = {("test_build_hip.py", "builds"): "hip-build-cases",
@@ -51,7 +56,7 @@ def _process_state_as_found():
 @pytest.fixture
 def environment_restored():
     """For a test whose library sets variables of the process's environment as it works (Ray's
-    init, inductor's cache folder): they are put back after it."""
+    init): they are put back after it."""
     env = dict(os.environ)
     yield
     os.environ.clear()

@@ -230,7 +230,7 @@ def scratch(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_cpu_examples_run(scratch, capsys, environment_restored):
+def test_the_cpu_examples_run(scratch, capsys):
     ran = []
     for doc, cmd in _examples():
         if cmd[0] != "arena":

@@ -570,7 +570,7 @@ def test_overlapping_readers_cannot_starve_a_writer():
     assert writer.writer_waited_s == writer.waited_s > 0  # its whole wait was as a writer
 
 
-def test_torch_compile_compiles_with_the_lock_let_go(environment_restored):
+def test_torch_compile_compiles_with_the_lock_let_go():
     import torch
 
     from arena.evaluation.trusted.process import off_gpu_backend
@@ -591,7 +591,7 @@ def test_torch_compile_compiles_with_the_lock_let_go(environment_restored):
     assert lock.off_gpu_s > 0
 
 
-def test_a_torch_compile_over_its_time_budget_is_stopped(environment_restored):
+def test_a_torch_compile_over_its_time_budget_is_stopped():
     """dynamo unrolls a Python loop: a long one compiles for minutes. The worker's time limit
     (a BaseException, which dynamo's handlers of Exception do not swallow) stops it, lets the
     lock's section end normally, and leaves later eager calls working."""

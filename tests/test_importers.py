@@ -705,14 +705,15 @@ def test_aka_translated_entry_compiles_for_rocm(tmp_path, fixture):
 @pytest.mark.parametrize("body, why", [
     ("auto y = torch::empty_like(x); float s = x.sum().item<float>(); k<<<1, 1>>>(y.data_ptr<float>(), s); return y;",
      "uses PyTorch beyond sizes, pointers and one output (`float s = x.sum().item<float>();"),
-    ("auto y = torch::empty_like(x); auto z = torch::empty_like(x); return y;", "allocates 2 tensors"),
+    ("auto y = torch::empty_like(x); auto z = torch::empty(sizes, x.options()); return y;",
+     "`z` is allocated with a shape that is not a braced list"),
     ("auto y = torch::empty_like(x); return x;", "returns something other than its output"),
     ("auto y = torch::empty_like(x); k<<<1, 1>>>(y.data_ptr<float>(), x.size(n)); return y;",
      "uses PyTorch beyond sizes"),
 ])
 def test_aka_host_code_off_the_pattern_is_not_translated(body, why):
-    """What does not follow the pattern (a host-side `.item()`, several outputs, a returned
-    input, a size at a computed index) keeps the stub, with the reason."""
+    """What does not follow the pattern (a host-side `.item()`, scratch of a shape not written
+    out, a returned input, a size at a computed index) keeps the stub, with the reason."""
     from arena.authoring.importers.aka import translate_torch_host
 
     piece = "torch::Tensor fwd(torch::Tensor x) {\n    " + body + "\n}"
@@ -736,6 +737,58 @@ def test_aka_host_translation_renames_an_entry_parameter_a_host_local_shadows():
     assert reason == "" and params == ["const float* x", "float* out", "int64_t arena_n", "hipStream_t stream"]
     assert "    const int64_t n = (((int64_t)arena_n / (int64_t)2) * (int64_t)2);" in lines
     assert "    k<<<1, 1, 0, stream>>>(((float*)x), ((float*)out), n);" in lines
+
+
+def test_aka_host_translation_allocates_the_intermediates_and_reads_views():
+    """A host function that allocates intermediates besides its output (options taken from an
+    input), views an input and returns a view of its output: the intermediates become scratch the
+    entry allocates and frees on its stream (on every return, an early one too), their sizes the
+    host's own expressions; the returned allocation is the output pointer (zeroed, as `zeros`)."""
+    from arena.authoring.importers.aka import translate_torch_host
+
+    piece = """torch::Tensor fwd(torch::Tensor x, torch::Tensor w) {
+    auto opts = x.options();
+    const int64_t B = x.size(0);
+    auto x2 = x.contiguous().view({B, 64});
+    auto h = torch::empty({B, 32}, opts);
+    auto y2 = at::zeros({B, 16}, opts);
+    if (B == 0) return y2;
+    k1<<<B, 32>>>(x2.data_ptr<float>(), w.data_ptr<float>(), h.data_ptr<float>(), h.size(1));
+    k2<<<B, 16>>>(h.data_ptr<float>(), y2.data_ptr<float>(), h.numel());
+    return y2.view({B, 4, 4});
+}"""
+    params, lines, decisions, reason = translate_torch_host(
+        [piece], [("forward", "fwd")],
+        [{"name": "x", "dtype": "float32", "shape": ["n", 64]}, {"name": "w", "dtype": "float32", "shape": [32, 64]}],
+        [{"name": "out", "dtype": "float32", "shape": ["n", 4, 4]}], [{"name": "n", "type": "int64"}])
+    assert reason == "" and params == ["const float* x", "const float* w", "float* out", "int64_t n",
+                                       "hipStream_t stream"]
+    done = "{ if (arena_tmp_h) (void)hipFreeAsync(arena_tmp_h, stream); return (int)hipGetLastError(); }"
+    assert [ln for ln in lines if ln.strip()] == [
+        "    float* arena_tmp_h = nullptr;",
+        "    const int64_t B = (int64_t)n;",
+        "    (void)hipMallocAsync((void**)&arena_tmp_h, (size_t)((B) * (32)) * sizeof(float), stream);",
+        "    (void)hipMemsetAsync(out, 0, (size_t)(((int64_t)n * (int64_t)4 * (int64_t)4)) * sizeof(*out), stream);",
+        f"    if (B == 0) {done}",
+        "    k1<<<B, 32, 0, stream>>>(((float*)x), ((float*)w), ((float*)arena_tmp_h), (int64_t)(32));",
+        "    k2<<<B, 16, 0, stream>>>(((float*)arena_tmp_h), ((float*)out), ((int64_t)(B) * (int64_t)(32)));",
+        f"    {done}",
+    ]
+    assert "the other allocations (h) scratch the entry allocates and frees on `stream`" in decisions[0]
+
+
+def test_aka_host_translation_reduces_a_files_own_error_macro_to_its_call():
+    """A file's own check macro prints and exits, which a kernel file may not: a runtime call it
+    wraps stays (its error is the entry's last), one that synchronises or reads the last error
+    goes, a check of values goes; each leaves a statement where an `if` governs it."""
+    from arena.authoring.importers.aka import _unwrap_checks
+
+    text = ("  HIP_CHECK(hipGetLastError());\n  HIP_CHECK(hipMemcpyAsync(a, b, n, hipMemcpyDeviceToDevice, s));\n"
+            "  CHECK_HIP(hipDeviceSynchronize());\n  if (x) HIP_CHECK(foo(1, (2)));\n  TORCH_CHECK(a, b);\n"
+            "  CHECK_INPUT(x);\n")
+    assert _unwrap_checks(text) == (
+        "  (void)0;\n  (void)(hipMemcpyAsync(a, b, n, hipMemcpyDeviceToDevice, s));\n  (void)0;\n"
+        "  if (x) (void)(foo(1, (2)));\n  TORCH_CHECK(a, b);\n  (void)0;\n")
 
 
 def test_a_quotient_with_a_far_fetched_factor_is_not_written():

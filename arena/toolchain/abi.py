@@ -32,12 +32,13 @@ def _strip_comments(src: str) -> str:
 
 
 def split_params(text: str) -> list[str]:
-    """Top-level comma-separated pieces of a parameter or argument list (a lone ``void`` none)."""
+    """Top-level comma-separated pieces of a parameter or argument list (a lone ``void`` none; a
+    braced initializer list is one piece)."""
     params, depth, cur = [], 0, []
     for ch in text:
-        if ch in "(<[":
+        if ch in "(<[{":
             depth += 1
-        elif ch in ")>]":
+        elif ch in ")>]}":
             depth -= 1
         if ch == "," and depth == 0:
             params.append("".join(cur).strip())

@@ -1537,6 +1537,29 @@ def _balanced(text: str, open_at: int) -> int:
     return -1
 
 
+def _unwrap_checks(text: str) -> str:
+    """``text`` with the statements ``SOME_CHECK(call);`` of a file's own error macro (which
+    prints and exits: the object check refuses both) reduced to ``(void)(call);``, and dropped
+    where the call synchronises (the harness synchronises) or reads the last error (which the
+    entry returns at its end: read here, it would be cleared), or where it checks values and
+    calls nothing (``CHECK_INPUT(x)``: the harness checks its inputs)."""
+    out, pos = [], 0
+    for m in re.finditer(r"(?<![\w.:])((?=[A-Z])(?!TORCH_|AT_|C10_)[A-Z0-9_]*CHECK[A-Z0-9_]*)\s*\(", text):
+        end = _balanced(text, m.end() - 1) if m.start() >= pos else -1
+        semi = re.match(r"\s*;", text[end:]) if end > 0 else None
+        if semi is None:
+            continue
+        inner = text[m.end() : end - 1].strip()
+        out.append(text[pos : m.start()])
+        drop = re.match(r"(?:hip|cuda)(?:(?:Device|Stream)Synchronize|GetLastError|PeekAtLastError)\b", inner)
+        if not drop and re.search(r"\w\s*\(", inner):
+            out.append(f"(void)({inner});")
+        else:
+            out.append("(void)0;")      # a statement still: one an `if` governs keeps its place
+        pos = end + semi.end()
+    return "".join(out) + text[pos:]
+
+
 def _drop_calls(text: str, pattern: str) -> str:
     """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
     out, pos = [], 0
@@ -1673,6 +1696,7 @@ def translate_torch_host(
     # checks, guards and synchronisation go; the harness checks and synchronises
     text = _drop_calls(text, r"TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_\w*CHECK\w*|"
                              r"hipDeviceSynchronize|hipStreamSynchronize")
+    text = _unwrap_checks(text)
     cut_void = [m.group(1) for p in pieces for m in re.finditer(r"\bvoid\s+(\w+)\s*\([^;{]*\)\s*\{", p)]
     if cut_void:
         text = _drop_calls(text, "|".join(map(re.escape, cut_void)))
@@ -1695,46 +1719,128 @@ def translate_torch_host(
         semi = re.match(r"\s*;", text[end:])
         text = (text[: m.start()] + "[&]() { using scalar_t = " + dtype + ";" + text[open_at + 1 : close - 1]
                 + "}();" + text[end + (semi.end() if semi else 0):])
-    # aliases and the output's allocation
+    task_dtype = (inputs[0] if inputs else out_spec)["dtype"]
+    # allocations, and aliases (a tensor another names, `.contiguous()` of it, a view of it: the same memory);
+    # the returned one (or a view of it) is the output, the others are scratch the entry allocates and frees
     tensor_decl = r"(?:const\s+)?(?:auto|(?:torch|at)::Tensor)\s*&?\s*"
+    view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\})\s*\))?"
+            r"(?:\s*\.\s*contiguous\s*\(\s*\))?")
+    alloc = rf"{tensor_decl}(\w+)\s*=\s*(?:torch|at)::(empty|empty_like|zeros|zeros_like)\s*\("
+    alloc_names = [m.group(1) for m in re.finditer(alloc, text)]
+    root_of: dict[str, str] = {}
+    dims_of: dict[str, list[str]] = {}      # a host local's shape as C++ expressions (scratch, views)
+    viewed_in_place: set[str] = set()
     while True:
-        names = "|".join(map(re.escape, ptr_of))
-        m = re.search(rf"{tensor_decl}(\w+)\s*=\s*({names})\s*(?:\.\s*contiguous\s*\(\s*\)\s*)?;", text)
-        if not m:
+        names = "|".join(map(re.escape, [*ptr_of, *alloc_names, *root_of]))
+        m = re.search(rf"(?<![\w.])((?:{tensor_decl})?)(\w+)\s*=\s*({names}){view}\s*;", text)
+        if not m or (not m.group(1) and m.group(2) != m.group(3)):
             break
-        ptr_of[m.group(1)] = ptr_of[m.group(2)]
-        spec_of[m.group(1)] = spec_of[m.group(2)]
+        a, b, shape = m.group(2), m.group(3), m.group(4)
+        root_of[a] = root_of.get(b, b) if a != b else root_of.get(a, a)
+        if a == b and shape:
+            viewed_in_place.add(a)
+        elif shape:
+            dims_of[a] = split_params(shape[1:-1])
+        elif b in dims_of:
+            dims_of[a] = dims_of[b]
+        if root_of[a] in ptr_of:
+            ptr_of[a], spec_of[a] = ptr_of[root_of[a]], spec_of[root_of[a]]
         text = text[: m.start()] + text[m.end() :]
-    allocs = list(re.finditer(rf"{tensor_decl}(\w+)\s*=\s*(?:torch|at)::(empty|empty_like|zeros|zeros_like)\s*\(",
-                              text))
-    if len(allocs) != 1:
-        return None, [], [], f"{cpp} allocates {len(allocs)} tensors (the translation handles one output)"
-    m = allocs[0]
-    end = _balanced(text, m.end() - 1)
-    semi = re.match(r"\s*;", text[end:]) if end > 0 else None
-    if semi is None:
-        return None, [], [], "the output's allocation was not read"
-    out_name = m.group(1)
-    ptr_of[out_name], spec_of[out_name] = f"@{out_spec['name']}@", out_spec
-    fill = ""
-    if m.group(2).startswith("zeros"):
-        ptr = f"@{out_spec['name']}@"
-        fill = f"(void)hipMemsetAsync({ptr}, 0, (size_t)(@numel:{out_name}@) * sizeof(*{ptr}), stream);"
-    text = text[: m.start()] + fill + text[end + semi.end() :]
-    text = re.sub(rf"\breturn\s+{re.escape(out_name)}\s*;", "return (int)hipGetLastError();", text)
+    returned = {root_of.get(r.group(1), r.group(1)) for r in re.finditer(rf"\breturn\s+(\w+){view}\s*;", text)}
+    if len(returned) != 1 or next(iter(returned)) not in alloc_names:
+        return None, [], [], f"{cpp} returns something other than its output"
+    out_name = next(iter(returned))
+    options = {m.group(1): m.group(2)
+               for m in re.finditer(r"(?:const\s+)?auto\s+(\w+)\s*=\s*(\w+)\s*\.\s*options\s*\(\s*\)\s*;", text)}
+    scratch: list[tuple[str, str]] = []
+    for m in reversed(list(re.finditer(alloc, text))):     # the last first: the earlier ones' places stay
+        name, kind = m.group(1), m.group(2)
+        end = _balanced(text, m.end() - 1)
+        semi = re.match(r"\s*;", text[end:]) if end > 0 else None
+        if semi is None:
+            return None, [], [], f"the allocation of `{name}` was not read"
+        zeros = kind.startswith("zeros")
+        if name == out_name:
+            ptr_of[name], spec_of[name] = f"@{out_spec['name']}@", out_spec
+            ptr = f"@{out_spec['name']}@"
+            stmt = (f"(void)hipMemsetAsync({ptr}, 0, (size_t)(@numel:{name}@) * sizeof(*{ptr}), stream);"
+                    if zeros else "")
+        else:
+            args = split_params(text[m.end() : end - 1])
+            like = args[0].strip() if kind.endswith("_like") and args else ""
+            if kind.endswith("_like"):
+                if like not in ptr_of and like not in dims_of:
+                    return None, [], [], f"`{name}` is allocated like `{like}`, whose shape was not read"
+                dtype_of = spec_of.get(like, {}).get("dtype", task_dtype)
+                if like in dims_of:
+                    dims_of[name] = dims_of[like]
+                else:
+                    dims_of[name] = [f"@size:{like}:{k}@" for k in range(len(spec_of[like]["shape"]))]
+            else:
+                if not args or not re.fullmatch(r"\{[^{}]*\}", args[0].strip()):
+                    return None, [], [], f"`{name}` is allocated with a shape that is not a braced list"
+                dims_of[name] = split_params(args[0].strip()[1:-1])
+                opt = args[1].strip() if len(args) > 1 else ""
+                src = re.fullmatch(r"(\w+)\s*\.\s*options\s*\(\s*\)", opt)
+                src_name = src.group(1) if src else options.get(opt)
+                named = re.search(r"\bk(\w+)\b", opt)
+                if src_name is not None and src_name in spec_of:
+                    dtype_of = spec_of[src_name]["dtype"]
+                elif named and named.group(1) in _TORCH_DTYPES:
+                    dtype_of = _TORCH_DTYPES[named.group(1)]
+                elif src_name is not None or not opt:
+                    dtype_of = task_dtype
+                else:
+                    return None, [], [], f"the element type of `{name}` was not read (`{opt[:60]}`)"
+            ctype = HIP_TYPES.get(dtype_of)
+            if ctype is None:
+                return None, [], [], f"`{name}` is of {dtype_of}, which the entry cannot allocate"
+            var = f"arena_tmp_{name}"
+            ptr_of[name], spec_of[name] = f"@{var}@", {"dtype": dtype_of, "shape": []}
+            scratch.insert(0, (ctype, var))
+            nbytes = f"(size_t)({' * '.join(f'({d})' for d in dims_of[name]) or '1'}) * sizeof({ctype})"
+            stmt = f"(void)hipMallocAsync((void**)&{var}, {nbytes}, stream);"
+            if zeros:
+                stmt += f" (void)hipMemsetAsync({var}, 0, {nbytes}, stream);"
+        text = text[: m.start()] + stmt + text[end + semi.end() :]
+    frees = "".join(f"if ({var}) (void)hipFreeAsync({var}, stream); " for _, var in scratch)
+    # the tensor options the allocations were given go with them (one used otherwise leaves PyTorch behind)
+    text = re.sub(r"(?:const\s+)?auto\s+(\w+)\s*=\s*\w+\s*\.\s*options\s*\(\s*\)\s*;",
+                  lambda m: m.group(0) if re.search(rf"\b{m.group(1)}\b", text[: m.start()] + text[m.end() :]) else "",
+                  text)
+    for a, r in root_of.items():        # aliases of what was allocated: its memory, its shape unless a view's
+        if r in ptr_of and a != r:
+            ptr_of[a], spec_of[a] = ptr_of[r], spec_of[r]
+            if a not in dims_of and r in dims_of:
+                dims_of[a] = dims_of[r]
+    done = "{ " + frees + "return (int)hipGetLastError(); }" if frees else "return (int)hipGetLastError();"
+    text = re.sub(rf"\breturn\s+(\w+){view}\s*;",
+                  lambda r: done if root_of.get(r.group(1), r.group(1)) == out_name else r.group(0), text)
     if re.search(r"\breturn\s+(?!\(int\)hipGetLastError\(\);)", text):
         return None, [], [], f"{cpp} returns something other than its output"
+    for name in viewed_in_place:
+        if re.search(rf"\b{re.escape(name)}\s*\.\s*(?:size|stride|sizes|strides|dim)\s*\(", text):
+            return None, [], [], f"the sizes of `{name}`, viewed in place, are read"
     # tensor methods -> pointers and shape formulas
     names = "|".join(map(re.escape, ptr_of))
     text = re.sub(rf"\b({names})\s*=\s*\1\s*\.\s*contiguous\s*\(\s*\)\s*;", "", text)
     text = re.sub(rf"\b({names})\s*\.\s*contiguous\s*\(\s*\)", r"\1", text)
     text = re.sub(r"\b(?:at|c10)::(?:Half)\b", "__half", text)
     text = re.sub(r"\b(?:at|c10)::(?:BFloat16)\b", "__hip_bfloat16", text)
-    task_dtype = (inputs[0] if inputs else out_spec)["dtype"]
+
+    def product(ds: list[str]) -> str:
+        return "(" + " * ".join(f"(int64_t)({d})" for d in ds) + ")" if ds else "(int64_t)1"
+
+    def size_of(t: str, meth: str, k: int) -> str:
+        """A size or stride of ``t``: the signature's (a token resolved below) or, for scratch and
+        views, the host's own expressions."""
+        if t in dims_of:
+            return f"(int64_t)({dims_of[t][k]})" if meth == "size" else product(dims_of[t][k + 1 :])
+        return f"@{meth}:{t}:{k}@"
 
     def method(m: re.Match) -> str:
         t, meth, targ, arg = m.group(1), m.group(2), m.group(3), (m.group(4) or "").strip()
-        shape = list(spec_of[t]["shape"])
+        shape = dims_of.get(t) or list(spec_of[t]["shape"])
         if meth in ("data_ptr", "mutable_data_ptr", "const_data_ptr"):
             return f"(({targ.strip() if targ else 'void'}*){ptr_of[t]})"
         if meth in ("is_contiguous", "is_cuda", "is_hip", "defined"):
@@ -1744,12 +1850,11 @@ def translate_torch_host(
         if meth in ("element_size", "itemsize"):
             return f"sizeof(*{ptr_of[t]})"
         if meth == "numel":
-            return f"@numel:{t}@"
+            return product(dims_of[t]) if t in dims_of else f"@numel:{t}@"
         if meth in ("size", "stride"):
             if not re.fullmatch(r"-?\d+", arg) or not -len(shape) <= int(arg) < len(shape):
                 return m.group(0)
-            k = int(arg) % len(shape)
-            return f"@size:{t}:{k}@" if meth == "size" else f"@stride:{t}:{k}@"
+            return size_of(t, meth, int(arg) % len(shape))
         return m.group(0)
 
     text = re.sub(rf"\b({names})\s*\.\s*(\w+)\s*(?:<\s*([\w: ]+)\s*>)?\s*\(([^()]*)\)", method, text)
@@ -1761,7 +1866,9 @@ def translate_torch_host(
     text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
                   scalar_type, text)
     text = re.sub(rf"\b({names})\s*\.\s*(?:sizes|size)\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]",
-                  lambda m: f"@size:{m.group(1)}:{int(m.group(2)) % len(spec_of[m.group(1)]['shape'])}@", text)
+                  lambda m: size_of(m.group(1), "size",
+                                    int(m.group(2)) % len(dims_of.get(m.group(1)) or spec_of[m.group(1)]["shape"])),
+                  text)
     # launches on the entry's stream
     out, pos = [], 0
     for m in re.finditer(r"\bhipLaunchKernelGGL\s*\(", text):
@@ -1821,19 +1928,23 @@ def translate_torch_host(
     text = re.sub(r"@([^@\s]*)@", resolve, text)
     if bad:
         return None, [], [], f"the shape of {bad[0]} is not a formula of +, -, *, // over the scalars"
-    if not re.search(r"return \(int\)hipGetLastError\(\);\s*$", text):
-        text = text.rstrip() + "\n    return (int)hipGetLastError();"
+    if not re.search(r"return \(int\)hipGetLastError\(\);(?: \})?\s*$", text):
+        text = text.rstrip() + "\n    " + done
     sig = [f"const {HIP_TYPES[i['dtype']]}* {rename[i['name']]}" for i in inputs]
     sig.append(f"{HIP_TYPES[out_spec['dtype']]}* {rename[out_spec['name']]}")
     sig += [f"{SCALAR_TYPES[s['type']]} {rename[s['name']]}" for s in scalars]
     sig.append("hipStream_t stream")
-    lines = [*defaults, *(ln.rstrip() for ln in text.strip("\n").splitlines())]
+    lines = [*defaults, *(f"    {c}* {v} = nullptr;" for c, v in scratch),
+             *(ln.rstrip() for ln in text.strip("\n").splitlines())]
     lines = [ln for k, ln in enumerate(lines) if ln.strip() or (k and lines[k - 1].strip())]
     renamed = [k for k, v in rename.items() if k != v]
     decisions = [
         f"the entry is {cpp} translated from it: tensors matched to the signature's inputs "
         f"{'by name' if by_name else 'by position'}, sizes read off the signature's shapes, the output "
-        f"allocation `{out_name}` made the output pointer, launches on `stream`, checks dropped"
+        f"allocation `{out_name}` made the output pointer"
+        + (f", the other allocations ({', '.join(v[len('arena_tmp_'):] for _, v in scratch)}) scratch the entry "
+           "allocates and frees on `stream`" if scratch else "")
+        + ", launches on `stream`, checks dropped"
         + (f", entry parameters renamed where a host local shadows them ({', '.join(renamed)})" if renamed else "")
         + (f", {', '.join(d.split('=')[0].split()[-1] for d in defaults)} set to the values the module passes "
            "(or the host's defaults) as constants" if defaults else "")
