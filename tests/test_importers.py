@@ -791,6 +791,39 @@ def test_aka_host_translation_reduces_a_files_own_error_macro_to_its_call():
         "  if (x) (void)(foo(1, (2)));\n  TORCH_CHECK(a, b);\n  (void)0;\n")
 
 
+def test_aka_host_translation_returns_a_view_of_a_computed_shape():
+    """A host function that returns its output viewed to a shape it computes in a vector: the
+    view is the output, the vector and what builds it go (a loop's body with it); a vector
+    something else still reads keeps the stub."""
+    from arena.authoring.importers.aka import translate_torch_host
+
+    spec = {"dtype": "float32", "shape": ["n"]}
+
+    def translate(body: str):
+        piece = "torch::Tensor fwd(torch::Tensor x) {\n" + body + "\n}"
+        return translate_torch_host([piece], [("forward", "fwd")], [{"name": "x", **spec}],
+                                    [{"name": "out", **spec}], [{"name": "n", "type": "int64"}])
+
+    params, lines, _, reason = translate(
+        "    auto y = torch::empty({x.numel()}, x.options());\n"
+        "    k<<<1, 1>>>(x.data_ptr<float>(), y.data_ptr<float>());\n"
+        "    std::vector<int64_t> shape;\n    shape.reserve(x.dim());\n"
+        "    for (int i = 0; i < x.dim(); ++i) {\n        shape.push_back(x.size(i));\n    }\n"
+        "    auto output = y.view(shape);\n    return output;")
+    assert reason == "", reason
+    assert not any("shape" in ln or "x.size" in ln for ln in lines), lines
+    assert "    k<<<1, 1, 0, stream>>>(((float*)x), ((float*)out));" in lines
+    _, _, _, reason = translate(
+        "    auto y = torch::empty_like(x);\n    std::vector<int64_t> shape = {x.size(0)};\n"
+        "    k<<<1, 1>>>(x.data_ptr<float>(), y.data_ptr<float>(), shape.size());\n    return y.view(shape);")
+    assert "uses PyTorch beyond sizes" in reason, reason
+    _, _, _, reason = translate(
+        "    auto y = torch::empty_like(x);\n    auto v = y.view(shape);\n"
+        "    k<<<1, 1>>>(v.data_ptr<float>(), v.size(0));\n"
+        "    return v;")
+    assert "the sizes of `v`, a view of a shape not read here, are read" in reason, reason
+
+
 def test_a_quotient_with_a_far_fetched_factor_is_not_written():
     """A pooling's output size (h - k) // k + 1 is not a monomial: the fit that matches the probes
     with a factor 1023/1024 is refused (kept as the number, reported as inexact)."""

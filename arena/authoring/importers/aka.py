@@ -1560,6 +1560,20 @@ def _unwrap_checks(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
+def _drop_dead_vectors(text: str) -> str:
+    """``text`` without the ``std::vector`` locals that nothing reads once the translation has
+    dropped what used them (a returned view's shape): their declarations and the statements that
+    only build them go. A vector something still reads is kept, and refused later."""
+    for name in re.findall(r"\bstd::vector\s*<[^;{}]*>\s+(\w+)", text):
+        n = re.escape(name)
+        builds = (rf"(?m)^[ \t]*(?:(?:const\s+)?std::vector\s*<[^;{{}}]*>\s+{n}\b[^;{{}}]*|"
+                  rf"{n}\s*(?:\.\s*\w+\s*\([^;{{}}]*\)|\[[^;{{}}]*\])?(?:\s*=[^;{{}}]*)?)\s*;[ \t]*\n?")
+        rest = re.sub(builds, "", text)
+        if not re.search(rf"\b{n}\b", rest):
+            text = rest
+    return text
+
+
 def _drop_calls(text: str, pattern: str) -> str:
     """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
     out, pos = [], 0
@@ -1723,7 +1737,7 @@ def translate_torch_host(
     # allocations, and aliases (a tensor another names, `.contiguous()` of it, a view of it: the same memory);
     # the returned one (or a view of it) is the output, the others are scratch the entry allocates and frees
     tensor_decl = r"(?:const\s+)?(?:auto|(?:torch|at)::Tensor)\s*&?\s*"
-    view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\})\s*\))?"
+    view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\}|\w+)\s*\))?"
             r"(?:\s*\.\s*contiguous\s*\(\s*\))?")
     alloc = rf"{tensor_decl}(\w+)\s*=\s*(?:torch|at)::(empty|empty_like|zeros|zeros_like)\s*\("
     alloc_names = [m.group(1) for m in re.finditer(alloc, text)]
@@ -1737,8 +1751,9 @@ def translate_torch_host(
             break
         a, b, shape = m.group(2), m.group(3), m.group(4)
         root_of[a] = root_of.get(b, b) if a != b else root_of.get(a, a)
-        if a == b and shape:
-            viewed_in_place.add(a)
+        if (a == b and shape) or (shape and not shape.startswith("{")):
+            viewed_in_place.add(a)      # its shape unknown here (one computed, a vector): no size of it is read
+            dims_of.pop(a, None)
         elif shape:
             dims_of[a] = split_params(shape[1:-1])
         elif b in dims_of:
@@ -1819,8 +1834,9 @@ def translate_torch_host(
     if re.search(r"\breturn\s+(?!\(int\)hipGetLastError\(\);)", text):
         return None, [], [], f"{cpp} returns something other than its output"
     for name in viewed_in_place:
-        if re.search(rf"\b{re.escape(name)}\s*\.\s*(?:size|stride|sizes|strides|dim)\s*\(", text):
-            return None, [], [], f"the sizes of `{name}`, viewed in place, are read"
+        if re.search(rf"\b{re.escape(name)}\s*\.\s*(?:size|stride|sizes|strides|dim|numel)\s*\(", text):
+            return None, [], [], f"the sizes of `{name}`, a view of a shape not read here, are read"
+    text = _drop_dead_vectors(text)
     # tensor methods -> pointers and shape formulas
     names = "|".join(map(re.escape, ptr_of))
     text = re.sub(rf"\b({names})\s*=\s*\1\s*\.\s*contiguous\s*\(\s*\)\s*;", "", text)
