@@ -824,6 +824,21 @@ def test_aka_host_translation_returns_a_view_of_a_computed_shape():
     assert "the sizes of `v`, a view of a shape not read here, are read" in reason, reason
 
 
+def test_aka_host_translation_reads_an_input_viewed_in_place_with_its_new_shape():
+    """`x = x.view({...})`: its sizes before the statement are the signature's, after it the view's."""
+    from arena.authoring.importers.aka import translate_torch_host
+
+    piece = ("torch::Tensor fwd(torch::Tensor x) {\n    const int64_t B = x.size(0);\n    x = x.view({B, 64});\n"
+             "    auto y = torch::empty({B, x.size(1)}, x.options());\n"
+             "    k<<<B, 64>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.size(1), x.numel());\n    return y;\n}")
+    params, lines, _, reason = translate_torch_host(
+        [piece], [("forward", "fwd")], [{"name": "x", "dtype": "float32", "shape": ["n", 8, 8]}],
+        [{"name": "out", "dtype": "float32", "shape": ["n", 64]}], [{"name": "n", "type": "int64"}])
+    assert reason == "" and "    const int64_t B = (int64_t)n;" in lines
+    assert ("    k<<<B, 64, 0, stream>>>(((float*)x), ((float*)out), (int64_t)(64), "
+            "((int64_t)(B) * (int64_t)(64)));") in lines
+
+
 def test_a_quotient_with_a_far_fetched_factor_is_not_written():
     """A pooling's output size (h - k) // k + 1 is not a monomial: the fit that matches the probes
     with a factor 1023/1024 is refused (kept as the number, reported as inexact)."""
