@@ -107,6 +107,21 @@ def test_kernelbench_linear_activation_becomes_a_valid_torch2hip_task(tmp_path):
     assert any("arena tasks check torch2hip/kb_linear_gelu --device cpu" in d for d in decisions)
 
 
+def test_kernelbench_smoke_config_past_the_cpu_bound_is_left_to_a_gpu(tmp_path, monkeypatch):
+    """The importer's own check runs the reference and the module on the CPU; a smoke config whose
+    work (counted on the meta device) is past its bound is not run (a whole network at an image
+    size its classifier fixes took minutes): the task is written, the check says why it was not
+    made and who makes it."""
+    import arena.authoring.importers.kernelbench as kb
+
+    monkeypatch.setattr(kb, "SELF_CHECK_FLOPS", 1000)
+    result = import_kernelbench(FIX / "kb_linear_gelu.py", tmp_path)
+    assert result.ok and validate_task_dir(result.folder) == []
+    assert not result.checks and len(result.check_problems) == 1, result.report()
+    assert "GFLOP, more than the importer checks on the CPU" in result.check_problems[0]
+    assert "`arena tasks check` on a GPU" in result.check_problems[0]
+
+
 def test_kernelbench_sizes_written_as_numbers_become_parameters_with_held_out_drafts(tmp_path):
     """A problem with no module constants, its sizes written as numbers in get_inputs: each
     number becomes a config parameter (one number, one parameter, so a matmul's shared size
