@@ -118,7 +118,7 @@ def test_kernelbench_smoke_config_past_the_cpu_bound_is_left_to_a_gpu(tmp_path, 
     result = import_kernelbench(FIX / "kb_linear_gelu.py", tmp_path)
     assert result.ok and validate_task_dir(result.folder) == []
     assert not result.checks and len(result.check_problems) == 1, result.report()
-    assert "GFLOP, more than the importer checks on the CPU" in result.check_problems[0]
+    assert "GFLOP, more than the importer checks on the CPU (0 GFLOP, 134 M parameters)" in result.check_problems[0]
     assert "`arena tasks check` on a GPU" in result.check_problems[0]
 
 

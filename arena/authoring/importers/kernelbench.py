@@ -50,6 +50,7 @@ from arena.taskdef import formula
 # the most work the importer's own check runs on the CPU (the reference and the module on the smoke config,
 # the degeneracy checks): about 10 s of one core; a larger smoke config is left to a GPU
 SELF_CHECK_FLOPS = 10**10
+SELF_CHECK_ELEMENTS = 2**27     # and the module it builds there at most 0.5 GB of fp32 parameters (drawn one by one)
 
 
 @dataclass
@@ -1168,11 +1169,15 @@ def _module_self_check(
         config = task.configs("smoke")[0]
         # a whole network at a size the importer could not shrink (an image size its classifier fixes) takes
         # minutes on a CPU core: counted on the meta device first, and left to a GPU's check past the bound
-        flops = problem.run({**problem.constants, **dict(config.params)}, "meta").flops
-        if flops > SELF_CHECK_FLOPS:
-            out.append(f"the smoke config needs {flops / 1e9:.0f} GFLOP, more than the importer checks on the CPU "
-                       f"({SELF_CHECK_FLOPS / 1e9:.0f}): reference.py was not compared with {problem.cls.name}.forward "
-                       "here; `arena tasks check` on a GPU compares it with its own outputs")
+        meta = problem.run({**problem.constants, **dict(config.params)}, "meta")
+        weights = sum(t.numel() for t in [*meta.model.parameters(), *meta.model.buffers()])
+        if meta.flops > SELF_CHECK_FLOPS or weights > SELF_CHECK_ELEMENTS:
+            what = (f"needs {meta.flops / 1e9:.0f} GFLOP" if meta.flops > SELF_CHECK_FLOPS
+                    else f"makes a module of {weights / 1e6:.0f} M parameters")
+            bound = f"{SELF_CHECK_FLOPS / 1e9:.0f} GFLOP, {SELF_CHECK_ELEMENTS / 1e6:.0f} M parameters"
+            out.append(f"the smoke config {what}, more than the importer checks on the CPU ({bound}): reference.py "
+                       f"was not compared with {problem.cls.name}.forward here; `arena tasks check` on a GPU "
+                       "compares it with its own outputs")
             return passed, out
         env = task.env(config)
         ins = make_inputs(task, env, 0, "cpu")
