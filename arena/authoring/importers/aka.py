@@ -1543,21 +1543,13 @@ def _unwrap_checks(text: str) -> str:
     where the call synchronises (the harness synchronises) or reads the last error (which the
     entry returns at its end: read here, it would be cleared), or where it checks values and
     calls nothing (``CHECK_INPUT(x)``: the harness checks its inputs)."""
-    out, pos = [], 0
-    for m in re.finditer(r"(?<![\w.:])((?=[A-Z])(?!TORCH_|AT_|C10_)[A-Z0-9_]*CHECK[A-Z0-9_]*)\s*\(", text):
-        end = _balanced(text, m.end() - 1) if m.start() >= pos else -1
-        semi = re.match(r"\s*;", text[end:]) if end > 0 else None
-        if semi is None:
-            continue
-        inner = text[m.end() : end - 1].strip()
-        out.append(text[pos : m.start()])
+
+    def unwrap(inner: str) -> str:
         drop = re.match(r"(?:hip|cuda)(?:(?:Device|Stream)Synchronize|GetLastError|PeekAtLastError)\b", inner)
-        if not drop and re.search(r"\w\s*\(", inner):
-            out.append(f"(void)({inner});")
-        else:
-            out.append("(void)0;")      # a statement still: one an `if` governs keeps its place
-        pos = end + semi.end()
-    return "".join(out) + text[pos:]
+        # dropped, a statement still: one an `if` governs keeps its place
+        return f"(void)({inner});" if not drop and re.search(r"\w\s*\(", inner) else "(void)0;"
+
+    return _rewrite_calls(text, r"(?=[A-Z])(?!TORCH_|AT_|C10_)[A-Z0-9_]*CHECK[A-Z0-9_]*", unwrap)
 
 
 def _drop_dead_vectors(text: str) -> str:
@@ -1574,8 +1566,9 @@ def _drop_dead_vectors(text: str) -> str:
     return text
 
 
-def _drop_calls(text: str, pattern: str) -> str:
-    """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
+def _rewrite_calls(text: str, pattern: str, replace: Callable[[str], str]) -> str:
+    """``text`` with each statement ``NAME(...);`` whose NAME matches ``pattern`` replaced by
+    ``replace(its arguments)``."""
     out, pos = [], 0
     for m in re.finditer(rf"(?<![\w.:])(?:{pattern})\s*\(", text):
         if m.start() < pos:
@@ -1586,9 +1579,14 @@ def _drop_calls(text: str, pattern: str) -> str:
         semi = re.match(r"\s*;", text[end:])
         if not semi:
             continue
-        out.append(text[pos : m.start()])
+        out.append(text[pos : m.start()] + replace(text[m.end() : end - 1].strip()))
         pos = end + semi.end()
     return "".join(out) + text[pos:]
+
+
+def _drop_calls(text: str, pattern: str) -> str:
+    """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
+    return _rewrite_calls(text, pattern, lambda _: "")
 
 
 _TORCH_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
