@@ -122,6 +122,14 @@ def test_kernelbench_smoke_config_past_the_cpu_bound_is_left_to_a_gpu(tmp_path, 
     assert "`arena tasks check` on a GPU" in result.check_problems[0]
 
 
+def test_kernelbench_module_that_does_not_run_on_the_meta_device_is_still_checked_on_the_cpu(tmp_path):
+    """The bound on the importer's CPU check is counted on the meta device; a forward that reads a
+    value on the host (.item()) cannot run there, and is checked on the CPU as before."""
+    result = import_kernelbench(FIX / "kb_item_scale.py", tmp_path)
+    assert result.ok and not result.check_problems, result.report()
+    assert any("reference.py computes what Model.forward computes on the smoke config" in c for c in result.checks)
+
+
 def test_kernelbench_sizes_written_as_numbers_become_parameters_with_held_out_drafts(tmp_path):
     """A problem with no module constants, its sizes written as numbers in get_inputs: each
     number becomes a config parameter (one number, one parameter, so a matmul's shared size
