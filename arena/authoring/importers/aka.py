@@ -1752,8 +1752,8 @@ def translate_torch_host(
             # `x = x.view({...});`: from here on x is the view, a name of its own with the view's shape
             a = f"{b}__view{sum(k.startswith(b + '__view') for k in root_of) + 1}"
             text = text[: m.end()] + re.sub(rf"(?<![\w.>:]){re.escape(b)}\b", a, text[m.end() :])
-        root_of[a] = root_of.get(b, b) if a != b else root_of.get(a, a)
-        if (a == b and shape) or (shape and not shape.startswith("{")):
+        root_of[a] = root_of.get(b, b)
+        if shape and not shape.startswith("{"):
             viewed_in_place.add(a)      # its shape unknown here (one computed, a vector): no size of it is read
             dims_of.pop(a, None)
         elif shape:
