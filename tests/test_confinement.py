@@ -206,7 +206,7 @@ def test_the_trusted_process_dying_after_the_candidate_ran_is_the_candidates_fai
 
 
 def test_the_memory_account_counts_what_processes_hold_and_finds_one_over_its_allowance(tmp_path, monkeypatch):
-    from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, allowance
+    from arena.evaluation.memory import CONTEXT_ALLOWANCE, PROCESS_BYTES, MemoryAccount, allowance
 
     monkeypatch.setenv("ARENA_LOCK_DIR", str(tmp_path))
     fd = os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600)
@@ -214,7 +214,7 @@ def test_the_memory_account_counts_what_processes_hold_and_finds_one_over_its_al
     mine.stand(3, "an evaluation")
     assert mine.standing() == 3 * PROCESS_BYTES
     allow = allowance(2**30, 3 * 2**30)
-    assert allow == PROCESS_BYTES + 3 * 2**30 + 4 * 2**30
+    assert allow == CONTEXT_ALLOWANCE + 3 * 2**30 + 4 * 2**30
     mine.restand(10 * 2**30, {4242: allow})
     assert mine.standing() == 10 * 2**30             # what they really hold, past what they stood for
     assert mine.over_allowance({4242: allow}) == []

@@ -29,7 +29,15 @@ RESERVE_FRACTION = 0.85          # of the device's memory, the part the account 
 # takes when it starts (``MemoryAccount.stand``). On an H100 with torch 2.11 each process had 724-726 MiB in
 # use before any of its work (out-of-memory messages of a run with 12 evaluations side by side): without
 # standing entries, 36 such processes (26 GB) sat outside the account and 7 of 39 verdicts ran out of memory.
-PROCESS_BYTES = 2**30            # a process's standing memory: its context (~0.7 GiB), workspaces, its own
+# A process stands for 768 MiB, and for what it holds where more (``restand``, at each check of the candidate's
+# memory): at those checks the candidate and replay processes of the full run of 2026-11-25 (615 verdicts,
+# 12 evaluations on an H100) held 0.707-0.727 GiB, and 1.76 at most. At 1 GiB each, 36 processes had stood
+# for about 10 GiB more than they held, a third of what the account had left for work.
+PROCESS_BYTES = 768 * 2**20      # a process's standing memory: its context (~0.7 GiB), workspaces, its own
+# what a candidate's process may hold for its context, in its allowance (``allowance``): more than it stands for,
+# since a process whose context alone is a little larger (another driver, another torch) is not the candidate's
+# failure
+CONTEXT_ALLOWANCE = 2**30
 # a candidate's process may hold, beyond its context and the buffers of the calls it was given, this many
 # times a config's inputs and outputs, and this much at least (workspaces, an autotuner's flush buffer, the
 # caching allocator's blocks): past it at a check, it is the candidate's failure (arena.evaluation.trusted.process)
@@ -304,7 +312,7 @@ def allowance(io_bytes: int, mapped_bytes: int) -> int:
     """Device memory a candidate's process may hold: its context, the buffers mapped to it
     (``mapped_bytes``) and its own working memory, from the config's inputs and outputs
     (``io_bytes``)."""
-    return PROCESS_BYTES + int(mapped_bytes) + working_allowance(io_bytes)
+    return CONTEXT_ALLOWANCE + int(mapped_bytes) + working_allowance(io_bytes)
 
 
 def working_allowance(io_bytes: int) -> int:
