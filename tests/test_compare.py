@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arena.check.compare import _POISON_BITS, all_ok, check_tensors, compare_output, is_poison, poison_, same_bytes
-from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one
+from arena.check.inputs import DTYPES, draw_bytes, generator, input_seed, make_inputs, make_one
 from arena.errors import ArenaError
 from arena.records import Status
 from arena.taskdef.loader import Config, InputSpec
@@ -273,6 +273,47 @@ def test_init_kinds(axpy, spec, check):
     assert t.shape == (20000,) and t.dtype == DTYPES[spec.dtype]
     assert check(t)
     assert bool((t != 0).any())                      # never all zeros
+
+
+@pytest.mark.parametrize("init, formula", [
+    ({"kind": "normal", "std": 3.0, "mean": 0.5}, lambda g, n: torch.randn(n, generator=g) * 3.0 + 0.5),
+    ({"kind": "uniform", "low": 0.6, "high": 1.4}, lambda g, n: torch.rand(n, generator=g) * (1.4 - 0.6) + 0.6),
+    ({"kind": "ones_plus_noise"}, lambda g, n: 1.0 + torch.randn(n, generator=g) * 0.1),
+    ({"kind": "normal", "scale": 7.0}, lambda g, n: torch.randn(n, generator=g) * 1.0 + 0.0),
+], ids=["normal", "uniform", "ones_plus_noise", "scaled"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+def test_a_draw_is_its_formula_in_fp32_rounded_once(init, formula, dtype):
+    """make_one changes its fp32 draw in place (one buffer, not one per operation): the values
+    are those of the formula computed in fp32, rounded once to the input's dtype."""
+    n = 5000
+    want = formula(generator(9, "cpu"), (n,))
+    if "scale" in init:
+        want = want * init["scale"]
+    want = want.round().to(DTYPES[dtype]) if dtype == "int32" else want.to(DTYPES[dtype])
+    got = make_one(InputSpec("a", dtype, (n,), init), (n,), {}, generator(9, "cpu"), "cpu")
+    assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_draw_bytes_counts_the_largest_input_s_draw(axpy):
+    """What drawing an input set holds beside its inputs (the memory account counts it in a
+    check): an fp32 buffer for a narrower float input or a mask, an int64 one for narrower
+    integers, two fp32 temporaries for a task's own make_inputs, nothing for an fp32 input or an
+    absent one; the largest of them."""
+    def task_of(*specs):
+        return with_inputs(axpy, *specs)
+
+    def one(dtype, init, shape=("n",)):
+        return InputSpec("a", dtype, shape, init)
+
+    env = {"n": 1000}
+    assert draw_bytes(task_of(one("float32", {"kind": "normal"})), env) == 0
+    assert draw_bytes(task_of(one("float16", {"kind": "normal"})), env) == 4 * 1000
+    assert draw_bytes(task_of(one("bool", {"kind": "bernoulli"})), env) == 4 * 1000
+    assert draw_bytes(task_of(one("int32", {"kind": "randint", "high": 5})), env) == 8 * 1000
+    assert draw_bytes(task_of(one("int64", {"kind": "randint", "high": 5})), env) == 0
+    assert draw_bytes(task_of(one("float32", {"kind": "custom"})), env) == 8 * 1000
+    small = InputSpec("b", "bfloat16", ("n // 10",), {"kind": "normal"})
+    assert draw_bytes(task_of(one("float16", {"kind": "uniform"}, ("n", 3)), small), env) == 4 * 3000
 
 
 def test_shapes_follow_the_signature(axpy):

@@ -152,23 +152,52 @@ def make_one(
         return torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64).to(dtype)
     if kind == "bernoulli":
         return torch.rand(shape, generator=gen, device=device) < float(init.get("p", 0.5))
+    # drawn in fp32 and changed in place: one fp32 buffer of the input at a time beside the result
+    # (``draw_bytes`` counts it), where out-of-place arithmetic had held two or three
     if kind == "normal":
-        x = torch.randn(shape, generator=gen, device=device) * float(init.get("std", 1.0)) + float(
-            init.get("mean", 0.0)
-        )
+        x = torch.randn(shape, generator=gen, device=device)
+        x.mul_(float(init.get("std", 1.0))).add_(float(init.get("mean", 0.0)))
     elif kind == "uniform":
         low = float(formula.evaluate(init.get("low", -1.0), env))
         high = float(formula.evaluate(init.get("high", 1.0), env))
-        x = torch.rand(shape, generator=gen, device=device) * (high - low) + low
+        x = torch.rand(shape, generator=gen, device=device)
+        x.mul_(high - low).add_(low)
     elif kind == "ones_plus_noise":
-        x = 1.0 + torch.randn(shape, generator=gen, device=device) * float(init.get("std", 0.1))
+        x = torch.randn(shape, generator=gen, device=device)
+        x.mul_(float(init.get("std", 0.1))).add_(1.0)
     else:
         raise ArenaError(f"unknown init kind {kind!r}", key=f"signature.inputs.{spec.name}.init")
     if "scale" in init:
-        x = x * float(init["scale"])
+        x.mul_(float(init["scale"]))
     if dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
-        return x.round().to(dtype)
+        return x.round_().to(dtype)
     return x.to(dtype)
+
+
+def draw_bytes(task: Task, env: Mapping[str, Any]) -> int:
+    """Device memory that drawing one input set holds beyond the inputs it returns, at most
+    (for the GPU's memory account: ``arena.evaluation.trusted.correctness.check_bytes``). The
+    inputs are drawn one at a time, so the largest draw counts: an fp32 buffer for a float
+    input of a narrower dtype and for a mask (``make_one`` changes it in place), an int64 one
+    for integers below 64 bits; a task's own ``make_inputs`` is taken to hold two fp32
+    temporaries of its largest input."""
+    most = 0
+    for spec in task.inputs:
+        if not task.present(spec, env):
+            continue
+        n = task.storage_elements(spec, env)
+        dtype = DTYPES[spec.dtype]
+        kind = spec.init["kind"]
+        if kind == "custom":
+            extra = 8 * n
+        elif kind == "randint":
+            extra = 0 if dtype == torch.int64 else 8 * n
+        elif kind == "bernoulli":
+            extra = 4 * n
+        else:
+            extra = 0 if dtype == torch.float32 else 4 * n
+        most = max(most, extra)
+    return most
 
 
 def make_inputs(

@@ -65,11 +65,16 @@ CHECK_SLACK = 64 * 2**20
 
 
 def check_bytes(ev: EvaluationState, config: Any) -> int:
+    """What checking ``config`` holds on the device (the multiples above), and what drawing an
+    input set holds beside its inputs while it is drawn (``arena.check.inputs.draw_bytes``: on an
+    H100 the fp32 draw of a 4.2 GB fp16 embedding table, 7.8 GiB, was what ran the GPU out of
+    memory where the account had let 12 evaluations in)."""
+    from arena.check.inputs import draw_bytes
     from arena.taskdef.shapes import tensor_bytes
 
     env = ev.task.env(config)
     return (CHECK_INPUTS * tensor_bytes(ev.task, env, ev.task.inputs) +
-            CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.compared) + CHECK_SLACK)
+            CHECK_OUTPUTS * tensor_bytes(ev.task, env, ev.task.compared) + draw_bytes(ev.task, env) + CHECK_SLACK)
 
 
 def check_config(ev: EvaluationState, config: Any) -> CorrectnessResult:
