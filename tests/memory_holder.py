@@ -1,7 +1,9 @@
 """Another process holding memory in a GPU's account (arena.evaluation.memory), as another evaluation on the
 same GPU would: ``hold(key, capacity, nbytes)`` returns once it holds them (``stand=n``: its
 processes stand for n of ``PROCESS_BYTES`` first; ``wait=False``: returns at once, ``held(p)``
-then waits until it holds); ``release(p)`` lets the work go and ends the process."""
+then waits until it holds); ``go_exclusive(p)`` makes it ask, holding its work, to run beside
+no other work (``MemoryAccount.exclusive``; ``alone(p)`` waits until it does); ``release(p)`` lets
+the work go and ends the process."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ if int(sys.argv[4]):
     print("standing", flush=True)
 with acct.reserve(int(sys.argv[3]), "a config of another worker"):
     print("held", acct.waits, flush=True)
-    sys.stdin.readline()
+    while sys.stdin.readline().strip() == "exclusive":
+        acct.exclusive("another worker's retry")
+        print("alone", flush=True)
 print("released", flush=True)
 """
 
@@ -40,6 +44,15 @@ def held(p: subprocess.Popen) -> int:
     line = p.stdout.readline().split()
     assert line and line[0] == "held", line
     return int(line[1])
+
+
+def go_exclusive(p: subprocess.Popen) -> None:
+    p.stdin.write("exclusive\n")
+    p.stdin.flush()
+
+
+def alone(p: subprocess.Popen) -> None:
+    assert p.stdout.readline().strip() == "alone"
 
 
 def release(p: subprocess.Popen) -> None:

@@ -5,12 +5,14 @@ the harness can show (Status.scored), and the device-memory allowance's bookkeep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -229,6 +231,12 @@ class _Ev:
 
     def __init__(self, causes):
         self.gpu, self.lost, self.fatal, self.causes, self.released = True, False, None, list(causes), 0
+        self.exclusive = []                     # the retries taken beside no other work
+        self.memory = types.SimpleNamespace(active=True, exclusive=lambda what, wait: self.exclusive.append(what))
+        self.task = types.SimpleNamespace(id="cat/t")
+
+    def waiting(self):
+        return contextlib.nullcontext()
 
     def memory_cause(self):
         return self.causes.pop(0) if self.causes else None
@@ -252,9 +260,11 @@ def test_out_of_memory_is_the_candidates_when_its_process_is_over_its_allowance(
     r = CorrectnessResult(status=Status.HARNESS_ERROR, message="CUDA out of memory")
     ev = _Ev(["process 9 of another evaluation held 70 GiB", "process 9 ...", None])
     assert retry_after_oom(ev, r, 0) is True and ev.released == 1 and not ev.causes
-    # nobody over: the harness's shortage, tried again a few times, then kept as the harness's
+    assert ev.exclusive == []                   # waiting for the neighbour is enough
+    # nobody over: the harness's shortage, tried again a few times beside no other evaluation's work, then
+    # kept as the harness's
     ev = _Ev([])
-    assert retry_after_oom(ev, r, 0) is True
+    assert retry_after_oom(ev, r, 0) is True and ev.exclusive == ["retrying cat/t after running out of memory"]
     assert retry_after_oom(ev, r, correctness.OOM_RETRIES) is False and r.status is Status.HARNESS_ERROR
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import threading
 import time
 
 import pytest
-from memory_holder import held, hold, release  # tests/ is on the path
+from memory_holder import alone, go_exclusive, held, hold, release  # tests/ is on the path
 
 from arena.evaluation.memory import PROCESS_BYTES, MemoryAccount, capacity_of, open_account, wait_to_start
 
@@ -304,3 +305,64 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+
+
+def _answered(p, timeout: float) -> bool:
+    """Whether the holder process said something within ``timeout`` seconds."""
+    return bool(select.select([p.stdout], [], [], timeout)[0])
+
+
+def test_an_exclusive_retry_waits_for_the_others_work_keeps_new_work_out_and_ends_with_its_reservation():
+    """A piece that ran out of memory though the account had room is retried beside no other
+    work (``MemoryAccount.exclusive``): it waits until another process's work is given back, and
+    meanwhile work that would fit waits behind it and no evaluation starts; once in, nothing of
+    another process fits beside it; it ends when this process's reservation does."""
+    cap = 8 * GIB
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    acct.stand(1)
+    other = hold(KEY, cap, GIB)                          # another evaluation's work in flight
+    third = None
+    try:
+        with acct.reserve(GIB, "a config that ran out of memory"):
+            entered = threading.Event()
+            t = threading.Thread(target=lambda: (acct.exclusive(), entered.set()))
+            t.start()
+            assert not entered.wait(0.5)                 # the other's work is held
+            third = hold(KEY, cap, GIB, wait=False)      # 3 of 8 GiB held: it would fit, but waits behind
+            assert not _answered(third, 0.5)
+            assert acct.blocking() is not None           # and no new evaluation starts
+            release(other)
+            assert entered.wait(30)
+            t.join(30)
+            assert acct.exclusives == 1 and acct.held() >= cap
+            assert not _answered(third, 0.5)             # nothing of another process beside it
+        assert held(third) == 1                          # the reservation ended, and the exclusive entry with it
+        assert acct.blocking() is None
+    finally:
+        for p in (other, third):
+            if p is not None:
+                p.kill()
+        acct.sit()
+
+
+def test_two_exclusive_retries_holding_work_do_not_wait_for_each_other():
+    """Two evaluations each holding work, each asking to run beside no other work: the one that
+    asked first goes in (the later one's work does not keep it out: that one waits behind it),
+    the later one when the first one's reservation ends."""
+    cap = 8 * GIB
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    other = hold(KEY, cap, 2 * GIB)
+    try:
+        with acct.reserve(2 * GIB, "a config that ran out of memory"):
+            entered = threading.Event()
+            t = threading.Thread(target=lambda: (acct.exclusive(), entered.set()))
+            t.start()
+            assert not entered.wait(0.5)                 # the other's work is held, and it asks nothing yet
+            go_exclusive(other)                          # now it asks too, after this one, holding its work
+            assert entered.wait(30)
+            t.join(30)
+            assert not _answered(other, 0.5)             # it waits behind this one
+        alone(other)                                     # this reservation ended: the other's turn
+        release(other)
+    finally:
+        other.kill()

@@ -278,7 +278,8 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
     took the lock exclusive, the number of sections, of tries that found readers inside and
     the seconds its writer waited for them (``writer_wait_s``, part of the lock wait); where it
     waited for room in the GPU's memory account, how often and how long (``memory_waits``,
-    ``memory_wait_s``: outside the lock); inside the exclusive sections, the host's seconds by
+    ``memory_wait_s``: outside the lock), and how many retries after running out of memory ran
+    beside no other work (``memory_exclusives``); inside the exclusive sections, the host's seconds by
     part (``alone_<part>_s``: arena.timing.timer's parts, and ``served``, the remote steps'
     own time in their processes, the rest of those steps being the channel, and of ``served``
     the parts those processes counted: ``alone_<flush|call|wait|marker|threads>_s``); of the
@@ -301,6 +302,7 @@ def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:
         for k in ("lock_wait_s", "shared_s", "off_gpu_s", "alone_s"):
             out[k] += float(r.get(k) or 0.0)
         for k in ("shared_n", "exclusive_n", "failed_tries", "writer_wait_s", "memory_wait_s", "memory_waits",
+                  "memory_exclusives",
                   *(k for k in r if re.fullmatch(r"(alone|held|over)_[a-z]{1,12}_s|records_[a-z]{1,8}_[sn]", k))):
             if r.get(k):
                 out[k] = out.get(k, 0.0) + float(r[k])

@@ -109,7 +109,9 @@ class MemoryAccount:
         self.waited_s = 0.0
         self.waits = 0
         self.peak = 0
+        self.exclusives = 0
         self._mine: dict[str, int] = {}
+        self._exclusive: str | None = None
 
     @property
     def active(self) -> bool:
@@ -142,7 +144,7 @@ class MemoryAccount:
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
-    def _try(self, key: str, nbytes: int, what: str, standing: bool = False) -> bool:
+    def _try(self, key: str, nbytes: int, what: str, standing: bool = False, exclusive: bool = False) -> bool:
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
             held = self._read()
@@ -155,17 +157,33 @@ class MemoryAccount:
                 return True
             counted = {k: v for k, v in held.items() if not v.get("pending")}
             total = sum(int(v["bytes"]) for v in counted.values())
+            since = float(held.get(key, {}).get("since", now))
+            if exclusive:
+                # in when no other process holds work, but for processes whose own exclusive wait began after
+                # this one's (they wait behind it, holding what they held: were they counted, two such waiters
+                # would each wait for the other)
+                after = {v["pid"] for k, v in held.items() if v.get("pending") and v.get("exclusive")
+                         and v["pid"] != me and (float(v["since"]), k) > (since, key)}
+                if not any(v["pid"] != me and not v.get("standing") and v["pid"] not in after
+                           for v in counted.values()):
+                    held[key] = {**entry, "exclusive": True, "alone": True}
+                    self._write(held)
+                    return True
+                held[key] = {**entry, "since": since, "pending": True, "exclusive": True, "large": True}
+                self._write(held)
+                return False
             # a process that holds memory for work already is never made to wait for more (two holders waiting
-            # on each other would never wake); otherwise in when it fits
+            # on each other would never wake); otherwise in when it fits, and no other process waits to run
+            # beside no other work (``exclusive``: else work that keeps coming would keep it waiting)
             mine = any(v["pid"] == me and not v.get("standing") for v in counted.values())
-            if mine or total + nbytes <= self.capacity:
+            queued = any(v.get("exclusive") and v.get("pending") and v["pid"] != me for v in held.values())
+            if mine or (total + nbytes <= self.capacity and not queued):
                 held[key] = entry
                 self._write(held)
                 return True
             # or alone on the GPU: nothing of another process held but the processes of evaluations that began
             # to wait after this one (they hold no work, and wait behind it: were they counted, two such
             # waiters would each wait for the other's processes to end)
-            since = float(held.get(key, {}).get("since", now))
             later = {v["pid"] for k, v in held.items() if v.get("pending") and v["pid"] != me
                      and (float(v["since"]), k) > (since, key)}
             if not any(v["pid"] != me and not (v.get("standing") and v["pid"] in later) for v in counted.values()):
@@ -280,6 +298,33 @@ class MemoryAccount:
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
+    def exclusive(self, what: str = "", wait: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
+        """Wait until no other process holds work in the account, then hold the GPU's whole
+        capacity until this process's reservations end: nothing of another process fits beside
+        it, and no evaluation starts (``blocking``). The other evaluations' processes stay (their
+        contexts, in their standing entries); their work drains. For a piece of work that ran
+        out of device memory though the account had room for it (the allocator's slack, memory
+        no estimate covers): its retry runs beside no other work. With 12 evaluations on an
+        H100, once processes stood for what they hold, one check in 615 verdicts ran out so."""
+        if not self.active or self._exclusive is not None:
+            return
+        key = f"{os.getpid()}:exclusive"
+        what = what or "a retry beside no other work"
+        t0 = time.monotonic()
+        try:
+            if not self._try(key, self.capacity, what, exclusive=True):
+                with wait() if wait is not None else contextlib.nullcontext():
+                    while not self._try(key, self.capacity, what, exclusive=True):
+                        time.sleep(self.poll_s)
+        except BaseException:
+            self._release(key)
+            raise
+        self.waited_s += time.monotonic() - t0
+        self.exclusives += 1
+        self._exclusive = key
+        if not any(k != "standing" for k in self._mine):     # held outside any reservation: until the next ends
+            self._mine[key] = 0
+
     @contextlib.contextmanager
     def reserve(self, nbytes: int, what: str = "",
                 wait: Callable[[], contextlib.AbstractContextManager] | None = None) -> Iterator[None]:
@@ -306,6 +351,10 @@ class MemoryAccount:
             self._mine.pop(key, None)
             if self.active and nbytes:
                 self._release(key)
+            if self._exclusive is not None and not any(k not in ("standing", self._exclusive) for k in self._mine):
+                self._mine.pop(self._exclusive, None)
+                self._release(self._exclusive)
+                self._exclusive = None
 
 
 def allowance(io_bytes: int, mapped_bytes: int) -> int:

@@ -102,8 +102,9 @@ def retry_after_oom(ev: EvaluationState, result: Any, retry: int) -> bool:
     than its allowance: the result becomes its failure (``ev.fatal``). Where another
     evaluation's candidate does, after waiting until it no longer does (its own evaluation
     stops it at its next check). Otherwise up to ``OOM_RETRIES`` times, after the memory this
-    process caches is given back and a pause (the others give theirs back after each config):
-    the shortage is the harness's."""
+    process caches is given back, beside no other evaluation's work (``MemoryAccount.exclusive``,
+    until this piece's reservation ends; a pause without an account): the shortage is the
+    harness's."""
     if not ev.gpu or result.status is Status.PASSED or not out_of_memory(result.message) or ev.lost:
         return False
     cause = ev.memory_cause()
@@ -123,6 +124,9 @@ def retry_after_oom(ev: EvaluationState, result: Any, retry: int) -> bool:
             result.status, result.message = cause.status, cause.message
             ev.fatal = cause
             return False
+    elif ev.memory.active:
+        # the account had room and the device had not: the retry runs beside no other evaluation's work
+        ev.memory.exclusive(f"retrying {ev.task.id} after running out of memory", wait=ev.waiting)
     else:
         time.sleep(0.5 * 6 ** retry)
     return True

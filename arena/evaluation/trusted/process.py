@@ -594,6 +594,7 @@ class Evaluation:
             "alone_s": lk.alone_s,
             "memory_wait_s": self.memory.waited_s,
             "memory_waits": self.memory.waits,
+            "memory_exclusives": self.memory.exclusives,
         }
         for label, secs in lk.held_by.items():  # the shared sections, by what they were for
             now[f"held_{label}_s"] = secs
