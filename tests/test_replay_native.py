@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from arena.evaluation.candidate.native_recorder import OP_ALLOC, OP_COPY, OP_FILL, OP_FREE, OP_LAUNCH, OP_REFUSE, parse
+from arena.evaluation.candidate.native_recorder import (
+    OP_ALLOC,
+    OP_COPY,
+    OP_EVENT,
+    OP_FILL,
+    OP_FREE,
+    OP_LAUNCH,
+    OP_REFUSE,
+    OP_WAIT,
+    parse,
+)
 from arena.evaluation.protocol import (
     CANDIDATE_REPLIES,
     CalledReply,
@@ -86,14 +96,76 @@ def test_a_log_becomes_a_record_with_its_pointers_as_places():
 
 
 @pytest.mark.parametrize("log, words", [
-    (_scale(stream=0x1234), "on a stream other than the call's"),
-    (struct.pack("<I", OP_REFUSE) + _text("cudaStreamCreate: the calls are replayed on one stream"),
-     "cudaStreamCreate"),
+    (b"".join(_scale(stream=0x1000 + k) for k in range(8)), "more than 8 streams"),
+    (struct.pack("<I", OP_REFUSE) + _text("cudaLaunchCooperativeKernel: cooperative launches are not replayed"),
+     "cudaLaunchCooperativeKernel"),
     (_scale()[:-3], "cannot be read"),
     (struct.pack("<I", 99), "an entry of kind 99"),
 ])
 def test_what_a_log_cannot_mean_is_the_refusal(log, words):
     assert words in parse(log, False, BUFFERS, [], STREAM).refused
+
+
+def _event(event: int, stream: int) -> bytes:
+    return struct.pack("<IQQ", OP_EVENT, event, stream)
+
+
+def _wait(stream: int, event: int) -> bytes:
+    return struct.pack("<IQQ", OP_WAIT, stream, event)
+
+
+SIDE, OTHER = 0x6000_0000, 0x6000_1000          # streams the candidate created
+NON_BLOCKING = [(SIDE, 1), (OTHER, 1)]
+
+
+def _shape(rec: CallRecord) -> list[tuple]:
+    return [(op.kind, op.stream, op.event if op.kind in ("event", "wait") else None) for op in rec.ops]
+
+
+def test_a_call_s_streams_and_the_events_between_them_are_recorded():
+    """Work forked onto streams the candidate made and joined back by events: each stream a
+    number of its own in the order of first use (the call's stream 0), each event recorded in
+    the call a number, each wait for one of them kept; a wait for an event recorded before the
+    call (its work done before the call began) is left out."""
+    fork, join_a, join_b, old = 0xE1, 0xE2, 0xE3, 0xE0
+    log = (_event(fork, STREAM) + _wait(SIDE, fork) + _wait(OTHER, old)
+           + _scale(stream=SIDE) + _scale(stream=OTHER) + _event(join_a, SIDE) + _event(join_b, OTHER)
+           + _wait(STREAM, join_a) + _wait(STREAM, join_b) + _scale())
+    rec = parse(log, False, BUFFERS, [], STREAM, NON_BLOCKING)
+    assert not rec.refused
+    assert _shape(rec) == [("event", 0, 0), ("wait", 1, 0), ("launch", 1, None), ("launch", 2, None),
+                           ("event", 1, 1), ("event", 2, 2), ("wait", 0, 1), ("wait", 0, 2), ("launch", 0, None)]
+    _Checks().check(rec, BUFFERS)
+
+
+def test_the_legacy_default_stream_s_implicit_order_is_written_out_as_events():
+    """Called on the legacy default stream: its work waits for the work before it on every
+    blocking stream, and a blocking stream's work for the legacy stream's before it (CUDA's
+    implicit synchronisation, which a replay on streams of its own would not have); a stream
+    made non-blocking orders against nothing, and a stream the recorder did not see made is
+    taken as blocking."""
+    blocking, free, unseen = 0x7000_0000, 0x7000_1000, 0x7000_2000
+    created = [(blocking, 0), (free, 1)]
+    log = (_scale(stream=0) + _scale(stream=blocking) + _scale(stream=free)   # 0, then 1 (after 0), 2
+           + _scale(stream=0)                                                  # after 1's work, not 2's
+           + _scale(stream=unseen))                                            # after the legacy work
+    rec = parse(log, False, BUFFERS, [], 0, created)
+    assert not rec.refused
+    assert _shape(rec) == [("launch", 0, None),
+                           ("event", 0, 0), ("wait", 1, 0), ("launch", 1, None),
+                           ("launch", 2, None),
+                           ("event", 1, 1), ("wait", 0, 1), ("launch", 0, None),
+                           ("event", 0, 2), ("wait", 3, 2), ("launch", 3, None)]
+    _Checks().check(rec, BUFFERS)
+
+
+def test_a_native_record_s_streams_and_events_are_checked():
+    ok = [RecordedOp(kind="event", stream=1, event=0), RecordedOp(kind="wait", stream=0, event=0)]
+    _Checks().check(CallRecord(ops=ok), BUFFERS)
+    with pytest.raises(Refused, match="which no earlier operation recorded"):
+        _Checks().check(CallRecord(ops=[RecordedOp(kind="wait", stream=0, event=3)]), BUFFERS)
+    with pytest.raises(Refused, match="streams at most"):
+        _Checks().check(CallRecord(ops=[_scale_op(stream=8)]), BUFFERS)
 
 
 def test_a_log_past_the_recorders_bound_is_refused():
@@ -268,6 +340,9 @@ __global__ void scale_kernel(const float* x, float* y, int64_t n, float a) {
 extern "C" int scale(const float* x, float* y, int64_t n, float a, hipStream_t s) {
     (void)hipMemsetAsync(y, 7, (size_t)n * sizeof(float), s);
     (void)hipMemcpyAsync(y, x, 64, hipMemcpyDeviceToDevice, s);
+    hipEvent_t e = nullptr;
+    (void)hipEventRecord(e, s);
+    (void)hipStreamWaitEvent(s, e, 0);
     float host[4] = {1, 2, 3, 4};
     (void)hipMemcpyAsync(y, host, sizeof host, hipMemcpyHostToDevice, s);
     return 0;
@@ -297,7 +372,8 @@ def test_the_recorder_linked_into_a_build_writes_what_the_parser_reads(tmp_path)
     log = ctypes.string_at(data.value, size.value)
     rec = parse(log, False, [(x, 4096), (y, 4096)], [], stream)
     assert "a copy from host memory" in rec.refused
-    fill, copy = rec.ops
+    fill, copy, event, wait = rec.ops
+    assert (event.kind, event.stream, wait.kind, wait.stream, wait.event) == ("event", 0, "wait", 0, event.event)
     assert fill.kind == "fill" and fill.value == 7 and fill.dst == View(Place("buffer", 1, 0), "uint8", [4096], [1])
     assert copy.kind == "copy" and copy.src.place == Place("buffer", 0, 0) and copy.dst.sizes == [64]
     begin()  # nothing recorded outside a call; each call's log its own

@@ -4,11 +4,13 @@
 // --wrap for each runtime call below, so that the candidate's object reaches these first. A
 // wrapper passes the call on unchanged; while a call is recorded (arena_rec_begin ..
 // arena_rec_end) it also writes down what the call asked of the device: launches (the kernel's
-// name, grid, block, dynamic shared memory, stream and each parameter's bytes), fills and
-// device-to-device copies; and it refuses, by a message in the log, what a replay cannot do
-// again (a copy from the host, another stream, events, cooperative launches). Allocations are
-// followed at all times, so that a pointer into memory the candidate allocated (now or in an
-// earlier call) can be named in the record.
+// name, grid, block, dynamic shared memory, stream and each parameter's bytes), fills,
+// device-to-device copies, events recorded on a stream and streams made to wait for one; and
+// it refuses, by a message in the log, what a replay cannot do again (a copy from the host,
+// cooperative launches). Allocations and the streams the candidate creates (with their flags:
+// a blocking stream orders against the legacy default stream) are followed at all times, so
+// that a pointer into memory the candidate allocated (now or in an earlier call) can be named
+// in the record, and a stream made in an earlier call is known.
 //
 // Nothing here is trusted: this code runs in the candidate's process beside the candidate's.
 // What the candidate gains by changing it is a record that does not hold its work, which the
@@ -22,7 +24,7 @@
 extern "C" {
 
 // ---- the log -----------------------------------------------------------------------------
-enum { OP_LAUNCH = 1, OP_FILL = 2, OP_COPY = 3, OP_ALLOC = 4, OP_FREE = 5, OP_REFUSE = 6 };
+enum { OP_LAUNCH = 1, OP_FILL = 2, OP_COPY = 3, OP_ALLOC = 4, OP_FREE = 5, OP_REFUSE = 6, OP_EVENT = 7, OP_WAIT = 8 };
 static const size_t LOG_MAX = 64u << 20;        // a record's log is refused past this
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -84,6 +86,59 @@ static void note_free(void* ptr) {
     if (g_allocs[i].live && g_allocs[i].ptr == (uint64_t)(uintptr_t)ptr) g_allocs[i].live = 0;
   if (g_on) { put_u32(OP_FREE); put_u64((uint64_t)(uintptr_t)ptr); }
   pthread_mutex_unlock(&g_mu);
+}
+
+// ---- streams the candidate creates, followed at all times ---------------------------------
+struct Strm { uint64_t ptr; uint32_t flags; };
+static Strm g_streams[256];
+static size_t g_nstreams = 0;
+
+static void note_stream(cudaStream_t s, unsigned flags) {
+  pthread_mutex_lock(&g_mu);
+  size_t i = 0;
+  while (i < g_nstreams && g_streams[i].ptr != (uint64_t)(uintptr_t)s) ++i;
+  if (i == g_nstreams && g_nstreams < sizeof g_streams / sizeof g_streams[0]) ++g_nstreams;
+  if (i < g_nstreams) { g_streams[i].ptr = (uint64_t)(uintptr_t)s; g_streams[i].flags = flags; }
+  pthread_mutex_unlock(&g_mu);
+}
+
+cudaError_t __real_cudaStreamCreate(cudaStream_t*);
+cudaError_t __wrap_cudaStreamCreate(cudaStream_t* s) {
+  cudaError_t err = __real_cudaStreamCreate(s);
+  if (err == cudaSuccess && s) note_stream(*s, cudaStreamDefault);
+  return err;
+}
+cudaError_t __real_cudaStreamCreateWithFlags(cudaStream_t*, unsigned);
+cudaError_t __wrap_cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  cudaError_t err = __real_cudaStreamCreateWithFlags(s, flags);
+  if (err == cudaSuccess && s) note_stream(*s, flags);
+  return err;
+}
+cudaError_t __real_cudaStreamCreateWithPriority(cudaStream_t*, unsigned, int);
+cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int priority) {
+  cudaError_t err = __real_cudaStreamCreateWithPriority(s, flags, priority);
+  if (err == cudaSuccess && s) note_stream(*s, flags);
+  return err;
+}
+
+// ---- events between streams ---------------------------------------------------------------
+cudaError_t __real_cudaEventRecord(cudaEvent_t, cudaStream_t);
+cudaError_t __wrap_cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (g_on) {
+    pthread_mutex_lock(&g_mu);
+    put_u32(OP_EVENT); put_u64((uint64_t)(uintptr_t)e); put_u64((uint64_t)(uintptr_t)s);
+    pthread_mutex_unlock(&g_mu);
+  }
+  return __real_cudaEventRecord(e, s);
+}
+cudaError_t __real_cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned);
+cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+  if (g_on) {
+    pthread_mutex_lock(&g_mu);
+    put_u32(OP_WAIT); put_u64((uint64_t)(uintptr_t)s); put_u64((uint64_t)(uintptr_t)e);
+    pthread_mutex_unlock(&g_mu);
+  }
+  return __real_cudaStreamWaitEvent(s, e, flags);
 }
 
 // ---- kernels: the registration's host stub -> device name, the launch handle -> stub -------
@@ -268,13 +323,6 @@ ARENA_REFUSED(cudaMemcpyToSymbol, "a copy from host memory (a replay does not ca
 ARENA_REFUSED(cudaMemcpyToSymbolAsync, "a copy from host memory (a replay does not carry the host's data)",
               (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t st),
               (sym, src, n, off, k, st))
-ARENA_REFUSED(cudaStreamCreate, "the calls are replayed on one stream", (cudaStream_t* s), (s))
-ARENA_REFUSED(cudaStreamCreateWithFlags, "the calls are replayed on one stream", (cudaStream_t* s, unsigned f), (s, f))
-ARENA_REFUSED(cudaStreamCreateWithPriority, "the calls are replayed on one stream",
-              (cudaStream_t* s, unsigned f, int p), (s, f, p))
-ARENA_REFUSED(cudaStreamWaitEvent, "events between streams are not replayed",
-              (cudaStream_t s, cudaEvent_t e, unsigned f), (s, e, f))
-ARENA_REFUSED(cudaEventRecord, "events are not replayed", (cudaEvent_t e, cudaStream_t s), (e, s))
 
 // ---- read from Python (arena.evaluation.candidate.native_recorder) ------------------------------------------------
 int arena_rec_begin(void) {
@@ -306,6 +354,18 @@ size_t arena_rec_live(uint64_t* out, size_t max) {
       out[3 * n + 2] = g_allocs[i].size;
       ++n;
     }
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+// the streams the candidate created: (address, flags) as two 64-bit words each
+size_t arena_rec_streams(uint64_t* out, size_t max) {
+  pthread_mutex_lock(&g_mu);
+  size_t n = 0;
+  for (; n < g_nstreams && n < max; ++n) {
+    out[2 * n] = g_streams[n].ptr;
+    out[2 * n + 1] = g_streams[n].flags;
+  }
   pthread_mutex_unlock(&g_mu);
   return n;
 }

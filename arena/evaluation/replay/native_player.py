@@ -6,10 +6,12 @@ code of the candidate's is loaded), and replays each record on the call's buffer
 driver's ``cuLaunchKernel``: a kernel by its name in that code, each parameter the record's
 bytes with its pointers set to this process's mapping of the memory they name. Memory the
 candidate allocated and keeps between calls (``kept``) gets memory of the same size here,
-kept as long as the evaluation. Every field is checked first against the kernel's parameters
-as the driver reads them from the code (``cuFuncGetParamInfo``) and the bounds of
-``arena.evaluation.record``; a record that names a kernel the build does not hold, a parameter of the
-wrong size or a pointer outside the call's memory is refused (``Refused``).
+kept as long as the evaluation. The call's other streams and the events between them are
+streams and events of this process's own (``arena.evaluation.replay.player.CallStreams``).
+Every field is checked first against the kernel's parameters as the driver reads them from
+the code (``cuFuncGetParamInfo``) and the bounds of ``arena.evaluation.record``; a record that
+names a kernel the build does not hold, a parameter of the wrong size or a pointer outside the
+call's memory is refused (``Refused``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Sequence
 
 from arena.evaluation.protocol import CallRecord, KernelCode, Place, RecordedOp, View
 from arena.evaluation.record import MAX_ARGS, MAX_GRID, MAX_OPS, MAX_SCRATCH_BYTES
-from arena.evaluation.replay.player import POISON_BYTE, Refused, check_place, check_view
+from arena.evaluation.replay.player import POISON_BYTE, CallStreams, Refused, check_place, check_stream, check_view
 
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
@@ -90,10 +92,12 @@ class NativeChecks:
                 raise Refused(f"kept memory of {k.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a candidate may keep")
             sizes[k.serial] = k.nbytes
         kept = {k.serial: k.nbytes for k in record.kept}
+        recorded: set[int] = set()
         for k, op in enumerate(record.ops):
             where = f"operation {k} ({op.kind})"
-            if op.stream:      # its recorder refuses another stream, so a record that names one was made otherwise
-                raise Refused(f"{where}: on stream {op.stream}: a HIP candidate's calls are replayed on one stream")
+            check_stream(op, recorded, where)
+            if op.kind in ("event", "wait"):
+                continue
             if op.kind == "fill":
                 _check_bytes(op.dst, regions, f"{where}, its target", kept)
                 if not isinstance(op.value, int) or isinstance(op.value, bool) or not 0 <= op.value <= 255:
@@ -177,6 +181,7 @@ class NativePlayer(NativeChecks):
         self.functions: dict[str, tuple[ctypes.c_void_p, list[tuple[int, int]]]] = {}
         self.shared_set: dict[str, int] = {}
         self.kept: dict[int, Any] = {}  # serial -> this process's memory for it
+        self.streams = CallStreams(torch)
         self._packed: dict[tuple[int, int, tuple[int, ...]], list[Any]] = {}
 
     def function(self, name: str) -> tuple[ctypes.c_void_p, list[tuple[int, int]]]:
@@ -206,13 +211,18 @@ class NativePlayer(NativeChecks):
 
     def replay(self, record: CallRecord, buffers: Sequence[Any], poison: bool = False) -> None:
         """The record's work on ``buffers`` (this process's mapping of the call's buffers), on
-        the current stream. (``poison``: kept memory was poisoned when it was made; it is
-        the candidate's between calls, as its own memory is.)"""
+        the current stream and the record's others (``CallStreams``). (``poison``: kept memory
+        was poisoned when it was made; it is the candidate's between calls, as its own memory is.)"""
         torch = self.torch
-        stream = torch.cuda.current_stream().cuda_stream
+        main = torch.cuda.current_stream()
+        streams = self.streams.open(record, main)
+        events: dict[int, Any] = {}
         starts = [0 if t is None else t.data_ptr() for t in buffers]
         for k, op in enumerate(record.ops):
-            if op.kind == "launch":
+            stream = streams[op.stream].cuda_stream
+            if op.kind in ("event", "wait"):
+                self.streams.event(op, streams[op.stream], events)
+            elif op.kind == "launch":
                 fn, _ = self.function(op.kernel)
                 params = self._params(record, k, op, buffers)
                 if op.shared > DEFAULT_SHARED and self.shared_set.get(op.kernel, DEFAULT_SHARED) < op.shared:
@@ -243,6 +253,7 @@ class NativePlayer(NativeChecks):
                     ),
                     "a recorded copy",
                 )
+        self.streams.join(main, streams)
 
     def _address(self, place: Place, starts: Sequence[int]) -> int:
         """A checked place's address in this process."""

@@ -59,7 +59,7 @@ class Player:
         self.cache = Path(triton_cache) if triton_cache is not None else Path(workdir) / "replay-cache"
         self.compiled: dict[str, Any] = {}      # kernel id -> Triton's CompiledKernel
         self.names: dict[str, str] = {}         # kernel id -> its name
-        self.side_streams: list[Any] = []       # the records' streams past the first, made once
+        self.streams = CallStreams(torch)       # the records' streams past the first, made once
 
     def _target(self) -> Any:
         if self.target is None:
@@ -162,7 +162,7 @@ class Player:
         regions = [_region_bytes(torch, t) for t in buffers]
         scratch: list[Any] = []
         main = torch.cuda.current_stream()
-        streams = self._streams(record, main)
+        streams = self.streams.open(record, main)
         events: dict[int, Any] = {}
         for op in record.ops:
             st = streams[op.stream]
@@ -172,12 +172,7 @@ class Player:
                 kernel.run(op.grid[0], op.grid[1], op.grid[2], st.cuda_stream, kernel.function, kernel.packed_metadata,
                            None, None, None, *args)
             elif op.kind in ("event", "wait"):
-                if op.kind == "event":
-                    if op.event not in events:
-                        events[op.event] = torch.cuda.Event()
-                    events[op.event].record(st)
-                else:
-                    st.wait_event(events[op.event])
+                self.streams.event(op, st, events)
             else:
                 with torch.cuda.stream(st):   # torch's work on the stream the call asked it on
                     if op.kind == "alloc":
@@ -194,27 +189,51 @@ class Player:
                         src = _tensor(torch, op.src, regions, scratch)
                         if dst is not None and src is not None:
                             dst.copy_(src)
-        for st in streams[1:]:        # the call's stream waits for every other before the call is over
-            if st is not None:
-                main.wait_event(st.record_event())
+        self.streams.join(main, streams)
 
-    def _streams(self, record: CallRecord, main: Any) -> list[Any]:
-        """The record's streams: the current one first, then streams of this process's own,
-        each made to wait for the current one first (their work starts after what came before
-        the call: the flush, the gate)."""
+
+class CallStreams:
+    """A record's streams in a replay process (one mechanism for Triton's records and native
+    ones): the current stream is the record's stream 0; its others are streams of this
+    process's own, made once and kept; each starts after what came before the call (the flush,
+    the gate), and the current stream waits for all of them before the call is over. Events are
+    the record's own: recorded on a stream, waited for by another."""
+
+    def __init__(self, torch: Any):
+        self.torch = torch
+        self.side: list[Any] = []
+
+    def open(self, record: CallRecord, main: Any) -> list[Any]:
+        """The streams of ``record`` by number, ``main`` first (None for a number it does not use)."""
         used = {op.stream for op in record.ops}
         if len(used) <= 1 and 0 in used or not used:
             return [main]
-        while len(self.side_streams) < max(used):
-            self.side_streams.append(self.torch.cuda.Stream())
+        while len(self.side) < max(used):
+            self.side.append(self.torch.cuda.Stream())
         start = main.record_event()
         out: list[Any] = [main]
         for k in range(1, max(used) + 1):
-            st = self.side_streams[k - 1] if k in used else None
+            st = self.side[k - 1] if k in used else None
             if st is not None:
                 st.wait_event(start)
             out.append(st)
         return out
+
+    def event(self, op: RecordedOp, st: Any, events: dict[int, Any]) -> None:
+        """An ``event`` operation recorded on ``st``, or ``st`` made to wait for one (``wait``)."""
+        if op.kind == "event":
+            if op.event not in events:
+                events[op.event] = self.torch.cuda.Event()
+            events[op.event].record(st)
+        else:
+            st.wait_event(events[op.event])
+
+    @staticmethod
+    def join(main: Any, streams: list[Any]) -> None:
+        """The call's stream waits for every other before the call is over."""
+        for st in streams[1:]:
+            if st is not None:
+                main.wait_event(st.record_event())
 
 
 def check_stream(op: RecordedOp, recorded: set[int], where: str) -> None:
