@@ -295,6 +295,55 @@ def get_init_inputs():
     assert load_task(folder).shape_space["depth"] == {"choices": [2]}
 
 
+def test_kernelbench_model_whose_init_reads_values_is_built_where_the_inputs_are(tmp_path):
+    """A module called through the model whose __init__ reads a tensor's value (Swin's drop-path
+    rates: ``.item()`` of a linspace) cannot be built on the meta device: the reference builds it
+    where the inputs are instead, and matches the original's forward."""
+    problem = tmp_path / "rated_stack.py"
+    problem.write_text('''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, rate):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.rate = rate
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) * (1.0 - self.rate) + x
+
+
+class Model(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        rates = [r.item() for r in torch.linspace(0, 0.2, depth)]
+        self.blocks = nn.ModuleList([Block(dim, rates[i]) for i in range(depth)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+batch = 12
+dim = 40
+depth = 3
+
+
+def get_inputs():
+    return [torch.randn(batch, dim)]
+
+
+def get_init_inputs():
+    return [dim, depth]
+''')
+    result = import_kernelbench(problem, tmp_path / "out")
+    assert result.ok, result.report()
+    assert _reference_matches_forward(result.folder, problem) < 1e-5
+    assert "torch.func.functional_call" in (result.folder / "reference.py").read_text()
+
+
 PROBLEM = '''import torch
 import torch.nn as nn
 

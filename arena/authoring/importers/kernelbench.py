@@ -921,11 +921,23 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         )
         mapping = ", ".join(f"{'.'.join(p)!r}: {names[p]}" for p in used_paths)
         fwd_args = ", ".join(problem.params)
+        build = f"{problem.cls.name}({', '.join(init_args)})"
+        lines = ["with torch.device('meta'):", f"    model = {build}"]
+        if first_float:
+            # built on the meta device (no memory, no initialisation), unless its __init__ reads values there
+            # (.item()): then where the inputs are
+            lines = [
+                "try:",
+                *(f"    {ln}" for ln in lines),
+                f"    model = model.to_empty(device={first_float}.device)",
+                "except (RuntimeError, NotImplementedError):  # its __init__ reads values: built where the inputs are",
+                f"    with torch.device({first_float}.device):",
+                f"        model = {build}",
+                f"model = model.to({first_float}.dtype)",
+            ]
         body_text = "\n".join(
             [
-                "with torch.device('meta'):",
-                f"    model = {problem.cls.name}({', '.join(init_args)})",
-                f"model = model.to_empty(device={first_float}.device).to({first_float}.dtype)" if first_float else "",
+                *lines,
                 f"return torch.func.functional_call(model, {{{mapping}}}, "
                 f"({fwd_args}{',' if len(problem.params) == 1 else ''}))",
             ]
