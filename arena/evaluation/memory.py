@@ -305,7 +305,9 @@ class MemoryAccount:
         contexts, in their standing entries); their work drains. For a piece of work that ran
         out of device memory though the account had room for it (the allocator's slack, memory
         no estimate covers): its retry runs beside no other work. With 12 evaluations on an
-        H100, once processes stood for what they hold, one check in 615 verdicts ran out so."""
+        H100, once processes stood for what they hold, nine evaluations of 615 verdicts ran out
+        so, each once, and passed on this retry; with a pause before the retry instead, one of
+        them had failed."""
         if not self.active or self._exclusive is not None:
             return
         key = f"{os.getpid()}:exclusive"
