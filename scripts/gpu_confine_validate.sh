@@ -14,14 +14,7 @@ SECS=${4:-540}
 AGENTS=${5:-solution,specialised}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-# the run reads its code from a copy of the checkout: a checkout replaced while the run goes on (a fresh copy
-# of the same commit put on the machine) once left three evaluations without a module they imported late
-TREE=$(mktemp -d)/checkout
-mkdir -p "$TREE"
-cp -r arena tasks configs scripts pyproject.toml "$TREE"/
-[ -d .whl ] && cp -r .whl "$TREE"/
-cd "$TREE"
-source scripts/gpu_env.sh
+source scripts/gpu_tree.sh
 export ARENA_SECCOMP_LEARN="$OUT/learned.txt"
 : > "$ARENA_SECCOMP_LEARN"
 RUN=/tmp/arena-confine

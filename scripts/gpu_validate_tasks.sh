@@ -4,21 +4,28 @@
 # (WORKERS=N: N evaluations side by side on the GPU, default 1)
 # The built-in agents run once (baseline for correctness; solution and specialised timed, on
 # seen, held-out and random shapes) and `arena tasks check` reuses their verdicts, adding
-# the reference checks; OUTDIR gets check.md / check.json / records.jsonl / the logs.
+# the reference checks; OUTDIR gets check.md / check.json / records.jsonl.gz / the logs / time.txt.
+# The run reads its code from a copy of the checkout (gpu_tree.sh), so it may outlast one device call.
 set -uo pipefail
 SEL=${1:?usage: gpu_validate_tasks.sh SELECTOR OUTDIR}
 OUT=${2:?usage: gpu_validate_tasks.sh SELECTOR OUTDIR}
 mkdir -p "$OUT"
-source scripts/gpu_env.sh
+OUT=$(cd "$OUT" && pwd)
+source scripts/gpu_tree.sh
 RUN=/tmp/arena-validate/$(basename "$OUT")
 rm -rf "$RUN"
 W=${WORKERS:-1}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+mins() { python3 -c "import time; print(f'{(time.time() - $t0) / 60:.2f} min')"; }
+t0=$(date +%s.%N)
 python3 -m arena run --agent baseline --no-timing --tasks "$SEL" --split seen,heldout,random --out "$RUN" --quiet \
-  --workers-per-gpu "$W" \
-  > "$OUT/run.txt" 2>&1
+  --device cuda --workers-per-gpu "$W" > "$OUT/run.txt" 2>&1
+echo "baseline exit $? after $(mins)" | tee -a "$OUT/time.txt"
 python3 -m arena run --agent solution,specialised --tasks "$SEL" --split seen,heldout,random --out "$RUN" --resume \
-  --workers-per-gpu "$W" --quiet >> "$OUT/run.txt" 2>&1
-cp "$RUN/records.jsonl" "$OUT/records.jsonl"
+  --device cuda --workers-per-gpu "$W" --quiet >> "$OUT/run.txt" 2>&1
+echo "solution,specialised exit $? after $(mins)" | tee -a "$OUT/time.txt"
+gzip -c "$RUN/records.jsonl" > "$OUT/records.jsonl.gz"
 python3 -m arena tasks check "$SEL" --device cuda --from-run "$RUN" --json "$OUT/check.json" \
   --markdown "$OUT/check.md" > "$OUT/check.txt" 2>&1
+echo "tasks check exit $? after $(mins)" | tee -a "$OUT/time.txt"
 tail -n 60 "$OUT/check.txt"

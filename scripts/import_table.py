@@ -1,6 +1,7 @@
 """Import every problem of a suite's folders and tabulate what came out (CPU only; an AKA task is
 every folder holding a config.yaml beneath the folders given):
     python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N] [--json ROWS.json]
+        [--keep ROOT]
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
 import, does the folder validate as written, how many seen and held-out configs it has, whether
 it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
@@ -32,8 +33,8 @@ def stubs(folder: Path) -> list[str]:
     return out
 
 
-def one(args: tuple[str, str]) -> dict:
-    kind, path = args
+def one(args: tuple[str, str, str]) -> dict:
+    kind, path, keep = args
     t0 = time.perf_counter()
     row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "complete": False,
            "checked": False, "why": "", "folder": ""}
@@ -42,7 +43,7 @@ def one(args: tuple[str, str]) -> dict:
         from arena.authoring.importers.kernelbench import import_kernelbench
         from arena.taskdef.loader import load_task, validate_task_dir
 
-        root = Path(tempfile.mkdtemp(prefix="arena-import-"))
+        root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="arena-import-"))
         result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root)
         row["imported"] = result.folder is not None and result.folder.is_dir()
         if row["imported"]:
@@ -75,11 +76,11 @@ def one(args: tuple[str, str]) -> dict:
     return row
 
 
-def _worker(args: tuple[str, str], queue: mp.Queue) -> None:
+def _worker(args: tuple[str, str, str], queue: mp.Queue) -> None:
     queue.put(one(args))
 
 
-def run_all(kind: str, paths: list[str], jobs: int, timeout: float) -> list[dict]:
+def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = "") -> list[dict]:
     """Each problem in a process of its own, ``jobs`` at a time, killed past ``timeout``."""
     ctx = mp.get_context("spawn")
     rows: dict[str, dict] = {}
@@ -89,7 +90,7 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float) -> list[dict
         while todo and len(running) < jobs:
             p = todo.pop(0)
             q = ctx.Queue()
-            proc = ctx.Process(target=_worker, args=((kind, p), q), daemon=True)
+            proc = ctx.Process(target=_worker, args=((kind, p, keep), q), daemon=True)
             proc.start()
             running[p] = (proc, q, time.perf_counter())
         time.sleep(0.2)
@@ -119,12 +120,14 @@ def main() -> int:
     ap.add_argument("--json", help="also write the rows as JSON here")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
+                    "check --tasks-root` on a GPU); each problem goes to a scratch root otherwise")
     a = ap.parse_args()
     if a.kind == "kernelbench":
         paths = sorted(str(p) for f in a.folders for p in Path(f).glob("*.py"))
     else:
         paths = sorted(str(p.parent) for f in a.folders for p in Path(f).rglob("config.yaml"))
-    rows = run_all(a.kind, paths, a.jobs, a.timeout)
+    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep)
     by_folder: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_folder[str(Path(r["problem"]).parent.name)].append(r)
