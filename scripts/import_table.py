@@ -16,6 +16,7 @@ import argparse
 import collections
 import json
 import multiprocessing as mp
+import re
 import sys
 import tempfile
 import time
@@ -44,7 +45,14 @@ def one(args: tuple[str, str, str]) -> dict:
         from arena.taskdef.loader import load_task, validate_task_dir
 
         root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="arena-import-"))
-        result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root)
+        task_id = None
+        if keep:   # two problems of one name (KernelBench level 1 has two conv_standard_2d_square_input_...)
+            from arena.authoring.importers.common import resolve_task_id
+            _, name = resolve_task_id(None, Path(path).stem if kind == "kernelbench" else Path(path).name, ())
+            index = re.match(r"\d+", Path(path).name)
+            if any((root / c / name).exists() for c in ("torch2hip", "hip2hip", "triton2triton")):
+                task_id = f"{name}_{index.group() if index else 2}"
+        result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root, task_id=task_id)
         row["imported"] = result.folder is not None and result.folder.is_dir()
         if row["imported"]:
             row["folder"] = str(result.folder)

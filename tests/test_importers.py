@@ -150,6 +150,93 @@ def test_kernelbench_sizes_written_as_numbers_become_parameters_with_held_out_dr
     assert any("dim0 = 48, dim1 = 160, dim2 = 96" in d for d in _decisions(result.report()))
 
 
+def _imported(tmp_path, fixture: str):
+    result = import_kernelbench(FIX / f"{fixture}.py", tmp_path)
+    folder = tmp_path / "torch2hip" / fixture
+    assert result.ok and validate_task_dir(folder) == [], result.report()
+    return result, load_task(folder)
+
+
+def _refused_draws(task, src: Path, n: int = 24) -> list[dict]:
+    """Configs drawn from the task's shape space (as the random split draws) whose output shape the
+    original model does not give (or that it refuses)."""
+    from arena.taskdef.shapes import DrawLimits, draw_configs
+
+    bad = []
+    for c in draw_configs(task, n, 3, DrawLimits(max_tensor_bytes=1e15, max_roofline_bytes=1e18, max_flops=1e21)):
+        mod = _module(src, **dict(c.params))
+        try:
+            with torch.device("meta"):
+                out = mod.Model(*mod.get_init_inputs())(*mod.get_inputs())
+        except Exception:  # noqa: BLE001 - refused by the original
+            bad.append(dict(c.params))
+            continue
+        env = task.env(c)
+        if tuple(out.shape) != task.shape(task.outputs[0], env):
+            bad.append(dict(c.params))
+    return bad
+
+
+def test_kernelbench_an_axis_constant_is_not_probed_as_a_size(tmp_path):
+    """``reduce_dim = 1`` picks an axis: doubling it reduces another one, and two probes fit a line to
+    anything (the output's size was written ``4095 * reduce_dim - 4094`` and every drawn config refused)."""
+    _, task = _imported(tmp_path, "kb_axis_sum")
+    assert task.outputs[0].shape == ("batch_size", 1, "dim2")
+    assert _refused_draws(task, FIX / "kb_axis_sum.py") == []
+
+
+def test_kernelbench_a_strided_windows_quotient_gets_its_phase(tmp_path):
+    """An 11-wide, stride-4 convolution: the probes at 64, 128 and 192 fit ``size // 4 - 1``, which is wrong
+    for 171; the values just above the base tell the phase."""
+    _, task = _imported(tmp_path, "kb_strided_conv")
+    assert task.outputs[0].shape[2] == "(size + 1) // 4 - 1"
+    assert task.shape(task.outputs[0], {"batch_size": 2, "size": 171})[2] == (171 + 4 - 11) // 4 + 1
+    assert _refused_draws(task, FIX / "kb_strided_conv.py") == []
+
+
+@pytest.mark.parametrize("fixture, constraint", [
+    ("kb_group_norm", "features % num_groups == 0"),
+    ("kb_avgpool", "height >= kernel_size and width >= kernel_size"),
+])
+def test_kernelbench_a_relation_the_original_needs_becomes_the_spaces_constraint(tmp_path, fixture, constraint):
+    """Draws from the draft shape_space that the original refuses: the one relation between two parameters
+    that makes every refused draw valid is written as shape_space.constraint, and the author told."""
+    result, task = _imported(tmp_path, fixture)
+    assert task.shape_space["constraint"] == constraint
+    assert any(constraint in d and "confirm it" in d for d in _decisions(result.report()))
+    assert _refused_draws(task, FIX / f"{fixture}.py") == []
+    assert len(task.configs("heldout")) >= 4
+
+
+def test_kernelbench_pooling_sizes_with_a_padding_that_cannot_double_and_a_default_stride(tmp_path):
+    """A padding at half the kernel cannot be doubled, so it was not among the window's roles and the
+    output size stayed a number; an average pool's stride is its kernel."""
+    _, task = _imported(tmp_path, "kb_pools")
+    assert task.outputs[0].shape[2] == "length + 2 * padding - dilation * (kernel_size - 1)"
+    assert _refused_draws(task, FIX / "kb_pools.py") == []
+    _, task = _imported(tmp_path, "kb_avgpool")
+    assert task.outputs[0].shape[2:] == ("(height - (kernel_size - 1) - 1) // kernel_size + 1",
+                                         "(width - (kernel_size - 1) - 1) // kernel_size + 1")
+
+
+def test_a_one_value_output_is_degenerate_only_where_drawing_the_inputs_again_leaves_it_in_tolerance(tmp_path):
+    """A loss is one value: it has no spread (it was refused as "std 0" on every config). It is degenerate
+    where a constant would pass: a mean over 8M uniform draws moves by ~1e-4 when they are drawn again, within
+    float32's tolerance; over 2,048 it moves by far more."""
+    from arena.check.degeneracy import load_reference, reference_problems
+    from arena.taskdef.loader import Config
+
+    result, task = _imported(tmp_path, "kb_mse")
+    assert not result.check_problems, result.check_problems
+    ref = load_reference(task)
+    assert task.outputs[0].shape == ()
+    small = Config("seen", 0, "small", {"batch_size": 32, "dim": 64})
+    assert reference_problems(task, small, "cpu", ref) == []
+    big = Config("seen", 1, "big", {"batch_size": 4096, "dim": 2048})
+    problems = reference_problems(task, big, "cpu", ref)
+    assert len(problems) == 1 and "is one value" in problems[0] and "a constant would pass" in problems[0]
+
+
 def test_kernelbench_constants_written_as_arithmetic_are_read_and_varied(tmp_path):
     """``M = 64 * 2`` and ``K = 2**7`` are the problem's constants like ``M = 128`` (before, a
     problem writing its sizes so had one seen config and no held-out one)."""
@@ -235,8 +322,11 @@ def test_kernelbench_conv_and_norm(tmp_path):
     for split in ("seen", "heldout"):
         assert _reference_matches_forward(folder, FIX / "kb_conv_groupnorm.py", split) < 1e-4
     decisions = _decisions(result.report())
-    # what the importer cannot know is said, not guessed: the divisibility GroupNorm needs, the zero-initialised bias
-    assert any("rejected by the original" in d and "add a shape_space constraint" in d for d in decisions)
+    # the divisibility GroupNorm needs is found by drawing (the original refuses draws without it), and said
+    assert task.shape_space["constraint"] == "out_channels % num_groups == 0"
+    assert any("'out_channels % num_groups == 0' is the importer's" in d for d in decisions)
+    assert not any("rejected by the original" in d for d in decisions)
+    # what the importer cannot know is said, not guessed: the zero-initialised bias
     assert any("norm_bias" in d and "zeros" in d for d in decisions)
     assert any("roofline.flops" in d for d in decisions)
 
@@ -588,6 +678,26 @@ def test_aka_bad_folders_say_what_is_missing(tmp_path, capsys):
 
 
 # ---- the command -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source, name", [
+    ("10_3D_tensor_matrix_multiplication", "tensor_matrix_multiplication_3d"),
+    ("11_4D_tensor_matrix_multiplication", "tensor_matrix_multiplication_4d"),   # not d_tensor_..., as before
+    ("1_Square_matrix_multiplication_", "square_matrix_multiplication"),
+    ("triton_fla_l2norm", "triton_fla_l2norm"),
+    ("12_3D", "imported_3d"),
+])
+def test_a_task_name_drops_the_problems_index_and_keeps_its_other_digits(source, name, tmp_path):
+    from arena.authoring.importers.common import resolve_task_id
+
+    assert resolve_task_id(None, source, ("torch2hip",)) == (None, name)
+    # the name is the entry's too, which may not start with a digit
+    copy = tmp_path / f"{source}.py"
+    shutil.copy(FIX / "kb_linear_gelu.py", copy)
+    if source[0].isdigit():
+        result = import_kernelbench(copy, tmp_path / "tasks")
+        assert result.folder == tmp_path / "tasks" / "torch2hip" / name
+        assert not validate_task_dir(result.folder)
 
 
 def test_the_command_writes_validates_and_lists_what_remains(tmp_path, capsys):

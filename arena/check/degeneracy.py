@@ -58,9 +58,19 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
                 problems.append(f"{spec.name} is constant")
             continue
         of = o.double()
-        std = float(of.std()) if o.numel() > 1 else 0.0
-        if std <= MIN_STD:
-            problems.append(f"{spec.name}: std {std:.3g} <= {MIN_STD}")
+        if o.numel() == 1:
+            # one value has no spread: it must move beyond the tolerance when every input is drawn again, or
+            # a constant passes (a mean loss over a million uniform draws is 1/6 give or take 1e-4)
+            redrawn = _run(ref, task, make_inputs(task, env, seed + 7919, device, ref), scalars)
+            o2 = redrawn[task.compared.index(spec)].double()
+            if bool(((of - o2).abs() <= tol["atol"] + tol["rtol"] * o2.abs()).all()):
+                problems.append(f"{spec.name} is one value ({float(of.flatten()[0]):.6g}) that drawing every input "
+                                f"again moves by {float((of - o2).abs().flatten()[0]):.3g}, within the tolerance: a "
+                                "constant would pass")
+        else:
+            std = float(of.std())
+            if std <= MIN_STD:
+                problems.append(f"{spec.name}: std {std:.3g} <= {MIN_STD}")
         below = float((of.abs() < tol["atol"]).double().mean())
         if below > 0.5:
             problems.append(f"{spec.name}: {below:.0%} of |ref| below atol {tol['atol']:g}")

@@ -43,7 +43,7 @@ def _is_pow2(v: int) -> bool:
     return v > 0 and v & (v - 1) == 0
 
 
-def _draw_value(rng: random.Random, spec: Mapping[str, Any]) -> int | float:
+def draw_value(rng: random.Random, spec: Mapping[str, Any]) -> int | float:
     if "choices" in spec:
         choice: int | float = rng.choice(list(spec["choices"]))
         return choice
@@ -84,7 +84,7 @@ def draw_configs(task: Task, n: int, seed: int, limits: DrawLimits = DrawLimits(
         if tries > MAX_TRIES:
             raise ArenaError(f"no config of the shape space fits the limits after {MAX_TRIES} draws "
                              f"({len(out)} of {n} drawn)", path=task.path / "task.yaml", key="shape_space")
-        params = {k: _draw_value(rng, spec) for k, spec in space.items()}
+        params = {k: draw_value(rng, spec) for k, spec in space.items()}
         try:
             if constraint and not formula.evaluate(constraint, params):
                 continue

@@ -27,6 +27,7 @@ DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat1
                torch.bool: "bool"}
 SMOKE_ELEMENTS = 2**14          # a smoke config moves at most about this many elements per tensor set
 MIN_VARIED = 8                  # constants below this (kernel sizes, strides, groups) are kept in drafts
+AXIS = re.compile(r"(?i)(\w+_)?(dim|axis)")   # a small constant of this name picks an axis
 
 
 class ImportStop(ArenaError):
@@ -76,7 +77,10 @@ class Fitter:
         self.base = dict(base)
         self.probe = probe
         self._cache: dict[tuple, Any] = {}
-        self.ints = [k for k, v in base.items() if type(v) is int and v >= 1]
+        # an axis (``dim = 1``, ``reduce_dim = 1``) is not a size: doubling it reduces another axis, and two
+        # such probes fit any line (``4095 * reduce_dim - 4094``), so it is never probed
+        self.ints = [k for k, v in base.items() if type(v) is int and v >= 1
+                     and not (v < MIN_VARIED and AXIS.fullmatch(k))]
         self.floats = [k for k, v in base.items() if type(v) is float and v != 0.0]
         self.used: set[str] = set()
         self.inexact: list[str] = []
@@ -100,6 +104,9 @@ class Fitter:
 
     def _at(self, name: str, factor: int, get: Callable[[Any], Any]) -> Any:
         return self._get(get, self.run({name: self.base[name] * factor}))
+
+    def _at_value(self, name: str, value: int, get: Callable[[Any], Any]) -> Any:
+        return self._get(get, self.run({name: value}))
 
     def _affecting(self, get: Callable[[Any], Any], v0: Any) -> list:
         """The integer constants whose doubling changes the value ``get`` reads."""
@@ -129,6 +136,13 @@ class Fitter:
             text = self._affine(affecting, get, v0)
         if text is None and 2 <= len(affecting) <= 5:
             text = self._window(affecting, get, v0)
+        if text is None and 2 <= len(affecting) <= 4:
+            # a role whose constant cannot be doubled (a padding past half the kernel) changes the size too
+            fixed = [c for c in self.ints if c not in affecting and self.run({c: self.base[c] * 2}) is None]
+            for extra in fixed[:3]:
+                text = self._window(affecting + [extra], get, v0)
+                if text is not None:
+                    break
         if text is None:
             if what:
                 self.inexact.append(f"{what} is {v0} here but changes with {', '.join(affecting)} in a way the "
@@ -158,7 +172,24 @@ class Fitter:
 
         if f(v) != v0 or f(2 * v) != v2 or (v3 is not None and f(3 * v) != v3):
             return None
-        term = c if a == 1 else f"{a.numerator} * {c}" if a.denominator == 1 else f"{c} // {a.denominator}"
+        q, off = a.denominator, 0
+        if q > 1:
+            # a quotient's phase: probes at multiples of q cannot tell ``x // 4 - 1`` from ``(x - 3) // 4``
+            # (a strided window over an 11-wide kernel), the values just above them can
+            near = {}
+            for i in range(1, q):
+                try:
+                    near[v + i] = int(self._at_value(c, v + i, get))
+                except _NoValue:
+                    continue
+            if near:
+                known = {v: v0, 2 * v: int(v2), **({3 * v: int(v3)} if v3 is not None else {}), **near}
+                fits = [(o, v0 - (v + o) // q) for o in range(q)
+                        if all((x + o) // q + v0 - (v + o) // q == y for x, y in known.items())]
+                if len(fits) != 1:
+                    return None
+                off, b = fits[0]
+        term = c if a == 1 else f"{a.numerator} * {c}" if q == 1 else f"({c} + {off}) // {q}" if off else f"{c} // {q}"
         return term + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
 
     def _affine(self, names: list[str], get: Callable, v0: int) -> str | None:
@@ -245,16 +276,18 @@ class Fitter:
             for picked in itertools.permutations(roles, len(names)):
                 if "x" not in picked:
                     continue
-                role = dict(zip(picked, by_size))
+                first = dict(zip(picked, by_size))
+                # a pooling's stride defaults to its kernel: one constant in both roles
+                for role in [first] + ([{**first, "s": first["k"]}] if "k" in first and "s" not in first else []):
 
-                def value(values: dict[str, int], fn: Callable = fn, role: dict = role) -> int | None:
-                    args = {r: values[role[r]] if r in role else absent[r] for r in roles}
-                    if args["s"] <= 0:
-                        return None
-                    return fn(**args)
+                    def value(values: dict[str, int], fn: Callable = fn, role: dict = role) -> int | None:
+                        args = {r: values[role[r]] if r in role else absent[r] for r in roles}
+                        if args["s"] <= 0:
+                            return None
+                        return fn(**args)
 
-                if all(value(values) == want for values, want in probes):
-                    return self._window_text(kind, {r: role[r] for r in role})
+                    if all(value(values) == want for values, want in probes):
+                        return self._window_text(kind, {r: role[r] for r in role})
         return None
 
     def _monomial(self, names: list[str], get: Callable, v0: float) -> str | None:
@@ -475,9 +508,16 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
 
 
 def _task_name(text: str) -> str:
-    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-    name = re.sub(r"^[0-9_]+", "", name)
-    return name or "imported"
+    """A task name from a problem's file or folder name: its index dropped (``11_4D_tensor_matrix``), a
+    word that starts with a digit moved to the end, as the entry's name may not start with one
+    (``tensor_matrix_4d``, not ``d_tensor_matrix``, which ``10_3D_tensor_matrix`` would also give)."""
+    words = [w for w in re.sub(r"[^a-z0-9]+", "_", text.lower()).split("_") if w]
+    if len(words) > 1 and words[0].isdigit():
+        words = words[1:]
+    lead = []
+    while words and words[0][0].isdigit():
+        lead.append(words.pop(0))
+    return "_".join(words + lead) if words else "_".join(["imported"] + lead)
 
 
 def resolve_task_id(task_id: str | None, default_name: str, categories: Iterable[str]) -> tuple[str | None, str]:
@@ -614,6 +654,85 @@ def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:
         else:
             space[k] = {"choices": [v]}
     return space
+
+
+def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: Callable[[dict], bool],
+                     draws: int = 48, seed: int = 0, source: str = "") -> tuple[str | None, str | None]:
+    """The constraint a draft shape_space needs where the original refuses configs drawn from it: up to three
+    of: a divisibility (``features % num_groups == 0``), an equality (``out_channels == in_channels``) or a
+    bound (``height >= kernel_size``) between two of its parameters that the problem's own values satisfy, kept
+    when every refused draw, adjusted to satisfy it, is accepted; another is looked for where draws that keep
+    it are still refused. ``source``: the problem's text, to choose between relations that draw alike.
+    Returns (constraint or None, what the author is told or None)."""
+    import itertools
+    import random
+
+    from arena.taskdef.shapes import draw_value
+
+    rng = random.Random(seed)
+
+    def draw() -> dict:   # as the random split draws
+        return {k: draw_value(rng, v) for k, v in space.items()}
+
+    names = [k for k in space if k in base]
+    cands: list[tuple[str, Callable[[dict], dict]]] = []
+    for a in vary:
+        for b in names:
+            if a == b or base[b] <= 1:
+                continue
+            if base[a] % base[b] == 0:
+                cands.append((f"{a} % {b} == 0",
+                              lambda c, a=a, b=b: {**c, a: max(c[b], round(c[a] / c[b]) * c[b])}))
+            if base[a] == base[b] and (b not in vary or names.index(b) < names.index(a)):
+                cands.append((f"{a} == {b}", lambda c, a=a, b=b: {**c, a: c[b]}))
+            elif base[a] > base[b]:
+                cands.append((f"{a} >= {b}", lambda c, a=a, b=b: {**c, a: max(c[a], c[b])}))
+    # a fixed divisor (groups) first, then equalities, then bounds
+    cands.sort(key=lambda t: (">=" in t[0], t[0].split()[-3] in vary if "%" in t[0] else True))
+    chosen: list[tuple[str, Callable[[dict], dict]]] = []
+    first_bad = 0
+    for _ in range(3):   # a relation, then another where draws that keep it are still refused (width, height)
+        plain = [draw() for _ in range(draws)]
+        for _, adjust in chosen:
+            plain = [adjust(c) for c in plain]
+        bad = [c for c in plain if not valid(c)]
+        first_bad = first_bad or len(bad)
+        if not bad:
+            break
+        # the refused draws first: a relation that does not make them valid is not the one (a relation any
+        # draw adjusted to it happens to keep is not evidence)
+        sample = bad + [c for c in plain if c not in bad][:4]
+        left = [(t, f) for t, f in cands if t not in [x for x, _ in chosen]]
+        fits = [(t, f) for t, f in left if all(valid(f(c)) for c in sample)]
+        if not fits:   # two at once: a grouped convolution's channels on each side
+            exact = [(t, f) for t, f in left if ">=" not in t]
+            fits = [(f"{t1} and {t2}", lambda c, f1=f1, f2=f2: f2(f1(c)))
+                    for (t1, f1), (t2, f2) in itertools.combinations(exact, 2)]
+            fits = [(t, f) for t, f in fits if all(valid(f(c)) for c in sample)]
+
+        def moved(tf: tuple[str, Callable[[dict], dict]], sample: list[dict] = sample) -> float:
+            # the least change wins: width >= kernel_size, not width % batch_size == 0 (which also makes a
+            # width past the kernel, by luck)
+            return sum(abs(v - c[k]) / max(abs(c[k]), 1) for c in sample for k, v in tf[1](c).items())
+
+        def apart(tf: tuple[str, Callable[[dict], dict]]) -> bool:   # of two that draw alike (two fixed values
+            used = set(re.findall(r"[A-Za-z_]\w*", tf[0]))            # of 4), the one whose names the source
+            return not any(used <= set(re.findall(r"[A-Za-z_]\w*", ln))  # writes on one line
+                           for ln in source.splitlines())
+
+        found = min(fits, key=lambda tf: (round(moved(tf), 9), apart(tf))) if fits else None
+        if found is None:
+            return None, (f"the original refuses {len(bad)} of {draws} configs drawn from the draft shape_space "
+                          f"(e.g. {bad[0]}){' that keeps ' + ' and '.join(t for t, _ in chosen) if chosen else ''} "
+                          "and no divisibility, equality or bound between two of its parameters explains it: "
+                          "write shape_space.constraint")
+        chosen.append(found)
+    if not chosen:
+        return None, None
+    text = " and ".join(t for t, _ in chosen)
+    return text, (f"shape_space.constraint {text!r} is the importer's: the original refused {first_bad} of {draws} "
+                  "configs drawn from the draft space without it and accepted every one adjusted to it; confirm "
+                  "it, and add the bounds the kernel needs")
 
 
 def schema_supports(key: str) -> bool:

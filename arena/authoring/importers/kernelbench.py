@@ -40,6 +40,7 @@ from arena.authoring.importers.common import (
     roofline_draft,
     self_chain,
     shape_space_draft,
+    space_constraint,
     with_constants,
 )
 from arena.errors import ArenaError
@@ -1060,6 +1061,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
     decisions += rnotes
     space = shape_space_draft(params, vary)
+    if device == "meta":   # on the CPU each probe runs at full size: the self-check reports what is refused
+        constraint, note = space_constraint(params, vary, space, valid, source=path.read_text())
+        if constraint:
+            space["constraint"] = constraint
+        if note:
+            decisions.append(note)
     fixed = [k for k in params if k not in vary]
     decisions.insert(
         0,
