@@ -17,7 +17,7 @@ import torch
 from arena.authoring.importers.aka import import_aka
 from arena.authoring.importers.common import ImportStop
 from arena.authoring.importers.kernelbench import import_kernelbench
-from arena.check.inputs import make_inputs
+from arena.check.inputs import make_inputs, run_reference
 from arena.cli import main
 from arena.errors import ArenaError
 from arena.evaluation.sides import import_file
@@ -768,7 +768,6 @@ def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_
     reference updates its copy and returns nothing, its inputs are cast back to the test's dtypes;
     the helper's own manual_seed and torch.empty are not copied as they are, so make_inputs is the
     same for a seed and differs between seeds."""
-    from arena.check.inputs import run_reference
 
     result = import_aka(FIX / "aka_vllm_row_floor", tmp_path)
     folder = tmp_path / "triton2triton" / "aka_vllm_row_floor"
@@ -795,6 +794,40 @@ def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_
     x = a["x"].double()
     want = torch.maximum(x, x.mean(dim=1, keepdim=True) + a["noise"].double()[:, None] - torch.log(torch.tensor(2.0)))
     assert torch.allclose(updated.double(), want, atol=1e-5)
+
+
+def test_aka_vllm_runner_looping_over_seeds_with_a_helper_that_makes_the_inputs(tmp_path):
+    """AKA's FLA runners loop over seeds (``for i, seed in enumerate(SEEDS)``) and make the kernel's arguments
+    in ``gen_inputs(seed, device)`` at sizes written as numbers, then call ``kernel(*args, **kwargs)`` (refused
+    before: "the loop variable seed is used whole"). The helper is read in place of its call, its sizes
+    become parameters (its chunk size ``BT`` stays as written), the runner's own ``reference`` does not
+    collide with the task's, and the entry writes the output the test names ``result``."""
+    from arena.authoring.check import check_task
+    from arena.devices import detect
+
+    result = import_aka(FIX / "aka_vllm_seed_chunks", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_seed_chunks"
+    assert result.ok and validate_task_dir(folder) == [], result.report()
+    assert result.checks and not result.check_problems, result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("g", ["B", "T", "H"])]
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("result", ["B", "T", "H"])]
+    assert dict(task.configs("seen")[0].params) == {"B": 2, "T": 96, "H": 4}
+    assert len(task.configs("seen")) >= 3 and len(task.configs("heldout")) >= 4
+    text = task.reference_path.read_text()
+    assert "def reference_of_test(" in text and "reference_of_test(*args_cpu, **kwargs)" in text
+    assert "BT = 32" in text
+    # the reference is the runner's: a chunked cumulative sum, times the scale the helper hands the kernel
+    ref = import_file(task.reference_path, "ref_seed_chunks")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", ref)
+    (out,) = run_reference(ref.reference, task, ins, [env["B"], env["T"], env["H"]])
+    g = ins["g"].double()
+    want = torch.cat([g[:, s:s + 32].cumsum(1) for s in range(0, env["T"], 32)], dim=1) * 2.0
+    assert torch.allclose(out.double(), want, atol=1e-5)
+    # and the starting kernel, through its entry, on the Triton interpreter
+    row = check_task(folder, detect("cpu"))
+    assert row.ok, row.problems
 
 
 def test_a_quotient_of_two_constants_is_written_as_floor_division():
@@ -1093,7 +1126,7 @@ def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_pat
     x = torch.tensor([[1.0, 5.0, 2.0], [-3.0, -1.0, -2.0]])
     assert torch.equal(ref.reference(x, 2, 3), torch.tensor([5.0, -1.0]))
     baseline = (folder / "baseline.py").read_text()
-    assert "result = rowmax(x)" in baseline and "triton_rowmax" not in baseline
+    assert "_returned = rowmax(x)" in baseline and "triton_rowmax" not in baseline
     # the test's helper makes its tensors on "cuda" (a default argument): make_inputs makes them where it is asked
     assert [i.init["kind"] for i in task.inputs] == ["custom"]
     env = task.env(task.configs("smoke")[0])
@@ -1174,7 +1207,7 @@ def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
         {"rows": 24, "cols": 40}, {"rows": 48, "cols": 80}, {"rows": 96, "cols": 160}]
     assert len(task.configs("heldout")) >= 4
     baseline = (folder / "baseline.py").read_text()
-    assert "result = col_shift(src, shift)\n    got.copy_(result)" in baseline
+    assert "_returned = col_shift(src, shift)\n    got.copy_(_returned)" in baseline
     # the reference uses a builtin (getattr) as the test does
     assert 'want = (src + shift[None, :]).to(getattr(torch, \'float32\'))\n    return want' in \
         (folder / "reference.py").read_text()

@@ -455,7 +455,8 @@ def _used_whole(fn: ast.FunctionDef, var: str, skip: ast.AST | None) -> bool:
                for n in ast.walk(fn))
 
 
-KNOB = re.compile(r"(?i)block|warps|stages|num_ctas|group_?(size_)?m$|^seed$")  # a launch setting, not a size
+# a launch setting, not a size (``BT``, ``BK``: a chunk or block size, as FLA's kernels name them)
+KNOB = re.compile(r"(?i)block|warps|stages|num_ctas|group_?(size_)?m$|^seed$|^B[A-Z]$")
 
 
 def _parametrized(fn: ast.FunctionDef, path: Path, tree: ast.Module) -> tuple[list[dict] | None, str]:
@@ -510,11 +511,18 @@ def _lifted_sizes(
             tg, val = s.targets[0], s.value
             names = [tg] if isinstance(tg, ast.Name) else list(tg.elts) if isinstance(tg, ast.Tuple) else []
             vals = [val] if isinstance(tg, ast.Name) else list(val.elts) if isinstance(val, ast.Tuple) else []
-            if names and len(names) == len(vals) and all(isinstance(n, ast.Name) and not KNOB.search(n.id)
-                                                         for n in names) and \
-                    all(isinstance(v, ast.Constant) and type(v.value) is int for v in vals) and \
-                    any(v.value >= MIN_VARIED for v in vals):  # type: ignore[attr-defined]
-                case.update({n.id: v.value for n, v in zip(names, vals)})  # type: ignore[attr-defined]
+            # a block size among them (``B, T, H, BT = 2, 64, 4, 32``) stays as written
+            sizes = [(n.id, v.value) for n, v in zip(names, vals)  # type: ignore[attr-defined]
+                     if isinstance(n, ast.Name) and not KNOB.search(n.id)
+                     and isinstance(v, ast.Constant) and type(v.value) is int]
+            if names and len(names) == len(vals) and all(isinstance(n, ast.Name) for n in names) and \
+                    all(isinstance(v, ast.Constant) for v in vals) and any(v >= MIN_VARIED for _, v in sizes):
+                case.update(dict(sizes))
+                rest = [(n, v) for n, v in zip(names, vals) if n.id not in dict(sizes)]  # type: ignore[attr-defined]
+                if rest:
+                    kept.append(ast.fix_missing_locations(ast.copy_location(ast.Assign(
+                        [ast.Tuple([n for n, _ in rest], ast.Store()) if len(rest) > 1 else rest[0][0]],
+                        ast.Tuple([v for _, v in rest], ast.Load()) if len(rest) > 1 else rest[0][1]), s)))
                 continue
         kept.append(s)
     if not case:
@@ -522,6 +530,70 @@ def _lifted_sizes(
     notes.append(f"{where} sets its sizes as numbers ({', '.join(f'{k} = {v}' for k, v in case.items())}): "
                  "each is a parameter, the test's values its one case; rename them if the names say little")
     return list(case), [case], kept
+
+
+def _inlined_inputs(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, notes: list[str],
+                    where: str) -> list[ast.stmt]:
+    """``args, kwargs = gen_inputs(seed, device)`` before ``kernel(*args, **kwargs)``, where the module's
+    ``gen_inputs`` ends in ``return (x, w), {"eps": eps}``: its statements take the call's place, bound to
+    its arguments, and the kernel call names what it is handed (``kernel(x, w, eps=eps)``), so that the
+    tensors, their shapes and the sizes the helper writes are read as if the test wrote them. ``call`` is
+    changed in place; ``args`` and ``kwargs`` are still bound for the statements that read them."""
+    star = next((a.value.id for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)),
+                None)
+    dstar = next((k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)), None)
+    if star is None:
+        return stmts
+    helpers = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    for i, st in enumerate(stmts):
+        if any(c is call for c in ast.walk(st)):
+            break
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call)
+                and isinstance(st.value.func, ast.Name) and st.value.func.id in helpers):
+            continue
+        tg = st.targets[0]
+        got = [e.id if isinstance(e, ast.Name) else "" for e in tg.elts] if isinstance(tg, ast.Tuple) else \
+            [tg.id] if isinstance(tg, ast.Name) else []
+        if star not in got or (dstar and dstar not in got) or len(got) != (2 if dstar else 1):
+            continue
+        fn = helpers[st.value.func.id]
+        ret = fn.body[-1] if fn.body else None
+        if not isinstance(ret, ast.Return) or ret.value is None or any(isinstance(n, ast.Return)
+                                                                      for b in fn.body[:-1] for n in ast.walk(b)):
+            return stmts
+        parts = list(ret.value.elts) if isinstance(ret.value, ast.Tuple) and dstar else [ret.value]
+        if len(parts) != len(got) or not isinstance(parts[0], (ast.Tuple, ast.List)) or any(
+                isinstance(e, ast.Starred) for e in parts[0].elts):
+            return stmts
+        kw = parts[1] if dstar else ast.Dict([], [])
+        if not isinstance(kw, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                   for k in kw.keys):
+            return stmts
+        # the helper's parameters bound to what the call hands it (its defaults where it hands nothing)
+        params = [a.arg for a in fn.args.args]
+        given = {params[j]: a for j, a in enumerate(st.value.args[: len(params)])}
+        given.update({k.arg: k.value for k in st.value.keywords if k.arg in params})
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
+        bind = [ast.Assign([ast.Name(n, ast.Store())], given.get(n, defaults.get(n)))  # type: ignore[arg-type]
+                for n in params if not (isinstance(given.get(n), ast.Name) and given[n].id == n)]  # type: ignore[union-attr]
+        if any(b.value is None for b in bind):
+            return stmts
+        body = [copy.deepcopy(b) for b in fn.body[:-1]]
+        keep = [ast.Assign([ast.Name(star, ast.Store())], ast.Tuple(copy.deepcopy(parts[0].elts), ast.Load()))]
+        if dstar:
+            keep.append(ast.Assign([ast.Name(dstar, ast.Store())], copy.deepcopy(kw)))
+        new_args = [a for a in call.args if not (isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)
+                                                 and a.value.id == star)]
+        at = next(j for j, a in enumerate(call.args) if isinstance(a, ast.Starred))
+        call.args[:] = new_args[:at] + [copy.deepcopy(e) for e in parts[0].elts] + new_args[at:]
+        call.keywords[:] = [k for k in call.keywords if not (k.arg is None and isinstance(k.value, ast.Name)
+                                                             and k.value.id == dstar)] + \
+            [ast.keyword(k.value, copy.deepcopy(v)) for k, v in zip(kw.keys, kw.values)]  # type: ignore[union-attr]
+        made = [ast.fix_missing_locations(ast.copy_location(n, st)) for n in bind + body + keep]
+        notes.append(f"{where} makes the kernel's inputs in {fn.name}(): its statements were read in place of the "
+                     "call")
+        return stmts[:i] + made + stmts[i + 1:]
+    return stmts
 
 
 def _unpacked(fn: ast.FunctionDef, cases: list[dict]) -> tuple[list[dict], list[ast.stmt]]:
@@ -660,6 +732,7 @@ def read_harness(
     cases_of = _CaseLists(path, tree, values)
     dropped: ast.stmt | None = None
     found: tuple | None = None
+    seed_loop = False
     bound: dict[str, Any] = {}
     unpacked = []
     if loop is not None:
@@ -733,6 +806,14 @@ def read_harness(
                 names = list(raw[0])
                 cases = [dict(item) for item in raw]
                 notes.append(f"the cases of {path.name} are used through {var}[...]: read the keys as parameters")
+            elif all(type(item) is int for item in raw) and KNOB.search(var):
+                # a loop over seeds (``for i, seed in enumerate(SEEDS)``): one seed is enough, the harness draws
+                # its own; the sizes are where the test writes them (in a helper it calls, often)
+                seed_loop = True
+                names, cases = [], [{}]
+                item_of = lambda params, first=raw[0]: first  # noqa: E731 - bound as the loop target is
+                notes.append(f"{path.name} loops over the seeds {list(raw)} with its sizes fixed: the harness draws "
+                             "inputs of its own for each config, the sizes the test writes are the parameters")
             else:
                 names = _fields_from_comment(text, where.lineno) if isinstance(where, ast.For) else None
                 if names is None or any(len(names) != len(item) for item in raw):
@@ -778,7 +859,8 @@ def read_harness(
                  if a.arg not in in_target] + stmts
     if found is None:
         stmts = [s for s in stmts if s not in unpacked]
-    if found is None and not fields:
+    stmts = _inlined_inputs(stmts, call, tree, notes, path.name)
+    if (found is None or seed_loop) and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
     kinds: dict[str, str] = {}
     for n, v in values.items():
@@ -1174,7 +1256,15 @@ def _reference_from_harness(
         kernel_lines += [join_statements(ktext, kdefs)]
         kernel_lines += [f"{n} = {o}" for n, o in sorted(from_kernel.items()) if n in used and n != o]
         kernel_lines.append("")
-    ret = ", ".join(ast.unparse(by_key[k]) for k in returned)
+    # a helper of the test named as what reference.py defines (vllm's runners call theirs ``reference``)
+    clash = {getattr(st, "name", "") for st in helpers} & {"reference", "make_inputs"}
+
+    def own(text: str) -> str:
+        for n in clash:
+            text = re.sub(rf"\b{n}\b(?=\s*\()", f"{n}_of_test", text)
+        return text
+
+    ret = own(", ".join(ast.unparse(by_key[k]) for k in returned))
     in_function = [ast.unparse(s) for s in h.stmts if isinstance(s, (ast.Import, ast.ImportFrom))]
     imports = [
         i
@@ -1194,7 +1284,7 @@ def _reference_from_harness(
         lines += ["", f"# from {h.kernel_path_name}, which the test imports", *[
             i for i in kernel_lines if not i.startswith(("import ", "from "))]]
     if helpers:
-        lines += ["", join_statements(h.text, helpers), ""]
+        lines += ["", own(join_statements(h.text, helpers)), ""]
     lines += [
         "",
         "def reference(" + ", ".join([*inputs, *h.fields]) + "):",
@@ -1202,9 +1292,9 @@ def _reference_from_harness(
         'import`; read it)."""',
     ]
     lines += [f"    {p}" for p in sorted(set(prelude))]
-    lines += [f"    {ln}" for s in chosen for ln in ast.unparse(s).splitlines()]
+    lines += [f"    {ln}" for s in chosen for ln in own(ast.unparse(s)).splitlines()]
     # every expected value first, then the updates: an expression may read an inout input's old value
-    lines += [f"    _{k} = {ast.unparse(by_key[k])}" for k in updated]
+    lines += [f"    _{k} = {own(ast.unparse(by_key[k]))}" for k in updated]
     lines += [f"    {k}.copy_(_{k})" for k in updated]
     if returned:
         lines.append(f"    return {ret}")
@@ -2189,14 +2279,15 @@ def _entry_call(
     results = [(o["name"], roles[o["name"]][1]) for o in outputs if roles.get(o["name"], ("",))[0] == "result"]
     text = ast.unparse(call)
     if results:
-        lines.append(f"result = {text}")
+        # not ``result``: an output is often named so (the test's own name for what the launcher returns)
+        lines.append(f"_returned = {text}")
         for oname, key in results:
             if "[" in key:
-                lines.append(f"{oname}.copy_(result{key[key.index('[') :]})")
+                lines.append(f"{oname}.copy_(_returned{key[key.index('[') :]})")
             elif len(h.results) > 1:
-                lines.append(f"{oname}.copy_(result[{h.results.index(key)}])")
+                lines.append(f"{oname}.copy_(_returned[{h.results.index(key)}])")
             else:
-                lines.append(f"{oname}.copy_(result)")
+                lines.append(f"{oname}.copy_(_returned)")
         decisions.append(
             f"the kernel's launcher {h.launcher} returns a tensor it allocates; the entry copies it "
             f"into the harness's output ({', '.join(o for o, _ in results)}): a candidate may write "

@@ -202,7 +202,9 @@ class Observer:
                     torch.manual_seed(0)
                     if h.loop_target is None:
                         ns.update(h.bound)
-                        ns.update(params)
+                    # the case's fields; where a loop's item binds them they are its locals, which come first (a
+                    # loop over seeds binds none: the sizes lifted out of the statements are these)
+                    ns.update(params)
                     ns["__arena_probe__"](item)
             except _Stop as stop:
                 texts = [ast.unparse(a) for a in h.call.args]
