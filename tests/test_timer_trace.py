@@ -696,6 +696,42 @@ def test_a_step_that_breaks_off_midway_tells_what_broke_it_not_the_trace(monkeyp
     assert [a[2] for a in acts] == [FLUSH, GATE]
 
 
+def test_a_step_whose_call_raises_leaves_the_sessions_other_steps_cut(monkeypatch):
+    """In a process that makes its steps for another (the candidate's, serving the trusted process's
+    requests): a call that raises (out of memory on a crowded device) after 2 steps were made. Its flush and
+    gate are on the trace; it gets its marker too, so the session still cuts into the steps made when it
+    ends, and the error told is the call's (on an H100 the cut's failure was told instead: "25 flush, 24
+    marker and 25 gate kernels for 24 samples", an INTEGRITY_VIOLATION for a shipped solution)."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    acts, kernel, _ = _timeline()
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    timer = _stood_in_timer(tm, kernel)
+    session = tm.Session(timer, profiled=True)
+    session.open()
+    session.step(lambda: kernel("axpy", 10_000), "candidate")
+    session.step(lambda: kernel("axpy", 20_000), "candidate")
+
+    def broken():
+        kernel("axpy_partial", 5_000)
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        session.step(broken, "candidate")
+    session.step(lambda: kernel("axpy", 30_000), "candidate")
+    assert [a[2] for a in acts].count(MARKER) == 4 and [a[2] for a in acts].count(FLUSH) == 4
+    out, warnings = session.close()
+    assert [round(span) for span, _, _ in out] == [10, 20, 30]      # the broken step gives no sample
+    assert all("axpy_partial" not in activity for _, _, activity in out)
+
+
 def test_a_rounds_work_ahead_runs_before_its_section_outside_the_exclusive_hold():
     """``Timed.ahead(first, n)`` runs once before each section, for the rounds that section runs,
     with no exclusive hold of the GPU; each round's ``fill`` then comes inside the section."""

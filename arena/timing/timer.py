@@ -176,7 +176,7 @@ class Session:
     def __init__(self, timer: "DeviceTimer", profiled: bool = True):
         self.timer = timer
         self.profiled = profiled
-        self.events: list[tuple[Any, Any]] = []
+        self.events: list[tuple[Any, Any] | None] = []   # None: a step that broke off
         self.prof = None
         self.ungated_at: list[int] = []     # the steps without a gate, or whose gate opened by itself
         self.gated: list[bool] = []         # whether each step had a gate
@@ -205,6 +205,13 @@ class Session:
             call()
         except BaseException:
             self.timer.open_gate()
+            # the step that broke off still gets its marker, so that the session's trace cuts into the
+            # steps made (its own window is dropped at ``close``): a trace that does not cut would be told
+            # instead of what broke the step (running out of memory, which is retried, read as a forgery)
+            with contextlib.suppress(Exception):
+                self.timer.marker()
+                self.events.append(None)
+                self.gated.append(gated)
             raise
         t2 = clock()
         if not self.profiled:       # a trusted call: its work is on this stream
@@ -227,10 +234,14 @@ class Session:
         parts["marker"] += clock() - t3
 
     def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
+        """One sample per step made (a step that broke off gives none), and their warnings."""
         torch.cuda.synchronize()
+        made = [j for j, e in enumerate(self.events) if e is not None]
+        number = {j: k for k, j in enumerate(made)}        # a step's position among the samples
+        ungated = [(number[j], UNGATED_WARNING) for j in self.ungated_at if j in number]
         if not self.profiled:
             return [(ev0.elapsed_time(ev1) * 1000.0, ev0.elapsed_time(ev1) * 1000.0, {})
-                    for ev0, ev1 in self.events], [(j, UNGATED_WARNING) for j in self.ungated_at]
+                    for ev0, ev1 in (self.events[j] for j in made)], ungated
         t0 = time.perf_counter()
         prof, self.prof = self.prof, None
         if prof is None:
@@ -240,11 +251,14 @@ class Session:
         self.timer.profiler_s += time.perf_counter() - t0
         windows = _cut(acts, len(self.events), self.gated)
         out, warnings = [], []
-        for j, ((ev0, ev1), (span, activity, overlapped)) in enumerate(zip(self.events, windows)):
+        for j, (events, (span, activity, overlapped)) in enumerate(zip(self.events, windows)):
+            if events is None:
+                continue
+            ev0, ev1 = events
             out.append((span, ev0.elapsed_time(ev1) * 1000.0, activity))
             if overlapped:
-                warnings.append((j, OVERLAP_WARNING))
-        warnings += [(j, UNGATED_WARNING) for j in self.ungated_at]
+                warnings.append((number[j], OVERLAP_WARNING))
+        warnings += ungated
         return out, warnings
 
 
@@ -533,7 +547,7 @@ class _HostSession(Session):
         self.timer.step_parts["call"] += t1 - t0
 
     def close(self) -> tuple[list[Sample], list[tuple[int, str]]]:
-        return [((t1 - t0) * 1e6, (t1 - t0) * 1e6, {}) for t0, t1 in self.events], []
+        return [((e[1] - e[0]) * 1e6, (e[1] - e[0]) * 1e6, {}) for e in self.events if e is not None], []
 
 
 def _device_activities(prof) -> list[tuple[int, int, str]]:
