@@ -9,6 +9,7 @@ import importlib.util
 import re
 import shutil
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -828,6 +829,37 @@ def test_aka_vllm_runner_looping_over_seeds_with_a_helper_that_makes_the_inputs(
     # and the starting kernel, through its entry, on the Triton interpreter
     row = check_task(folder, detect("cpu"))
     assert row.ok, row.problems
+
+
+def test_aka_self_check_runs_the_starting_kernel_and_the_tests_tolerance_is_the_tasks(tmp_path):
+    """What a GPU found in imports the importer called complete: a launcher that computes with torch
+    operators (a Triton candidate may not) fails the starting kernel's run on the CPU, which the importer's
+    own check now makes (Triton's interpreter); and the test's own ``allclose(atol=..., rtol=...)`` is the
+    task's tolerance, with its reason (the default held kernels the test accepts to 1e-4)."""
+    src = tmp_path / "src" / "aka_vllm_seed_chunks"
+    shutil.copytree(FIX / "aka_vllm_seed_chunks", src)
+    runner = src / "scripts" / "task_runner.py"
+    runner.write_text(runner.read_text().replace("atol=1e-4, rtol=1e-4", "atol=1e-2, rtol=2e-2"))
+    result = import_aka(src, tmp_path / "a")
+    task = load_task(tmp_path / "a" / "triton2triton" / "aka_vllm_seed_chunks")
+    assert dict(task.tolerance["float32"]) == {"atol": 1e-2, "rtol": 2e-2, "norm": 2e-2}
+    assert "reason: \"the source test task_runner.py compares with atol=0.01, rtol=0.02" in \
+        (task.path / "task.yaml").read_text()
+    assert any("starting kernel passes the smoke config" in c for c in result.checks), result.report()
+    kernel = src / "source" / "chunk_cumsum.py"
+    kernel.write_text(kernel.read_text().replace("    return o\n", "    return o * 1.0\n"))
+    result = import_aka(src, tmp_path / "b")
+    assert result.ok and len(result.check_problems) == 1, result.report()
+    assert "FORBIDDEN_CALL" in result.check_problems[0] and "mul" in result.check_problems[0]
+
+
+def test_a_reference_that_computes_on_the_cpu_is_compared_where_the_inputs_are():
+    """A test's own reference moves the inputs to the CPU (``x.float().cpu()``); its outputs come back to
+    the inputs' device (on a GPU the comparison raised: cuda:0 and cpu, a HARNESS_ERROR)."""
+    task = types.SimpleNamespace(outputs=[object()], inputs=[types.SimpleNamespace(inout=False)])
+    x = torch.ones(3, device="meta")
+    (out,) = run_reference(lambda x: torch.zeros(3), task, {"x": x}, [])  # type: ignore[arg-type]
+    assert out.device == x.device
 
 
 def test_a_quotient_of_two_constants_is_written_as_floor_division():

@@ -43,6 +43,7 @@ from arena.authoring.importers.common import (
     roofline_draft,
     schema_supports,
     shape_space_draft,
+    test_tolerance,
 )
 from arena.authoring.importers.kernelbench import (
     ModuleProblem,
@@ -262,6 +263,7 @@ class Harness:
     kernel_launching: set[str] = dataclasses.field(default_factory=set)  # its kernels and what launches them
     kernel_path_name: str = "the kernel's file"
     bound: dict[str, Any] = dataclasses.field(default_factory=dict)  # the test's other parameters, bound when observed
+    tolerance: dict[str, float] = dataclasses.field(default_factory=dict)  # the comparison's own atol / rtol
 
 
 def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
@@ -1033,6 +1035,7 @@ def read_harness(
             return f"{node.value.id}[{int(number_of(node.slice))}]"
         return None
 
+    tolerance: dict[str, float] = {}
     for s in after:
         for n in ast.walk(s):
             pair = (n.args[0], n.args[1]) if isinstance(n, ast.Call) and call_name(n) in COMPARE_FUNCS and \
@@ -1044,6 +1047,11 @@ def read_harness(
                     compared.append((ka, b, s))
                 elif kb and not ka:
                     compared.append((kb, a, s))
+                if (ka or kb) and isinstance(n, ast.Call):   # the test's own tolerance: its loosest comparison
+                    for k in n.keywords:
+                        v = number_of(k.value) if k.arg in ("atol", "rtol") else None
+                        if v is not None and v >= 0:
+                            tolerance[k.arg] = max(float(v), tolerance.get(k.arg, 0.0))  # type: ignore[index]
     seen_keys: set[str] = set()
     compared = [c for c in compared if not (c[0] in seen_keys or seen_keys.add(c[0]))]
     if not compared:
@@ -1071,6 +1079,7 @@ def read_harness(
         bind,
         launchers,
         bound=bound,
+        tolerance=tolerance,
     ), ""
 
 
@@ -2832,6 +2841,8 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     d = _aka_draft(aka, source, name, category="triton2triton", entry=entry, inputs=inputs, outputs=outputs,
                    scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
+    if h is not None:
+        d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
     return d, lambda folder: _aka_self_check(folder)
 
 
@@ -2881,9 +2892,26 @@ def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
             f"the reference does not run on the smoke config ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''}): correct reference.py"
         ]
-    return ["the reference runs on the smoke config on the CPU"], [
-        f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad
-    ]
+    passed = ["the reference runs on the smoke config on the CPU"]
+    found = [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
+    if not found and task.kernel_file("baseline") is not None and task.kernel_file("baseline").suffix == ".py":
+        # the starting kernel through its entry, as the harness evaluates it (Triton's interpreter): what a GPU
+        # found in the imports that stopped here (torch operators in a Triton launcher, an input the kernel
+        # writes, an entry that does not call the launcher as it needs) shows on the CPU already
+        from arena.devices import detect
+        from arena.evaluation.parent import Candidate, evaluate
+
+        try:
+            (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], detect("cpu"), timing=False)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+            v = None
+            found.append(f"the starting kernel could not be evaluated on the CPU ({type(exc).__name__}: {exc})"[:400])
+        if v is not None and v.status.value == "PASSED":
+            passed.append("the starting kernel passes the smoke config on the CPU (Triton's interpreter)")
+        elif v is not None:
+            found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
+                         f"{v.status.value} {v.message[:300]}: correct baseline.py or the signature")
+    return passed, found
 
 
 def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):

@@ -405,6 +405,7 @@ class Draft:
     decisions: list[str] = field(default_factory=list)
     origin: str = ""
     notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
+    tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
 
     @property
     def id(self) -> str:
@@ -451,7 +452,36 @@ def task_yaml(d: Draft) -> str:
               _comment("shape_space", d)]
     lines += [f"  {k}: {_flow(v) if isinstance(v, dict) else _scalar_yaml(v)}" for k, v in d.shape_space.items()]
     lines.append(f"forbidden: {_flow(d.forbidden)}{_comment('forbidden', d)}")
+    if d.tolerance:
+        lines.append("tolerance:   # DRAFT: the source test's own comparison; confirm it")
+        lines += [f"  {dtype}: {_flow(t)}" if dtype != "reason" else f"  reason: {_scalar_yaml(t)}"
+                  for dtype, t in d.tolerance.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_tolerance(found: dict[str, float], outputs: list[dict], where: str, decisions: list[str]
+                   ) -> dict[str, Any]:
+    """The tolerance a source test compares its floating outputs with (``allclose(..., atol=1e-2,
+    rtol=1e-2)``), for each of their dtypes: its atol and rtol, and a norm bound no tighter than its rtol
+    (the test has none; the harness's default would hold a kernel the test accepts to 1e-5)."""
+    if not found:
+        return {}
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    out: dict[str, Any] = {}
+    for dtype in dict.fromkeys(o["dtype"] for o in outputs if o.get("dtype") in DEFAULT_TOLERANCE):
+        base = DEFAULT_TOLERANCE[dtype]
+        t = {"atol": found.get("atol", base["atol"]), "rtol": found.get("rtol", base["rtol"])}
+        t["norm"] = max(base["norm"], t["rtol"])
+        if t != dict(base):
+            out[dtype] = t
+    if out:
+        out["reason"] = (f"the source test {where} compares with {', '.join(f'{k}={v:g}' for k, v in found.items())}"  # type: ignore[assignment]
+                         "; the norm bound is its rtol")
+        defaults = "; ".join(f"{d}: {dict(DEFAULT_TOLERANCE[d])}" for d in out if d != "reason")
+        decisions.append(f"tolerance is {where}'s own comparison ({', '.join(f'{k}={v:g}' for k, v in found.items())}"
+                         f"): confirm it; the harness's defaults are {defaults}")
+    return out
 
 
 def configs_yaml(items: list[dict], header: str) -> str:
