@@ -186,9 +186,12 @@ class Fitter:
                 known = {v: v0, 2 * v: int(v2), **({3 * v: int(v3)} if v3 is not None else {}), **near}
                 fits = [(o, v0 - (v + o) // q) for o in range(q)
                         if all((x + o) // q + v0 - (v + o) // q == y for x, y in known.items())]
-                if len(fits) != 1:
+                if not fits:
                     return None
-                off, b = fits[0]
+                # one phase fits where every residue was probed; where some could not be, the plain quotient
+                # if it is among those that fit
+                plain = next((fb for fb in fits if fb[0] == 0), None)
+                off, b = fits[0] if len(fits) == 1 or plain is None else plain
         term = c if a == 1 else f"{a.numerator} * {c}" if q == 1 else f"({c} + {off}) // {q}" if off else f"{c} // {q}"
         return term + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
 
