@@ -172,6 +172,23 @@ def _stood_in_timer(tm, kernel):
     return timer
 
 
+def _profiled_stand_in(monkeypatch):
+    """A stood-in timer whose profiler's trace is the test's timeline, events untimed: (the timeline's
+    activities, its ``kernel(name, ns)``, the timer)."""
+    import contextlib
+
+    import torch
+
+    import arena.timing.timer as tm
+
+    acts, kernel, _ = _timeline()
+    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
+    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
+    return acts, kernel, _stood_in_timer(tm, kernel)
+
+
 class _FakeTimer:
     """Stands in for DeviceTimer: runs the steps of every round it is given (inside ``alone()``;
     a remote step by the remote, in a session of the remote's) and returns spans drawn from
@@ -674,18 +691,9 @@ def test_a_step_that_breaks_off_midway_tells_what_broke_it_not_the_trace(monkeyp
     """Out of memory between the gate and the end marker (a crowded device): the trace then holds a
     flush and a gate with no marker and cannot be cut; the error told is the one that broke the step
     (it was the cut's, which named no cause)."""
-    import contextlib
 
-    import torch
 
-    import arena.timing.timer as tm
-
-    acts, kernel, _ = _timeline()
-    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
-    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
-    timer = _stood_in_timer(tm, kernel)
+    acts, kernel, timer = _profiled_stand_in(monkeypatch)
 
     def marker():
         raise RuntimeError("CUDA error: out of memory")
@@ -702,18 +710,11 @@ def test_a_step_whose_call_raises_leaves_the_sessions_other_steps_cut(monkeypatc
     gate are on the trace; it gets its marker too, so the session still cuts into the steps made when it
     ends, and the error told is the call's (on an H100 the cut's failure was told instead: "25 flush, 24
     marker and 25 gate kernels for 24 samples", an INTEGRITY_VIOLATION for a shipped solution)."""
-    import contextlib
-
     import torch
 
     import arena.timing.timer as tm
 
-    acts, kernel, _ = _timeline()
-    monkeypatch.setattr(torch.profiler, "profile", lambda **kw: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(torch.cuda, "Event", lambda **kw: _UntimedEvent())
-    monkeypatch.setattr(tm, "_device_activities", lambda prof: sorted(acts))
-    timer = _stood_in_timer(tm, kernel)
+    acts, kernel, timer = _profiled_stand_in(monkeypatch)
     session = tm.Session(timer, profiled=True)
     session.open()
     session.step(lambda: kernel("axpy", 10_000), "candidate")
