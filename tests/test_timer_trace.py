@@ -691,8 +691,6 @@ def test_a_step_that_breaks_off_midway_tells_what_broke_it_not_the_trace(monkeyp
     """Out of memory between the gate and the end marker (a crowded device): the trace then holds a
     flush and a gate with no marker and cannot be cut; the error told is the one that broke the step
     (it was the cut's, which named no cause)."""
-
-
     acts, kernel, timer = _profiled_stand_in(monkeypatch)
 
     def marker():
