@@ -2894,19 +2894,21 @@ def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
         ]
     passed = ["the reference runs on the smoke config on the CPU"]
     found = [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
-    if not found and task.kernel_file("baseline") is not None and task.kernel_file("baseline").suffix == ".py":
+    baseline = task.kernel_file("baseline")
+    if not found and baseline is not None and baseline.suffix == ".py":
         # the starting kernel through its entry, as the harness evaluates it (Triton's interpreter): what a GPU
         # found in the imports that stopped here (torch operators in a Triton launcher, an input the kernel
         # writes, an entry that does not call the launcher as it needs) shows on the CPU already
         from arena.devices import detect
         from arena.evaluation.parent import Candidate, evaluate
+        from arena.records import Status
 
         try:
             (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], detect("cpu"), timing=False)
         except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
             v = None
             found.append(f"the starting kernel could not be evaluated on the CPU ({type(exc).__name__}: {exc})"[:400])
-        if v is not None and v.status.value == "PASSED":
+        if v is not None and v.status is Status.PASSED:
             passed.append("the starting kernel passes the smoke config on the CPU (Triton's interpreter)")
         elif v is not None:
             found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
