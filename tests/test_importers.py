@@ -1280,3 +1280,47 @@ def test_aka_kernel_call_is_the_first_whose_result_is_compared_not_torchs_namesa
     assert h is not None, why
     assert ast.unparse(h.call) == "softmax(x)" and h.call.lineno == 19
     assert [key for key, _, _ in h.compared] == ["y_triton"]
+
+
+def test_aka_drafts_fitted_to_what_the_starting_kernel_runs_on(tmp_path, capsys):
+    """The kernel holds a row in one block (``tl.arange(0, N)``: N a power of two) and its launcher asserts an
+    even row count. The importer probes the starting kernel on every draft (Triton's interpreter, one program
+    per launch): N is found to need a power of two (the shape space offers only those, the drafts' N are
+    rounded to them), and the odd draft, which the launcher's assertion refuses, is dropped with its reason.
+    The task then passes its CPU check."""
+    result = import_aka(FIX / "aka_pytest_pow2_rows", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_pytest_pow2_rows"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert task.shape_space["N"] == {"choices": [32, 64, 128, 256, 512, 1024]}
+    assert task.shape_space["M"] == {"min": 16, "max": 512}
+    held = {c.name: dict(c.params) for c in task.configs("heldout")}
+    assert "draft-odd" not in held and len(held) >= 4
+    assert all(p["N"] & (p["N"] - 1) == 0 and p["M"] % 2 == 0 for p in held.values())
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert seen == [{"M": 32, "N": 64}, {"M": 64, "N": 128}, {"M": 128, "N": 256}]
+    assert not any(p in seen for p in held.values())
+    report = result.report()
+    assert "it needs N to be a power of two" in report
+    assert "heldout:draft-odd (the starting kernel: AssertionError: rows come in pairs)" in report
+    assert "rounded to a power of two" in (folder / "configs" / "heldout.yaml").read_text()
+    capsys.readouterr()
+    assert main(["--tasks-dir", str(tmp_path), "tasks", "check", "triton2triton/aka_pytest_pow2_rows",
+                 "--device", "cpu"]) == 0, capsys.readouterr().out
+
+
+def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path):
+    """The probe answers per config: an error the starting kernel raises, a config not refuted within its
+    budget, and a config the folder does not hold."""
+    from arena.authoring.importers import kernel_probe
+
+    result = import_aka(FIX / "aka_pytest_pow2_rows", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_pytest_pow2_rows"
+    assert result.folder == folder
+    lines = kernel_probe.probe_configs(folder, [("seen", "case0", None), ("probe", "odd", {"M": 32, "N": 65}),
+                                                 ("heldout", "no-such", None)])
+    assert lines["seen:case0"] == {"config": "seen:case0", "error": None, "timeout": False}
+    assert "arange's range must be a power of 2" in lines["probe:odd"]["error"]
+    assert lines["heldout:no-such"]["error"] == "no such config"
+    late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
+    assert late["heldout:draft-aspect"] == {"config": "heldout:draft-aspect", "error": None, "timeout": True}

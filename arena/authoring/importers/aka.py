@@ -2843,7 +2843,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     if h is not None:
         d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
-    return d, lambda folder: _aka_self_check(folder)
+    return d, lambda folder: _aka_self_check(folder, d)
 
 
 _AKA_NOTES = {
@@ -2876,8 +2876,9 @@ def _aka_description(aka: AkaFolder, source: Path) -> str:
     )
 
 
-def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
-    """The reference on the smoke config: it runs and is not degenerate."""
+def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str], list[str]]:
+    """The reference on the smoke config: it runs and is not degenerate. A Triton starting kernel: it passes
+    the smoke config, and ``draft``'s configs are fitted to what it runs on (``kernel_probe.fit_drafts``)."""
     from arena.check.degeneracy import load_reference, reference_problems
     from arena.taskdef.loader import load_task
 
@@ -2910,6 +2911,12 @@ def _aka_self_check(folder: Path) -> tuple[list[str], list[str]]:
             found.append(f"the starting kernel could not be evaluated on the CPU ({type(exc).__name__}: {exc})"[:400])
         if v is not None and v.status is Status.PASSED:
             passed.append("the starting kernel passes the smoke config on the CPU (Triton's interpreter)")
+            if draft is not None:
+                from arena.authoring.importers.kernel_probe import fit_drafts
+
+                fitted, refused = fit_drafts(folder, draft)
+                passed += fitted
+                found += refused
         elif v is not None:
             found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
                          f"{v.status.value} {v.message[:300]}: correct baseline.py or the signature")

@@ -503,8 +503,17 @@ def _write(d: Draft, root: Path) -> Path:
     if folder.exists():
         raise ArenaError("already exists: remove it or choose another name with --id", path=folder)
     (folder / "configs").mkdir(parents=True)
-    (folder / "task.yaml").write_text(task_yaml(d))
     (folder / "reference.py").write_text(d.reference)
+    write_configs(d, folder)
+    for name, text in d.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def write_configs(d: Draft, folder: Path) -> None:
+    """task.yaml and the config files of ``d``'s folder (written again where a check changed the drafts)."""
+    (folder / "task.yaml").write_text(task_yaml(d))
     (folder / "configs" / "seen.yaml").write_text(configs_yaml(
         d.seen, "Seen configs. Entries marked DRAFT were drafted by the importer (run through the original where\n"
                 "it could be run); the rules ask for >= 3 'nice' production shapes inside the timing window."))
@@ -514,10 +523,6 @@ def _write(d: Draft, root: Path) -> Path:
                    "scale-down)."))
     (folder / "configs" / "smoke.yaml").write_text(configs_yaml(
         d.smoke, "Tiny configs for the CPU backend (drafted by the importer)."))
-    for name, text in d.files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    return folder
 
 
 def finish_draft(d: Draft, root: Path | None, source: Path,
@@ -535,6 +540,7 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
         checks += passed
         decisions += found
         check_problems = list(found)
+        problems = validate_task_dir(folder)   # the check may have dropped drafts the starting kernel refused
     decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
                      "--device cuda` (timing window, degeneracy on every split)")
     return ImportResult(folder, source, problems, decisions, checks, check_problems)

@@ -1,0 +1,248 @@
+"""Does a Triton task's starting kernel run on each of its configs? An importer's question, asked of the
+drafts it wrote (the held-out configs and the seen drafts), on the CPU.
+
+The starting kernel is called through its entry, in Triton's interpreter, in a process of its own
+(``TRITON_INTERPRET=1`` is read as the kernels are defined), on the inputs ``make_inputs`` makes for the
+config. Each launch runs one program of its grid: what is asked is whether the kernel is built and traced
+for the config's sizes (a ``tl.arange`` of a size that is not a power of two, a block that does not fit,
+an assertion of the launcher), not what it computes, which the harness's checks are for. A config whose
+call does not end within its budget is not refuted; it is listed as such.
+
+    python -m arena.authoring.importers.kernel_probe FOLDER [--seconds=S] SPLIT:NAME[=PARAMS_JSON] ...
+
+prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "timeout": bool}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+PROBE_SECONDS = 20.0     # one config's budget: making its inputs and the call
+PROCESS_SECONDS = 240.0  # the whole probe
+
+
+class _Budget(BaseException):
+    """A config's budget ran out (BaseException: the kernel's own ``except Exception`` does not catch it)."""
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _one_program_per_launch() -> None:
+    """Each interpreted launch runs the first program of its grid only."""
+    from triton.runtime import interpreter
+
+    call = interpreter.GridExecutor.__call__
+
+    def first_program(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.grid = (1,)
+        return call(self, *args, **kwargs)
+
+    interpreter.GridExecutor.__call__ = first_program  # type: ignore[method-assign]
+
+
+def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: float) -> None:
+    import torch
+
+    from arena.check.degeneracy import load_reference
+    from arena.check.inputs import DTYPES, make_inputs, run_reference
+    from arena.evaluation.protocol import CandidateSpec
+    from arena.evaluation.sides import Side
+    from arena.taskdef.loader import Config, load_task
+
+    _one_program_per_launch()
+    task = load_task(folder)
+    ref = load_reference(task)
+    baseline = task.kernel_file("baseline")
+    side = Side(CandidateSpec(language="triton", path=str(baseline), entry=task.entry, n_inputs=len(task.inputs),
+                              n_outputs=len(task.outputs), scalar_types=[s.type for s in task.scalars]),
+                role="probe")
+
+    def on_alarm(*_: Any) -> None:
+        raise _Budget()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    configs = {(c.split, c.name): c for s in ("seen", "heldout", "smoke") for c in task.configs(s)}
+    for split, name, params in wanted:
+        config = Config(split, 0, name, params) if params is not None else configs.get((split, name))
+        line: dict[str, Any] = {"config": f"{split}:{name}", "error": None, "timeout": False}
+        if config is None:
+            line["error"] = "no such config"
+        else:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            stage = "making the inputs"
+            try:
+                env = task.env(config)
+                made = make_inputs(task, env, 1234, "cpu", ref)
+                scalars = [task.scalar_value(s, env) for s in task.scalars]
+                if params is not None:   # a config the folder does not hold: the reference runs on it too
+                    stage = "the reference"
+                    run_reference(ref.reference, task, made, scalars)
+                stage = "the starting kernel"
+                outs = [torch.zeros(task.shape(o, env), dtype=DTYPES[o.dtype]) for o in task.outputs]
+                side(list(made.values()), outs, scalars)
+            except BaseException as exc:  # noqa: BLE001 - what the config's call raised is the answer
+                if any(isinstance(e, _Budget) for e in _chain(exc)):
+                    line["timeout"] = True
+                else:
+                    root = _chain(exc)[-1]
+                    text = str(root).strip().splitlines()
+                    line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        print(json.dumps(line), flush=True)
+
+
+def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
+                  seconds: float = PROBE_SECONDS) -> dict[str, dict]:
+    """``configs``: (split, name, params or None for the folder's own config of that name); ``seconds``: each
+    one's budget. Returns each config's line ({"error", "timeout"}) by "split:name"; a config the process did
+    not reach is absent."""
+    args = [f"--seconds={seconds}"] + [f"{s}:{n}" + (f"={json.dumps(p)}" if p is not None else "")
+                                        for s, n, p in configs]
+    repo = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+           "PYTHONPATH": os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        done = subprocess.run([sys.executable, "-m", "arena.authoring.importers.kernel_probe", str(folder), *args],
+                              capture_output=True, text=True, env=env, timeout=PROCESS_SECONDS,
+                              cwd=str(folder))
+        out = done.stdout
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    lines: dict[str, dict] = {}
+    for ln in out.splitlines():
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and "config" in d:
+            lines[d["config"]] = d
+    return lines
+
+
+def _params(item: dict) -> dict:
+    return {k: v for k, v in item.items() if k not in ("name", "#")}
+
+
+def _nearest_pow2(v: int, lo: int, hi: int, avoid: Callable[[int], bool]) -> int | None:
+    """The power of two in [lo, hi] nearest ``v`` (on a log scale, the larger on a tie) that ``avoid`` allows."""
+    cands = [1 << k for k in range(63) if lo <= 1 << k <= hi]
+    cands.sort(key=lambda c: (abs(math.log2(c) - math.log2(max(v, 1))), -c))
+    return next((c for c in cands if not avoid(c)), None)
+
+
+def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
+    """Probe the starting kernel on the configs of ``d`` (the Draft written to ``folder``); drafts it does not
+    run on are dropped, or, where it needs a power of two for a size, that size is rounded to one (the shape
+    space then offers only powers of two for it). ``d`` and the folder's task.yaml and config files are
+    changed in place. Returns (what passed, what the author must look at)."""
+    from arena.authoring.importers.common import write_configs
+
+    drafts = {"seen": [c for c in d.seen if str(c.get("#", "")).startswith("DRAFT")], "heldout": list(d.heldout)}
+    own = [c for c in d.seen if c not in drafts["seen"]]
+    wanted = [(s, c["name"], None) for s, items in (("smoke", d.smoke), ("seen", d.seen), ("heldout", d.heldout))
+              for c in items]
+    lines = probe_configs(folder, wanted)
+
+    def error(split: str, name: str, found: dict[str, dict] = lines) -> str | None:
+        line = found.get(f"{split}:{name}")
+        return None if line is None else line["error"]   # not reached: not refuted
+
+    broken = [f"{c['name']}: {error('smoke', c['name'])}" for c in d.smoke if error("smoke", c["name"])]
+    if broken or not lines:
+        return [], [f"the starting kernel could not be probed on its drafts ({'; '.join(broken) or 'no answer'}); "
+                    "check that it runs on every seen and held-out config"]
+    found = [f"the starting kernel does not run on seen config {c['name']}, a case of the source's test "
+             f"({error('seen', c['name'])}): correct baseline.py or the signature" for c in own
+             if error("seen", c["name"])]
+    failing = [(s, c) for s, items in drafts.items() for c in items if error(s, c["name"])]
+    unreached = sum(1 for s, n, _ in wanted if f"{s}:{n}" not in lines or lines[f"{s}:{n}"]["timeout"])
+    how = "Triton's interpreter on the CPU, one program per launch"
+    if not failing:
+        return [f"the starting kernel runs on every seen and held-out config ({how}"
+                + (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} s" if unreached else "") + ")"], found
+    space = d.shape_space
+    pow2: list[str] = []
+    if any("power of 2" in (error(s, c["name"]) or "") for s, c in failing):
+        # which sizes must be powers of two: each varied alone, to an odd value, from the test's first case
+        base = _params(own[0] if own else d.seen[0])
+        varied = [k for k, v in space.items() if isinstance(v, dict) and "min" in v and k in base]
+        trials = {f"odd-{k}": {**base, k: base[k] + 1 if base[k] % 2 == 0 else base[k] + 2} for k in varied}
+        got = probe_configs(folder, [("probe", n, p) for n, p in trials.items()])
+        pow2 = [k for k in varied if "power of 2" in (error("probe", f"odd-{k}", got) or "")]
+    for k in pow2:
+        lo, hi = int(space[k]["min"]), int(space[k]["max"])
+        space[k] = {"choices": [1 << e for e in range(63) if lo <= 1 << e <= hi]}
+    taken = [_params(c) for c in d.seen + d.heldout]
+    fixed: dict[str, dict] = {}
+    for s, c in failing:
+        if not pow2 or "power of 2" not in (error(s, c["name"]) or ""):
+            continue
+        p = _params(c)
+        for k in pow2:
+            rounded = _nearest_pow2(int(p[k]), int(space[k]["choices"][0]), int(space[k]["choices"][-1]),
+                                    lambda v, k=k, p=p: {**p, k: v} in taken)
+            if rounded is not None:
+                p[k] = rounded
+        if p not in taken:
+            taken.append(p)
+            fixed[f"{s}:{c['name']}"] = p
+    retried = probe_configs(folder, [(key.split(":")[0], key.split(":")[1], p) for key, p in fixed.items()])
+    dropped, rounded_names = [], []
+    for s, c in failing:
+        key = f"{s}:{c['name']}"
+        items = d.seen if s == "seen" else d.heldout
+        again = error(s, c["name"], retried) if key in fixed and key in retried else "not fitted"
+        if key in fixed and again is None:
+            note = f"{c.get('#', 'DRAFT')}; {', '.join(pow2)} rounded to a power of two, which the kernel needs"
+            items[items.index(c)] = {"name": c["name"], **fixed[key], "#": note}
+            rounded_names.append(key)
+        else:
+            items.remove(c)
+            dropped.append(f"{key} ({error(s, c['name'])})")
+    write_configs(d, folder)
+    passed = [f"the starting kernel was probed on every seen and held-out config ({how})"]
+    if pow2:
+        n = len(rounded_names)
+        passed.append(f"it needs {', '.join(pow2)} to be a power of two: the shape space offers only those, and "
+                      f"{n} draft{'s' if n != 1 else ''} rounded to them ({', '.join(rounded_names)})")
+    if dropped:
+        text = (f"{len(dropped)} draft{'s' if len(dropped) > 1 else ''} the starting kernel does not run on "
+                f"dropped: {'; '.join(dropped)}; the shape space may still draw such configs: add the constraint")
+        if len(d.heldout) < 4 or len(d.seen) < 3:
+            found.append(text + ": write configs it runs on, or correct baseline.py")
+        else:
+            passed.append(text)
+    return passed, found
+
+
+def main(argv: list[str]) -> None:
+    folder = Path(argv[0]).resolve()
+    wanted: list[tuple[str, str, dict | None]] = []
+    seconds = PROBE_SECONDS
+    for a in argv[1:]:
+        if a.startswith("--seconds="):
+            seconds = float(a.split("=", 1)[1])
+            continue
+        head, _, params = a.partition("=")
+        split, _, name = head.partition(":")
+        wanted.append((split, name, json.loads(params) if params else None))
+    _probe(folder, wanted, seconds)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
