@@ -3,7 +3,8 @@
 #   bash scripts/gpu_validate_tasks.sh SELECTOR OUTDIR
 # (WORKERS=N: N evaluations side by side on the GPU, default 1; TASKS_DIR=DIR: the tasks of another folder,
 # e.g. imported ones carried to the machine, whose baselines are then timed, as tasks with no solution need;
-# SPLITS=seen,heldout: the splits run, default seen,heldout,random)
+# SPLITS=seen,heldout: the splits run, default seen,heldout,random; TIMING_CAP=S: the baselines' timing cap per config,
+# default 4 s)
 # The built-in agents run once (baseline for correctness; solution and specialised timed, on
 # seen, held-out and random shapes) and `arena tasks check` reuses their verdicts, adding
 # the reference checks; OUTDIR gets check.md / check.json / records.jsonl.gz / the logs / time.txt.
@@ -23,7 +24,7 @@ W=${WORKERS:-1}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 mins() { python3 -c "import time; print(f'{(time.time() - $t0) / 60:.2f} min')"; }
 t0=$(date +%s.%N)
-python3 -m arena "${TD[@]}" run --agent baseline "${NOTIME[@]}" --tasks "$SEL" --split "${SPLITS:-seen,heldout,random}" --out "$RUN" --quiet \
+python3 -m arena "${TD[@]}" run --agent baseline "${NOTIME[@]}" --tasks "$SEL" --split "${SPLITS:-seen,heldout,random}" --out "$RUN" --quiet --timing-cap "${TIMING_CAP:-4}" \
   --device cuda --workers-per-gpu "$W" > "$OUT/run.txt" 2>&1
 echo "baseline exit $? after $(mins)" | tee -a "$OUT/time.txt"
 python3 -m arena "${TD[@]}" run --agent solution,specialised --tasks "$SEL" --split "${SPLITS:-seen,heldout,random}" --out "$RUN" --resume \

@@ -1324,3 +1324,18 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path):
     assert lines["heldout:no-such"]["error"] == "no such config"
     late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
     assert late["heldout:draft-aspect"] == {"config": "heldout:draft-aspect", "error": None, "timeout": True}
+
+
+def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):
+    """The runner loads the kernel's file by its path (``mod = load_module()``) and its reference reads a
+    helper of that module (``.to(mod._out_dtype())``): reference.py copies the helper from the kernel's file
+    and calls it by name, with no loader and no path of the source folder."""
+    result = import_aka(FIX / "aka_vllm_module_helper", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_module_helper"
+    assert result.ok, result.report()
+    reference = (folder / "reference.py").read_text()
+    assert "def _out_dtype():" in reference and ".to(_out_dtype())" in reference
+    assert "load_module" not in reference and "SOURCE_FILE" not in reference and "mod." not in reference
+    task = load_task(folder)
+    assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("result", "float32", ["K", "N"])]
+    assert not result.check_problems, result.report()

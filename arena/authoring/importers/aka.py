@@ -1183,6 +1183,28 @@ def _written_into(h: Harness, n: str, last: int) -> bool:
                for s in _writers(h, n, last))
 
 
+def _module_loaders(tree: ast.Module) -> set[str]:
+    """The test's functions that load a file as a module by its path (``spec_from_file_location``): its way
+    to the kernel's file (``mod = load_module()``; ``mod.launcher(...)``)."""
+    return {f.name for f in tree.body if isinstance(f, ast.FunctionDef)
+            and any(isinstance(n, ast.Call) and call_name(n) in ("spec_from_file_location", "import_module")
+                    for n in ast.walk(f))}
+
+
+class _KernelModuleAttributes(ast.NodeTransformer):
+    """``mod.helper`` -> ``helper`` for the names ``mod`` bound to the kernel's module; the names seen."""
+
+    def __init__(self, modules: set[str]):
+        self.modules = modules
+        self.attributes: set[str] = set()
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id in self.modules:
+            self.attributes.add(node.attr)
+            return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+        return self.generic_visit(node)
+
+
 def _reference_from_harness(
     h: Harness, inputs: list[str], first_float: dict[str, str], returns: list[str] | None = None
 ) -> tuple[str | None, str]:
@@ -1206,6 +1228,8 @@ def _reference_from_harness(
     bound = bound_by_imports([i for i in import_lines(h.tree) if i not in local])
     from_kernel = _kernel_helpers_named(h, local)   # name in the test -> its function in the kernel's file
     last = max(order[id(s)] for _, _, s in h.compared)
+    loaders = _module_loaders(h.tree)
+    kernel_module: set[str] = set()
     done: set[str] = set()
     todo = list(need)
     while todo:
@@ -1224,6 +1248,10 @@ def _reference_from_harness(
         if n in h.tensors and n not in inputs and h.tensors[n].maker not in CONSTANT_MAKERS:
             return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
         assigns = [s for s in _writers(h, n, last) if s is not h.call_stmt]
+        if assigns and all(isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and
+                           call_name(s.value) in loaders for s in assigns):
+            kernel_module.add(n)   # ``mod = load_module()``: the kernel's file, loaded by its path
+            continue
         if assigns:
             for s in assigns:
                 if s not in chosen:
@@ -1241,10 +1269,23 @@ def _reference_from_harness(
         if n in bound_by_imports(local):
             return None, f"the reference in {h.path.name} uses {n}, imported from a file beside it: copy it in"
         return None, f"the reference in {h.path.name} uses {n}, which the importer cannot trace to the inputs"
+    chosen.sort(key=lambda s: order[id(s)])
+    if kernel_module:
+        # ``mod.helper(...)`` of the kernel's module loaded by path: the helper, copied from the kernel's file
+        flat = _KernelModuleAttributes(kernel_module)
+        chosen = [flat.visit(copy.deepcopy(s)) for s in chosen]
+        by_key = {k: flat.visit(copy.deepcopy(e)) for k, e in by_key.items()}
+        exprs = list(by_key.values())
+        defined = {st.name for st in h.kernel_source[1].body if isinstance(st, ast.FunctionDef)} \
+            if h.kernel_source is not None else set()
+        for a in sorted(flat.attributes):
+            if a not in defined:
+                return None, (f"the reference in {h.path.name} uses {a} of the kernel's module, which is not one of "
+                              f"its functions")
+            from_kernel[a] = a
     for s in chosen:
         if _launches(s, h):
             return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
-    chosen.sort(key=lambda s: order[id(s)])
     helpers = module_defs(h.tree, free_names(chosen + exprs), {h.function, *h.consts})
     for s in helpers:
         if _launches(s, h):
@@ -2728,6 +2769,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
     _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
+    if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
+        decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
+                            f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} s the drafts' checks "
+                            "may take (a reference that loops in Python is as slow in the harness): make it "
+                            "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     while len(seen) < 3 and h.cases:
         seen.append(
