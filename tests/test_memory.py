@@ -232,6 +232,36 @@ def test_a_piece_too_large_beside_other_evaluations_processes_drains_the_gpu_of_
     assert acct.blocking() is None and acct.held() == PROCESS_BYTES
 
 
+def test_the_wait_to_start_ends_at_the_evaluations_deadline():
+    """An evaluation with a deadline does not wait past it for a GPU that another piece of work keeps
+    to itself: its wait ends there (its stages then end at once, a TIMEOUT), where one with no deadline
+    waits on."""
+    cap = 4 * PROCESS_BYTES
+    other = hold(KEY, cap, 0, stand=2)
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.01)
+    entered, leave = threading.Event(), threading.Event()
+
+    def work():
+        with acct.reserve(int(3.5 * PROCESS_BYTES), "a large config"):   # waits for the GPU to itself
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=work)
+    t.start()
+    try:
+        assert not entered.wait(0.3) and "waits for the GPU to itself" in (acct.blocking() or "")
+        t0 = time.monotonic()
+        waited = wait_to_start(KEY, poll_s=0.01, n_processes=1, until=t0 + 0.4)
+        assert 0.35 <= waited <= 5 and acct.blocking() is not None
+        unbounded, _ = _started(lambda: wait_to_start(KEY, poll_s=0.01, n_processes=1))
+        assert not unbounded.wait(0.5)
+    finally:
+        leave.set()
+        release(other)
+        t.join(30)
+        other.kill()
+
+
 def test_two_evaluations_that_each_need_the_gpu_to_themselves_go_one_after_the_other():
     """Each waits for the other's processes to end, which would never happen: the one that began
     to wait first does not count the processes of one that waits behind it, and goes first."""

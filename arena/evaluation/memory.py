@@ -373,10 +373,11 @@ def working_allowance(io_bytes: int) -> int:
     return max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
 
 
-def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3) -> float:
+def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3, until: float | None = None) -> float:
     """Before an evaluation's processes open their contexts on a GPU: wait while a piece of work
     there needs the GPU to itself, or while its ``n_processes`` would not fit in the account
-    (``MemoryAccount.blocking``). Returns the seconds waited."""
+    (``MemoryAccount.blocking``), but not past ``until`` (a time.monotonic() value: the
+    evaluation's deadline, whose stages then end at once). Returns the seconds waited."""
     fd = open_account(gpu_key)
     try:
         acct = MemoryAccount(fd, 0)
@@ -384,7 +385,7 @@ def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3) -
         if acct.blocking(new) is None:
             return 0.0
         t0 = time.monotonic()
-        while acct.blocking(new) is not None:
+        while acct.blocking(new) is not None and (until is None or time.monotonic() < until):
             time.sleep(poll_s)
         return time.monotonic() - t0
     finally:

@@ -496,7 +496,7 @@ def _run_worker(
     start_wait_s = 0.0
     if device.gpu_key is not None:
         # a piece of work on this GPU that needs it to itself: no evaluation starts until it is done
-        start_wait_s = memory.wait_to_start(device.gpu_key)
+        start_wait_s = memory.wait_to_start(device.gpu_key, until=end_by)
     kind, worker = processes.SPARES.take(device)
     cwd = worker.cwd
     key = secrets.token_bytes(32)

@@ -445,8 +445,8 @@ def task_yaml(d: Draft) -> str:
     lines += ["  " + ln if ln else "" for ln in d.description.rstrip().splitlines()]
     lines += [f"tags: {_flow(d.tags)}{_comment('tags', d)}",
               f"difficulty: {d.difficulty}{_comment('difficulty', d)}",
-              f"entry: {d.entry}", "signature:", "  inputs:"]
-    lines += [f"    - {_flow(i)}" for i in d.inputs]
+              f"entry: {d.entry}", "signature:"]
+    lines += ["  inputs:"] + [f"    - {_flow(i)}" for i in d.inputs] if d.inputs else ["  inputs: []"]
     lines += ["  outputs:"] + [f"    - {_flow(o)}" for o in d.outputs] if d.outputs else ["  outputs: []"]
     if d.scalars:
         lines += ["  scalars:"] + [f"    - {_flow(s)}" for s in d.scalars]
