@@ -60,7 +60,7 @@ def one(args: tuple[str, str, str]) -> dict:
             row["valid"] = not problems
             if problems:
                 row["why"] = f"validate: {problems[0]}"
-                if "configs/" in problems[0]:   # why the configs are short: the drafting's own account
+                if "configs/" in str(problems[0]):   # why the configs are short: the drafting's own account
                     said = [*getattr(result, "check_problems", []), *getattr(result, "decisions", [])]
                     why = next((d for d in said if "could be drafted" in d or "dropped" in d), "")
                     row["why"] += f" ({why})" if why else ""

@@ -1339,3 +1339,20 @@ def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):
     task = load_task(folder)
     assert [(o.name, o.dtype, list(o.shape)) for o in task.outputs] == [("result", "float32", ["K", "N"])]
     assert not result.check_problems, result.report()
+
+
+def test_aka_vllm_comparison_of_the_same_transform_of_both_sides(tmp_path):
+    """The runner compares ``result[mask]`` with ``ref[mask]`` (through a name bound after the call, with a
+    wrapper), and the finite masks of both; after its loop over the cases it checks one more fixed case: the
+    call read is the one in the loop, the kernel's output ``result`` is compared whole with ``ref``."""
+    result = import_aka(FIX / "aka_vllm_masked_compare", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_masked_compare"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("result", ["K", "N"])]
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"K": 64, "N": 128, "group_size": 32}, {"K": 128, "N": 256, "group_size": 64},
+        {"K": 256, "N": 512, "group_size": 128}]
+    reference = (folder / "reference.py").read_text()
+    assert "return ref" in reference and "isfinite" not in reference
+    assert not result.check_problems, result.report()

@@ -641,6 +641,72 @@ def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], no
     return fields, out
 
 
+def _over_module_list(loop: ast.For, values: dict[str, Any]) -> bool:
+    """Is ``loop`` over a list or tuple the module binds (``for i, (M, N) in enumerate(TEST_SHAPES)``)?"""
+    it = loop.iter
+    if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
+        it = it.args[0]
+    return isinstance(it, ast.Name) and isinstance(values.get(it.id), (list, tuple))
+
+
+def _unwrapped(node: ast.AST) -> ast.AST:
+    """``x.cpu().float()`` -> ``x``: the wrappers a comparison puts around a tensor."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
+        node = node.func.value
+    return node
+
+
+def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.stmt],
+                    at: ast.stmt, own: set[str] = frozenset()) -> tuple[str, ast.expr] | None:  # type: ignore[assignment]
+    """Where a comparison's two sides are one expression of two tensors (the names the test binds after the call
+    read through, wrappers dropped): the kernel's tensor (one of ``kernel``, once) and the reference's side. A
+    name bound to a call of the test's own functions (``own``: its reference) is the reference's, not read."""
+    bound: dict[str, ast.expr | None] = {}
+    for st in after:
+        if st is at:
+            break
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            name = st.targets[0].id
+            theirs = isinstance(st.value, ast.Call) and call_name(st.value) in own
+            bound[name] = st.value if name not in bound and name not in kernel and not theirs else None
+
+    class _Read(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            value = bound.get(node.id)
+            return copy.deepcopy(value) if value is not None else node
+
+    def read(node: ast.expr) -> ast.AST:
+        for _ in range(4):
+            node = _Read().visit(copy.deepcopy(node))
+        return node
+
+    def uses_kernel(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in kernel for n in ast.walk(node))
+
+    pairs: list[tuple[str, ast.expr]] = []
+
+    def match(x: Any, y: Any) -> bool:
+        if isinstance(x, ast.AST):
+            x, y = _unwrapped(x), _unwrapped(y) if isinstance(y, ast.AST) else y
+        if isinstance(x, ast.Name) and x.id in kernel and isinstance(y, ast.expr) and not uses_kernel(y):
+            pairs.append((x.id, y))
+            return True
+        if isinstance(x, list):
+            return isinstance(y, list) and len(x) == len(y) and all(match(p, q) for p, q in zip(x, y))
+        if not isinstance(x, ast.AST):
+            return x == y
+        if type(x) is not type(y):
+            return False
+        return all(match(getattr(x, f, None), getattr(y, f, None)) for f in x._fields if f != "ctx")
+
+    for kside, rside in ((a, b), (b, a)):
+        pairs.clear()
+        if match(read(kside), read(rside)) and len({k for k, _ in pairs}) == 1 and not uses_kernel(rside):
+            k, ref = pairs[0]
+            return k, ref
+    return None
+
+
 def _equality(n: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     """The two sides of an elementwise ``a == b`` (an assert's ``(a == b).all()``, ``torch.all(a == b)``)."""
     if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq) and \
@@ -683,12 +749,20 @@ def read_harness(
             m.id for c in ast.walk(fn) if isinstance(c, ast.Call) and call_name(c) in COMPARE_FUNCS
             for a in c.args[:2] for m in ast.walk(a) if isinstance(m, ast.Name)
         }
+        # and what those names are made of (``got_v = logits[mask]``; ``allclose(got_v, ...)``)
+        for st in [n for n in ast.walk(fn) if isinstance(n, ast.Assign)] * 2:
+            if any(isinstance(t, ast.Name) and t.id in compared for t in st.targets):
+                compared |= {m.id for m in ast.walk(st.value) if isinstance(m, ast.Name)}
         # the reference's side may call into the kernel's file too (reference_topk): the kernel's side first
         # and of the kernel's calls the last whose result is compared (after the one that makes the inputs)
         order = {id(c): i for i, c in enumerate(n for n in ast.walk(fn) if isinstance(n, ast.Call))}
         pos = {id(c): (c.lineno, c.col_offset) for c in calls}
+        # a call in the loop over the test's cases (a list of the module's) before one outside it (an extra check)
+        in_cases = {id(n) for loop in ast.walk(fn) if isinstance(loop, ast.For) and _over_module_list(loop, values)
+                    for n in ast.walk(loop)}
         ranked = sorted(calls, key=lambda c: (call_name(c) not in launching,
                                               bool(re.search(r"ref|torch|naive|golden", call_name(c), re.I)),
+                                              bool(in_cases) and id(c) not in in_cases,
                                               tuple(-x for x in pos[id(c)]), order[id(c)]))
         assigns = [s for s in ast.walk(fn) if isinstance(s, ast.Assign)]
         # the first of the kernel's calls whose result is compared comes first (a later call may bind the
@@ -1043,6 +1117,12 @@ def read_harness(
             if pair is not None:
                 a, b = pair
                 ka, kb = kernel_side(a), kernel_side(b)
+                if not ka and not kb:
+                    # the same transform of both sides (``logits[mask]`` with ``ref[mask]``, ``isfinite(out)``
+                    # with ``isfinite(ref)``): the kernel's tensor and the reference's are compared whole
+                    found = _same_transform(a, b, set(results) | passed, after, s, {f.name for f in funcs})
+                    if found is not None:
+                        ka, b = found
                 if ka and not kb:
                     compared.append((ka, b, s))
                 elif kb and not ka:

@@ -62,7 +62,9 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
     from arena.evaluation.protocol import CandidateSpec
     from arena.evaluation.sides import Side
     from arena.taskdef.loader import Config, load_task
+    from arena.toolchain import cpu_interpreter
 
+    cpu_interpreter.install()     # as the candidate's process on the cpu backend has it
     _one_program_per_launch()
     task = load_task(folder)
     ref = load_reference(task)

@@ -51,13 +51,10 @@ class CandidateProcess(CallServer):
             self.recorder = Recorder()
         if not self.gpu:
             # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
-            # common functions get implementations of its own operations)
-            from arena.toolchain import interpreter_fp8, interpreter_libdevice
-            from arena.toolchain.autotune import first_config_only
+            # common functions get implementations of its own operations); fp8 conversions as a GPU does them
+            from arena.toolchain import cpu_interpreter
 
-            first_config_only()
-            interpreter_libdevice.install()
-            interpreter_fp8.install()       # and its fp8 conversions done as a GPU does them
+            cpu_interpreter.install()
         self.threads = ThreadWatch()
         self.seal = Seal()
         self.threads.before()
