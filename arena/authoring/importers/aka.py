@@ -2438,6 +2438,7 @@ def _entry_call(
 
 
 CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta device may run on the CPU, in all
+#                            (CPU seconds of the importer's process)
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -2476,7 +2477,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
             if observer is None or cpu_left[0] <= 0:
                 raise
-            t0 = time.perf_counter()
+            t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
             seen = observer.observe(params, "cpu")
             got = {t: v for t, v in seen.args} | dict(seen.kwargs)
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
@@ -2485,7 +2486,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 with FlopCounterMode(display=False) as counter:
                     out = ref_fn(*cpu, *[params[f] for f in fields])
             finally:
-                cpu_left[0] -= time.perf_counter() - t0
+                cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return {"outputs": outs, "flops": counter.get_total_flops()}
 
@@ -2851,8 +2852,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
-                            f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} s the drafts' checks "
-                            "may take (a reference that loops in Python is as slow in the harness): make it "
+                            f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} CPU seconds the drafts' "
+                            "checks may take (a reference that loops in Python is as slow in the harness): make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     while len(seen) < 3 and h.cases:

@@ -6,7 +6,7 @@ The starting kernel is called through its entry, in Triton's interpreter, in a p
 config. Each launch runs one program of its grid: what is asked is whether the kernel is built and traced
 for the config's sizes (a ``tl.arange`` of a size that is not a power of two, a block that does not fit,
 an assertion of the launcher), not what it computes, which the harness's checks are for. A config whose
-call does not end within its budget is not refuted; it is listed as such.
+call does not end within its budget of CPU time is not refuted; it is listed as such.
 
     python -m arena.authoring.importers.kernel_probe FOLDER [--seconds=S] SPLIT:NAME[=PARAMS_JSON] ...
 
@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-PROBE_SECONDS = 20.0     # one config's budget: making its inputs and the call
-PROCESS_SECONDS = 240.0  # the whole probe
+PROBE_SECONDS = 20.0     # one config's budget, in CPU seconds: making its inputs and the call
+PROCESS_SECONDS = 240.0  # the whole probe, in seconds of wall time
 
 
 class _Budget(BaseException):
@@ -76,7 +76,8 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
     def on_alarm(*_: Any) -> None:
         raise _Budget()
 
-    signal.signal(signal.SIGALRM, on_alarm)
+    # the budget is CPU time of this process (user and system), so that it does not depend on the machine's load
+    signal.signal(signal.SIGPROF, on_alarm)
     configs = {(c.split, c.name): c for s in ("seen", "heldout", "smoke") for c in task.configs(s)}
     for split, name, params in wanted:
         config = Config(split, 0, name, params) if params is not None else configs.get((split, name))
@@ -84,7 +85,7 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
         if config is None:
             line["error"] = "no such config"
         else:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            signal.setitimer(signal.ITIMER_PROF, seconds)
             stage = "making the inputs"
             try:
                 env = task.env(config)
@@ -104,7 +105,7 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                     text = str(root).strip().splitlines()
                     line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         print(json.dumps(line), flush=True)
 
 
@@ -175,8 +176,8 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
     unreached = sum(1 for s, n, _ in wanted if f"{s}:{n}" not in lines or lines[f"{s}:{n}"]["timeout"])
     how = "Triton's interpreter on the CPU, one program per launch"
     if not failing:
-        return [f"the starting kernel runs on every seen and held-out config ({how}"
-                + (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} s" if unreached else "") + ")"], found
+        late = f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds" if unreached else ""
+        return [f"the starting kernel runs on every seen and held-out config ({how}{late})"], found
     space = d.shape_space
     pow2: list[str] = []
     if any("power of 2" in (error(s, c["name"]) or "") for s, c in failing):
