@@ -1356,3 +1356,13 @@ def test_aka_vllm_comparison_of_the_same_transform_of_both_sides(tmp_path):
     reference = (folder / "reference.py").read_text()
     assert "return ref" in reference and "isfinite" not in reference
     assert not result.check_problems, result.report()
+    # a comparison of two things of the kernel's side (its sum with a tensor made from it) is not one of these,
+    # and leaves the case list as read: the test still runs up to its call for a case
+    from arena.authoring.importers.aka import read_harness
+    from arena.authoring.importers.observe import Observer
+
+    runner = FIX / "aka_vllm_masked_compare" / "scripts" / "task_runner.py"
+    h, why = read_harness(runner, {"group_scale"}, {"group_scale"})
+    assert h is not None and h.item_of is not None, why
+    seen = Observer(h).observe({"K": 64, "N": 128, "group_size": 32})
+    assert [t for t, _ in seen.args] == ["q", "scales", "group_size"]

@@ -1120,9 +1120,9 @@ def read_harness(
                 if not ka and not kb:
                     # the same transform of both sides (``logits[mask]`` with ``ref[mask]``, ``isfinite(out)``
                     # with ``isfinite(ref)``): the kernel's tensor and the reference's are compared whole
-                    found = _same_transform(a, b, set(results) | passed, after, s, {f.name for f in funcs})
-                    if found is not None:
-                        ka, b = found
+                    same = _same_transform(a, b, set(results) | passed, after, s, {f.name for f in funcs})
+                    if same is not None:
+                        ka, b = same
                 if ka and not kb:
                     compared.append((ka, b, s))
                 elif kb and not ka:
