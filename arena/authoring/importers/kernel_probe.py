@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from arena.errors import Interruption
+
 PROBE_SECONDS = 20.0     # one config's budget, in CPU seconds: making its inputs and the call
 PROCESS_SECONDS = 240.0  # the whole probe, in seconds of wall time
 
 
-class _Budget(BaseException):
-    """A config's budget ran out (BaseException: the kernel's own ``except Exception`` does not catch it)."""
+class _Budget(Interruption):
+    """A config's budget ran out (the kernel's own ``except Exception`` does not catch it)."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
