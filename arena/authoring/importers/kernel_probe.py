@@ -189,9 +189,13 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
         trials = {f"odd-{k}": {**base, k: base[k] + 1 if base[k] % 2 == 0 else base[k] + 2} for k in varied}
         got = probe_configs(folder, [("probe", n, p) for n, p in trials.items()])
         pow2 = [k for k in varied if "power of 2" in (error("probe", f"odd-{k}", got) or "")]
-    for k in pow2:
+    for k in list(pow2):
         lo, hi = int(space[k]["min"]), int(space[k]["max"])
-        space[k] = {"choices": [1 << e for e in range(63) if lo <= 1 << e <= hi]}
+        choices = [1 << e for e in range(63) if lo <= 1 << e <= hi]
+        if choices:
+            space[k] = {"choices": choices}
+        else:                           # no power of two in its range: the drafts that need one are dropped
+            pow2.remove(k)
     taken = [_params(c) for c in d.seen + d.heldout]
     fixed: dict[str, dict] = {}
     for s, c in failing:
@@ -211,7 +215,7 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
     for s, c in failing:
         key = f"{s}:{c['name']}"
         items = d.seen if s == "seen" else d.heldout
-        again = error(s, c["name"], retried) if key in fixed and key in retried else "not fitted"
+        again = error(s, c["name"], retried) if key in fixed else "not fitted"   # not reached: not refuted
         if key in fixed and again is None:
             note = f"{c.get('#', 'DRAFT')}; {', '.join(pow2)} rounded to a power of two, which the kernel needs"
             items[items.index(c)] = {"name": c["name"], **fixed[key], "#": note}
