@@ -305,9 +305,7 @@ def _fields_from_comment(text: str, line: int) -> list[str] | None:
 
 def _aliases(st: ast.Assign, names: set[str]) -> list[str]:
     """The name ``st`` binds to one of ``names`` passed through wrappers (``res_cpu = res.cpu()``)."""
-    node = st.value
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
-        node = node.func.value
+    node = _unwrapped(st.value)
     if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and isinstance(node, ast.Name) and node.id in names:
         return [st.targets[0].id]
     return []
@@ -657,7 +655,7 @@ def _unwrapped(node: ast.AST) -> ast.AST:
 
 
 def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.stmt],
-                    at: ast.stmt, own: set[str] = frozenset()) -> tuple[str, ast.expr] | None:  # type: ignore[assignment]
+                    at: ast.stmt, own: frozenset[str] | set[str] = frozenset()) -> tuple[str, ast.expr] | None:
     """Where a comparison's two sides are one expression of two tensors (the names the test binds after the call
     read through, wrappers dropped): the kernel's tensor (one of ``kernel``, once) and the reference's side. A
     name bound to a call of the test's own functions (``own``: its reference) is the reference's, not read."""
@@ -687,7 +685,9 @@ def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.
 
     def match(x: Any, y: Any) -> bool:
         if isinstance(x, ast.AST):
-            x, y = _unwrapped(x), _unwrapped(y) if isinstance(y, ast.AST) else y
+            x = _unwrapped(x)
+        if isinstance(y, ast.AST):
+            y = _unwrapped(y)
         if isinstance(x, ast.Name) and x.id in kernel and isinstance(y, ast.expr) and not uses_kernel(y):
             pairs.append((x.id, y))
             return True
@@ -1095,8 +1095,7 @@ def read_harness(
     def kernel_side(node: ast.AST) -> str | None:
         if isinstance(node, ast.Name) and node.id in aliases:  # res_cpu = res.cpu()
             node = aliases[node.id]
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRAPPERS:
-            node = node.func.value
+        node = _unwrapped(node)
         if isinstance(node, ast.Name) and (node.id in results or node.id in passed):
             return node.id
         if (
