@@ -171,13 +171,24 @@ def _task_lines(t) -> list[str]:
     return out
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` names something here (a name too long for a path is not one)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from arena.taskdef.loader import discover_tasks, validate_task_dir
+    from arena.taskdef.loader import discover_tasks, select_tasks, validate_task_dir
 
     folders: list[Path] = []
     for p in args.paths or [str(_tasks_root(args) or "")]:
         path = Path(p) if p else None
-        if path is not None and (path / "task.yaml").is_file():
+        if path is not None and not _exists(path):
+            # not a path here: a selector of the task root's, as the other commands take (ids, globs, a comma list)
+            folders.extend(f for f in select_tasks(p, _tasks_root(args)) if f not in folders)
+        elif path is not None and (path / "task.yaml").is_file():
             folders.append(path)
         elif path is not None and path.name == "task.yaml":
             folders.append(path.parent)
@@ -885,7 +896,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("id")
     x.set_defaults(fn=cmd_tasks_show)
     x = tsub.add_parser("validate", help="check task files against the schema")
-    x.add_argument("paths", nargs="*")
+    x.add_argument("paths", nargs="*", help="task folders, folders of tasks, or a selector of the task root's "
+                   "(all, a category, ids, a glob, a comma list); default: the task root")
     x.set_defaults(fn=cmd_tasks_validate)
     x = tsub.add_parser("new", help="write a task skeleton that validates")
     x.add_argument("id", help="CATEGORY/NAME")

@@ -137,6 +137,14 @@ def test_broken_tasks_are_listed_shown_and_validated_without_hiding_the_others(t
     assert "2 of 8 tasks valid" in out
     _assert_lines(err, _problem_lines(folders))
 
+    # a selector of the task root's, as the other commands take: ids, a comma list (longer than a file name may be)
+    ids = ["triton2triton/axpy", "hip2hip/scale"] * 80
+    assert main([*root, "tasks", "validate", ",".join(ids)]) == 0
+    assert "2 of 2 tasks valid" in capsys.readouterr().out
+    assert main([*root, "tasks", "validate", "triton2triton/axpy,triton2triton/no_such_task"]) == 2
+    out, err = capsys.readouterr()
+    assert "no task matches 'triton2triton/no_such_task'" in err and "Traceback" not in out + err
+
     for name, line in zip(folders, _problem_lines(folders)):       # eval names every problem too
         assert main([*root, "eval", f"triton2triton/{name}", "--device", "cpu"]) == 2
         _assert_lines(capsys.readouterr().err, [line])

@@ -64,3 +64,23 @@ def test_every_triton_kernel_compiles_ahead_for_sm90_and_gfx942(path):
         if not res.kernels and path.name == "specialised.py":
             pytest.skip("the specialised kernel launches nothing on the smoke shapes (it is built for the seen ones)")
         assert res.kernels, "the entry launched no Triton kernel"
+
+
+def test_reference_and_starting_point_compute_fp32_without_tf32(tmp_path, cpu):
+    """The trusted process (the reference) and the process that runs the task's own reference as
+    the torch2hip starting point both compute fp32 in fp32: a reference that refuses to run with
+    torch's TF32 switches on (cuDNN's is on by default) passes as its own starting point."""
+    import shutil
+
+    folder = tmp_path / "torch2hip" / "l2_normalize_rows"
+    shutil.copytree(next(f for f in _of("torch2hip") if f.name == "l2_normalize_rows"), folder)
+    (folder / "reference.py").write_text(
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def reference(x, rows, dim, eps):\n"
+        "    if torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32:\n"
+        "        raise RuntimeError('computed with TF32 allowed')\n"
+        "    return F.normalize(x, p=2.0, dim=-1, eps=eps)\n"
+    )
+    task = load_task(folder)
+    (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], cpu, seeds=SEEDS)
+    assert v.status is Status.PASSED, v.message

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from arena.authoring.importers.aka import import_aka
 from arena.authoring.importers.common import ImportStop
@@ -1366,3 +1367,60 @@ def test_aka_vllm_comparison_of_the_same_transform_of_both_sides(tmp_path):
     assert h is not None and h.item_of is not None, why
     seen = Observer(h).observe({"K": 64, "N": 128, "group_size": 32})
     assert [t for t, _ in seen.args] == ["q", "scales", "group_size"]
+
+
+def test_kernelbench_tolerance_holds_the_references_own_fp32_rounding(tmp_path):
+    """A long reduction over unscaled inputs rounds in fp32 close to the default tolerance against
+    the harness's fp64 reference: the importer measures that rounding on the CPU and, where the
+    default does not hold it with a margin, writes the tolerance that does, with its reason; an
+    elementwise problem keeps the default."""
+    result, task = _imported(tmp_path, "kb_long_matmul")
+    tol = task.tolerance_for("float32")
+    assert tol["atol"] == tol["rtol"] > 1e-4 and tol["norm"] == 1e-5, tol
+    raw = yaml.safe_load((result.folder / "task.yaml").read_text())["tolerance"]
+    assert "own fp32 rounding" in raw["reason"] and "fp32 against fp64" in raw["reason"]
+    assert any(". tolerance: the reference's own fp32 rounding" in d for d in _decisions(result.report()))
+    # the starting point, the reference in fp32, passes at that tolerance
+    from arena.authoring.importers.common import ROUNDING_MARGIN
+    from arena.check.compare import compare_output
+    from arena.records import Status
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    config = max(task.configs("heldout"), key=lambda c: c.params["K"])
+    env = task.env(config)
+    ins = make_inputs(task, env, 0, "cpu")
+    ref = import_file(task.reference_path, "kb_long_matmul_ref")
+    scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+    got = ref.reference(*[t.clone() for t in ins.values()], *scalars)
+    (want,) = run_reference(ref.reference, task, ins, scalars)
+    assert compare_output("out", got, want, tol).status is Status.PASSED
+    # its rounding, with the margin, is past the default (on an H100 the default failed such products outright)
+    err = float(((got.double() - want).abs() / (1 + want.abs())).max())
+    assert err * ROUNDING_MARGIN > DEFAULT_TOLERANCE["float32"]["atol"] and tol["atol"] >= err * ROUNDING_MARGIN
+
+    _, plain = _imported(tmp_path, "kb_linear_gelu")
+    assert "tolerance" not in yaml.safe_load((plain.path / "task.yaml").read_text())
+
+
+def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_path, monkeypatch):
+    """A problem whose own sizes move more than a quarter of what a config may (the tests lower the
+    bound): its sizes are scaled down, the drafts made around them, and no draft moves more than
+    the bound; the shape space is around the scaled sizes."""
+    import arena.authoring.importers.common as common
+    import arena.authoring.importers.kernelbench as kb
+
+    monkeypatch.setattr(common, "MAX_CONFIG_BYTES", 2**24)
+    monkeypatch.setattr(kb, "MAX_CONFIG_BYTES", 2**24)
+    monkeypatch.setattr(common, "SCALED_BYTES", 2**22)
+    result, task = _imported(tmp_path, "kb_wide_sigmoid")
+    seen = task.configs("seen")
+    assert seen[0].name == "problem-scaled" and len(seen) >= 3, [c.name for c in seen]
+    first = dict(seen[0].params)
+    assert first["batch_size"] * first["dim"] * 8 <= 2**22 < 64 * 262144 * 8
+    for c in [*seen, *task.configs("heldout")]:
+        assert c.params["batch_size"] * c.params["dim"] * 8 <= 2**24, c
+    assert len(task.configs("heldout")) >= 4
+    assert task.shape_space["dim"]["max"] == 4 * first["dim"]
+    notes = _decisions(result.report())
+    assert any("own sizes move 0.12 GiB of inputs and outputs" in d and "scaled down" in d for d in notes), notes
+    assert any("problem's own shapes (scaled down) first" in d for d in notes)

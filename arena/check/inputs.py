@@ -59,6 +59,18 @@ def upcast(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def fp32_as_fp32() -> None:
+    """This process computes fp32 in fp32: the reference of an fp16 task upcast to fp32, and the
+    task's own reference run as the torch2hip starting point. cuDNN's default for fp32
+    convolutions is TF32 (a 10-bit mantissa), which does not meet an fp32 task's tolerance, as
+    no candidate that used it would: on an H100, KernelBench's fp32 convolutions run as their own
+    starting points had norm errors of 2.4e-4 to 3.4e-4 against the fp64 reference (the bound is
+    1e-5). Set in the trusted process before it forks the others, and in any process that runs
+    the task's reference as a side; a candidate may set its own."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 class ReferenceContractError(ArenaException, ValueError):
     """The task's reference returned what its signature does not allow."""
 

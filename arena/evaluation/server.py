@@ -202,6 +202,10 @@ class CallServer:
         sys.pycache_prefix = None
         os.environ.update(req.env)
         self.spec = req.candidate
+        if self.spec.trusted:    # the task's reference as a side: fp32 in fp32, as the reference computes
+            from arena.check.inputs import fp32_as_fp32
+
+            fp32_as_fp32()
         self.candidate_file = str(Path(req.candidate.path).resolve()) if req.candidate.path else ""
         # the file names the candidate's frames carry (the path it is imported under, resolved or not)
         self.own_files = {str(Path(req.candidate.path)), self.candidate_file} - {""}

@@ -28,6 +28,7 @@ from arena.authoring.importers.common import (
     ImportStop,
     bound_by_imports,
     call_name,
+    count_bytes,
     count_elements,
     dotted_name,
     draft_configs,
@@ -2846,9 +2847,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         except (formula.FormulaError, ValueError, TypeError):
             return 10**18
 
+    def nbytes(cfg: dict) -> int:
+        try:
+            return count_bytes(tensors, cfg)
+        except (formula.FormulaError, ValueError, TypeError):
+            return 10**18
+
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
-    _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest")
+    _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
                             f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} CPU seconds the drafts' "

@@ -19,7 +19,7 @@ import yaml
 from arena.errors import ArenaError, ArenaException
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
-from arena.taskdef.shapes import DTYPE_BYTES
+from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
 
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int8: "int8",
@@ -28,6 +28,13 @@ DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat1
 SMOKE_ELEMENTS = 2**14          # a smoke config moves at most about this many elements per tensor set
 MIN_VARIED = 8                  # constants below this (kernel sizes, strides, groups) are kept in drafts
 AXIS = re.compile(r"(?i)(\w+_)?(dim|axis)")   # a small constant of this name picks an axis
+# A drafted config moves at most the bytes of inputs and outputs a random draw may (arena.taskdef.shapes):
+# the corpus's largest config moves 3.9 GiB and is checked on an H100 beside 11 other evaluations, while
+# KernelBench level 1's own sizes (a 4096 x 393216 fp32 elementwise op: 12.9 GB; argmin's fp64 reference
+# alone asked for 32 GiB) ran out of memory there in the reference or the comparison (HARNESS_ERROR).
+MAX_CONFIG_BYTES = int(DrawLimits().max_tensor_bytes)
+# a source's sizes past this are scaled down to it, so that drafts up to 4 times their size stay within the bound
+SCALED_BYTES = MAX_CONFIG_BYTES // 4
 
 
 class ImportStop(ArenaError):
@@ -456,7 +463,7 @@ def task_yaml(d: Draft) -> str:
     lines += [f"  {k}: {_flow(v) if isinstance(v, dict) else _scalar_yaml(v)}" for k, v in d.shape_space.items()]
     lines.append(f"forbidden: {_flow(d.forbidden)}{_comment('forbidden', d)}")
     if d.tolerance:
-        lines.append("tolerance:   # DRAFT: the source test's own comparison; confirm it")
+        lines.append("tolerance:   # DRAFT: its reason says where it comes from; confirm it")
         lines += [f"  {dtype}: {_flow(t)}" if dtype != "reason" else f"  reason: {_scalar_yaml(t)}"
                   for dtype, t in d.tolerance.items()]
     return "\n".join(lines) + "\n"
@@ -485,6 +492,79 @@ def test_tolerance(found: dict[str, float], outputs: list[dict], where: str, dec
         decisions.append(f"tolerance is {where}'s own comparison ({', '.join(f'{k}={v:g}' for k, v in found.items())}"
                          f"): confirm it; the harness's defaults are {defaults}")
     return out
+
+
+ROUNDING_FLOPS = 2 * 10**11     # the most work a config may need for its reference to run twice on the CPU here
+ROUNDING_MARGIN = 8             # the tolerance holds this many times the rounding measured on one config
+_LADDER = (1, 2, 5)
+
+
+def _ceil_ladder(v: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least ``v``."""
+    e = math.floor(math.log10(v))
+    for k in (e, e + 1):
+        for m in _LADDER:
+            if m * 10.0 ** k >= v * (1 - 1e-9):
+                return float(f"{m}e{k}")
+    return v
+
+
+def rounding_tolerance(folder: Path) -> tuple[dict[str, Any], str | None]:
+    """The fp32 tolerance a task's reference needs for its own rounding at its sizes: the
+    reference run on the CPU in fp32, as the task's eager starting point computes, against the
+    same run in fp64, as the harness's reference computes, on the seen or held-out config with
+    the most work up to ``ROUNDING_FLOPS``. Where ``ROUNDING_MARGIN`` times the worst elementwise
+    error (|out - ref| / (1 + |ref|), what atol = rtol must cover) or the norm error is past the
+    fp32 default, the tolerance that holds it, with its reason; else {} (and a note where no
+    config could be run)."""
+    from arena.check.inputs import make_inputs, run_reference
+    from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import DEFAULT_TOLERANCE, load_task
+
+    task = load_task(folder)
+    if not any(o.dtype == "float32" for o in task.outputs):
+        return {}, None
+    configs = []
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        try:
+            flops = task.roofline_for(c)[0]
+        except formula.FormulaError:
+            continue
+        if flops <= ROUNDING_FLOPS:
+            configs.append((flops, c))
+    if not configs:
+        return {}, (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP: the fp32 rounding "
+                    "of the reference at the task's sizes was not measured; `arena tasks check` on a GPU shows "
+                    "whether the default fp32 tolerance holds the task's own starting point")
+    _, config = max(configs, key=lambda fc: fc[0])
+    env = task.env(config)
+    ins = make_inputs(task, env, 0, "cpu")
+    ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
+    scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+    with torch.no_grad():
+        got = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
+        want = run_reference(ref.reference, task, ins, scalars)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    elem = norm = 0.0
+    for spec, g, w in zip(task.outputs, got, want):
+        if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
+            continue
+        d = (g.double() - w.double()).abs()
+        if not bool(torch.isfinite(d).all()):
+            continue
+        elem = max(elem, float((d / (1 + w.double().abs())).max()))
+        norm = max(norm, float(d.norm() / w.double().norm().clamp_min(1e-300)))
+    base = DEFAULT_TOLERANCE["float32"]
+    t = _ceil_ladder(ROUNDING_MARGIN * elem) if elem else 0.0
+    n = _ceil_ladder(ROUNDING_MARGIN * norm) if norm else 0.0
+    if t <= base["atol"] and t <= base["rtol"] and n <= base["norm"]:
+        return {}, None
+    tol = {"atol": max(t, base["atol"]), "rtol": max(t, base["rtol"]), "norm": max(n, base["norm"])}
+    reason = (f"the reference's own fp32 rounding on {config.split} config {config.name} (on the CPU, fp32 "
+              f"against fp64): elementwise error up to {elem:.2g} of 1 + |ref|, norm error {norm:.2g}; the "
+              f"tolerance holds {ROUNDING_MARGIN} times that, which the default fp32 one "
+              f"(atol = rtol = {base['atol']:g}, norm {base['norm']:g}) does not")
+    return {"float32": tol, "reason": reason}, None
 
 
 def configs_yaml(items: list[dict], header: str) -> str:
@@ -583,6 +663,12 @@ def count_elements(tensors: list[dict], env: dict) -> int:
     return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) for t in tensors)
 
 
+def count_bytes(tensors: list[dict], env: dict) -> int:
+    """The bytes of ``tensors`` (signature entries: dtype and shape formulas) at ``env``."""
+    return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) * DTYPE_BYTES.get(t.get("dtype"), 4)
+               for t in tensors)
+
+
 def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict) -> tuple[dict, list[str]]:
     """bytes: every input read and every output written once; flops: the count given (from
     PyTorch's FLOP counter, which counts matrix products and convolutions), else one per
@@ -623,12 +709,53 @@ def _prime_below(v: int) -> int:
     return n
 
 
+def _shrunk(base: dict[str, int], keys: Iterable[str], fits: Callable[[dict], bool], valid: Callable[[dict], bool],
+            floor: int = 4) -> dict[str, int]:
+    """``base`` with its largest sizes among ``keys`` halved, one at a time, until ``fits``
+    accepts it; a halving ``valid`` refuses freezes that size."""
+    out = dict(base)
+    frozen: set[str] = set()
+    for _ in range(200):
+        if fits(out):
+            break
+        cands = [k for k in sorted(keys, key=lambda k: -out[k]) if k not in frozen and out[k] > floor]
+        if not cands:
+            break
+        trial = {**out, cands[0]: max(floor, out[cands[0]] // 2)}
+        if valid(trial):
+            out = trial
+        else:
+            frozen.add(cands[0])
+    return out
+
+
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
-                  size: Callable[[dict], int], seen_name: str) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+                  size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
+                  ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
-    where ``valid`` accepts it; notes on what could not be drafted."""
+    where ``valid`` accepts it; notes on what could not be drafted. With ``nbytes`` (a config's
+    bytes of inputs and outputs), a base past ``SCALED_BYTES`` is scaled down to it first (the
+    seen configs' first is then the scaled one), and no draft past ``MAX_CONFIG_BYTES`` is kept."""
     notes = []
-    seen = [{"name": seen_name, **base}]
+    fits = (lambda c: True) if nbytes is None else (lambda c: nbytes(c) <= MAX_CONFIG_BYTES)
+    first: dict[str, Any] = {"name": seen_name, **base}
+    if nbytes is not None and nbytes(base) > SCALED_BYTES and vary:
+        scaled = _shrunk(base, vary, lambda c: nbytes(c) <= SCALED_BYTES, valid, floor=MIN_VARIED)
+        changed = ", ".join(f"{k} {base[k]} -> {scaled[k]}" for k in base if scaled[k] != base[k])
+        if changed and nbytes(scaled) <= MAX_CONFIG_BYTES:
+            notes.append(f"the {seen_name}'s own sizes move {nbytes(base) / 2**30:.2f} GiB of inputs and outputs; "
+                         "drafts up to 4 times that must stay within what the harness draws and checks beside other "
+                         f"evaluations ({MAX_CONFIG_BYTES / 2**30:.1f} GiB): they are made around the {seen_name}'s "
+                         f"sizes scaled down ({changed}; {nbytes(scaled) / 2**30:.2f} GiB)")
+            base = scaled
+            first = {"name": f"{seen_name}-scaled", **base,
+                     "#": f"DRAFT: the {seen_name}'s sizes scaled down ({changed})"}
+        else:
+            notes.append(f"the {seen_name}'s own sizes move {nbytes(base) / 2**30:.2f} GiB of inputs and outputs, and "
+                         "the importer could not scale them down with the original valid; drafts past what the harness "
+                         f"draws and checks beside other evaluations ({MAX_CONFIG_BYTES / 2**30:.1f} GiB) are not "
+                         "kept: make them smaller")
+    seen = [first]
     big = sorted(vary, key=lambda k: -base[k])
     tried: list[tuple[str, dict, str]] = []
     if big:
@@ -636,9 +763,11 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         tried += [("draft-x2", {top: base[top] * 2}, f"{top} doubled"),
                   ("draft-half", {top: max(1, base[top] // 2)}, f"{top} halved"),
                   ("draft-x4", {top: base[top] * 4}, f"{top} x4")]
+        tried.append(("draft-quarter", {top: max(1, base[top] // 4)}, f"{top} quartered"))
     for name, over, why in tried:
         cfg = {**base, **over}
-        if len(seen) < 3 and cfg not in [{k: v for k, v in s.items() if k != "name"} for s in seen] and valid(cfg):
+        if (len(seen) < 3 and cfg not in [{k: v for k, v in s.items() if k not in ("name", "#")} for s in seen]
+                and fits(cfg) and valid(cfg)):
             seen.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
     held: list[dict] = []
     kinds: list[tuple[str, dict, str]] = []
@@ -659,26 +788,13 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         cfg = {**base, **over}
         if cfg in seen_params or cfg in [{k: v for k, v in h.items() if k not in ("name", "#")} for h in held]:
             continue
-        if valid(cfg):
+        if fits(cfg) and valid(cfg):
             held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
     if not vary:
         notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
                      "drafts could not be made; write them")
     # smoke: halve the largest sizes until the tensors are tiny
-    smoke = dict(base)
-    frozen: set[str] = set()
-    for _ in range(200):
-        if size(smoke) <= SMOKE_ELEMENTS:
-            break
-        cands = [k for k in sorted(smoke, key=lambda k: -smoke[k]) if k not in frozen and smoke[k] > 4]
-        if not cands:
-            break
-        k = cands[0]
-        trial = {**smoke, k: max(4, smoke[k] // 2)}
-        if valid(trial):
-            smoke = trial
-        else:
-            frozen.add(k)
+    smoke = _shrunk(base, list(base), lambda c: size(c) <= SMOKE_ELEMENTS, valid)
     if size(smoke) > SMOKE_ELEMENTS:
         notes.append(f"the smoke config still has {size(smoke)} elements (the importer could not shrink it "
                      "further and keep the original valid): make it smaller for the CPU backend")

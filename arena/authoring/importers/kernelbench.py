@@ -14,6 +14,7 @@ import torch
 
 from arena.authoring.importers.common import (
     DTYPE_NAMES,
+    MAX_CONFIG_BYTES,
     MIN_VARIED,
     TENSOR_MAKERS,
     Draft,
@@ -23,6 +24,7 @@ from arena.authoring.importers.common import (
     Untranslatable,
     bound_by_imports,
     call_name,
+    count_bytes,
     count_elements,
     dotted_name,
     draft_configs,
@@ -38,13 +40,16 @@ from arena.authoring.importers.common import (
     product_formula,
     resolve_task_id,
     roofline_draft,
+    rounding_tolerance,
     self_chain,
     shape_space_draft,
     space_constraint,
+    task_yaml,
     with_constants,
 )
 from arena.errors import ArenaError
 from arena.taskdef import formula
+from arena.taskdef.loader import DEFAULT_TOLERANCE
 
 # KernelBench: Model.forward as a function
 
@@ -1023,6 +1028,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         except formula.FormulaError:
             return 10**18
 
+    def nbytes(cfg: dict) -> int:
+        try:
+            return count_bytes(tensors_specs, {**cfg, **env_floats})
+        except formula.FormulaError:
+            return 10**18
+
     reinit = [
         f"{dotted_name(n.func)} (line {n.lineno})"
         for n in ast.walk(problem.tree)
@@ -1049,10 +1060,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             "choices)"
         )
     vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
-    seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem")
+    seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem", nbytes)
+    scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to
     if problem.case_list:
         listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list]
-        listed = [c for i, c in enumerate(listed) if c not in listed[:i] and valid(c)]
+        listed = [c for i, c in enumerate(listed)
+                  if c not in listed[:i] and nbytes(c) <= MAX_CONFIG_BYTES and valid(c)]
         if len(listed) >= 2:
             seen = [{"name": f"case{i}", **c} for i, c in enumerate(listed)]
     decisions += notes
@@ -1060,9 +1073,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         decisions.append(f"only {len(held)} held-out drafts were accepted by the original: write at least 4")
     roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
     decisions += rnotes
-    space = shape_space_draft(params, vary)
+    space = shape_space_draft(scaled, vary)
     if device == "meta":   # on the CPU each probe runs at full size: the self-check reports what is refused
-        constraint, note = space_constraint(params, vary, space, valid, source=path.read_text())
+        constraint, note = space_constraint(scaled, vary, space, valid, source=path.read_text())
         if constraint:
             space["constraint"] = constraint
         if note:
@@ -1070,7 +1083,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     fixed = [k for k in params if k not in vary]
     decisions.insert(
         0,
-        "configs/seen.yaml has the problem's own shapes first; the rest of seen.yaml and all of "
+        f"configs/seen.yaml has the problem's own shapes{' (scaled down)' if scaled != params else ''} first; "
+        "the rest of seen.yaml and all of "
         "heldout.yaml are drafts (each checked against the original model): make the seen configs "
         "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
         "differ in kind",
@@ -1131,9 +1145,28 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         passed, found = _module_self_check(folder, problem, names, used_paths)
-        return passed, found + _space_check(folder, valid)
+        return passed, found + _rounding(folder, d) + _space_check(folder, valid)
 
     return ModuleTask(d, self_check)
+
+
+def _rounding(folder: Path, d: Draft) -> list[str]:
+    """The fp32 tolerance the reference's own rounding needs at the task's sizes
+    (``rounding_tolerance``), written into task.yaml where the default does not hold it."""
+    try:
+        tol, note = rounding_tolerance(folder)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+        return [f"the importer could not measure the reference's fp32 rounding ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}): `arena tasks check` on a GPU shows whether the "
+                "default fp32 tolerance holds the task's own starting point"]
+    if note:
+        return [note]
+    if not tol:
+        return []
+    d.tolerance = tol
+    (folder / "task.yaml").write_text(task_yaml(d))
+    return [f"tolerance: {tol['reason']}: confirm it (the harness's default is "
+            f"{DEFAULT_TOLERANCE['float32']})"]
 
 
 def _space_check(folder: Path, valid: Callable[[dict], bool], n: int = 12) -> list[str]:

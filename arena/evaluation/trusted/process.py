@@ -858,6 +858,9 @@ def main(argv: list[str]) -> int:
         preload_imports(mode)
     except BaseException:  # noqa: BLE001 - the job then fails where the import is needed, with its message
         pass
+    from arena.check.inputs import fp32_as_fp32
+
+    fp32_as_fp32()   # before the forks: the reference and the task's own starting point compute fp32 in fp32
     freeze_heap()  # before the forks: the forked processes start with it set aside too
     # the candidate's process forked from this one now (and on a GPU, where every evaluation is timed, the replay
     # process, which runs the baseline): everything imported once, no device context (none can be forked). While
