@@ -497,6 +497,17 @@ def test_kernelbench_fixture_with_randomness_is_refused(tmp_path):
 # ---- aka ---------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def cases_as_written(monkeypatch):
+    """The test's cases as the seen configs, as read: these tests are about reading a source's test script, so the
+    growth of its cases into the timing window (``test_aka_cases_below_the_timing_window_are_grown_into_it``) is
+    off (every case counts as inside the window)."""
+    import arena.authoring.importers.aka as aka
+
+    monkeypatch.setattr(aka, "WINDOW_BYTES", 0)
+
+
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_triton_folder_keeps_the_kernel_and_adds_a_thin_entry(tmp_path):
     src_folder = FIX / "aka_triton_scaled_softmax"
     result = import_aka(src_folder, tmp_path)
@@ -562,6 +573,7 @@ def test_aka_hip_torch_extension_keeps_its_device_code_and_reads_the_module(tmp_
     assert any("exported forward (bias_leaky_forward)" in d for d in decisions)
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_harness_with_dict_cases_and_an_output_argument(tmp_path):
     """Cases as dicts read into names, a try around the body, a zero-filled output the launcher
     writes into, assert_close: the entry fills the output as the test did and passes it on."""
@@ -730,6 +742,7 @@ def test_the_command_writes_validates_and_lists_what_remains(tmp_path, capsys):
         import_kernelbench(FIX / "kb_linear_gelu.py", out, task_id="Not-A-Name")
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
     """A vllm-style runner (TEST_SHAPES, a tensor made by code the importer does not read, a size
     that is a quotient of two fields): its statements run on the meta device up to the kernel
@@ -751,6 +764,7 @@ def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
     held = {c.name: dict(c.params) for c in task.configs("heldout")}
     assert held == {"draft-not-mult-8": {"K": 256, "N": 516, "group_size": 128},
                     "draft-prime": {"K": 256, "N": 509, "group_size": 128},
+                    "draft-aspect": {"K": 1024, "N": 128, "group_size": 128},     # N / 4, K x 4: K // 4 refused
                     "draft-scale-up": {"K": 256, "N": 1026, "group_size": 128},
                     "draft-scale-down": {"K": 256, "N": 171, "group_size": 128}}
     # the odd draft (K // group_size not a whole number of groups) is one the test's reference refuses
@@ -762,6 +776,7 @@ def test_aka_vllm_runner_is_observed_up_to_the_kernel_call(tmp_path):
     assert "which the importer does not read" not in result.report()
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_copy(tmp_path):
     """The test compares x, which the kernel updates in place, with a reference it builds before the
     call and after it (a loop appending to a list, a loop writing into a clone after the call, math
@@ -1110,6 +1125,7 @@ def test_a_static_forward_keeps_its_first_parameter(tmp_path):
     assert "return x * torch.sigmoid(x)" in (result.folder / "reference.py").read_text()
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_function(tmp_path):
     """A geak_eval-style harness: ``for idx in indices: cfg = ALL_CONFIGS[idx]`` over a comprehension
     of dicts, each case handed to a check function that reads ``cfg["M"]``, makes its inputs in a
@@ -1135,6 +1151,7 @@ def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_functi
     assert torch.equal(ref.reference(x, y, 2, 3), torch.full((2, 3), 2.0))
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_path):
     """The other geak_eval layout: ``run_correctness(shapes=None)`` falls back to a module list
     that a comprehension computes, ``for idx, (M, N) in enumerate(shapes)``, inputs made by a helper
@@ -1188,6 +1205,7 @@ def test_aka_launchers_of_a_triton_file_include_aliases_and_what_starts_a_kernel
     assert _launching(tree, jit) == {"gemm", "outer", "gemm_a16w16"}
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     """A rocmbench-style folder: the kernel and its pytest test are one file, the test launches the
     @triton.jit kernel itself (``kernel[grid](...)``) over stacked parametrisations (a comprehension
@@ -1225,6 +1243,7 @@ def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
                  "--device", "cpu"]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
     """The test sets its sizes as numbers (``rows, cols = 24, 40``), calls the kernel through an
     autograd Function's ``apply`` bound at the module's top level, and compares with ``assert
@@ -1283,6 +1302,7 @@ def test_aka_kernel_call_is_the_first_whose_result_is_compared_not_torchs_namesa
     assert [key for key, _, _ in h.compared] == ["y_triton"]
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_drafts_fitted_to_what_the_starting_kernel_runs_on(tmp_path, capsys):
     """The kernel holds a row in one block (``tl.arange(0, N)``: N a power of two) and its launcher asserts an
     even row count. The importer probes the starting kernel on every draft (Triton's interpreter, one program
@@ -1342,6 +1362,7 @@ def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):
     assert not result.check_problems, result.report()
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_vllm_comparison_of_the_same_transform_of_both_sides(tmp_path):
     """The runner compares ``result[mask]`` with ``ref[mask]`` (through a name bound after the call, with a
     wrapper), and the finite masks of both; after its loop over the cases it checks one more fixed case: the
@@ -1424,3 +1445,40 @@ def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_pat
     notes = _decisions(result.report())
     assert any("own sizes move 0.12 GiB of inputs and outputs" in d and "scaled down" in d for d in notes), notes
     assert any("problem's own shapes (scaled down) first" in d for d in notes)
+
+
+def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):
+    """A test's cases check correctness at sizes far below the timing window (`tasks check` refuses a
+    baseline under 20 us, and a memory-bound task none of whose configs moves 100 MB): each case's
+    sizes are doubled in turn until it moves WINDOW_BYTES (each size accepted by the reference), the
+    seen configs are the cases grown, the held-out drafts are around the largest of them, and the
+    smallest case stays the smoke config."""
+    from arena.authoring.importers.common import MAX_CONFIG_BYTES, WINDOW_BYTES
+
+    result = import_aka(FIX / "aka_triton_scaled_softmax", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    cases = [{"n_rows": 8, "n_cols": 64}, {"n_rows": 64, "n_cols": 1000}, {"n_rows": 256, "n_cols": 4096},
+             {"n_rows": 1024, "n_cols": 8192}]
+
+    def moved(c) -> int:
+        return 2 * 4 * c["n_rows"] * c["n_cols"]     # x and y, fp32
+
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert len(seen) >= 3 and all(moved(c) >= WINDOW_BYTES for c in seen), seen
+    assert seen[1] == {"n_rows": 2048, "n_cols": 32000}            # the second case, each size doubled in turn
+    assert all(c in [{"n_rows": r * 2**i, "n_cols": n * 2**j} for r, n in (x.values() for x in cases)
+                     for i in range(12) for j in range(12)] for c in seen[:2])
+    held = [dict(c.params) for c in task.configs("heldout")]
+    assert len(held) >= 4 and all(moved(c) <= MAX_CONFIG_BYTES for c in held)
+    assert [dict(c.params) for c in task.configs("smoke")] == [cases[0]]
+    notes = _decisions(result.report())
+    assert any("the cases of task_runner.py move at most 67.1 MB" in d and "grown into it" in d for d in notes), notes
+    assert not any("production shapes" in d for d in notes)
+
+    # sizes the original ties together (a matrix's rows to its groups): the held-out kinds go to a free size
+    result = import_aka(FIX / "aka_vllm_group_scale", tmp_path)
+    task = load_task(result.folder)
+    assert result.ok and len(task.configs("heldout")) >= 4, result.report()
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        assert c.params["K"] % c.params["group_size"] == 0, c

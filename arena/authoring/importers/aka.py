@@ -22,6 +22,8 @@ from arena.authoring.importers.common import (
     MIN_VARIED,
     PASS_METHODS,
     TENSOR_MAKERS,
+    WINDOW_BYTES,
+    WINDOW_FLOPS,
     Draft,
     Fitter,
     ImportResult,
@@ -34,6 +36,7 @@ from arena.authoring.importers.common import (
     draft_configs,
     finish_draft,
     free_names,
+    grown,
     import_lines,
     init_from_expr,
     join_statements,
@@ -2439,6 +2442,7 @@ def _entry_call(
 
 CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta device may run on the CPU, in all
 #                            (CPU seconds of the importer's process)
+GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -2853,15 +2857,52 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         except (formula.FormulaError, ValueError, TypeError):
             return 10**18
 
+    def work(cfg: dict) -> float:
+        try:
+            return float(formula.evaluate(flops, cfg)) if flops is not None else 0.0
+        except (formula.FormulaError, ValueError, TypeError):
+            return 0.0
+
+    def enough(cfg: dict) -> bool:
+        return nbytes(cfg) >= WINDOW_BYTES or work(cfg) >= WINDOW_FLOPS
+
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
-    _, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes)
+    # the test's cases check correctness: they are often far below the timing window. Where none is in it, the
+    # seen configs are the cases grown into it (where the reference accepts the sizes), the held-out ones drafts
+    # around the largest of them
+    growth: list[tuple[int, dict, dict]] = []      # (case number, the case, the case grown into the window)
+    if h.cases and vary and not any(enough(c) for c in h.cases):
+        for i, c in enumerate(h.cases):
+            g = grown({**base_case, **c}, vary, valid, nbytes, enough)
+            if enough(g) and all(g != o for _, _, o in growth):
+                growth.append((i, c, g))
+        if growth:
+            base_case = max((g for _, _, g in growth), key=nbytes)
+        # the drafts' checks get a budget of their own, for configs the size of the grown ones
+        probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
+    seen_drafts, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
                             f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} CPU seconds the drafts' "
                             "checks may take (a reference that loops in Python is as slow in the harness): make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
+    if growth:
+        seen = [{"name": f"case{i}", **{k: g[k] for k in c},
+                 "#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                for i, c, g in growth]
+        # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
+        def params(c: dict) -> dict:
+            return {k: v for k, v in c.items() if k not in ("name", "#")}
+
+        seen += [d for d in seen_drafts[1:] if all(params(d) != params(x) for x in seen)][: max(0, 3 - len(seen))]
+        notes.insert(0, f"the cases of {h.path.name} move at most {max(nbytes(c) for c in h.cases) / 1e6:.1f} MB "
+                        f"({max(work(c) for c in h.cases) / 1e9:.2g} GFLOP), below the timing window (>= 20 us on an "
+                        f"H100): seen.yaml holds {len(growth)} of them grown into it (their sizes doubled in turn "
+                        f"until a case moves {WINDOW_BYTES / 1e6:.0f} MB or needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each "
+                        "size accepted by the reference), heldout.yaml drafts around the largest; the smallest "
+                        "case is the smoke config")
     while len(seen) < 3 and h.cases:
         seen.append(
             {
@@ -2877,7 +2918,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         smoke = [{"name": "smoke", **smoke_case, "#": f"the smallest case of {h.path.name}"}]
     decisions += notes
     decisions += h.notes
-    if h.cases:
+    if h.cases and not growth:
         decisions.insert(
             0,
             f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "

@@ -731,6 +731,31 @@ def _shrunk(base: dict[str, int], keys: Iterable[str], fits: Callable[[dict], bo
     return out
 
 
+# A config inside the timing window (arena.authoring.check: every seen and held-out config's baseline 20 us or
+# more; a memory-bound task moves 100 MB in one config at least): three times the check's 100 MB, so that the
+# drafts around it (halved, a third) stay above it, or this much work
+WINDOW_BYTES = 300 * 10**6
+WINDOW_FLOPS = 2 * 10**10
+
+
+def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
+          enough: Callable[[dict], bool]) -> dict[str, int]:
+    """``base`` with the sizes among ``keys`` doubled in turn (one, then the next) until ``enough``
+    accepts it, within ``SCALED_BYTES``; a doubling ``valid`` refuses freezes that size."""
+    out = dict(base)
+    live = [k for k in keys if out[k] > 0]
+    while live and not enough(out):
+        for k in list(live):
+            trial = {**out, k: out[k] * 2}
+            if nbytes(trial) > SCALED_BYTES or not valid(trial):
+                live.remove(k)
+                continue
+            out = trial
+            if enough(out):
+                break
+    return out
+
+
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
@@ -772,26 +797,30 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                 and fits(cfg) and valid(cfg)):
             seen.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
     held: list[dict] = []
-    kinds: list[tuple[str, dict, str]] = []
+    # each kind of held-out draft, on the largest size first, else on the next ones (a size the original ties to
+    # another, a matrix's rows to its groups, refuses what a free one takes)
+    kinds: list[tuple[str, list[tuple[dict, str]]]] = []
     if big:
-        top = big[0]
-        kinds.append(("draft-odd", {k: _odd(base[k]) for k in vary}, "every size odd, not a power of two"))
-        v = base[top]
-        kinds.append(("draft-not-mult-8", {top: v - v % 8 + 4 if v >= 8 else v + 1}, f"{top} not a multiple of 8"))
-        if v > 3:
-            kinds.append(("draft-prime", {top: _prime_below(v)}, f"{top} prime"))
+        keys = big[:3]
+        kinds.append(("draft-odd", [({k: _odd(base[k]) for k in vary}, "every size odd, not a power of two")]))
+        kinds.append(("draft-not-mult-8", [({k: base[k] - base[k] % 8 + 4 if base[k] >= 8 else base[k] + 1},
+                                            f"{k} not a multiple of 8") for k in keys]))
+        kinds.append(("draft-prime", [({k: _prime_below(base[k])}, f"{k} prime") for k in keys if base[k] > 3]))
         if len(big) >= 2:
-            a, b = big[0], big[-1]
-            kinds.append(("draft-aspect", {a: max(1, base[a] // 4), b: base[b] * 4}, f"{a} / 4, {b} x 4"))
-        kinds.append(("draft-scale-up", {top: v * 2 + 2}, f"{top} scaled up"))
-        kinds.append(("draft-scale-down", {top: max(1, v // 3 + 1)}, f"{top} scaled down"))
+            pairs = [(big[0], big[-1]), *((a, b) for a in keys for b in reversed(big) if a != b)][:4]
+            kinds.append(("draft-aspect", [({a: max(1, base[a] // 4), b: base[b] * 4}, f"{a} / 4, {b} x 4")
+                                           for a, b in dict.fromkeys(pairs)]))
+        kinds.append(("draft-scale-up", [({k: base[k] * 2 + 2}, f"{k} scaled up") for k in keys]))
+        kinds.append(("draft-scale-down", [({k: max(1, base[k] // 3 + 1)}, f"{k} scaled down") for k in keys]))
     seen_params = [{k: v for k, v in s.items() if k not in ("name", "#")} for s in seen]
-    for name, over, why in kinds:
-        cfg = {**base, **over}
-        if cfg in seen_params or cfg in [{k: v for k, v in h.items() if k not in ("name", "#")} for h in held]:
-            continue
-        if fits(cfg) and valid(cfg):
-            held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
+    for name, alternatives in kinds:
+        for over, why in alternatives:
+            cfg = {**base, **over}
+            if cfg in seen_params or cfg in [{k: v for k, v in h.items() if k not in ("name", "#")} for h in held]:
+                continue
+            if fits(cfg) and valid(cfg):
+                held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
+                break
     if not vary:
         notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
                      "drafts could not be made; write them")
