@@ -610,19 +610,20 @@ def write_configs(d: Draft, folder: Path) -> None:
 def finish_draft(d: Draft, root: Path | None, source: Path,
             self_check: Callable[[Path], tuple[list[str], list[str]]] | None = None) -> ImportResult:
     """Write the folder, validate it as `arena tasks validate` does and, where it validates,
-    run the importer's own check (what passed, and what the author must look at)."""
+    run the importer's own check (what passed, and what the author must look at; a check may
+    also add to the draft's decisions what it decided, which is no problem of the import)."""
     root = Path(root) if root is not None else DEFAULT_TASKS_DIR
     folder = _write(d, root)
     problems = validate_task_dir(folder)
-    decisions = list(d.decisions)
     check_problems: list[str] = []
     checks: list[str] = []
+    found: list[str] = []
     if not problems and self_check is not None:
         passed, found = self_check(folder)
         checks += passed
-        decisions += found
         check_problems = list(found)
         problems = validate_task_dir(folder)   # the check may have dropped drafts the starting kernel refused
+    decisions = list(d.decisions) + found
     decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
                      "--device cuda` (timing window, degeneracy on every split)")
     return ImportResult(folder, source, problems, decisions, checks, check_problems)

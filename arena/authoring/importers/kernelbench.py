@@ -1145,14 +1145,16 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         passed, found = _module_self_check(folder, problem, names, used_paths)
-        return passed, found + _rounding(folder, d) + _space_check(folder, valid)
+        d.decisions += _rounding(folder, d)    # what the tolerance is, or why it was not measured: no problem
+        return passed, found + _space_check(folder, valid)
 
     return ModuleTask(d, self_check)
 
 
 def _rounding(folder: Path, d: Draft) -> list[str]:
     """The fp32 tolerance the reference's own rounding needs at the task's sizes
-    (``rounding_tolerance``), written into task.yaml where the default does not hold it."""
+    (``rounding_tolerance``), written into task.yaml where the default does not hold it; the
+    decisions that say so (or why it was not measured)."""
     try:
         tol, note = rounding_tolerance(folder)
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
