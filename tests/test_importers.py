@@ -1443,8 +1443,20 @@ def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_pat
     assert len(task.configs("heldout")) >= 4
     assert task.shape_space["dim"]["max"] == 4 * first["dim"]
     notes = _decisions(result.report())
-    assert any("own sizes move 0.12 GiB of inputs and outputs" in d and "scaled down" in d for d in notes), notes
+    assert any("own sizes need 0.12 GiB of inputs and outputs" in d and "scaled down" in d for d in notes), notes
     assert any("problem's own shapes (scaled down) first" in d for d in notes)
+
+    # the same for the work a config needs (a convolution too slow for the timing window at the problem's sizes)
+    monkeypatch.setattr(common, "MAX_CONFIG_BYTES", 2**40)
+    monkeypatch.setattr(common, "SCALED_BYTES", 2**40)
+    monkeypatch.setattr(common, "MAX_CONFIG_FLOPS", 8e7)
+    monkeypatch.setattr(common, "SCALED_FLOPS", 2e7)
+    result, task = _imported(tmp_path, "kb_long_matmul")
+    assert task.configs("seen")[0].name == "problem-scaled"
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        assert task.roofline_for(c)[0] <= 8e7, c
+    assert task.roofline_for(task.configs("seen")[0])[0] <= 2e7 < 2 * 32 * 32768 * 32
+    assert any("GFLOP; drafts up to 4 times that" in d for d in _decisions(result.report()))
 
 
 def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):

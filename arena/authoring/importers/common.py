@@ -33,6 +33,10 @@ AXIS = re.compile(r"(?i)(\w+_)?(dim|axis)")   # a small constant of this name pi
 # KernelBench level 1's own sizes (a 4096 x 393216 fp32 elementwise op: 12.9 GB; argmin's fp64 reference
 # alone asked for 32 GiB) ran out of memory there in the reference or the comparison (HARNESS_ERROR).
 MAX_CONFIG_BYTES = int(DrawLimits().max_tensor_bytes)
+# and at most the work a random draw may need: on an H100 KernelBench's fp32 3D transposed convolutions past it took
+# 51-111 ms, past the timing window's 50 ms
+MAX_CONFIG_FLOPS = DrawLimits().max_flops
+SCALED_FLOPS = MAX_CONFIG_FLOPS / 4
 # a source's sizes past this are scaled down to it, so that drafts up to 4 times their size stay within the bound
 SCALED_BYTES = MAX_CONFIG_BYTES // 4
 
@@ -759,30 +763,39 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
 
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
+                  work: Callable[[dict], float] | None = None,
                   ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
     where ``valid`` accepts it; notes on what could not be drafted. With ``nbytes`` (a config's
-    bytes of inputs and outputs), a base past ``SCALED_BYTES`` is scaled down to it first (the
-    seen configs' first is then the scaled one), and no draft past ``MAX_CONFIG_BYTES`` is kept."""
+    bytes of inputs and outputs) and ``work`` (its FLOPs), a base past ``SCALED_BYTES`` or
+    ``SCALED_FLOPS`` is scaled down first (the seen configs' first is then the scaled one), and
+    no draft past ``MAX_CONFIG_BYTES`` or ``MAX_CONFIG_FLOPS`` is kept."""
     notes = []
-    fits = (lambda c: True) if nbytes is None else (lambda c: nbytes(c) <= MAX_CONFIG_BYTES)
+    cost_b = nbytes or (lambda c: 0)
+    cost_f = work or (lambda c: 0.0)
+
+    def fits(c: dict, b: float = MAX_CONFIG_BYTES, f: float = MAX_CONFIG_FLOPS) -> bool:
+        return cost_b(c) <= b and cost_f(c) <= f
+
+    def cost(c: dict) -> str:
+        return f"{cost_b(c) / 2**30:.2f} GiB of inputs and outputs" + (f", {cost_f(c) / 1e9:.3g} GFLOP" if work else "")
+
     first: dict[str, Any] = {"name": seen_name, **base}
-    if nbytes is not None and nbytes(base) > SCALED_BYTES and vary:
-        scaled = _shrunk(base, vary, lambda c: nbytes(c) <= SCALED_BYTES, valid, floor=MIN_VARIED)
+    if not fits(base, SCALED_BYTES, SCALED_FLOPS) and vary:
+        scaled = _shrunk(base, vary, lambda c: fits(c, SCALED_BYTES, SCALED_FLOPS), valid, floor=MIN_VARIED)
         changed = ", ".join(f"{k} {base[k]} -> {scaled[k]}" for k in base if scaled[k] != base[k])
-        if changed and nbytes(scaled) <= MAX_CONFIG_BYTES:
-            notes.append(f"the {seen_name}'s own sizes move {nbytes(base) / 2**30:.2f} GiB of inputs and outputs; "
-                         "drafts up to 4 times that must stay within what the harness draws and checks beside other "
-                         f"evaluations ({MAX_CONFIG_BYTES / 2**30:.1f} GiB): they are made around the {seen_name}'s "
-                         f"sizes scaled down ({changed}; {nbytes(scaled) / 2**30:.2f} GiB)")
+        bound = f"{MAX_CONFIG_BYTES / 2**30:.1f} GiB, {MAX_CONFIG_FLOPS / 1e12:.0f} TFLOP"
+        if changed and fits(scaled):
+            notes.append(f"the {seen_name}'s own sizes need {cost(base)}; drafts up to 4 times that must stay within "
+                         f"what the harness draws and checks beside other evaluations ({bound}): they are made around "
+                         f"the {seen_name}'s sizes scaled down ({changed}; {cost(scaled)})")
             base = scaled
             first = {"name": f"{seen_name}-scaled", **base,
                      "#": f"DRAFT: the {seen_name}'s sizes scaled down ({changed})"}
         else:
-            notes.append(f"the {seen_name}'s own sizes move {nbytes(base) / 2**30:.2f} GiB of inputs and outputs, and "
-                         "the importer could not scale them down with the original valid; drafts past what the harness "
-                         f"draws and checks beside other evaluations ({MAX_CONFIG_BYTES / 2**30:.1f} GiB) are not "
-                         "kept: make them smaller")
+            notes.append(f"the {seen_name}'s own sizes need {cost(base)}, and the importer could not scale them down "
+                         "with the original valid; drafts past what the harness draws and checks beside other "
+                         f"evaluations ({bound}) are not kept: make them smaller")
     seen = [first]
     big = sorted(vary, key=lambda k: -base[k])
     tried: list[tuple[str, dict, str]] = []
