@@ -30,6 +30,7 @@ from arena.authoring.importers.common import (
     ImportStop,
     bound_by_imports,
     call_name,
+    config_params,
     count_bytes,
     count_elements,
     dotted_name,
@@ -2893,10 +2894,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                  "#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
                 for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
-        def params(c: dict) -> dict:
-            return {k: v for k, v in c.items() if k not in ("name", "#")}
-
-        seen += [d for d in seen_drafts[1:] if all(params(d) != params(x) for x in seen)][: max(0, 3 - len(seen))]
+        seen += [d for d in seen_drafts[1:]
+                 if all(config_params(d) != config_params(x) for x in seen)][: max(0, 3 - len(seen))]
         notes.insert(0, f"the cases of {h.path.name} move at most {max(nbytes(c) for c in h.cases) / 1e6:.1f} MB "
                         f"({max(work(c) for c in h.cases) / 1e9:.2g} GFLOP), below the timing window (>= 20 us on an "
                         f"H100): seen.yaml holds {len(growth)} of them grown into it (their sizes doubled in turn "
@@ -2914,7 +2913,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
     smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
                      key=lambda c: size(c)) if h.cases else {}
-    if h.cases and size(smoke_case) <= size({k: v for k, v in smoke[0].items() if k not in ("name", "#")}):
+    if h.cases and size(smoke_case) <= size(config_params(smoke[0])):
         smoke = [{"name": "smoke", **smoke_case, "#": f"the smallest case of {h.path.name}"}]
     decisions += notes
     decisions += h.notes

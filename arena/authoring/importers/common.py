@@ -666,14 +666,20 @@ def product_formula(dims: list) -> str:
     return " * ".join(parts) if parts else "1"
 
 
-def count_elements(tensors: list[dict], env: dict) -> int:
-    return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) for t in tensors)
+def count_elements(tensors: list[dict], env: dict, weigh: Callable[[dict], int] = lambda t: 1) -> int:
+    """The elements of ``tensors`` (signature entries: shape formulas) at ``env``, each tensor's
+    count times ``weigh(tensor)``."""
+    return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) * weigh(t) for t in tensors)
 
 
 def count_bytes(tensors: list[dict], env: dict) -> int:
     """The bytes of ``tensors`` (signature entries: dtype and shape formulas) at ``env``."""
-    return sum(math.prod(int(formula.evaluate(x, env)) for x in t["shape"]) * DTYPE_BYTES.get(t.get("dtype"), 4)
-               for t in tensors)
+    return count_elements(tensors, env, lambda t: DTYPE_BYTES.get(t.get("dtype"), 4))
+
+
+def config_params(item: dict) -> dict:
+    """A drafted config's parameters (without its name and its note)."""
+    return {k: v for k, v in item.items() if k not in ("name", "#")}
 
 
 def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict) -> tuple[dict, list[str]]:
@@ -807,7 +813,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         tried.append(("draft-quarter", {top: max(1, base[top] // 4)}, f"{top} quartered"))
     for name, over, why in tried:
         cfg = {**base, **over}
-        if (len(seen) < 3 and cfg not in [{k: v for k, v in s.items() if k not in ("name", "#")} for s in seen]
+        if (len(seen) < 3 and cfg not in [config_params(s) for s in seen]
                 and fits(cfg) and valid(cfg)):
             seen.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
     held: list[dict] = []
@@ -826,11 +832,11 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                                            for a, b in dict.fromkeys(pairs)]))
         kinds.append(("draft-scale-up", [({k: base[k] * 2 + 2}, f"{k} scaled up") for k in keys]))
         kinds.append(("draft-scale-down", [({k: max(1, base[k] // 3 + 1)}, f"{k} scaled down") for k in keys]))
-    seen_params = [{k: v for k, v in s.items() if k not in ("name", "#")} for s in seen]
+    seen_params = [config_params(s) for s in seen]
     for name, alternatives in kinds:
         for over, why in alternatives:
             cfg = {**base, **over}
-            if cfg in seen_params or cfg in [{k: v for k, v in h.items() if k not in ("name", "#")} for h in held]:
+            if cfg in seen_params or cfg in [config_params(h) for h in held]:
                 continue
             if fits(cfg) and valid(cfg):
                 held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
