@@ -813,6 +813,7 @@ def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_
     assert torch.allclose(updated.double(), want, atol=1e-5)
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_vllm_runner_looping_over_seeds_with_a_helper_that_makes_the_inputs(tmp_path):
     """AKA's FLA runners loop over seeds (``for i, seed in enumerate(SEEDS)``) and make the kernel's arguments
     in ``gen_inputs(seed, device)`` at sizes written as numbers, then call ``kernel(*args, **kwargs)`` (refused
@@ -847,6 +848,7 @@ def test_aka_vllm_runner_looping_over_seeds_with_a_helper_that_makes_the_inputs(
     assert row.ok, row.problems
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_self_check_runs_the_starting_kernel_and_the_tests_tolerance_is_the_tasks(tmp_path):
     """What a GPU found in imports the importer called complete: a launcher that computes with torch
     operators (a Triton candidate may not) fails the starting kernel's run on the CPU, which the importer's
@@ -1457,6 +1459,24 @@ def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_pat
         assert task.roofline_for(c)[0] <= 8e7, c
     assert task.roofline_for(task.configs("seen")[0])[0] <= 2e7 < 2 * 32 * 32768 * 32
     assert any("GFLOP; drafts up to 4 times that" in d for d in _decisions(result.report()))
+
+
+def test_smoke_config_is_shrunk_from_the_smallest_case_even_where_the_probe_refuses_every_size():
+    """The smoke config starts from the source's smallest case, not from the (grown) largest: where the
+    reference's probe refuses every other size (its CPU budget spent on a slow machine), the smallest case
+    as written is the smoke config, with no note that it could not be shrunk."""
+    from arena.authoring.importers.common import draft_configs
+
+    def size(c):
+        return c["M"] * c["N"]
+
+    grown, small = {"M": 4096, "N": 65536}, {"M": 8, "N": 64}
+    _, _, smoke, notes = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest", smoke_from=small)
+    assert [{k: v for k, v in smoke[0].items() if k in small} for _ in smoke] == [small]
+    assert "smallest case" in smoke[0]["#"] and not any("smoke config still has" in n for n in notes), notes
+    # without a case, it is halved from the base: a refusing probe leaves it as large, and says so
+    _, _, smoke, notes = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest")
+    assert size(smoke[0]) == size(grown) and any("smoke config still has" in n for n in notes), notes
 
 
 def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):

@@ -2868,7 +2868,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         return nbytes(cfg) >= WINDOW_BYTES or work(cfg) >= WINDOW_FLOPS
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
-    probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
+    budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
     # the test's cases check correctness: they are often far below the timing window. Where none is in it, the
     # seen configs are the cases grown into it (where the reference accepts the sizes), the held-out ones drafts
     # around the largest of them
@@ -2881,11 +2881,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if growth:
             base_case = max((g for _, _, g in growth), key=nbytes)
         # the drafts' checks get a budget of their own, for configs the size of the grown ones
-        probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
-    seen_drafts, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes)
+        budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
+    # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
+    smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
+                     key=lambda c: size({**base_case, **c})) if h.cases else None
+    seen_drafts, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes,
+                                                    smoke_from=smoke_case)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
-                            f"device, and its runs on the CPU took the {CPU_PROBE_SECONDS:.0f} CPU seconds the drafts' "
+                            f"device, and its runs on the CPU took the {budget:.0f} CPU seconds the drafts' "
                             "checks may take (a reference that loops in Python is as slow in the harness): make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
@@ -2910,11 +2914,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                 "#": "DRAFT: the config before it doubled",
             }
         )
-    # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
-    smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
-                     key=lambda c: size(c)) if h.cases else {}
-    if h.cases and size(smoke_case) <= size(config_params(smoke[0])):
-        smoke = [{"name": "smoke", **smoke_case, "#": f"the smallest case of {h.path.name}"}]
+    if smoke_case is not None and config_params(smoke[0]) == {**base_case, **smoke_case}:
+        smoke[0]["#"] = f"the smallest case of {h.path.name}"
     decisions += notes
     decisions += h.notes
     if h.cases and not growth:

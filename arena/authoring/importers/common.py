@@ -769,10 +769,11 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
 
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
-                  work: Callable[[dict], float] | None = None,
+                  work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,
                   ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
-    where ``valid`` accepts it; notes on what could not be drafted. With ``nbytes`` (a config's
+    where ``valid`` accepts it; notes on what could not be drafted. The smoke config is shrunk from
+    ``smoke_from`` (sizes over the base's; a source's smallest test case) where given. With ``nbytes`` (a config's
     bytes of inputs and outputs) and ``work`` (its FLOPs), a base past ``SCALED_BYTES`` or
     ``SCALED_FLOPS`` is scaled down first (the seen configs' first is then the scaled one), and
     no draft past ``MAX_CONFIG_BYTES`` or ``MAX_CONFIG_FLOPS`` is kept."""
@@ -845,11 +846,13 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
                      "drafts could not be made; write them")
     # smoke: halve the largest sizes until the tensors are tiny
-    smoke = _shrunk(base, list(base), lambda c: size(c) <= SMOKE_ELEMENTS, valid)
+    small = {**base, **(smoke_from or {})}
+    smoke = _shrunk(small, list(small), lambda c: size(c) <= SMOKE_ELEMENTS, valid)
     if size(smoke) > SMOKE_ELEMENTS:
         notes.append(f"the smoke config still has {size(smoke)} elements (the importer could not shrink it "
                      "further and keep the original valid): make it smaller for the CPU backend")
-    return seen, held, [{"name": "smoke", **smoke, "#": "DRAFT: sizes halved from the seen config"}], notes
+    why = "the smallest case" if smoke_from and smoke == small else "sizes halved from the seen config"
+    return seen, held, [{"name": "smoke", **smoke, "#": f"DRAFT: {why}"}], notes
 
 
 def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:
