@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import torch
+
 from arena.authoring.check import Evaluations, check_task, check_tasks
 from arena.devices import detect
 from arena.runner import run
@@ -32,6 +34,50 @@ def test_degenerate_and_insensitive_references_fail(tmp_path):
     assert not row.ok
     text = "\n".join(row.problems)
     assert "std" in text and "do not depend on input x" in text
+
+
+FP32 = {"atol": 1e-4, "rtol": 1e-4, "norm": 1e-5}
+
+
+def test_small_outputs_are_degenerate_at_the_default_atol_and_not_at_one_scaled_to_them():
+    """A softmax over 32768 columns (outputs near 3e-5): at the default atol its spread and every
+    element are below what the comparison tells apart; with atol scaled to its outputs the
+    spread it needs is 100 times that atol, and it has it."""
+    from arena.check.degeneracy import spread_problems
+
+    g = torch.Generator().manual_seed(0)
+    out = torch.softmax(torch.randn(8, 32768, generator=g), dim=1)
+    found = spread_problems("out", out, FP32)
+    assert any("std" in p for p in found) and any("below atol" in p for p in found), found
+    assert spread_problems("out", out, {**FP32, "atol": 5e-9}) == []
+
+
+def test_a_constant_the_comparison_passes_is_degenerate_whatever_the_spread():
+    """Outputs whose spread is above 1e-2 but small beside their mean, under a loose tolerance: their
+    mean, written everywhere, passes elementwise and normwise."""
+    from arena.check.degeneracy import spread_problems
+
+    g = torch.Generator().manual_seed(0)
+    out = 10 + torch.randn(4096, generator=g)
+    found = spread_problems("out", out, {"atol": 1e-4, "rtol": 1.0, "norm": 0.5})
+    assert found and all("a constant (its mean" in p for p in found), found
+    assert spread_problems("out", out, FP32) == []
+
+
+def test_exact_zeros_are_structure_not_outputs_below_atol():
+    """A strided transposed convolution never writes some positions (exact zeros, 75% here), a ReLU
+    zeroes its negative half: the other elements are what is compared, and they are far above atol.
+    Elements that are small but not zero still count."""
+    from arena.check.degeneracy import spread_problems
+
+    g = torch.Generator().manual_seed(0)
+    out = torch.zeros(512, 512)
+    out[::2, ::2] = torch.randn(256, 256, generator=g)
+    assert spread_problems("out", out, FP32) == []
+    assert spread_problems("out", torch.relu(torch.randn(4096, generator=g)), FP32) == []
+    tiny = out.clone()
+    tiny[1::2, :] = 1e-6
+    assert any("of its nonzero |ref| below atol" in p for p in spread_problems("out", tiny, FP32))
 
 
 def test_a_broken_starting_kernel_fails_the_check(tmp_path):

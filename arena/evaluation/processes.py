@@ -704,8 +704,10 @@ class CandidatePeer:
         ``tag``. A process that reads none of them fills the channel: its failure."""
         try:
             socket.send_fds(self.ctl, [struct.pack("q", tag)], [fd])
-        except (BlockingIOError, OSError):
+        except BlockingIOError:
             self._end("protocol", "the candidate process took none of the buffers sent to it")
+        except OSError as exc:
+            self._end("protocol", f"a buffer could not be sent to the candidate process ({exc})")
 
 
 def shares_by_fd(mode: str) -> bool:

@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import math
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -49,6 +50,7 @@ from arena.authoring.importers.common import (
     schema_supports,
     shape_space_draft,
     test_tolerance,
+    write_draft,
 )
 from arena.authoring.importers.kernelbench import (
     ModuleProblem,
@@ -2214,7 +2216,12 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
             "kernel (copy them), a Triton task is one file"
         )
     if aka.category == "triton2triton":
-        d, check = _aka_triton(aka, source, name, decisions)
+        start = list(decisions)
+        d, check, grew = _aka_triton(aka, source, name, decisions)
+        block = _grown_block_sizes(d, grew)
+        if block:   # drafted again, those sizes kept as the cases have them
+            decisions = list(start)
+            d, check, _ = _aka_triton(aka, source, name, decisions, keep=block)
     else:
         d, check = _aka_hip(aka, source, name, decisions)
     d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
@@ -2224,6 +2231,22 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
             "its shapes with the configs"
         )
     return finish_draft(d, Path(root) if root else None, aka.folder, check)
+
+
+def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
+    """Of the sizes grown into the timing window (``grew``), those the starting kernel's compile-time
+    block sizes follow (``kernel_probe.block_fields``, from the smoke config, on a copy of the draft
+    written aside)."""
+    if not grew or not d.smoke:
+        return []
+    from arena.authoring.importers import kernel_probe
+
+    with tempfile.TemporaryDirectory(prefix="arena-import-") as tmp:
+        try:
+            folder = write_draft(d, Path(tmp))
+        except (ArenaError, OSError):
+            return []
+        return kernel_probe.block_fields(folder, config_params(d.smoke[0]), grew)
 
 
 def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
@@ -2766,8 +2789,11 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     return text, ""
 
 
-def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = ""):
-    """Signature, reference, configs and roofline from a read harness (both categories)."""
+def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = "",
+                  keep: Iterable[str] = ()):
+    """Signature, reference, configs and roofline from a read harness (both categories); the last of
+    what it returns: the sizes the growth into the timing window changed (``keep``: sizes it leaves as
+    the cases have them)."""
     inputs, outputs, scalars, roles = _harness_signature(h, decisions)
     base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
     obs, maker = _observed_inputs(h, inputs, outputs, base_case, decisions)
@@ -2873,9 +2899,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # seen configs are the cases grown into it (where the reference accepts the sizes), the held-out ones drafts
     # around the largest of them
     growth: list[tuple[int, dict, dict]] = []      # (case number, the case, the case grown into the window)
-    if h.cases and vary and not any(enough(c) for c in h.cases):
+    growing = [f for f in vary if f not in set(keep)]
+    if h.cases and growing and not any(enough(c) for c in h.cases):
         for i, c in enumerate(h.cases):
-            g = grown({**base_case, **c}, vary, valid, nbytes, enough)
+            g = grown({**base_case, **c}, growing, valid, nbytes, enough)
             if enough(g) and all(g != o for _, _, o in growth):
                 growth.append((i, c, g))
         if growth:
@@ -2905,7 +2932,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                         f"H100): seen.yaml holds {len(growth)} of them grown into it (their sizes doubled in turn "
                         f"until a case moves {WINDOW_BYTES / 1e6:.0f} MB or needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each "
                         "size accepted by the reference), heldout.yaml drafts around the largest; the smallest "
-                        "case is the smoke config")
+                        "case is the smoke config"
+                        + (f" ({', '.join(f for f in vary if f in set(keep))} kept as the cases have them: the "
+                           "starting kernel's compile-time block sizes follow them)" if set(keep) & set(vary) else ""))
     while len(seen) < 3 and h.cases:
         seen.append(
             {
@@ -2923,7 +2952,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             0,
             f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
             "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
-            "heldout.yaml holds drafts",
+            "heldout.yaml holds drafts"
+            + (f" (they were not grown: {', '.join(k for k in vary if k in set(keep))} set the starting kernel's "
+               "compile-time block sizes, and the other sizes alone did not reach the window)"
+               if set(keep) & set(vary) else ""),
         )
     roofline, rnotes = roofline_draft(tensors, flops, base_case)
     decisions += rnotes
@@ -2932,10 +2964,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         1,
         "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
     )
-    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, ref_fn
+    grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
+    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, grew
 
 
-def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
+def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], keep: Iterable[str] = ()):
     text, tree = parse_source(source)
     jit, plain = _launchers_py(tree)
     if not jit:
@@ -2981,9 +3014,10 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
         roofline = {"bound": "memory", "flops": "0", "bytes": "0"}
         space: dict = {}
         launcher = "?"
+        grew: list[str] = []
     else:
-        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, _) = _harness_task(
-            aka, h, name, decisions
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, grew) = _harness_task(
+            aka, h, name, decisions, keep=keep
         )
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
@@ -3017,7 +3051,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     if h is not None:
         d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
-    return d, lambda folder: _aka_self_check(folder, d)
+    return d, lambda folder: _aka_self_check(folder, d), grew
 
 
 _AKA_NOTES = {

@@ -501,7 +501,20 @@ def test_tolerance(found: dict[str, float], outputs: list[dict], where: str, dec
 # the most work a config may need for its reference to run twice on the CPU here (fp64 convolutions run at a few
 # GFLOP/s on a CPU core: an import stays within its minute)
 ROUNDING_FLOPS = 2 * 10**10
+# and the most bytes of inputs and outputs (roofline.bytes): the measure holds fp64 copies of them and their
+# differences, about eight times this, beside the other imports of a table
+ROUNDING_BYTES = 5 * 10**8
 ROUNDING_MARGIN = 8             # the tolerance holds this many times the rounding measured on one config
+# an atol scaled to the outputs' scale leaves their spread this many times the degeneracy check's floor
+# (arena.check.degeneracy.STD_OVER_ATOL times atol), and their median magnitude 100 times atol: room for
+# configs whose outputs are smaller than the one measured (a softmax over 4 times the columns)
+SCALE_MARGIN = 10
+# atol is not scaled below this: outputs smaller are degenerate for an fp32 kernel (a cumulative product that
+# underflows), and the degeneracy check says so
+MIN_SCALED_ATOL = 1e-12
+# the rounding is not loosened past these: an fp32 reference on the CPU that rounds more (a norm summed over
+# 2e8 elements is 2% off there, and within 1e-6 on a GPU) measures the CPU's summation, not the task's need
+MAX_ROUNDING_TOL = {"elementwise": 2e-3, "norm": 1e-3}
 _LADDER = (1, 2, 5)
 
 
@@ -515,34 +528,73 @@ def _ceil_ladder(v: float) -> float:
     return v
 
 
-def rounding_tolerance(folder: Path) -> tuple[dict[str, Any], str | None]:
-    """The fp32 tolerance a task's reference needs for its own rounding at its sizes: the
-    reference run on the CPU in fp32, as the task's eager starting point computes, against the
-    same run in fp64, as the harness's reference computes, on the seen or held-out config with
-    the most work up to ``ROUNDING_FLOPS``. Where ``ROUNDING_MARGIN`` times the worst elementwise
-    error (|out - ref| / (1 + |ref|), what atol = rtol must cover) or the norm error is past the
-    fp32 default, the tolerance that holds it, with its reason; else {} (and a note where no
-    config could be run)."""
+def _floor_ladder(v: float) -> float:
+    """The largest of 1, 2, 5 times a power of ten that is at most ``v``."""
+    e = math.floor(math.log10(v))
+    for k in (e, e - 1):
+        for m in reversed(_LADDER):
+            if m * 10.0 ** k <= v * (1 + 1e-9):
+                return float(f"{m}e{k}")
+    return v
+
+
+def _reduction_length(task: Any, config: Any) -> float:
+    """FLOPs per element of the fp32 outputs: the length of the sums each element needs (a matrix
+    product's K, a reduction's row), what its rounding grows with."""
+    flops = task.roofline_for(config)[0]
+    env = task.env(config)
+    n = sum(math.prod(task.shape(o, env)) for o in task.outputs if o.dtype == "float32")
+    return flops / max(1, n)
+
+
+def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
+    """The median of |w| over its nonzero elements, from an even sample of at most ``sample`` of them."""
+    flat = w.flatten()
+    flat = flat[:: max(1, flat.numel() // sample)].abs()
+    flat = flat[flat != 0]
+    return float(flat.median()) if flat.numel() else 0.0
+
+
+def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
+    """The fp32 tolerance a task needs at its sizes, from its reference run on the CPU in fp32 (as the
+    task's eager starting point computes) and in fp64 (as the harness's reference computes), on the seen
+    or held-out config with the most work up to ``ROUNDING_FLOPS``:
+
+    - rounding: ``ROUNDING_MARGIN`` times the error measured, grown by the ratio of the longest sums of
+      any seen or held-out config to the measured one's (rounding grows with a sum's length, at most in
+      proportion): rtol from the error relative to 1 + |ref|, atol what is left where |ref| is small, the
+      norm bound from the norm error;
+    - scale: where the outputs are small (a softmax over many columns), atol below the default, so that
+      their spread and median magnitude stay ``SCALE_MARGIN`` times above what the degeneracy check asks.
+
+    Returns the tolerance and its reason where it differs from the fp32 default, else {}; a note (no
+    config could be run, a rounding not taken); and what the degeneracy rules find in the outputs
+    measured, at the tolerance the task gets (a loss over millions of elements is one value that
+    drawing the inputs again hardly moves: a constant passes)."""
+    from arena.check.degeneracy import REDRAW, STD_OVER_ATOL, one_value_problems, spread_problems
     from arena.check.inputs import make_inputs, run_reference
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import DEFAULT_TOLERANCE, load_task
 
     task = load_task(folder)
     if not any(o.dtype == "float32" for o in task.outputs):
-        return {}, None
-    configs = []
+        return {}, None, []
+    configs, lengths = [], []
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
-            flops = task.roofline_for(c)[0]
+            flops, nbytes = task.roofline_for(c)
+            lengths.append(_reduction_length(task, c))
         except formula.FormulaError:
             continue
-        if flops <= ROUNDING_FLOPS:
-            configs.append((flops, c))
+        if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
+            configs.append((flops, nbytes, c))
     if not configs:
-        return {}, (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP: the fp32 rounding "
-                    "of the reference at the task's sizes was not measured; `arena tasks check` on a GPU shows "
-                    "whether the default fp32 tolerance holds the task's own starting point")
-    _, config = max(configs, key=lambda fc: fc[0])
+        return {}, (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
+                    f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
+                    "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
+                    "own starting point"), []
+    *_, config = max(configs, key=lambda fbc: fbc[:2])
+    grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
     env = task.env(config)
     ins = make_inputs(task, env, 0, "cpu")
     ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
@@ -551,26 +603,61 @@ def rounding_tolerance(folder: Path) -> tuple[dict[str, Any], str | None]:
         got = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
         want = run_reference(ref.reference, task, ins, scalars)
     got = list(got) if isinstance(got, (tuple, list)) else [got]
-    elem = norm = 0.0
+    base = DEFAULT_TOLERANCE["float32"]
+    pairs, names = [], []
     for spec, g, w in zip(task.outputs, got, want):
         if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
             continue
-        d = (g.double() - w.double()).abs()
-        if not bool(torch.isfinite(d).all()):
-            continue
-        elem = max(elem, float((d / (1 + w.double().abs())).max()))
-        norm = max(norm, float(d.norm() / w.double().norm().clamp_min(1e-300)))
-    base = DEFAULT_TOLERANCE["float32"]
-    t = _ceil_ladder(ROUNDING_MARGIN * elem) if elem else 0.0
-    n = _ceil_ladder(ROUNDING_MARGIN * norm) if norm else 0.0
-    if t <= base["atol"] and t <= base["rtol"] and n <= base["norm"]:
-        return {}, None
-    tol = {"atol": max(t, base["atol"]), "rtol": max(t, base["rtol"]), "norm": max(n, base["norm"])}
-    reason = (f"the reference's own fp32 rounding on {config.split} config {config.name} (on the CPU, fp32 "
-              f"against fp64): elementwise error up to {elem:.2g} of 1 + |ref|, norm error {norm:.2g}; the "
-              f"tolerance holds {ROUNDING_MARGIN} times that, which the default fp32 one "
-              f"(atol = rtol = {base['atol']:g}, norm {base['norm']:g}) does not")
-    return {"float32": tol, "reason": reason}, None
+        w = w.double()
+        d = (g.double() - w).abs()
+        if bool(torch.isfinite(d).all()) and bool(torch.isfinite(w).all()):
+            pairs.append((d * (ROUNDING_MARGIN * grow), w))
+            names.append(spec.name)
+    if not pairs:
+        return {}, None, []
+    where = f"{config.split} config {config.name}, on the CPU, fp32 against fp64"
+    why = []
+    rtol = max(base["rtol"], _ceil_ladder(max(float((d / (1 + w.abs())).max()) for d, w in pairs) or 1e-300))
+    left = max(float((d - rtol * w.abs()).max()) for d, w in pairs)
+    atol_needed = _ceil_ladder(left) if left > 0 else 0.0
+    norm = max(float(d.norm() / w.norm().clamp_min(1e-300)) for d, w in pairs)
+    norm_tol = max(base["norm"], _ceil_ladder(norm) if norm else 0.0)
+    if max(rtol, atol_needed) > MAX_ROUNDING_TOL["elementwise"] or norm_tol > MAX_ROUNDING_TOL["norm"]:
+        why.append(f"the reference's fp32 rounding ({where}; {ROUNDING_MARGIN} times over"
+                   + (f", grown {grow:.3g} times for the longest sums" if grow > 1 else "")
+                   + f": rtol {rtol:g}, atol {atol_needed:g}, norm {norm_tol:g}) is past what the importer loosens "
+                   f"the tolerance to ({MAX_ROUNDING_TOL}): not taken; `arena tasks check` on a GPU shows whether "
+                   "the task's starting point passes")
+        rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
+    scale = min(min(float(w.std()) if w.numel() > 1 else math.inf for _, w in pairs) / (STD_OVER_ATOL * SCALE_MARGIN),
+                min(_median_nonzero(w) for _, w in pairs) / (100 * SCALE_MARGIN))
+    scaled = _floor_ladder(scale) if MIN_SCALED_ATOL <= scale < base["atol"] else None
+    atol = max(atol_needed, scaled if scaled is not None else base["atol"])
+    final = {"atol": atol, "rtol": rtol, "norm": norm_tol}
+    # the degeneracy rules on the outputs measured, at the tolerance the task gets
+    problems, redrawn = [], None
+    for name, (_, w) in zip(names, pairs):
+        if w.numel() == 1:
+            if redrawn is None:
+                redrawn = run_reference(ref.reference, task, make_inputs(task, env, REDRAW, "cpu"), scalars)
+            found = one_value_problems(name, w, redrawn[[o.name for o in task.outputs].index(name)], final)
+        else:
+            found = spread_problems(name, w, final)
+        problems += [f"on {config.split} config {config.name}: {p}" for p in found]
+    if final == dict(base):
+        return {}, (why[0] if why else None), problems
+    if (rtol, norm_tol) != (base["rtol"], base["norm"]) or atol_needed > (scaled or base["atol"]):
+        why.insert(0, f"the reference's own fp32 rounding ({where}), {ROUNDING_MARGIN} times over"
+                   + (f" and grown {grow:.3g} times for the longest sums of the task's configs" if grow > 1 else "")
+                   + f", which the default fp32 tolerance (atol = rtol = {base['atol']:g}, norm {base['norm']:g}) "
+                   "does not hold")
+    if scaled is not None:
+        times = STD_OVER_ATOL * SCALE_MARGIN
+        why.append(f"atol scaled to the outputs' scale ({where}: their std or median |ref| is {scale * times:.3g}, "
+                   f"at least {times} times atol): at the default {base['atol']:g}, outputs this small would be "
+                   "near-constant for the comparison"
+                   + ("; the rounding asks more at small values" if atol_needed > scaled else ""))
+    return {"float32": final, "reason": "; ".join(why)}, None, problems
 
 
 def configs_yaml(items: list[dict], header: str) -> str:
@@ -584,7 +671,8 @@ def configs_yaml(items: list[dict], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(d: Draft, root: Path) -> Path:
+def write_draft(d: Draft, root: Path) -> Path:
+    """The draft's folder under ``root`` (``CATEGORY/NAME``), written; an error where it exists."""
     folder = root / d.category / d.name
     if folder.exists():
         raise ArenaError("already exists: remove it or choose another name with --id", path=folder)
@@ -617,7 +705,7 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
     run the importer's own check (what passed, and what the author must look at; a check may
     also add to the draft's decisions what it decided, which is no problem of the import)."""
     root = Path(root) if root is not None else DEFAULT_TASKS_DIR
-    folder = _write(d, root)
+    folder = write_draft(d, root)
     problems = validate_task_dir(folder)
     check_problems: list[str] = []
     checks: list[str] = []

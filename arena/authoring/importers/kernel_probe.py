@@ -10,7 +10,8 @@ call does not end within its budget of CPU time is not refuted; it is listed as 
 
     python -m arena.authoring.importers.kernel_probe FOLDER [--seconds=S] SPLIT:NAME[=PARAMS_JSON] ...
 
-prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "timeout": bool}.
+prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "timeout": bool,
+"constexprs": [[kernel, parameter, value], ...]} (the compile-time integers its launches had).
 """
 
 from __future__ import annotations
@@ -43,13 +44,28 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
+# the compile-time integers (``tl.constexpr`` parameters) of the launches of the config being probed:
+# (kernel, parameter, value); flags (0, 1, booleans) are left out
+_LAUNCHED: set[tuple[str, str, int]] = set()
+
+
 def _one_program_per_launch() -> None:
-    """Each interpreted launch runs the first program of its grid only."""
+    """Each interpreted launch runs the first program of its grid only, and records its compile-time
+    integers in ``_LAUNCHED``."""
+    import inspect
+
     from triton.runtime import interpreter
 
     call = interpreter.GridExecutor.__call__
 
     def first_program(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            names = inspect.getfullargspec(self.fn).args
+            bound = inspect.getcallargs(self.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
+            _LAUNCHED.update((self.fn.__name__, n, int(bound[n])) for n in self.constexprs
+                             if isinstance(bound.get(n), int) and not isinstance(bound[n], bool) and bound[n] > 1)
+        except Exception:  # noqa: BLE001 - what is recorded is a hint; the launch itself says what is wrong
+            pass
         self.grid = (1,)
         return call(self, *args, **kwargs)
 
@@ -84,6 +100,7 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
     for split, name, params in wanted:
         config = Config(split, 0, name, params) if params is not None else configs.get((split, name))
         line: dict[str, Any] = {"config": f"{split}:{name}", "error": None, "timeout": False}
+        _LAUNCHED.clear()
         if config is None:
             line["error"] = "no such config"
         else:
@@ -108,6 +125,7 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                     line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
+        line["constexprs"] = sorted(_LAUNCHED)
         print(json.dumps(line), flush=True)
 
 
@@ -137,6 +155,25 @@ def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
         if isinstance(d, dict) and "config" in d:
             lines[d["config"]] = d
     return lines
+
+
+def block_fields(folder: Path, base: dict, fields: list[str]) -> list[str]:
+    """The sizes among ``fields`` that the starting kernel's compile-time integers follow (a block of
+    ``triton.next_power_of_2(n_cols)``, a ``tl.constexpr`` head size): each doubled alone from ``base``
+    changes what some launch is compiled for. Growing them grows a program's block, past the shared
+    memory of a GPU or its time, where the interpreter on the CPU sees neither. Sizes the probe could
+    not answer for are not listed."""
+    trials = [("probe", "base", base)] + [("probe", f"x2-{k}", {**base, k: base[k] * 2}) for k in fields]
+    got = probe_configs(folder, trials)
+    first = got.get("probe:base")
+    if first is None or first["error"] or first["timeout"]:
+        return []
+    out = []
+    for k in fields:
+        line = got.get(f"probe:x2-{k}")
+        if line is not None and not line["error"] and not line["timeout"] and line["constexprs"] != first["constexprs"]:
+            out.append(k)
+    return out
 
 
 def _params(item: dict) -> dict:

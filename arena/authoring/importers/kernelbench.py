@@ -35,12 +35,12 @@ from arena.authoring.importers.common import (
     init_from_expr,
     join_statements,
     literal_constants,
+    measured_tolerance,
     module_defs,
     parse_source,
     product_formula,
     resolve_task_id,
     roofline_draft,
-    rounding_tolerance,
     self_chain,
     shape_space_draft,
     space_constraint,
@@ -1151,31 +1151,32 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     )
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
+        decisions, degenerate = _rounding(folder, d)    # what the tolerance is, or why it was not measured
+        d.decisions += decisions
         passed, found = _module_self_check(folder, problem, names, used_paths)
-        d.decisions += _rounding(folder, d)    # what the tolerance is, or why it was not measured: no problem
+        found += [f"{p} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
+                  for p in degenerate]
         return passed, found + _space_check(folder, valid)
 
     return ModuleTask(d, self_check)
 
 
-def _rounding(folder: Path, d: Draft) -> list[str]:
-    """The fp32 tolerance the reference's own rounding needs at the task's sizes
-    (``rounding_tolerance``), written into task.yaml where the default does not hold it; the
-    decisions that say so (or why it was not measured)."""
+def _rounding(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
+    """The fp32 tolerance the task needs at its sizes (``measured_tolerance``), written into
+    task.yaml where it is not the default: the decisions that say so (or why it was not
+    measured), and what the degeneracy rules found in the outputs measured."""
     try:
-        tol, note = rounding_tolerance(folder)
+        tol, note, degenerate = measured_tolerance(folder)
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         return [f"the importer could not measure the reference's fp32 rounding ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}): `arena tasks check` on a GPU shows whether the "
-                "default fp32 tolerance holds the task's own starting point"]
-    if note:
-        return [note]
+                "default fp32 tolerance holds the task's own starting point"], []
     if not tol:
-        return []
+        return ([note] if note else []), degenerate
     d.tolerance = tol
     (folder / "task.yaml").write_text(task_yaml(d))
     return [f"tolerance: {tol['reason']}: confirm it (the harness's default is "
-            f"{DEFAULT_TOLERANCE['float32']})"]
+            f"{DEFAULT_TOLERANCE['float32']})"], degenerate
 
 
 def _space_check(folder: Path, valid: Callable[[dict], bool], n: int = 12) -> list[str]:
