@@ -1340,13 +1340,21 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path):
     result = import_aka(FIX / "aka_pytest_pow2_rows", tmp_path)
     folder = tmp_path / "triton2triton" / "aka_pytest_pow2_rows"
     assert result.folder == folder
+    # its cases grown into the timing window by M alone (N sets the block), the held-out kinds the launcher
+    # refuses on M (rows come in pairs) replaced by the same kind on N, a power of two
+    held = [dict(c.params) for c in load_task(folder).configs("heldout")]
+    assert result.ok and len(held) >= 4, result.report()
+    assert all(p["N"] & (p["N"] - 1) == 0 and p["M"] % 2 == 0 for p in held), held
+    assert "replaced by another of its kind the kernel runs on (draft-scale-down (N scaled down))" in result.report()
     lines = kernel_probe.probe_configs(folder, [("seen", "case0", None), ("probe", "odd", {"M": 32, "N": 65}),
                                                  ("heldout", "no-such", None)])
-    assert lines["seen:case0"] == {"config": "seen:case0", "error": None, "timeout": False}
+    assert lines["seen:case0"] == {"config": "seen:case0", "error": None, "timeout": False,
+                                   "constexprs": [["row_sum_kernel", "N", 64]]}   # the launch's tl.arange size
     assert "arange's range must be a power of 2" in lines["probe:odd"]["error"]
     assert lines["heldout:no-such"]["error"] == "no such config"
     late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
-    assert late["heldout:draft-aspect"] == {"config": "heldout:draft-aspect", "error": None, "timeout": True}
+    assert {k: v for k, v in late["heldout:draft-aspect"].items() if k != "constexprs"} == {
+        "config": "heldout:draft-aspect", "error": None, "timeout": True}
 
 
 def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):
@@ -1517,11 +1525,11 @@ def test_smoke_config_is_shrunk_from_the_smallest_case_even_where_the_probe_refu
         return c["M"] * c["N"]
 
     grown, small = {"M": 4096, "N": 65536}, {"M": 8, "N": 64}
-    _, _, smoke, notes = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest", smoke_from=small)
+    _, _, smoke, notes, _ = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest", smoke_from=small)
     assert [{k: v for k, v in smoke[0].items() if k in small} for _ in smoke] == [small]
     assert "smallest case" in smoke[0]["#"] and not any("smoke config still has" in n for n in notes), notes
     # without a case, it is halved from the base: a refusing probe leaves it as large, and says so
-    _, _, smoke, notes = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest")
+    _, _, smoke, notes, _ = draft_configs(grown, ["M", "N"], lambda c: False, size, "largest")
     assert size(smoke[0]) == size(grown) and any("smoke config still has" in n for n in notes), notes
 
 

@@ -2793,7 +2793,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                   keep: Iterable[str] = ()):
     """Signature, reference, configs and roofline from a read harness (both categories); the last of
     what it returns: the sizes the growth into the timing window changed (``keep``: sizes it leaves as
-    the cases have them)."""
+    the cases have them), and the spare held-out drafts (``draft_configs``)."""
     inputs, outputs, scalars, roles = _harness_signature(h, decisions)
     base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
     obs, maker = _observed_inputs(h, inputs, outputs, base_case, decisions)
@@ -2912,7 +2912,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
     smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
                      key=lambda c: size({**base_case, **c})) if h.cases else None
-    seen_drafts, held, smoke, notes = draft_configs(base_case, vary, valid, size, "largest", nbytes,
+    seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
                                                     smoke_from=smoke_case)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
@@ -2965,7 +2965,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
-    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, grew
+    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)
 
 
 def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], keep: Iterable[str] = ()):
@@ -3015,10 +3015,10 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
         space: dict = {}
         launcher = "?"
         grew: list[str] = []
+        spare: list[dict] = []
     else:
-        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, grew) = _harness_task(
-            aka, h, name, decisions, keep=keep
-        )
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)) = \
+            _harness_task(aka, h, name, decisions, keep=keep)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
@@ -3049,6 +3049,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
     d = _aka_draft(aka, source, name, category="triton2triton", entry=entry, inputs=inputs, outputs=outputs,
                    scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
+    d.spare_heldout = spare
     if h is not None:
         d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
     return d, lambda folder: _aka_self_check(folder, d), grew

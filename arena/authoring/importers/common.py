@@ -420,6 +420,7 @@ class Draft:
     origin: str = ""
     notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
     tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
+    spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
 
     @property
     def id(self) -> str:
@@ -858,9 +859,11 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,
-                  ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+                  ) -> tuple[list[dict], list[dict], list[dict], list[str], list[dict]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
-    where ``valid`` accepts it; notes on what could not be drafted. The smoke config is shrunk from
+    where ``valid`` accepts it; notes on what could not be drafted; spare held-out drafts (each
+    kind's alternatives after the one taken, not run through the original: where a starting
+    kernel refuses a draft, ``kernel_probe.fit_drafts`` tries its kind's spares). The smoke config is shrunk from
     ``smoke_from`` (sizes over the base's; a source's smallest test case) where given. With ``nbytes`` (a config's
     bytes of inputs and outputs) and ``work`` (its FLOPs), a base past ``SCALED_BYTES`` or
     ``SCALED_FLOPS`` is scaled down first (the seen configs' first is then the scaled one), and
@@ -922,14 +925,19 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         kinds.append(("draft-scale-up", [({k: base[k] * 2 + 2}, f"{k} scaled up") for k in keys]))
         kinds.append(("draft-scale-down", [({k: max(1, base[k] // 3 + 1)}, f"{k} scaled down") for k in keys]))
     seen_params = [config_params(s) for s in seen]
+    spare: list[dict] = []      # each kind's other alternatives, not run through the original
     for name, alternatives in kinds:
+        taken = False
         for over, why in alternatives:
             cfg = {**base, **over}
             if cfg in seen_params or cfg in [config_params(h) for h in held]:
                 continue
-            if fits(cfg) and valid(cfg):
+            if taken:
+                if fits(cfg):
+                    spare.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
+            elif fits(cfg) and valid(cfg):
                 held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
-                break
+                taken = True
     if not vary:
         notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
                      "drafts could not be made; write them")
@@ -940,7 +948,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         notes.append(f"the smoke config still has {size(smoke)} elements (the importer could not shrink it "
                      "further and keep the original valid): make it smaller for the CPU backend")
     why = "the smallest case" if smoke_from and smoke == small else "sizes halved from the seen config"
-    return seen, held, [{"name": "smoke", **smoke, "#": f"DRAFT: {why}"}], notes
+    return seen, held, [{"name": "smoke", **smoke, "#": f"DRAFT: {why}"}], notes, spare
 
 
 def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:

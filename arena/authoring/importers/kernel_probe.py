@@ -219,8 +219,10 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
         return [f"the starting kernel runs on every seen and held-out config ({how}{late})"], found
     space = d.shape_space
     pow2: list[str] = []
-    if any("power of 2" in (error(s, c["name"]) or "") for s, c in failing):
-        # which sizes must be powers of two: each varied alone, to an odd value, from the test's first case
+    if (any("power of 2" in (error(s, c["name"]) or "") for s, c in failing)
+            or (d.spare_heldout and any(s == "heldout" for s, _ in failing))):
+        # which sizes must be powers of two (for the drafts that need it, and the spares that may replace a
+        # dropped one): each varied alone, to an odd value, from the test's first case
         base = _params(own[0] if own else d.seen[0])
         varied = [k for k, v in space.items() if isinstance(v, dict) and "min" in v and k in base]
         trials = {f"odd-{k}": {**base, k: base[k] + 1 if base[k] % 2 == 0 else base[k] + 2} for k in varied}
@@ -248,7 +250,7 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
             taken.append(p)
             fixed[f"{s}:{c['name']}"] = p
     retried = probe_configs(folder, [(key.split(":")[0], key.split(":")[1], p) for key, p in fixed.items()])
-    dropped, rounded_names = [], []
+    dropped, rounded_names, dropped_kinds = [], [], []
     for s, c in failing:
         key = f"{s}:{c['name']}"
         items = d.seen if s == "seen" else d.heldout
@@ -260,12 +262,18 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
         else:
             items.remove(c)
             dropped.append(f"{key} ({error(s, c['name'])})")
+            dropped_kinds += [c["name"]] if s == "heldout" else []
+    replaced = _replace_dropped(folder, d, dropped_kinds, {k: space[k]["choices"] for k in pow2})
     write_configs(d, folder)
     passed = [f"the starting kernel was probed on every seen and held-out config ({how})"]
+    if replaced:
+        passed.append(f"{len(replaced)} dropped held-out draft{'s' if len(replaced) != 1 else ''} replaced by another "
+                      f"of {'its' if len(replaced) == 1 else 'their'} kind the kernel runs on ({', '.join(replaced)})")
     if pow2:
         n = len(rounded_names)
-        passed.append(f"it needs {', '.join(pow2)} to be a power of two: the shape space offers only those, and "
-                      f"{n} draft{'s' if n != 1 else ''} rounded to them ({', '.join(rounded_names)})")
+        passed.append(f"it needs {', '.join(pow2)} to be a power of two: the shape space offers only those"
+                      + (f", and {n} draft{'s' if n != 1 else ''} rounded to them ({', '.join(rounded_names)})"
+                         if n else ""))
     if dropped:
         text = (f"{len(dropped)} draft{'s' if len(dropped) > 1 else ''} the starting kernel does not run on "
                 f"dropped: {'; '.join(dropped)}; the shape space may still draw such configs: add the constraint")
@@ -274,6 +282,32 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
         else:
             passed.append(text)
     return passed, found
+
+
+def _replace_dropped(folder: Path, d: Any, kinds: list[str], pow2: dict[str, list[int]]) -> list[str]:
+    """For each held-out kind dropped (``kinds``: the drafts' names), the first of its spare drafts
+    (``d.spare_heldout``: the same kind on another size; ``pow2``: sizes rounded to a power of two among
+    their choices) that the reference and the starting kernel run on, added to ``d.heldout``. Returns
+    what was added, as "name (why)"."""
+    taken = [_params(c) for c in d.seen + d.heldout]
+    tries = []
+    for c in d.spare_heldout:
+        p = _params(c)
+        for k, choices in pow2.items():
+            p[k] = _nearest_pow2(int(p[k]), choices[0], choices[-1], lambda v: False) or p[k]
+        if c["name"] in kinds and p not in taken and p not in [_params(t) for t in tries]:
+            tries.append({"name": c["name"], **p, "#": c.get("#", "DRAFT")})
+    if not tries:
+        return []
+    got = probe_configs(folder, [("heldout", f"{c['name']}#{i}", _params(c)) for i, c in enumerate(tries)])
+    added = []
+    for i, c in enumerate(tries):
+        line = got.get(f"heldout:{c['name']}#{i}")
+        if c["name"] in kinds and line is not None and not line["error"] and not line["timeout"]:
+            kinds = [k for k in kinds if k != c["name"]]
+            d.heldout.append(dict(c))
+            added.append(f"{c['name']} ({str(c.get('#', '')).removeprefix('DRAFT: ')})")
+    return added
 
 
 def main(argv: list[str]) -> None:

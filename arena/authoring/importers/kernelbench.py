@@ -1067,7 +1067,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             return 0.0
 
     # the work bounds the drafts only where it is a formula of the sizes (not the seen config's count)
-    seen, held, smoke, notes = draft_configs(params, vary, valid, size, "problem", nbytes, work if flops_ok else None)
+    seen, held, smoke, notes, _ = draft_configs(params, vary, valid, size, "problem", nbytes,
+                                                work if flops_ok else None)
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to
     if problem.case_list:
         listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list]
