@@ -199,6 +199,7 @@ def test_kernelbench_a_strided_windows_quotient_gets_its_phase(tmp_path):
 @pytest.mark.parametrize("fixture, constraint", [
     ("kb_group_norm", "features % num_groups == 0"),
     ("kb_avgpool", "height >= kernel_size and width >= kernel_size"),
+    ("kb_padded_pool", "kernel_size >= 2 * padding"),
 ])
 def test_kernelbench_a_relation_the_original_needs_becomes_the_spaces_constraint(tmp_path, fixture, constraint):
     """Draws from the draft shape_space that the original refuses: the one relation between two parameters

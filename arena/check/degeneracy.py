@@ -38,7 +38,7 @@ def spread_problems(name: str, ref: torch.Tensor, tol: dict) -> list[str]:
     (the output's mean, or zero) that the comparison would pass, elementwise and normwise; more than half
     of its nonzero elements below atol in magnitude (exact zeros are structure: the positions a strided
     transposed convolution never writes, a ReLU's negative half)."""
-    r = ref.double()          # outputs of a GPU-sized config: a few temporaries the size of r at most
+    r = ref.detach().double()   # outputs of a GPU-sized config: a few temporaries the size of r at most
     finite = torch.isfinite(r)
     if not bool(finite.all()):
         r = r[finite]
@@ -73,7 +73,7 @@ def one_value_problems(name: str, value: torch.Tensor, redrawn: torch.Tensor, to
     """An output of one value has no spread: it must move beyond the tolerance when every input is drawn
     again (``redrawn``: the output then), or a constant passes (a mean loss over a million uniform draws
     is 1/6 give or take 1e-4); and it must not be below atol."""
-    of, o2 = value.double(), redrawn.double()
+    of, o2 = value.detach().double(), redrawn.detach().double()
     problems = []
     if bool(((of - o2).abs() <= tol["atol"] + tol["rtol"] * o2.abs()).all()):
         problems.append(f"{name} is one value ({float(of.flatten()[0]):.6g}) that drawing every input again moves "

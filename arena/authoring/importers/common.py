@@ -965,7 +965,8 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
                      draws: int = 48, seed: int = 0, source: str = "") -> tuple[str | None, str | None]:
     """The constraint a draft shape_space needs where the original refuses configs drawn from it: up to three
     of: a divisibility (``features % num_groups == 0``), an equality (``out_channels == in_channels``) or a
-    bound (``height >= kernel_size``) between two of its parameters that the problem's own values satisfy, kept
+    bound (``height >= kernel_size``, ``kernel_size >= 2 * padding``) between two of its parameters that the
+    problem's own values satisfy, kept
     when every refused draw, adjusted to satisfy it, is accepted; another is looked for where draws that keep
     it are still refused. ``source``: the problem's text, to choose between relations that draw alike.
     Returns (constraint or None, what the author is told or None)."""
@@ -992,6 +993,8 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
                 cands.append((f"{a} == {b}", lambda c, a=a, b=b: {**c, a: c[b]}))
             elif base[a] > base[b]:
                 cands.append((f"{a} >= {b}", lambda c, a=a, b=b: {**c, a: max(c[a], c[b])}))
+            if base[a] >= 2 * base[b]:      # a pooling window and its padding (at most half the window)
+                cands.append((f"{a} >= 2 * {b}", lambda c, a=a, b=b: {**c, a: max(c[a], 2 * c[b])}))
     # a fixed divisor (groups) first, then equalities, then bounds
     cands.sort(key=lambda t: (">=" in t[0], t[0].split()[-3] in vary if "%" in t[0] else True))
     chosen: list[tuple[str, Callable[[dict], dict]]] = []
