@@ -2899,7 +2899,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # seen configs are the cases grown into it (where the reference accepts the sizes), the held-out ones drafts
     # around the largest of them
     growth: list[tuple[int, dict, dict]] = []      # (case number, the case, the case grown into the window)
-    growing = [f for f in vary if f not in set(keep)]
+    kept = [f for f in vary if f in set(keep)]       # sizes a block follows: not grown
+    growing = [f for f in vary if f not in kept]
     if h.cases and growing and not any(enough(c) for c in h.cases):
         for i, c in enumerate(h.cases):
             g = grown({**base_case, **c}, growing, valid, nbytes, enough)
@@ -2933,8 +2934,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                         f"until a case moves {WINDOW_BYTES / 1e6:.0f} MB or needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each "
                         "size accepted by the reference), heldout.yaml drafts around the largest; the smallest "
                         "case is the smoke config"
-                        + (f" ({', '.join(f for f in vary if f in set(keep))} kept as the cases have them: the "
-                           "starting kernel's compile-time block sizes follow them)" if set(keep) & set(vary) else ""))
+                        + (f" ({', '.join(kept)} kept as the cases have them: the starting kernel's "
+                           "compile-time block sizes follow them)" if kept else ""))
     while len(seen) < 3 and h.cases:
         seen.append(
             {
@@ -2953,9 +2954,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
             "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
             "heldout.yaml holds drafts"
-            + (f" (they were not grown: {', '.join(k for k in vary if k in set(keep))} set the starting kernel's "
+            + (f" (they were not grown: {', '.join(kept)} set the starting kernel's "
                "compile-time block sizes, and the other sizes alone did not reach the window)"
-               if set(keep) & set(vary) else ""),
+               if kept else ""),
         )
     roofline, rnotes = roofline_draft(tensors, flops, base_case)
     decisions += rnotes
