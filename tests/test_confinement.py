@@ -288,10 +288,11 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
                                base_remote=types.SimpleNamespace(peer=replay_peer),
                                replay_remote=types.SimpleNamespace(peer=replay_peer),
                                slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
-                               _stage_now=("correctness", "heldout", "c1"),
+                               _stage_now=("correctness", "heldout", "c1"), gpu=False, _reference_bytes={},
+                               config_key="c1",
                                memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
                                                     80 * 2**30))
-    for name in ("allowance", "_confined", "_over", "check_device_memory", "memory_cause"):
+    for name in ("allowance", "_confined", "_over", "check_device_memory", "memory_cause", "reference_bytes"):
         setattr(ev, name, getattr(Evaluation, name).__get__(ev))
     ev.memory.stand(3)
     allow = allowance(2**20, 2**30)
@@ -316,3 +317,92 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     assert info.value.status is Status.RUNTIME_ERROR and info.value.fatal and killed == [4242]
     assert "past its allowance" in info.value.message
     assert isinstance(ev.memory_cause(), GateFailure)
+
+
+def test_the_allowance_grows_with_what_the_reference_itself_needs(tmp_path):
+    """A candidate's process over the allowance its config's inputs and outputs give is not
+    stopped before the task's own reference has been measured on that config (run once now, in
+    the trusted process, where it had not run yet): a chain of operators whose temporaries dwarf
+    its inputs and outputs may hold twice the reference's working memory. Past that it fails, and
+    the message names the reference's figure; a later config keeps the most measured."""
+    import types
+
+    from arena.evaluation.gpulock import GpuLock
+    from arena.evaluation.memory import ALLOWANCE_REFERENCE, MemoryAccount, allowance
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.trusted.process import MEASURE_SEED, Evaluation
+
+    killed: list[int] = []
+    ran: list[tuple[str, int]] = []
+    used = {4242: 0}
+    peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
+    ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
+                               remote=types.SimpleNamespace(peer=peer), base_remote=None, replay_remote=None,
+                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
+                               _stage_now=("performance", "seen", "big"), gpu=True, _reference_bytes={},
+                               config_key="big", gpu_lock=GpuLock(None, None), sync=lambda: None,
+                               memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
+                                                    80 * 2**30))
+
+    def expected(ins):      # the reference's upcast run, as measured in the trusted process
+        ran.append((ev.config_key, ins["seed"]))
+        ev._reference_bytes[ev.config_key] = 6 * 2**30
+        return []
+
+    ev.expected, ev.make_inputs = expected, lambda seed: {"seed": seed}
+    for name in ("allowance", "working_allowance", "_confined", "_over", "check_device_memory", "memory_cause",
+                 "reference_bytes"):
+        setattr(ev, name, getattr(Evaluation, name).__get__(ev))
+    from_io = allowance(2**20, 2**30)
+    assert ev.allowance() == from_io and ran == []          # nothing measured, nothing run for it
+    used[4242] = from_io + 4 * 2**30                          # past what the inputs and outputs allow
+    ev.check_device_memory("after its timed calls")
+    assert not killed and ran == [("big", MEASURE_SEED)]
+    assert ev.allowance() == allowance(2**20, 2**30, 6 * 2**30) == from_io - 2 * 2**30 + ALLOWANCE_REFERENCE * 6 * 2**30
+    assert ev.working_allowance() == ALLOWANCE_REFERENCE * 6 * 2**30
+    ev.check_device_memory("after its timed calls")
+    assert ran == [("big", MEASURE_SEED)]                     # measured once a config
+    ev.config_key = "small"                                   # a later config: the allocator keeps what it needed
+    assert ev.allowance() > from_io
+    used[4242] = ev.allowance(measure=True) + 1
+    assert ran[-1] == ("small", MEASURE_SEED)
+    with pytest.raises(GateFailure) as info:
+        ev.check_device_memory("after its timed calls")
+    assert killed == [4242] and "2x the reference's own working memory (6.00 GiB)" in info.value.message
+
+
+def test_a_process_stopped_as_its_timed_buffers_go_back_fails_that_split(monkeypatch):
+    """A check of what the candidate's process holds that stops it after its split's timed
+    rounds (as the buffers are given back) fails that split on its last config; the configs of
+    the next split say where it was stopped and why, not only that it was."""
+    import types
+
+    from arena.evaluation.protocol import PerformanceResult
+    from arena.evaluation.trusted import performance
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.trusted.process import Evaluation
+
+    over = GateFailure(Status.RUNTIME_ERROR, "the candidate's process held 9.00 GiB of device memory after a release "
+                                             "of buffers, past its allowance of 5.00 GiB", fatal=True)
+    class _Ev(types.SimpleNamespace):
+        lost = property(lambda self: self.fatal is not None)
+
+    ev = _Ev(fatal=None, sent=[], lock_stats=lambda since=None: {}, release_memory=lambda: None,
+             send_lock=lambda split, stats: None, _lost_at="")
+    ev.send_performance = lambda split, config, result: ev.sent.append((split, config, result))
+    configs = [types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")]
+
+    def timed(ev_, split, cfgs):
+        ev_.fatal = over                        # stopped in the timing's last release, after every round
+        return [(c, PerformanceResult(status=Status.PASSED)) for c in cfgs]
+
+    monkeypatch.setattr(performance, "time_configs", timed)
+    performance.time_split(ev, "seen", configs)
+    assert [(s, c, r.status) for s, c, r in ev.sent] == [("seen", "a", Status.PASSED),
+                                                         ("seen", "b", Status.RUNTIME_ERROR)]
+    assert "past its allowance" in ev.sent[1][2].message
+    ev.not_run = Evaluation.not_run.__get__(ev)
+    msg = ev.not_run("heldout", "c", "(at seen/b (performance))").message
+    assert msg.startswith("not run: the candidate process was stopped after a runtime error "
+                          "(at seen/b (performance)): ")
+    assert msg.endswith("past its allowance of 5.00 GiB")

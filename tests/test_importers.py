@@ -1460,6 +1460,26 @@ def test_kernelbench_atol_is_scaled_to_small_outputs_and_the_task_is_then_not_de
     assert compare_output("out", torch.softmax(ins["x"], dim=1), want, tol).status is Status.PASSED
 
 
+def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_rounding(tmp_path, monkeypatch):
+    """Where every config needs more work than the rounding's fp64 measure may take, the outputs'
+    scale is still read, from one fp32 run on the largest config within its own bound: the wide
+    softmax's atol is scaled, the reason says where it was read, and the rounding not measured is
+    said. Past that bound too, nothing is read and the default stays."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)
+    result, task = _imported(tmp_path, "kb_wide_softmax")
+    tol = task.tolerance_for("float32")
+    assert tol["atol"] <= 1e-7 and tol["rtol"] == 1e-4, tol
+    reason = yaml.safe_load((result.folder / "task.yaml").read_text())["tolerance"]["reason"]
+    assert "atol scaled to the outputs' scale" in reason and "on the CPU, in fp32" in reason
+    assert "fp32 against fp64" not in reason
+    tol_, note, problems = common.measured_tolerance(result.folder)
+    assert tol_["float32"]["atol"] == tol["atol"] and "was not measured" in note and problems == []
+    monkeypatch.setattr(common, "SPREAD_FLOPS", 1)
+    assert common.measured_tolerance(result.folder)[:1] == ({},)
+
+
 def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_path, monkeypatch):
     """A problem whose own sizes move more than a quarter of what a config may (the tests lower the
     bound): its sizes are scaled down, the drafts made around them, and no draft moves more than

@@ -316,7 +316,7 @@ def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_
     from arena.records import Status
 
     class _Ev:
-        def working_allowance(self):
+        def working_allowance(self, measure=False):
             return 1 << 30
 
     rc = object.__new__(ReplayedCandidate)

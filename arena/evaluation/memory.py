@@ -43,6 +43,14 @@ CONTEXT_ALLOWANCE = 2**30
 # caching allocator's blocks): past it at a check, it is the candidate's failure (arena.evaluation.trusted.process)
 ALLOWANCE_IO = 4
 ALLOWANCE_FLOOR = 2 * 2**30
+# and this many times the working memory of the task's own reference, measured where it runs in the trusted
+# process (its upcast run: the inputs' clones, its temporaries, its library workspaces, its outputs). A chain of
+# operators keeps temporaries far larger than its inputs and outputs: on an H100, KernelBench level 2's
+# convolutions followed by a pooling or a reduction, run eagerly in fp32 as their own starting points, held
+# 3.6-14.4 GiB after their timed calls against allowances of 3.5-5.6 GiB from the inputs and outputs alone (17 of
+# 87 imports stopped). The upcast run keeps twice the bytes of the task's own precision for the same steps; twice
+# that again is room for another algorithm's workspace (cuDNN's in fp32 is not fp64's) and the allocator's cache.
+ALLOWANCE_REFERENCE = 2
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
 _ids = itertools.count()
 
@@ -359,18 +367,19 @@ class MemoryAccount:
                 self._exclusive = None
 
 
-def allowance(io_bytes: int, mapped_bytes: int) -> int:
+def allowance(io_bytes: int, mapped_bytes: int, reference_bytes: int = 0) -> int:
     """Device memory a candidate's process may hold: its context, the buffers mapped to it
     (``mapped_bytes``) and its own working memory, from the config's inputs and outputs
-    (``io_bytes``)."""
-    return CONTEXT_ALLOWANCE + int(mapped_bytes) + working_allowance(io_bytes)
+    (``io_bytes``) and the reference's measured working memory (``reference_bytes``)."""
+    return CONTEXT_ALLOWANCE + int(mapped_bytes) + working_allowance(io_bytes, reference_bytes)
 
 
-def working_allowance(io_bytes: int) -> int:
+def working_allowance(io_bytes: int, reference_bytes: int = 0) -> int:
     """The working memory a candidate may hold beside its context and its buffers: a multiple
-    of the config's inputs and outputs (``io_bytes``), and a floor. A replayed candidate's
-    records may ask its replay for no more (``arena.evaluation.trusted.calls.ReplayedCandidate``)."""
-    return max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes))
+    of the config's inputs and outputs (``io_bytes``) or of the reference's own working memory
+    (``reference_bytes``), whichever is more, and a floor. A replayed candidate's records may ask
+    its replay for no more (``arena.evaluation.trusted.calls.ReplayedCandidate``)."""
+    return max(ALLOWANCE_FLOOR, ALLOWANCE_IO * int(io_bytes), ALLOWANCE_REFERENCE * int(reference_bytes))
 
 
 def wait_to_start(gpu_key: str, *, poll_s: float = 0.25, n_processes: int = 3, until: float | None = None) -> float:

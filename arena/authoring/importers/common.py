@@ -506,6 +506,12 @@ ROUNDING_FLOPS = 2 * 10**10
 # differences, about eight times this, beside the other imports of a table
 ROUNDING_BYTES = 5 * 10**8
 ROUNDING_MARGIN = 8             # the tolerance holds this many times the rounding measured on one config
+# the outputs' scale (for atol and the degeneracy rules) is read again, from one fp32 run of the reference, on the
+# config with the most work up to these, where that is more than the rounding's: a scale read on a smaller config
+# is not the task's (on an H100, KernelBench level 2's logsumexp and softmax chains measured on a small config
+# had outputs whose spread fell below the degeneracy floor on every seen and held-out config: 3 of 87 imports)
+SPREAD_FLOPS = 2 * 10**11
+SPREAD_BYTES = 2 * 10**9
 # an atol scaled to the outputs' scale leaves their spread this many times the degeneracy check's floor
 # (arena.check.degeneracy.STD_OVER_ATOL times atol), and their median magnitude 100 times atol: room for
 # configs whose outputs are smaller than the one measured (a softmax over 4 times the columns)
@@ -580,7 +586,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     task = load_task(folder)
     if not any(o.dtype == "float32" for o in task.outputs):
         return {}, None, []
-    configs, lengths = [], []
+    configs, lengths, larger = [], [], []
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
             flops, nbytes = task.roofline_for(c)
@@ -589,40 +595,68 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
             continue
         if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
             configs.append((flops, nbytes, c))
-    if not configs:
-        return {}, (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
-                    f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
-                    "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
-                    "own starting point"), []
-    *_, config = max(configs, key=lambda fbc: fbc[:2])
-    grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
-    env = task.env(config)
-    ins = make_inputs(task, env, 0, "cpu")
+        elif flops <= SPREAD_FLOPS and nbytes <= SPREAD_BYTES:
+            larger.append((flops, nbytes, c))
+    unmeasured = (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
+                  f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
+                  "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
+                  "own starting point")
+    if not configs and not larger:
+        return {}, unmeasured, []
     ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
-    scalars = [task.scalar_value(sc, env) for sc in task.scalars]
-    with torch.no_grad():
-        got = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
-        want = run_reference(ref.reference, task, ins, scalars)
-    got = list(got) if isinstance(got, (tuple, list)) else [got]
     base = DEFAULT_TOLERANCE["float32"]
     pairs, names = [], []
-    for spec, g, w in zip(task.outputs, got, want):
-        if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
-            continue
-        w = w.double()
-        d = (g.double() - w).abs()
-        if bool(torch.isfinite(d).all()) and bool(torch.isfinite(w).all()):
-            pairs.append((d * (ROUNDING_MARGIN * grow), w))
-            names.append(spec.name)
-    if not pairs:
-        return {}, None, []
-    where = f"{config.split} config {config.name}, on the CPU, fp32 against fp64"
+    config, grow, note = None, 1.0, None if configs else unmeasured
+    if configs:
+        *_, config = max(configs, key=lambda fbc: fbc[:2])
+        grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
+        env = task.env(config)
+        ins = make_inputs(task, env, 0, "cpu")
+        scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+        with torch.no_grad():
+            got = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
+            want = run_reference(ref.reference, task, ins, scalars)
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        for spec, g, w in zip(task.outputs, got, want):
+            if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
+                continue
+            w = w.double()
+            d = (g.double() - w).abs()
+            if bool(torch.isfinite(d).all()) and bool(torch.isfinite(w).all()):
+                pairs.append((d * (ROUNDING_MARGIN * grow), w))
+                names.append(spec.name)
+        if not pairs:
+            return {}, None, []
+    # the outputs whose scale is read: those measured, and those of the largest config within SPREAD_*
+    scaled_on = [(config, names, [w for _, w in pairs])] if pairs else []
+    if larger:
+        *_, big = max(larger, key=lambda fbc: fbc[:2])
+        benv = task.env(big)
+        bins = make_inputs(task, benv, 0, "cpu")
+        with torch.no_grad():
+            bout = ref.reference(*[None if t is None else t.clone() for t in bins.values()],
+                                 *[task.scalar_value(sc, benv) for sc in task.scalars])
+        bout = list(bout) if isinstance(bout, (tuple, list)) else [bout]
+        kept = [(spec.name, b.double()) for spec, b in zip(task.outputs, bout)
+                if spec.dtype == "float32" and (not pairs or spec.name in names) and isinstance(b, torch.Tensor)
+                and b.numel() and bool(torch.isfinite(b).all())]
+        if kept:
+            scaled_on.append((big, [n for n, _ in kept], [b for _, b in kept]))
+        del bins, bout
+    if not scaled_on:
+        return {}, note, []
+    outs = [w for _, _, ws in scaled_on for w in ws]
+    where = f"{config.split} config {config.name}, on the CPU, fp32 against fp64" if config is not None else ""
+    where_scale = "; ".join([where] * bool(pairs) + [f"{c.split} config {c.name}, on the CPU, in fp32"
+                                                     for c, _, _ in scaled_on[bool(pairs):]])
     why = []
-    rtol = max(base["rtol"], _ceil_ladder(max(float((d / (1 + w.abs())).max()) for d, w in pairs) or 1e-300))
-    left = max(float((d - rtol * w.abs()).max()) for d, w in pairs)
-    atol_needed = _ceil_ladder(left) if left > 0 else 0.0
-    norm = max(float(d.norm() / w.norm().clamp_min(1e-300)) for d, w in pairs)
-    norm_tol = max(base["norm"], _ceil_ladder(norm) if norm else 0.0)
+    rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
+    if pairs:
+        rtol = max(base["rtol"], _ceil_ladder(max(float((d / (1 + w.abs())).max()) for d, w in pairs) or 1e-300))
+        left = max(float((d - rtol * w.abs()).max()) for d, w in pairs)
+        atol_needed = _ceil_ladder(left) if left > 0 else 0.0
+        norm = max(float(d.norm() / w.norm().clamp_min(1e-300)) for d, w in pairs)
+        norm_tol = max(base["norm"], _ceil_ladder(norm) if norm else 0.0)
     if max(rtol, atol_needed) > MAX_ROUNDING_TOL["elementwise"] or norm_tol > MAX_ROUNDING_TOL["norm"]:
         why.append(f"the reference's fp32 rounding ({where}; {ROUNDING_MARGIN} times over"
                    + (f", grown {grow:.3g} times for the longest sums" if grow > 1 else "")
@@ -630,8 +664,8 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                    f"the tolerance to ({MAX_ROUNDING_TOL}): not taken; `arena tasks check` on a GPU shows whether "
                    "the task's starting point passes")
         rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
-    scale = min(min(float(w.std()) if w.numel() > 1 else math.inf for _, w in pairs) / (STD_OVER_ATOL * SCALE_MARGIN),
-                min(_median_nonzero(w) for _, w in pairs) / (100 * SCALE_MARGIN))
+    scale = min(min(float(w.std()) if w.numel() > 1 else math.inf for w in outs) / (STD_OVER_ATOL * SCALE_MARGIN),
+                min(_median_nonzero(w) for w in outs) / (100 * SCALE_MARGIN))
     scaled = _floor_ladder(scale) if MIN_SCALED_ATOL <= scale < base["atol"] else None
     atol = max(atol_needed, scaled if scaled is not None else base["atol"])
     final = {"atol": atol, "rtol": rtol, "norm": norm_tol}
@@ -644,9 +678,13 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
             found = one_value_problems(name, w, redrawn[[o.name for o in task.outputs].index(name)], final)
         else:
             found = spread_problems(name, w, final)
-        problems += [f"on {config.split} config {config.name}: {p}" for p in found]
+        problems += [f"on {config.split} config {config.name}: {p}" for p in found]   # type: ignore[union-attr]
+    for c, cnames, ws in scaled_on[bool(pairs):]:
+        for name, w in zip(cnames, ws):
+            if w.numel() > 1:
+                problems += [f"on {c.split} config {c.name}: {p}" for p in spread_problems(name, w, final)]
     if final == dict(base):
-        return {}, (why[0] if why else None), problems
+        return {}, (why[0] if why else note), problems
     if (rtol, norm_tol) != (base["rtol"], base["norm"]) or atol_needed > (scaled or base["atol"]):
         why.insert(0, f"the reference's own fp32 rounding ({where}), {ROUNDING_MARGIN} times over"
                    + (f" and grown {grow:.3g} times for the longest sums of the task's configs" if grow > 1 else "")
@@ -654,11 +692,12 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                    "does not hold")
     if scaled is not None:
         times = STD_OVER_ATOL * SCALE_MARGIN
-        why.append(f"atol scaled to the outputs' scale ({where}: their std or median |ref| is {scale * times:.3g}, "
+        why.append(f"atol scaled to the outputs' scale ({where_scale}: their std or median |ref| is "
+                   f"{scale * times:.3g}, "
                    f"at least {times} times atol): at the default {base['atol']:g}, outputs this small would be "
                    "near-constant for the comparison"
                    + ("; the rounding asks more at small values" if atol_needed > scaled else ""))
-    return {"float32": final, "reason": "; ".join(why)}, None, problems
+    return {"float32": final, "reason": "; ".join(why)}, note, problems
 
 
 def configs_yaml(items: list[dict], header: str) -> str:

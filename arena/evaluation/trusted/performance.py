@@ -76,7 +76,13 @@ def time_split(ev: EvaluationState, split: str, configs: list) -> None:
     in config order, up to the first config that failed, then the GPU lock's counters of
     the split's timing."""
     lock0 = ev.lock_stats()
+    was_lost = ev.lost
     results = time_configs(ev, split, configs)
+    if ev.lost and not was_lost and results and results[-1][1].status is Status.PASSED:
+        # stopped as its timed buffers were given back (a check of what its process holds then): the split's failure,
+        # on the last config timed, not a pass with the next split's configs left unrun
+        assert ev.fatal is not None
+        results[-1] = (results[-1][0], _failure(ev.fatal))
     ev.release_memory()
     ev.send_lock(split, ev.lock_stats(lock0))
     for config, result in results:

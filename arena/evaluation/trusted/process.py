@@ -52,11 +52,12 @@ from arena.evaluation.protocol import (
     encode,
 )
 from arena.evaluation.sides import Side
-from arena.evaluation.trusted.calls import CandidateHandle, SharedSet
+from arena.evaluation.trusted.calls import MESSAGE_CHARS, CandidateHandle, SharedSet
 from arena.evaluation.trusted.correctness import GateFailure, check_config, task_failure
 from arena.records import Status
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
+MEASURE_SEED = 0     # the inputs of a reference run made only to measure its working memory (``reference_bytes``)
 
 
 class Evaluation:
@@ -112,6 +113,8 @@ class Evaluation:
             DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) if self.gpu else None
         )
         self._io_bytes = 0
+        # per config (its key): the most device memory the reference's upcast run held beyond its inputs (``expected``)
+        self._reference_bytes: dict[str, int] = {}
         self.held: dict[str, dict[str, float]] = {}  # per split: the candidate's most, at a check
         self._slot_ids = 0
         self._lost_at = ""
@@ -183,18 +186,32 @@ class Evaluation:
         )
 
     # -- the candidate's device memory -------------------------------------------------------------
-    def allowance(self) -> int:
-        """What the candidate's process may hold on the device now (``arena.evaluation.memory.allowance``)."""
+    def allowance(self, measure: bool = False) -> int:
+        """What the candidate's process may hold on the device now (``arena.evaluation.memory.allowance``);
+        ``measure``: see ``reference_bytes``."""
         from arena.evaluation.memory import allowance
 
-        return allowance(self._io_bytes, self.slots.live_bytes if self.slots is not None else 0)
+        live = self.slots.live_bytes if self.slots is not None else 0
+        return allowance(self._io_bytes, live, self.reference_bytes(measure))
 
-    def working_allowance(self) -> int:
+    def working_allowance(self, measure: bool = False) -> int:
         """The working memory the candidate may hold beside its context and buffers (a
         replayed candidate's records may ask no more of the replay process)."""
         from arena.evaluation.memory import working_allowance
 
-        return working_allowance(self._io_bytes)
+        return working_allowance(self._io_bytes, self.reference_bytes(measure))
+
+    def reference_bytes(self, measure: bool = False) -> int:
+        """The most device memory the reference's upcast run held beyond its inputs, on any config
+        of this evaluation so far (its process's allocator keeps what an earlier config needed),
+        as this process measured it (``expected``). ``measure``: where the current config's run
+        has not been measured yet, run the reference once now, on the inputs of a fixed seed (a
+        check that would otherwise stop the candidate before the reference ran on its config)."""
+        if measure and self.gpu and self.config_key not in self._reference_bytes:
+            with self.gpu_lock.shared("reference"):
+                self.expected(self.make_inputs(MEASURE_SEED))
+                self.sync()
+        return max(self._reference_bytes.values(), default=0)
 
     def check_device_memory(self, where: str) -> None:
         """After the candidate's code ran: its process within its allowance, else its failure
@@ -205,6 +222,8 @@ class Evaluation:
         used = self.usage.by_pid()
         pid, allow = self.remote.peer.pid, self.allowance()
         held = used.get(pid, 0)
+        if held > allow:        # what the reference itself needs on this config, measured now if it was not
+            allow = self.allowance(measure=True)
         split = getattr(self, "_stage_now", ("", "", ""))[1]
         m = self.held.setdefault(split, {"held_gib": 0.0, "allowance_gib": 0.0, "share": 0.0})
         if held / allow >= m["share"]:
@@ -227,15 +246,15 @@ class Evaluation:
         return [p.pid for p in peers.values() if p.pid]
 
     def _over(self, held: int, allow: int, where: str) -> GateFailure:
-        from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO
+        from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO, ALLOWANCE_REFERENCE
 
         self.remote.peer.kill()
         return GateFailure(
             Status.RUNTIME_ERROR,
             f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
             f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
-            f"{ALLOWANCE_IO}x the config's inputs and outputs or {ALLOWANCE_FLOOR / 2**30:g} GiB at "
-            f"least)",
+            f"{ALLOWANCE_IO}x the config's inputs and outputs, {ALLOWANCE_REFERENCE}x the reference's own working "
+            f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most)",
             fatal=True,
         )
 
@@ -274,8 +293,15 @@ class Evaluation:
         from arena.check.compare import compare_dtype
         from arena.check.inputs import DTYPES, ReferenceContractError, run_reference
 
+        torch = self.torch
+        if self.gpu:    # its working memory, for the candidate's allowance (``reference_bytes``)
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
         try:
             results = run_reference(self.reference.reference, self.task, ins, self._scalars)
+            if self.gpu:
+                key, used = self.config_key, torch.cuda.max_memory_allocated() - before
+                self._reference_bytes[key] = max(self._reference_bytes.get(key, 0), used)
         except ReferenceContractError as exc:
             raise GateFailure(Status.TASK_ERROR, str(exc)) from None
         except BaseException as exc:  # noqa: BLE001
@@ -622,7 +648,8 @@ class Evaluation:
         """A config the candidate can no longer run: its failure, with why."""
         f = self.fatal
         assert f is not None
-        return CorrectnessResult(status=f.status, message=f"not run: {_why_gone(f)} {where}")
+        why = f": {f.message[:MESSAGE_CHARS // 2]}" if f.message else ""
+        return CorrectnessResult(status=f.status, message=f"not run: {_why_gone(f)} {where}{why}")
 
     def run_split(self, split: dict[str, Any]) -> None:
         from arena.taskdef.loader import Config
@@ -651,6 +678,9 @@ class Evaluation:
             from arena.evaluation.trusted.performance import time_split
 
             time_split(self, name, configs)
+        if self.lost and not self._lost_at:     # stopped in this split's timing, or as its buffers were given back
+            stage, split, config = getattr(self, "_stage_now", ("", name, ""))
+            self._lost_at = f"{split or name}/{config} ({stage})" if config else f"the end of {name}"
         self.send(SplitDoneFrame(split=name, memory=self.held.get(name, {})))
 
     def send_lock(self, split: str, stats: dict[str, float]) -> None:
@@ -672,7 +702,7 @@ def _probe_answered(probe: Any, token: int, whose: str) -> None:
 
 def _why_gone(f: GateFailure) -> str:
     if f.status is Status.RUNTIME_ERROR:
-        return "the device context was lost"
+        return "the candidate process was stopped after a runtime error"
     if f.status is Status.CRASHED:
         return "the candidate process died"
     if f.status is Status.TIMEOUT:
