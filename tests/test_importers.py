@@ -1434,6 +1434,30 @@ def test_kernelbench_tolerance_holds_the_references_own_fp32_rounding(tmp_path):
     assert "tolerance" not in yaml.safe_load((plain.path / "task.yaml").read_text())
 
 
+def test_kernelbench_rounding_is_measured_at_the_longest_sums_on_a_config_shrunk_in_its_other_sizes(tmp_path,
+                                                                                                   monkeypatch):
+    """Where the configs with the longest sums need more work than the rounding's fp64 measure may
+    take, the rounding is measured on one of them with its other sizes halved (a product's M and N,
+    not its K): the reason names that config, and the tolerance holds the long product's rounding."""
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.common import _reduction_length
+
+    result, task = _imported(tmp_path, "kb_long_matmul")
+    configs = [*task.configs("seen"), *task.configs("heldout")]
+    longest = max(configs, key=lambda c: _reduction_length(task, c))
+    flops = task.roofline_for(longest)[0]
+    monkeypatch.setattr(common, "ROUNDING_FLOPS", flops / 8)
+    assert all(_reduction_length(task, c) < _reduction_length(task, longest) for c in configs
+               if task.roofline_for(c)[0] <= flops / 8)
+    tol, note, _ = common.measured_tolerance(result.folder)
+    assert note is None and f"config {longest.name} with its other sizes shrunk" in tol["reason"], tol
+    assert tol["float32"]["rtol"] > 1e-4
+    shrunk = common._shrunk_for_rounding(task, longest)
+    assert shrunk.params["K"] == longest.params["K"] and task.roofline_for(shrunk)[0] <= flops / 8
+    monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)        # no size but K's left to halve: nothing shrunk
+    assert common._shrunk_for_rounding(task, longest) is None
+
+
 def test_kernelbench_atol_is_scaled_to_small_outputs_and_the_task_is_then_not_degenerate(tmp_path):
     """A softmax over 32768 columns gives outputs near 3e-5: at the default atol (1e-4) all of them are
     below it and their spread (std 3e-5) is under the degeneracy check's 1e-2, so the task is refused
@@ -1468,6 +1492,7 @@ def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_r
     import arena.authoring.importers.common as common
 
     monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)
+    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config: None)   # nor a shrunk one
     result, task = _imported(tmp_path, "kb_wide_softmax")
     tol = task.tolerance_for("float32")
     assert tol["atol"] <= 1e-7 and tol["rtol"] == 1e-4, tol

@@ -503,8 +503,9 @@ def test_tolerance(found: dict[str, float], outputs: list[dict], where: str, dec
 # GFLOP/s on a CPU core: an import stays within its minute)
 ROUNDING_FLOPS = 2 * 10**10
 # and the most bytes of inputs and outputs (roofline.bytes): the measure holds fp64 copies of them and their
-# differences, about eight times this, beside the other imports of a table
-ROUNDING_BYTES = 5 * 10**8
+# differences, about eight times this, beside the other imports of a table (a product with an 8192 x 16384 fp32
+# weight, 537 MB, fits)
+ROUNDING_BYTES = 8 * 10**8
 ROUNDING_MARGIN = 8             # the tolerance holds this many times the rounding measured on one config
 # the outputs' scale (for atol and the degeneracy rules) is read again, from one fp32 run of the reference, on the
 # config with the most work up to these, where that is more than the rounding's: a scale read on a smaller config
@@ -562,6 +563,37 @@ def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
     return float(flat.median()) if flat.numel() else 0.0
 
 
+def _shrunk_for_rounding(task: Any, config: Any) -> Any:
+    """``config`` with the sizes that its longest sums do not run over halved in turn (the largest
+    first) until one run of its reference fits ``ROUNDING_FLOPS`` and ``ROUNDING_BYTES``: a matrix
+    product's rows halved, its K kept. None where that cannot be done (a size the sums' length
+    depends on, or work that does not shrink)."""
+    from dataclasses import replace
+
+    length = _reduction_length(task, config)
+    params = dict(config.params)
+    for _ in range(64):
+        c = replace(config, name=f"{config.name} with its other sizes shrunk", params=params)
+        flops, nbytes = task.roofline_for(c)
+        if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
+            return c if params != dict(config.params) else None
+        for k, v in sorted(params.items(), key=lambda kv: -kv[1] if type(kv[1]) is int else 0):
+            if type(v) is not int or v < 2:
+                continue
+            p = {**params, k: v // 2}
+            try:
+                smaller = replace(config, params=p)
+                if (abs(_reduction_length(task, smaller) - length) <= 1e-9 * length
+                        and task.roofline_for(smaller)[0] < flops):
+                    params = p
+                    break
+            except (formula.FormulaError, ZeroDivisionError):
+                continue
+        else:
+            return None
+    return None
+
+
 def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
     """The fp32 tolerance a task needs at its sizes, from its reference run on the CPU in fp32 (as the
     task's eager starting point computes) and in fp64 (as the harness's reference computes), on the seen
@@ -587,16 +619,24 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     if not any(o.dtype == "float32" for o in task.outputs):
         return {}, None, []
     configs, lengths, larger = [], [], []
+    longest: tuple[float, Any] | None = None
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
             flops, nbytes = task.roofline_for(c)
             lengths.append(_reduction_length(task, c))
         except formula.FormulaError:
             continue
+        if longest is None or lengths[-1] > longest[0]:
+            longest = (lengths[-1], c)
         if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
             configs.append((flops, nbytes, c))
         elif flops <= SPREAD_FLOPS and nbytes <= SPREAD_BYTES:
             larger.append((flops, nbytes, c))
+    # the longest sums measured as they are, on a config with its other sizes shrunk, where none that fits has them
+    if longest is not None and all(_reduction_length(task, c) < longest[0] * (1 - 1e-9) for *_, c in configs):
+        shrunk = _shrunk_for_rounding(task, longest[1])
+        if shrunk is not None:
+            configs = [(0.0, 0.0, c) for *_, c in configs] + [(1.0, 1.0, shrunk)]
     unmeasured = (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
                   f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
                   "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
