@@ -88,6 +88,19 @@ def test_a_broken_starting_kernel_fails_the_check(tmp_path):
     assert not row.ok and any("INCORRECT_NUMERICAL" in p for p in row.problems)
 
 
+def test_a_memory_bound_task_too_small_to_time_fails_the_check_on_the_cpu_too(tmp_path):
+    """The rule that a memory-bound task has a config moving >= 100 MB reads the sizes alone: the
+    CPU check applies it to the seen and held-out configs, as a GPU's does (the fixture's largest,
+    50M elements, moves 600 MB)."""
+    folder = _copy(tmp_path)
+    for name in ("seen", "heldout"):
+        f = folder / "configs" / f"{name}.yaml"
+        f.write_text(f.read_text().replace("n: 50000017", "n: 5000017").replace("n: 16777216", "n: 1677721"))
+    row = check_task(folder, detect("cpu"))
+    assert not row.ok and any("memory-bound but no config moves >= 100 MB (largest 60 MB)" in p
+                              for p in row.problems), row.problems
+
+
 def test_recorded_verdicts_of_the_same_files_are_reused(tmp_path):
     cpu = detect("cpu")
     folder = _copy(tmp_path)
