@@ -294,12 +294,14 @@ class Evaluation:
         from arena.check.inputs import DTYPES, ReferenceContractError, run_reference
 
         torch = self.torch
-        if self.gpu:    # its working memory, for the candidate's allowance (``reference_bytes``)
+        # its working memory, for the candidate's allowance (``reference_bytes``)
+        measure = self.gpu and torch.cuda.is_available()
+        if measure:
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
         try:
             results = run_reference(self.reference.reference, self.task, ins, self._scalars)
-            if self.gpu:
+            if measure:
                 key, used = self.config_key, torch.cuda.max_memory_allocated() - before
                 self._reference_bytes[key] = max(self._reference_bytes.get(key, 0), used)
         except ReferenceContractError as exc:
