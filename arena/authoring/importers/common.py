@@ -563,6 +563,14 @@ def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
     return float(flat.median()) if flat.numel() else 0.0
 
 
+def _fp32_outputs(ref: Any, ins: dict[str, Any], scalars: list) -> list:
+    """The reference run as the task's eager starting point computes: on clones of the inputs, in
+    their own precision; its outputs as a list."""
+    with torch.no_grad():
+        out = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def _shrunk_for_rounding(task: Any, config: Any) -> Any:
     """``config`` with the sizes that its longest sums do not run over halved in turn (the largest
     first) until one run of its reference fits ``ROUNDING_FLOPS`` and ``ROUNDING_BYTES``: a matrix
@@ -632,31 +640,29 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
             configs.append((flops, nbytes, c))
         elif flops <= SPREAD_FLOPS and nbytes <= SPREAD_BYTES:
             larger.append((flops, nbytes, c))
-    # the longest sums measured as they are, on a config with its other sizes shrunk, where none that fits has them
+    # the config measured: the one with the most work that fits, or the longest sums as they are, on a config with its
+    # other sizes shrunk, where none that fits has them
+    config = max(configs, key=lambda fbc: fbc[:2])[2] if configs else None
     if longest is not None and all(_reduction_length(task, c) < longest[0] * (1 - 1e-9) for *_, c in configs):
-        shrunk = _shrunk_for_rounding(task, longest[1])
-        if shrunk is not None:
-            configs = [(0.0, 0.0, c) for *_, c in configs] + [(1.0, 1.0, shrunk)]
+        config = _shrunk_for_rounding(task, longest[1]) or config
     unmeasured = (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
                   f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
                   "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
                   "own starting point")
-    if not configs and not larger:
+    if config is None and not larger:
         return {}, unmeasured, []
     ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
     base = DEFAULT_TOLERANCE["float32"]
     pairs, names = [], []
-    config, grow, note = None, 1.0, None if configs else unmeasured
-    if configs:
-        *_, config = max(configs, key=lambda fbc: fbc[:2])
+    grow, note = 1.0, None if config is not None else unmeasured
+    if config is not None:
         grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
         env = task.env(config)
         ins = make_inputs(task, env, 0, "cpu")
         scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+        got = _fp32_outputs(ref, ins, scalars)
         with torch.no_grad():
-            got = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
             want = run_reference(ref.reference, task, ins, scalars)
-        got = list(got) if isinstance(got, (tuple, list)) else [got]
         for spec, g, w in zip(task.outputs, got, want):
             if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
                 continue
@@ -672,17 +678,14 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     if larger:
         *_, big = max(larger, key=lambda fbc: fbc[:2])
         benv = task.env(big)
-        bins = make_inputs(task, benv, 0, "cpu")
-        with torch.no_grad():
-            bout = ref.reference(*[None if t is None else t.clone() for t in bins.values()],
-                                 *[task.scalar_value(sc, benv) for sc in task.scalars])
-        bout = list(bout) if isinstance(bout, (tuple, list)) else [bout]
+        bscalars = [task.scalar_value(sc, benv) for sc in task.scalars]
+        bout = _fp32_outputs(ref, make_inputs(task, benv, 0, "cpu"), bscalars)
         kept = [(spec.name, b.double()) for spec, b in zip(task.outputs, bout)
                 if spec.dtype == "float32" and (not pairs or spec.name in names) and isinstance(b, torch.Tensor)
                 and b.numel() and bool(torch.isfinite(b).all())]
         if kept:
             scaled_on.append((big, [n for n, _ in kept], [b for _, b in kept]))
-        del bins, bout
+        del bout
     if not scaled_on:
         return {}, note, []
     outs = [w for _, _, ws in scaled_on for w in ws]
