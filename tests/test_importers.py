@@ -344,7 +344,11 @@ def test_kernelbench_conv_and_norm(tmp_path):
     assert not any("rejected by the original" in d for d in decisions)
     # what the importer cannot know is said, not guessed: the zero-initialised bias
     assert any("norm_bias" in d and "zeros" in d for d in decisions)
-    assert any("roofline.flops" in d for d in decisions)
+    # the counter's FLOPs are no product of the constants (the output's height is height - kernel_size + 3): they
+    # are one per output element, a product of the constants, times the output's elements
+    assert task.roofline["flops"] == ("2 * in_channels * kernel_size * kernel_size * batch_size * out_channels"
+                                      " * (height - kernel_size + 3) * (width - kernel_size + 3)")
+    assert not any("roofline.flops" in d for d in decisions)
 
 
 def test_kernelbench_module_without_a_functional_form_is_called_through_the_model(tmp_path):

@@ -38,6 +38,7 @@ from arena.authoring.importers.common import (
     measured_tolerance,
     module_defs,
     parse_source,
+    peak_bytes_mode,
     product_formula,
     resolve_task_id,
     roofline_draft,
@@ -67,6 +68,7 @@ class _Run:
     inputs: list
     output: Any
     flops: int
+    peak: int = 0     # the forward pass's temporaries and outputs alive at once, at most (bytes)
 
 
 def _init_args(value: Any) -> tuple[list, dict]:
@@ -313,9 +315,9 @@ class ModuleProblem:
             args, kwargs = _init_args(init)
             model = ns[self.cls.name](*args, **kwargs)
             inputs, self.cases = _first_case(ns["get_inputs"]())
-            with FlopCounterMode(display=False) as counter:
+            with FlopCounterMode(display=False) as counter, peak_bytes_mode() as peak:
                 out = model(*inputs)
-        return _Run(model, args, kwargs, inputs, out, counter.get_total_flops())
+        return _Run(model, args, kwargs, inputs, out, counter.get_total_flops(), peak.peak)
 
     def output_tensors(self, out: Any) -> list[torch.Tensor]:
         lines = [n.lineno for n in ast.walk(self.forward) if isinstance(n, ast.Return)]
@@ -900,7 +902,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         outputs.append(spec)
         getters.append((spec, getter))
 
-    flops, flops_ok = fitter.number_formula(lambda r: r.flops)
+    # per element of a tensor where the count is no product of the constants (outputs first)
+    per = [(spec["shape"], lambda r, g=g: g(r).numel()) for spec, g in reversed(getters)]
+    flops, flops_ok = fitter.number_formula(lambda r: r.flops, per)
     if not flops_ok:
         decisions.append(
             f"roofline.flops is the count of the seen config ({flops}): the counter's total does not "
@@ -1010,9 +1014,32 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     env_floats = {k: consts[k] for k in used_floats}
     tensors_specs = inputs + params_specs + [{**o, "_output": True} for o in outputs]
 
+    runs: dict[tuple, Any] = {}
+
+    def run_at(cfg: dict) -> Any:
+        """The original run on ``cfg`` (once per config), or the exception it raised."""
+        key = tuple(sorted(cfg.items()))
+        if key not in runs:
+            try:
+                runs[key] = problem.run({**consts, **cfg}, device)
+            except Exception as exc:  # noqa: BLE001 - the original does not accept this config
+                runs[key] = exc
+        return runs[key]
+
+    def temporaries(cfg: dict) -> int:
+        """The bytes the forward pass has alive at once past its outputs', where it runs on the meta device (on the
+        CPU a run at a size past the bounds is what they are there to prevent)."""
+        r = run_at(cfg) if device == "meta" else None
+        if not isinstance(r, _Run):
+            return 0
+        outs = r.output if isinstance(r.output, (tuple, list)) else [r.output]
+        return max(0, r.peak - sum(o.nbytes for o in outs if isinstance(o, torch.Tensor)))
+
     def valid(cfg: dict) -> bool:
         try:
-            r = problem.run({**consts, **cfg}, device)
+            r = run_at(cfg)
+            if isinstance(r, Exception):
+                return False
             env = {**cfg, **env_floats}
             for spec, get in getters:
                 want = tuple(int(formula.evaluate(x, env)) for x in spec["shape"])
@@ -1067,8 +1094,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             return 0.0
 
     # the work bounds the drafts only where it is a formula of the sizes (not the seen config's count)
+    calls = [type(m).__name__ for m in base.model.modules()] + re.findall(r"\b(?:F|torch)\.[\w.]+", path.read_text())
     seen, held, smoke, notes, _ = draft_configs(params, vary, valid, size, "problem", nbytes,
-                                                work if flops_ok else None)
+                                                work if flops_ok else None, calls=calls, temporaries=temporaries)
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to
     if problem.case_list:
         listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list]
