@@ -1625,3 +1625,118 @@ def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):
     assert result.ok and len(task.configs("heldout")) >= 4, result.report()
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         assert c.params["K"] % c.params["group_size"] == 0, c
+
+
+def test_the_tail_of_errors_near_zero_grows_with_the_elements_compared():
+    """Errors of the terms, not of the values (a sum that cancels): those of the outputs below the median |ref| are
+    read as a normal tail over every element the check compares, sqrt(2 ln N) times their RMS; fewer than 16 of them
+    say nothing."""
+    from arena.authoring.importers.common import TAIL_MIN_SAMPLE, _tail_error
+
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(4096, generator=g, dtype=torch.float64) * 1000
+    d = torch.randn(4096, generator=g, dtype=torch.float64).abs() * 0.01
+    rms = float(d[w.abs() <= w.abs().median()].pow(2).mean().sqrt())
+    for n in (1_000, 1_000_000):
+        assert _tail_error(d, w, n) == pytest.approx(rms * (2 * torch.log(torch.tensor(float(n)))).sqrt().item())
+    assert _tail_error(d, w, 10**6) > _tail_error(d, w, 10**3) > float(d.max()) / 2
+    assert _tail_error(d[: TAIL_MIN_SAMPLE], w[: TAIL_MIN_SAMPLE], 10**6) == 0.0
+
+
+def test_kernelbench_row_sums_that_cancel_get_an_atol_for_their_small_values(tmp_path):
+    """Row sums of a product are thousands where they cancel little and near 0 where they cancel, with the error of
+    their terms either way: the tolerance's atol holds that error at the small values (on an H100 rtol alone let
+    2-5 of 1024 such sums fail the task's own starting point), with its reason, and the starting point passes on
+    every seen and held-out config at seeds the importer did not draw."""
+    from arena.check.compare import compare_output
+    from arena.records import Status
+
+    result, task = _imported(tmp_path, "kb_row_sum_matmul")
+    tol = task.tolerance_for("float32")
+    raw = yaml.safe_load((result.folder / "task.yaml").read_text())["tolerance"]
+    assert "as a normal tail over the" in raw["reason"] and tol["atol"] >= 1e-2, raw
+    ref = import_file(task.reference_path, "kb_row_sum_matmul_ref")
+    for config in [*task.configs("seen"), *task.configs("heldout")]:
+        env = task.env(config)
+        for seed in (11, 12):
+            ins = make_inputs(task, env, seed, "cpu")
+            scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+            got = ref.reference(*[t.clone() for t in ins.values()], *scalars)
+            (want,) = run_reference(ref.reference, task, ins, scalars)
+            assert compare_output("out", got, want, tol).status is Status.PASSED, (config.name, seed)
+
+
+def test_a_convolutions_flops_count_twenty_times_against_the_bounds():
+    """fp32 convolutions ran at 2.3-16 TFLOP/s on an H100, matrix products at 46-52: a reference calling one has each
+    FLOP counted 20 times against the bounds, the call named; a module type or a function."""
+    from arena.authoring.importers.common import work_factor
+
+    assert work_factor(["Model", "Conv2d", "GroupNorm"]) == (20.0, "Conv2d")
+    assert work_factor(["torch.nn.functional.conv_transpose3d"]) == (20.0, "torch.nn.functional.conv_transpose3d")
+    assert work_factor(["ConvTranspose1d"])[0] == 20.0
+    assert work_factor(["Linear", "torch.matmul", "torch.nn.functional.gelu"]) == (1.0, None)
+
+
+def test_kernelbench_a_convolutions_drafts_stay_within_the_bound_at_its_rate(tmp_path, monkeypatch):
+    """A convolution whose drafts fit the FLOP bound at a matrix product's rate, not at a convolution's: they are
+    made around its sizes scaled down until 20 times their FLOPs fit, and the note says why."""
+    import arena.authoring.importers.common as common
+
+    result, task = _imported(tmp_path / "plain", "kb_conv_groupnorm")
+    flops = max(task.roofline_for(c)[0] for c in [*task.configs("seen"), *task.configs("heldout")])
+    bound = flops * 4        # every draft fits it as it is; 20 times them do not
+    monkeypatch.setattr(common, "MAX_CONFIG_FLOPS", bound)
+    monkeypatch.setattr(common, "SCALED_FLOPS", bound / 4)
+    result, task = _imported(tmp_path / "bounded", "kb_conv_groupnorm")
+    configs = [*task.configs("seen"), *task.configs("heldout")]
+    assert configs[0].name == "problem-scaled"
+    assert all(task.roofline_for(c)[0] * 20 <= bound for c in configs)
+    assert any("TFLOP of Conv2d, counted 20 times" in d for d in _decisions(result.report())), result.report()
+
+
+def test_kernelbench_the_references_temporaries_count_against_the_bytes_bound(tmp_path, monkeypatch):
+    """An attention's score matrix is many times its inputs' and outputs' bytes: measured on the meta device, it
+    counts with them against the bytes bounds, so drafts that fit by their tensors alone are scaled down, and the
+    note names the temporaries."""
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.kernelbench import ModuleProblem
+
+    result, task = _imported(tmp_path / "plain", "kb_attention_scores")
+    assert not any("temporaries" in d for d in _decisions(result.report()))
+    problem = ModuleProblem(FIX / "kb_attention_scores.py")
+    base = problem.run(problem.constants, "meta")
+    io = sum(t.nbytes for t in base.inputs) + base.output.nbytes
+    assert base.peak - base.output.nbytes >= 2 * io        # the 4 x 2048 x 2048 scores, and the softmax's
+    bound = 2 * io
+    monkeypatch.setattr(common, "MAX_CONFIG_BYTES", bound)
+    monkeypatch.setattr(common, "SCALED_BYTES", bound // 4)
+    result, task = _imported(tmp_path / "bounded", "kb_attention_scores")
+    assert any("GiB of the reference's temporaries" in d for d in _decisions(result.report())), result.report()
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        run = problem.run({**problem.constants, **c.params}, "meta")
+        assert sum(t.nbytes for t in run.inputs) + run.peak <= bound, c.name
+
+
+def test_kernelbench_recurrent_weights_are_drawn_as_pytorch_draws_them(tmp_path):
+    """A GRU's weights and biases: uniform in +-1/sqrt(hidden_size), the size read off weight_hh's columns."""
+    result, task = _imported(tmp_path, "kb_gru")
+    inits = {i.name: dict(i.init) for i in task.inputs if i.name.startswith("gru_")}
+    assert len(inits) == 8
+    bound = "1 / sqrt(hidden_size)"
+    assert all(v == {"kind": "uniform", "low": f"-{bound}", "high": bound} for v in inits.values()), inits
+    assert not any("its initialisation is not known" in d for d in _decisions(result.report()))
+
+
+def test_kernelbench_a_forward_slow_on_the_meta_device_is_probed_on_the_cpu(tmp_path, monkeypatch):
+    """A recurrence runs step by step through Python on the meta device (a 6-layer GRU over 512 steps: 12 s a
+    probe): past META_SLOW_S, where one run fits the CPU's bounds, every probe runs on the CPU, and the report
+    says so."""
+    import arena.authoring.importers.kernelbench as kb
+
+    monkeypatch.setattr(kb, "META_SLOW_S", 0.0)
+    result, task = _imported(tmp_path, "kb_gru")
+    assert any("on the meta device, so every probe ran on the CPU at full size" in d
+               for d in _decisions(result.report()))
+    monkeypatch.setattr(kb, "CPU_PROBE_FLOPS", 0)        # one run past the CPU's bound: probed on the meta device
+    result, task = _imported(tmp_path / "meta", "kb_gru")
+    assert not any("every probe ran on the CPU" in d for d in _decisions(result.report()))

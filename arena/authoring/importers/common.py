@@ -1108,7 +1108,8 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         scaled = _shrunk(base, vary, lambda c: fits(c, SCALED_BYTES, SCALED_FLOPS), valid, floor=MIN_VARIED)
         changed = ", ".join(f"{k} {base[k]} -> {scaled[k]}" for k in base if scaled[k] != base[k])
         bound = f"{MAX_CONFIG_BYTES / 2**30:.1f} GiB, {MAX_CONFIG_FLOPS / factor / 1e12:.3g} TFLOP" + (
-            f" of {slow}, which runs {factor:g} times slower than a matrix product" if slow else "")
+            f" of {slow}, counted {factor:g} times: an H100 runs fp32 convolutions at down to 1/{factor:g} of a "
+            "matrix product's rate" if slow else "")
         if changed and fits(scaled):
             notes.append(f"the {seen_name}'s own sizes need {cost(base)}; drafts up to 4 times that must stay within "
                          f"what the harness draws and checks beside other evaluations ({bound}): they are made around "

@@ -6,6 +6,7 @@ import ast
 import copy
 import math
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -89,6 +90,12 @@ def _first_case(value: Any) -> tuple[list, int]:
     return (list(first) if isinstance(first, (list, tuple)) else [first]), len(cases)
 
 
+# a problem whose forward takes longer than this on the meta device is probed on the CPU instead, where its one run
+# needs at most this work and memory
+META_SLOW_S = 3.0
+CPU_PROBE_FLOPS = 5 * 10**10
+CPU_PROBE_BYTES = 2 * 10**9
+RECURRENT = ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell")
 LIFTED_PREFIX = "dim"     # the names of the sizes lifted from get_inputs / get_init_inputs: dim0, dim1, ...
 SIZE_ARGS_ONLY = {"randint": 2, "full": 0, "randint_like": 1}    # makers whose sizes are the one argument at this place
 
@@ -698,6 +705,11 @@ def _init_for_param(
                 "low": 0.5,
                 "high": 1.5,
             }, "a running variance (ones at initialisation): drawn uniform(0.5, 1.5)"
+    if kind in RECURRENT and re.fullmatch(r"(weight|bias)_(ih|hh)(_l\d+(_reverse)?)?", leaf):
+        # every weight and bias uniform in +-1/sqrt(hidden_size); weight_hh's columns are hidden_size
+        hh = "weight_hh" if kind.endswith("Cell") else "weight_hh_l0"
+        bound = f"1 / sqrt({product_formula(shape_of((*path[:-1], hh))[1:2])})"
+        return {"kind": "uniform", "low": f"-{bound}", "high": bound}, None
     if kind == "Embedding":
         return {"kind": "normal"}, None
     if kind == "PReLU":
@@ -737,9 +749,18 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     problem.purity()
     consts = problem.constants
     device = "meta"
+    slow_on_meta = None
     try:
+        start = time.monotonic()
         base = problem.run(consts, "meta")
         problem.output_tensors(base.output)
+        seconds = time.monotonic() - start
+        if seconds > META_SLOW_S and base.flops <= CPU_PROBE_FLOPS and base.peak <= CPU_PROBE_BYTES:
+            # a recurrence runs step by step through Python on the meta device (a 6-layer GRU over 512 steps: 40 s a
+            # probe, of some 20); on the CPU the same run takes a second
+            slow_on_meta = seconds
+            device = "cpu"
+            base = problem.run(consts, "cpu")
     except ImportStop:
         raise
     except Exception as first:  # noqa: BLE001 - retried on the CPU, then reported in one line
@@ -764,7 +785,10 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             + "; one number, one parameter): rename them after what they are, and split one that stands for "
             "two sizes that only happen to be equal"
         )
-    if device == "cpu":
+    if slow_on_meta is not None:
+        decisions.append(f"the forward took {slow_on_meta:.0f} s on the meta device, so every probe ran on the CPU at "
+                         "full size")
+    elif device == "cpu":
         decisions.append("the forward does not run on the meta device, so every probe ran on the CPU at full size")
     if problem.case_note:
         decisions.append(problem.case_note)
