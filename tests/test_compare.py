@@ -257,6 +257,14 @@ def test_default_and_declared_inits(axpy):
      lambda t: t.dtype == torch.int32 and int(t.min()) == -3 and int(t.max()) == 3),
     (InputSpec("a", "uint8", ("n",), {"kind": "randint", "high": 256}),
      lambda t: t.dtype == torch.uint8 and int(t.max()) == 255),
+    (InputSpec("a", "float32", ("n",), {"kind": "randint", "high": 2, "scale": 2.0, "offset": -1.0}),  # hinge targets
+     lambda t: t.dtype == torch.float32 and set(t.unique().tolist()) == {-1.0, 1.0}),
+    (InputSpec("a", "bfloat16", ("n",), {"kind": "randint", "low": 1, "high": 4}),
+     lambda t: t.dtype == torch.bfloat16 and set(t.unique().tolist()) == {1.0, 2.0, 3.0}),
+    (InputSpec("a", "int64", ("n",), {"kind": "randint", "high": 3, "scale": 10, "offset": 1}),
+     lambda t: t.dtype == torch.int64 and set(t.unique().tolist()) == {1, 11, 21}),
+    (InputSpec("a", "float32", ("n",), {"kind": "normal", "std": 0.1, "offset": 3.0}),
+     lambda t: abs(float(t.mean()) - 3) < 0.01),
     (InputSpec("a", "bool", ("n",), {"kind": "bernoulli", "p": 0.25}),
      lambda t: t.dtype == torch.bool and abs(float(t.float().mean()) - 0.25) < 0.02),
     (InputSpec("a", "bool", ("n",), {"kind": "bernoulli"}),
@@ -311,6 +319,7 @@ def test_draw_bytes_counts_the_largest_input_s_draw(axpy):
     assert draw_bytes(task_of(one("bool", {"kind": "bernoulli"})), env) == 4 * 1000
     assert draw_bytes(task_of(one("int32", {"kind": "randint", "high": 5})), env) == 8 * 1000
     assert draw_bytes(task_of(one("int64", {"kind": "randint", "high": 5})), env) == 0
+    assert draw_bytes(task_of(one("float32", {"kind": "randint", "high": 2, "scale": 2.0})), env) == 12 * 1000
     assert draw_bytes(task_of(one("float32", {"kind": "custom"})), env) == 8 * 1000
     small = InputSpec("b", "bfloat16", ("n // 10",), {"kind": "normal"})
     assert draw_bytes(task_of(one("float16", {"kind": "uniform"}, ("n", 3)), small), env) == 4 * 3000

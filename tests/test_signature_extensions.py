@@ -433,3 +433,13 @@ def test_the_reference_contract(task):
         run_reference(lambda *a: None, task, ins, scalars)
     with pytest.raises(ReferenceContractError, match="returned 2 outputs, the signature has 1"):
         run_reference(lambda *a: (y, y), task, ins, scalars)
+
+
+def test_randint_draws_float_inputs_of_integer_values_but_not_fp8_or_bool(copy):
+    """Labels kept as floats (hinge targets in {-1, 1}) are randint with scale and offset; fp8 and bool are not."""
+    edit(copy / "task.yaml", "{name: x, dtype: float32, shape: [rows, cols]}",
+         "{name: x, dtype: float32, shape: [rows, cols], init: {kind: randint, high: 2, scale: 2.0, offset: -1.0}}")
+    assert validate_task_dir(copy) == []
+    edit(copy / "task.yaml", "{name: x, dtype: float32,", "{name: x, dtype: float8_e4m3fn,")
+    e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.inputs.x.init")
+    assert "randint is for integer inputs and float inputs of integer values" in str(e)

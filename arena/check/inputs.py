@@ -162,15 +162,19 @@ def make_one(
     init = spec.init
     kind = init["kind"]
     dtype = DTYPES[spec.dtype]
-    if kind == "randint":
-        low = int(formula.evaluate(init.get("low", 0), env))
-        high = int(formula.evaluate(init["high"], env))
-        return torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64).to(dtype)
     if kind == "bernoulli":
         return torch.rand(shape, generator=gen, device=device) < float(init.get("p", 0.5))
     # drawn in fp32 and changed in place: one fp32 buffer of the input at a time beside the result
     # (``draw_bytes`` counts it), where out-of-place arithmetic had held two or three
-    if kind == "normal":
+    if kind == "randint":
+        low = int(formula.evaluate(init.get("low", 0), env))
+        high = int(formula.evaluate(init["high"], env))
+        drawn = torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64)
+        if "scale" not in init and "offset" not in init:
+            return drawn.to(dtype)
+        x = drawn.to(torch.float32)      # integers scaled or offset (hinge targets: {0, 1} * 2 - 1)
+        del drawn
+    elif kind == "normal":
         x = torch.randn(shape, generator=gen, device=device)
         x.mul_(float(init.get("std", 1.0))).add_(float(init.get("mean", 0.0)))
     elif kind == "uniform":
@@ -185,6 +189,8 @@ def make_one(
         raise ArenaError(f"unknown init kind {kind!r}", key=f"signature.inputs.{spec.name}.init")
     if "scale" in init:
         x.mul_(float(init["scale"]))
+    if "offset" in init:
+        x.add_(float(init["offset"]))
     if dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
         return x.round_().to(dtype)
     return x.to(dtype)
@@ -206,6 +212,8 @@ def draw_bytes(task: Task, env: Mapping[str, Any]) -> int:
         kind = spec.init["kind"]
         if kind == "custom":
             extra = 8 * n
+        elif kind == "randint" and ("scale" in spec.init or "offset" in spec.init):
+            extra = 12 * n      # the int64 draw beside its fp32 copy
         elif kind == "randint":
             extra = 0 if dtype == torch.int64 else 8 * n
         elif kind == "bernoulli":

@@ -542,9 +542,9 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         init = spec.init
         if init["kind"] == "randint" and "high" not in init:
             errors.append(ArenaError("randint needs high", path=yml, key=f"signature.inputs.{spec.name}.init"))
-        if init["kind"] in ("randint",) and spec.dtype not in INTEGER_DTYPES:
-            errors.append(ArenaError("randint is for integer inputs", path=yml,
-                                     key=f"signature.inputs.{spec.name}.init"))
+        if init["kind"] in ("randint",) and spec.dtype not in (*INTEGER_DTYPES, "float32", "float16", "bfloat16"):
+            errors.append(ArenaError("randint is for integer inputs and float inputs of integer values (float32, "
+                                     "float16, bfloat16)", path=yml, key=f"signature.inputs.{spec.name}.init"))
         if init["kind"] == "bernoulli" and spec.dtype != "bool":
             errors.append(ArenaError("bernoulli is for bool inputs", path=yml,
                                      key=f"signature.inputs.{spec.name}.init"))

@@ -1572,8 +1572,10 @@ def init_from_expr(expr: ast.AST, int_names: set[str]) -> tuple[dict, str | None
         if "high" not in init:
             init["high"] = 16
             note = note or f"`{src}`: its upper bound could not be read; drawn below 16"
-        if (a, b) != (1.0, 0.0):
-            note = f"`{src}`: the arithmetic around randint is left out"
+        if a != 1.0:
+            init["scale"] = a
+        if b:
+            init["offset"] = b
     elif name in ("ones", "ones_like"):
         init, note = {"kind": "ones_plus_noise"}, f"made by `{src}` (all ones): drawn 1 + normal(0, 0.1)"
     elif name in ("zeros", "zeros_like", "empty", "empty_like"):
