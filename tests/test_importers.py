@@ -1740,3 +1740,14 @@ def test_kernelbench_a_forward_slow_on_the_meta_device_is_probed_on_the_cpu(tmp_
     monkeypatch.setattr(kb, "CPU_PROBE_FLOPS", 0)        # one run past the CPU's bound: probed on the meta device
     result, task = _imported(tmp_path / "meta", "kb_gru")
     assert not any("every probe ran on the CPU" in d for d in _decisions(result.report()))
+
+
+def test_kernelbench_sizes_assigned_in_one_chain_are_constants_of_their_own(tmp_path):
+    """``height = width = 24`` (15 of KernelBench level 2's problems): two constants, each varied, so the held-out
+    drafts change the image's aspect and the FLOPs follow both."""
+    result, task = _imported(tmp_path, "kb_conv_chained_sizes")
+    assert {"height", "width"} <= set(task.shape_space)
+    assert task.inputs[0].shape == ("batch_size", "in_channels", "height", "width")
+    assert "height" in task.roofline["flops"] and "width" in task.roofline["flops"]
+    held = task.configs("heldout")
+    assert any(c.params["height"] != c.params["width"] for c in held)

@@ -1324,6 +1324,22 @@ def dotted_name(node: ast.AST) -> str:
         return ""
 
 
+def split_chained_constants(tree: ast.Module) -> ast.Module:
+    """``height = width = 128`` at module level as one statement per name (each a constant of its own, varied
+    apart: an image's height and width that only happen to be equal)."""
+    t = copy.deepcopy(tree)
+    body: list[ast.stmt] = []
+    for stmt in t.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1 and all(isinstance(x, ast.Name) for x in stmt.targets)
+                and number_expression(stmt.value) is not None):
+            body += [ast.copy_location(ast.Assign(targets=[x], value=copy.deepcopy(stmt.value)), stmt)
+                     for x in stmt.targets]
+        else:
+            body.append(stmt)
+    t.body = body
+    return ast.fix_missing_locations(t)
+
+
 def literal_constants(tree: ast.Module) -> dict[str, int | float]:
     """Module-level ``NAME = <int or float literal>`` (one target): the problem's constants."""
     out: dict[str, int | float] = {}

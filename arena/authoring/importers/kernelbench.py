@@ -40,6 +40,7 @@ from arena.authoring.importers.common import (
     module_defs,
     parse_source,
     peak_bytes_mode,
+    split_chained_constants,
     product_formula,
     resolve_task_id,
     roofline_draft,
@@ -304,7 +305,7 @@ class ModuleProblem:
         self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         # sizes written as numbers where the inputs are made become constants of their own, so
         # that they can be varied like the problem's named ones
-        self.tree, self.case_list, self.case_note = lift_case_list(self.tree)
+        self.tree, self.case_list, self.case_note = lift_case_list(split_chained_constants(self.tree))
         self.tree, self.lifted = lift_literal_sizes(self.tree, [funcs[f] for f in ("get_inputs", "get_init_inputs")
                                                                  if f in funcs])
         self.constants = literal_constants(self.tree)
