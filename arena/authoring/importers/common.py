@@ -1330,8 +1330,8 @@ def split_chained_constants(tree: ast.Module) -> ast.Module:
     t = copy.deepcopy(tree)
     body: list[ast.stmt] = []
     for stmt in t.body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1 and all(isinstance(x, ast.Name) for x in stmt.targets)
-                and number_expression(stmt.value) is not None):
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1
+                and all(isinstance(x, ast.Name) for x in stmt.targets) and number_expression(stmt.value) is not None):
             body += [ast.copy_location(ast.Assign(targets=[x], value=copy.deepcopy(stmt.value)), stmt)
                      for x in stmt.targets]
         else:
