@@ -295,6 +295,13 @@ def test_a_sliding_windows_output_size_is_written_as_its_formula():
 
     text = Fitter({"length": 100, "kernel": 3, "stride": 2}, transposed).int_formula(lambda r: r, "out")
     assert text == "(length - 1) * stride + (kernel - 1) + 1"
+
+    def padded(q):      # a transposed convolution's output padding: a role of its own
+        return (q["height"] - 1) * q["stride"] - 2 * q["padding"] + (q["kernel"] - 1) + q["output_padding"] + 1
+
+    base = {"height": 128, "kernel": 3, "stride": 2, "padding": 1, "output_padding": 1}
+    text = Fitter(base, padded).int_formula(lambda r: r, "out")
+    assert text == "(height - 1) * stride - 2 * padding + (kernel - 1) + output_padding + 1"
     fit = Fitter({"length": 100, "kernel": 3}, lambda q: q["length"] * q["length"] % 97 + q["kernel"])
     assert fit.int_formula(lambda r: r, "odd") == 100 * 100 % 97 + 3 and fit.inexact
 
@@ -1751,3 +1758,16 @@ def test_kernelbench_sizes_assigned_in_one_chain_are_constants_of_their_own(tmp_
     assert "height" in task.roofline["flops"] and "width" in task.roofline["flops"]
     held = task.configs("heldout")
     assert any(c.params["height"] != c.params["width"] for c in held)
+
+
+def test_kernelbench_chained_sizes_stay_one_constant_where_apart_no_formula_writes_a_shape(tmp_path):
+    """A convolution's output pooled (floor of a floor): with height and width apart, the output's height follows
+    height, kernel_size and pool_kernel_size in a way the importer cannot write, so the chain is kept as the problem
+    wrote it (one constant), every shape a formula, and the report says why."""
+    result, task = _imported(tmp_path, "kb_conv_pool_chained")
+    decisions = _decisions(result.report())
+    assert any("height = width stay as the problem chains them, one constant" in d for d in decisions), decisions
+    assert not any("kept as the number" in d and re.search(r"changes with .*\b(height|width)\b", d) for d in decisions)
+    assert "height" not in task.shape_space and "width" not in task.shape_space
+    result, task = _imported(tmp_path / "apart", "kb_conv_chained_sizes")     # a convolution alone: kept apart
+    assert {"height", "width"} <= set(task.shape_space)

@@ -303,30 +303,31 @@ class Fitter:
     # a sliding window's output size (convolution, pooling; PyTorch's docs for Conv2d / ConvTranspose2d):
     # each template is a function of the roles size, kernel, stride, padding, dilation, and its text
     WINDOWS = (
-        (lambda x, k, s, p, d: (x + 2 * p - d * (k - 1) - 1) // s + 1, "conv"),
-        (lambda x, k, s, p, d: (x - 1) * s - 2 * p + d * (k - 1) + 1, "transposed"),
+        (lambda x, k, s, p, d, o: (x + 2 * p - d * (k - 1) - 1) // s + 1 if o == 0 else None, "conv"),
+        (lambda x, k, s, p, d, o: (x - 1) * s - 2 * p + d * (k - 1) + o + 1, "transposed"),
     )
 
     @staticmethod
     def _window_text(kind: str, role: dict[str, str]) -> str:
         """The template written over the constants in ``role``, the absent roles left out."""
-        x, k, s, p, d = (role.get(r) for r in ("x", "k", "s", "p", "d"))
+        x, k, s, p, d, o = (role.get(r) for r in ("x", "k", "s", "p", "d", "o"))
         span = f" - {d} * ({k} - 1)" if k and d else f" - ({k} - 1)" if k else ""
         if kind == "conv":
             inner = f"{x}" + (f" + 2 * {p}" if p else "") + span
             return f"({inner} - 1) // {s} + 1" if s else inner
         grown = span.replace(" - ", " + ", 1) if span else ""
-        return (f"({x} - 1) * {s}" if s else f"{x} - 1") + (f" - 2 * {p}" if p else "") + grown + " + 1"
+        return ((f"({x} - 1) * {s}" if s else f"{x} - 1") + (f" - 2 * {p}" if p else "") + grown
+                + (f" + {o}" if o else "") + " + 1")
 
     def _window(self, names: list[str], get: Callable, v0: int) -> str | None:
         """A convolution's or a pooling's output size over the constants that change it: one of
-        them the input's size, the others its kernel, stride, padding and dilation (each role
-        one constant or absent: kernel 1, stride 1, padding 0, dilation 1), checked on every
+        them the input's size, the others its kernel, stride, padding, dilation and a transposed one's output padding (each role
+        one constant or absent: kernel 1, stride 1, padding 0, dilation 1, output padding 0), checked on every
         probe made (each constant doubled and tripled, all doubled together)."""
         import itertools
 
-        roles = ("x", "k", "s", "p", "d")
-        absent = {"k": 1, "s": 1, "p": 0, "d": 1}
+        roles = ("x", "k", "s", "p", "d", "o")     # o: a transposed convolution's output_padding
+        absent = {"k": 1, "s": 1, "p": 0, "d": 1, "o": 0}
         probes: list[tuple[dict[str, int], int]] = [(dict(self.base), v0)]
         for c in names:
             for factor in (2, 3):
@@ -1324,20 +1325,22 @@ def dotted_name(node: ast.AST) -> str:
         return ""
 
 
-def split_chained_constants(tree: ast.Module) -> ast.Module:
+def split_chained_constants(tree: ast.Module) -> tuple[ast.Module, list[str]]:
     """``height = width = 128`` at module level as one statement per name (each a constant of its own, varied
-    apart: an image's height and width that only happen to be equal)."""
+    apart: an image's height and width that only happen to be equal), and the names so split."""
     t = copy.deepcopy(tree)
     body: list[ast.stmt] = []
+    split: list[str] = []
     for stmt in t.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1
                 and all(isinstance(x, ast.Name) for x in stmt.targets) and number_expression(stmt.value) is not None):
             body += [ast.copy_location(ast.Assign(targets=[x], value=copy.deepcopy(stmt.value)), stmt)
                      for x in stmt.targets]
+            split += [x.id for x in stmt.targets if isinstance(x, ast.Name)]
         else:
             body.append(stmt)
     t.body = body
-    return ast.fix_missing_locations(t)
+    return ast.fix_missing_locations(t), split
 
 
 def literal_constants(tree: ast.Module) -> dict[str, int | float]:

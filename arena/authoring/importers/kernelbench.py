@@ -7,7 +7,7 @@ import copy
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -273,9 +273,12 @@ class ModuleProblem:
     """A Python file with an ``nn.Module`` (``Model``, or the only module class when
     ``any_module``), ``get_inputs()`` and ``get_init_inputs()``, read and run."""
 
-    def __init__(self, path: Path, *, any_module: bool = False):
+    def __init__(self, path: Path, *, any_module: bool = False, split_chains: bool = True):
         self.path = Path(path)
         self.text, self.tree = parse_source(self.path)
+        self.chained: list[str] = []
+        if split_chains:
+            self.tree, self.chained = split_chained_constants(self.tree)
         classes = {s.name: s for s in self.tree.body if isinstance(s, ast.ClassDef)}
         funcs = {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
         cls = classes.get("Model")
@@ -305,7 +308,7 @@ class ModuleProblem:
         self.defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         # sizes written as numbers where the inputs are made become constants of their own, so
         # that they can be varied like the problem's named ones
-        self.tree, self.case_list, self.case_note = lift_case_list(split_chained_constants(self.tree))
+        self.tree, self.case_list, self.case_note = lift_case_list(self.tree)
         self.tree, self.lifted = lift_literal_sizes(self.tree, [funcs[f] for f in ("get_inputs", "get_init_inputs")
                                                                  if f in funcs])
         self.constants = literal_constants(self.tree)
@@ -731,6 +734,14 @@ def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id
     _, name = resolve_task_id(task_id, path.stem, ("torch2hip",))
     problem = ModuleProblem(path)
     built = build_module_task(problem, name)
+    inexact = [m for m in built.inexact if any(re.search(rf"\b{c}\b", m.split("changes with")[-1])
+                                              for c in problem.chained)]
+    if inexact:
+        # sizes apart that a shape follows in a way no formula writes (a convolution's output pooled): one constant
+        apart = inexact[0].split(": kept as the number")[0]
+        built = build_module_task(ModuleProblem(path, split_chains=False), name)
+        built.draft.decisions.append(f"{' = '.join(problem.chained)} stay as the problem chains them, one constant: "
+                                     f"apart, {apart}")
     d = built.draft
     d.category = "torch2hip"
     d.origin = f"the KernelBench-style problem {path.name}"
@@ -741,6 +752,7 @@ def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id
 class ModuleTask:
     draft: Draft
     self_check: Callable[[Path], list[str]]
+    inexact: list[str] = field(default_factory=list)     # the shapes and counts no formula was found for
 
 
 def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2hip") -> ModuleTask:
@@ -1212,7 +1224,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                   for p in degenerate]
         return passed, found + _space_check(folder, valid)
 
-    return ModuleTask(d, self_check)
+    return ModuleTask(d, self_check, list(fitter.inexact))
 
 
 def _rounding(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
