@@ -321,9 +321,9 @@ class Fitter:
 
     def _window(self, names: list[str], get: Callable, v0: int) -> str | None:
         """A convolution's or a pooling's output size over the constants that change it: one of
-        them the input's size, the others its kernel, stride, padding, dilation and a transposed one's output padding (each role
-        one constant or absent: kernel 1, stride 1, padding 0, dilation 1, output padding 0), checked on every
-        probe made (each constant doubled and tripled, all doubled together)."""
+        them the input's size, the others its kernel, stride, padding, dilation and a transposed one's output
+        padding (each role one constant or absent: kernel 1, stride 1, padding 0, dilation 1, output padding 0),
+        checked on every probe made (each constant doubled and tripled, all doubled together)."""
         import itertools
 
         roles = ("x", "k", "s", "p", "d", "o")     # o: a transposed convolution's output_padding
