@@ -1771,3 +1771,23 @@ def test_kernelbench_chained_sizes_stay_one_constant_where_apart_no_formula_writ
     assert "height" not in task.shape_space and "width" not in task.shape_space
     result, task = _imported(tmp_path / "apart", "kb_conv_chained_sizes")     # a convolution alone: kept apart
     assert {"height", "width"} <= set(task.shape_space)
+
+
+def test_a_count_per_output_element_is_fitted_with_the_kernel_the_problem_writes_as_numbers():
+    """A convolution with a 5 x 7 kernel written as numbers: its FLOPs are no product of the constants (the output
+    is (h - 4) x (w - 6)), but per output element they are 70 * cin; a count that is neither stays the number."""
+    from arena.authoring.importers.common import Fitter
+    from arena.taskdef import formula
+
+    def probe(q):
+        out = q["n"] * (q["h"] - 4) * (q["w"] - 6)
+        return {"flops": 2 * 5 * 7 * q["cin"] * out, "out": out, "odd": out + q["cin"] ** 2}
+
+    base = {"n": 8, "cin": 64, "h": 64, "w": 128}
+    per = [(["n", "h - 4", "w - 6"], lambda r: r["out"])]
+    text, ok = Fitter(base, probe).number_formula(lambda r: r["flops"], per)
+    assert ok and text == "70 * cin * n * (h - 4) * (w - 6)", text
+    q = {"n": 3, "cin": 5, "h": 17, "w": 40}
+    assert formula.evaluate(text, q) == probe(q)["flops"]
+    value, ok = Fitter(base, probe).number_formula(lambda r: r["odd"], per)
+    assert not ok and value == probe(base)["odd"]

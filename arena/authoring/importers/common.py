@@ -90,6 +90,9 @@ class ImportResult:
 # shared: formulas found by probing
 
 
+PER_ELEMENT_MOST = 2**16     # the largest constant factor of a count per element (2 * 7 * 7 * 7 for a 7^3 kernel)
+
+
 class _NoValue(ArenaException):
     pass
 
@@ -360,7 +363,7 @@ class Fitter:
                         return self._window_text(kind, {r: role[r] for r in role})
         return None
 
-    def _monomial(self, names: list[str], get: Callable, v0: float) -> str | None:
+    def _monomial(self, names: list[str], get: Callable, v0: float, most: int = 64) -> str | None:
         """v = k * prod(c ** e): each exponent read off the parameter doubled; a parameter that
         halves the value divides (``K // group_size``, floor division), checked on every probe made."""
         if v0 == 0:
@@ -376,7 +379,7 @@ class Fitter:
                 return None
             exps[c] = e
         k = Fraction(v0) / math.prod(Fraction(self.base[c]) ** e for c, e in exps.items())
-        if k.numerator > 64 or k.denominator > 64:   # (1023 * h) // (k * 1024) fits the probes, not the op
+        if k.numerator > most or k.denominator > 64:   # (1023 * h) // (k * 1024) fits the probes, not the op
             return None
         num = [c for c, e in exps.items() if e > 0 for _ in range(e)]
         den = [c for c, e in exps.items() if e < 0 for _ in range(-e)]
@@ -436,7 +439,9 @@ class Fitter:
             if r0 == 0:
                 continue
             affecting = self._affecting(ratio, r0)
-            each = self._monomial(affecting, ratio, r0) if affecting else str(r0) if r0.denominator == 1 else None
+            # a count per element holds the sizes the problem writes as numbers (2 * 5 * 7 for a 5 x 7 kernel)
+            each = (self._monomial(affecting, ratio, r0, most=PER_ELEMENT_MOST) if affecting
+                    else str(r0) if r0.denominator == 1 else None)
             if each is None:
                 continue
             dims = [str(d) if re.fullmatch(r"\w+", str(d)) else f"({d})" for d in shape]
