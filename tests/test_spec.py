@@ -302,10 +302,19 @@ def test_tolerance_override_without_reason(broken):
     assert "required key is missing" in str(err)
 
 
-def test_randint_on_a_float_input(broken):
+def test_randint_on_a_float_input_of_integer_values(broken):
+    """Labels kept as floats are drawn by randint (hinge targets: scale 2, offset -1)."""
     d = broken()
-    edit(d / "task.yaml", "kind: uniform, low: -2, high: 2", "kind: randint, low: 0, high: n")
-    only_error(validate_task_dir(d), file=d / "task.yaml", key="signature.inputs.y.init")
+    edit(d / "task.yaml", "kind: uniform, low: -2, high: 2", "kind: randint, low: 0, high: 2, scale: 2, offset: -1")
+    assert validate_task_dir(d) == []
+
+
+def test_randint_on_an_fp8_input(broken):
+    d = broken()
+    edit(d / "task.yaml", "{name: y, dtype: float32, shape: [n], init: {kind: uniform, low: -2, high: 2}}",
+         "{name: y, dtype: float8_e4m3fn, shape: [n], init: {kind: randint, low: 0, high: n}}")
+    assert any(e.key == "signature.inputs.y.init" and "randint is for integer inputs" in str(e)
+               for e in validate_task_dir(d))
 
 
 def test_shape_space_min_greater_than_max(broken):
