@@ -153,6 +153,7 @@ class Fitter:
         self.floats = [k for k, v in base.items() if type(v) is float and v != 0.0]
         self.used: set[str] = set()
         self.inexact: list[str] = []
+        self.unwritten: list[tuple[str, list[str]]] = []     # (what, the constants it changes with) of each inexact
 
     def run(self, overrides: dict[str, Any] | None = None) -> Any:
         key = tuple(sorted((overrides or {}).items()))
@@ -214,6 +215,7 @@ class Fitter:
                     break
         if text is None:
             if what:
+                self.unwritten.append((what, list(affecting)))
                 self.inexact.append(f"{what} is {v0} here but changes with {', '.join(affecting)} in a way the "
                                     "importer cannot write: kept as the number; write it as a formula")
             return v0
@@ -647,12 +649,18 @@ def _tail_error(d: torch.Tensor, w: torch.Tensor, compared: int) -> float:
     return float(small.pow(2).mean().sqrt()) * math.sqrt(2 * math.log(max(2, compared)))
 
 
+def _fp32_elements(task: Any, config: Any) -> int:
+    """The elements of a config's fp32 outputs."""
+    env = task.env(config)
+    return sum(math.prod(task.shape(o, env)) for o in task.outputs if o.dtype == "float32")
+
+
 def _compared(task: Any) -> int:
     """How many fp32 output elements the check compares: every seen and held-out config's, 3 seeds each."""
     n = 0
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
-            n += sum(math.prod(task.shape(o, task.env(c))) for o in task.outputs if o.dtype == "float32")
+            n += _fp32_elements(task, c)
         except formula.FormulaError:
             continue
     return 3 * n
@@ -681,10 +689,7 @@ def _floor_ladder(v: float) -> float:
 def _reduction_length(task: Any, config: Any) -> float:
     """FLOPs per element of the fp32 outputs: the length of the sums each element needs (a matrix
     product's K, a reduction's row), what its rounding grows with."""
-    flops = task.roofline_for(config)[0]
-    env = task.env(config)
-    n = sum(math.prod(task.shape(o, env)) for o in task.outputs if o.dtype == "float32")
-    return flops / max(1, n)
+    return task.roofline_for(config)[0] / max(1, _fp32_elements(task, config))
 
 
 def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:

@@ -734,14 +734,14 @@ def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id
     _, name = resolve_task_id(task_id, path.stem, ("torch2hip",))
     problem = ModuleProblem(path)
     built = build_module_task(problem, name)
-    inexact = [m for m in built.inexact if any(re.search(rf"\b{c}\b", m.split("changes with")[-1])
-                                              for c in problem.chained)]
-    if inexact:
+    unwritten = [(what, names) for what, names in built.unwritten if set(names) & set(problem.chained)]
+    if unwritten:
         # sizes apart that a shape follows in a way no formula writes (a convolution's output pooled): one constant
-        apart = inexact[0].split(": kept as the number")[0]
+        what, names = unwritten[0]
         built = build_module_task(ModuleProblem(path, split_chains=False), name)
         built.draft.decisions.append(f"{' = '.join(problem.chained)} stay as the problem chains them, one constant: "
-                                     f"apart, {apart}")
+                                     f"apart, {what} changes with {', '.join(names)} in a way the importer cannot "
+                                     "write")
     d = built.draft
     d.category = "torch2hip"
     d.origin = f"the KernelBench-style problem {path.name}"
@@ -752,7 +752,7 @@ def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id
 class ModuleTask:
     draft: Draft
     self_check: Callable[[Path], list[str]]
-    inexact: list[str] = field(default_factory=list)     # the shapes and counts no formula was found for
+    unwritten: list[tuple[str, list[str]]] = field(default_factory=list)   # Fitter.unwritten: no formula found
 
 
 def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2hip") -> ModuleTask:
@@ -1224,7 +1224,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                   for p in degenerate]
         return passed, found + _space_check(folder, valid)
 
-    return ModuleTask(d, self_check, list(fitter.inexact))
+    return ModuleTask(d, self_check, list(fitter.unwritten))
 
 
 def _rounding(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
