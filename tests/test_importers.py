@@ -1791,3 +1791,123 @@ def test_a_count_per_output_element_is_fitted_with_the_kernel_the_problem_writes
     assert formula.evaluate(text, q) == probe(q)["flops"]
     value, ok = Fitter(base, probe).number_formula(lambda r: r["odd"], per)
     assert not ok and value == probe(base)["odd"]
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_vllm_launcher_returning_several_tensors_compared_in_a_zip_loop(tmp_path):
+    """AKA's KDA and WY runners compare what the launcher returns with their reference's tuple in ``for idx, (r,
+    ref) in enumerate(zip(results, refs))`` (refused before: "the comparison after the kernel call does not name
+    its result"): each value is one output of the task, its reference the reference's value at that place. The
+    test's atol (0.05) is far above these outputs (about 1e-3): it is scaled down to their scale, the test's rtol
+    kept, with its reason."""
+    result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_pair_outputs"
+    assert result.ok and result.checks and not result.check_problems, result.report()
+    task = load_task(folder)
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("out0", ["B", "T", "D"]), ("out1", ["B", "T"])]
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["B", "T", "D"]), ("w", ["D"])]
+    tol = dict(task.tolerance["float32"])
+    assert tol["rtol"] == 0.05 and 1e-8 <= tol["atol"] <= 1e-5, tol
+    assert "atol scaled to the outputs' scale (float32 0.05 ->" in (folder / "task.yaml").read_text()
+    ref = import_file(task.reference_path, "ref_pair_outputs")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 5, "cpu", ref)
+    y, s = run_reference(ref.reference, task, ins, [env["B"], env["T"], env["D"]])
+    want = ins["x"].double() * ins["w"].double() * 1e-3
+    assert torch.allclose(y.double(), want, atol=1e-9) and torch.allclose(s.double(), want.sum(-1), atol=1e-7)
+    assert _only_too_small(folder)
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_vllm_result_taken_first_where_the_launcher_returns_a_tuple(tmp_path):
+    """AKA's FLA recurrence runner compares ``result = result_tuple[0] if isinstance(result_tuple, tuple) else
+    result_tuple``: the entry takes the launcher's result the same way, and the task has that one output."""
+    src = tmp_path / "src" / "aka_vllm_pair_outputs"
+    shutil.copytree(FIX / "aka_vllm_pair_outputs", src)
+    runner = src / "scripts" / "task_runner.py"
+    text = runner.read_text()
+    loop = text[text.index("            results = mod.pair_scale"):text.index("        except Exception")]
+    runner.write_text(text.replace(loop, """            result_tuple = mod.pair_scale(*args, **kwargs)
+            result = result_tuple[0] if isinstance(result_tuple, tuple) else result_tuple
+            ref = reference(*args_cpu, **kwargs)[0]
+            r_cpu = result.float().cpu()
+            if not torch.allclose(r_cpu, ref.float(), atol=1e-4, rtol=1e-4):
+                return False, f"seed {seed}: mismatch"
+"""))
+    result = import_aka(src, tmp_path / "a")
+    folder = tmp_path / "a" / "triton2triton" / "aka_vllm_pair_outputs"
+    assert result.ok and result.checks and not result.check_problems, result.report()
+    task = load_task(folder)
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("out0", ["B", "T", "D"])]
+    entry = (folder / "baseline.py").read_text()
+    assert "out0.copy_(_returned[0] if isinstance(_returned, tuple) else _returned)" in entry
+    assert _only_too_small(folder)
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_pytest_dtype_default_gpu_literals_and_a_size_every_case_has_alike(tmp_path):
+    """ROCm's Triton tests take their dtype from a parameter's default (``dtype=torch.float16``), build tensors
+    of their reference on ``device="cuda"``, and keep a size that their kernel asserts the same in every case (a
+    head size): the inputs are float16, the reference makes its tensors on its inputs' device (it runs on the
+    CPU here), and the smoke config keeps that size (halved, the kernel's assertion failed on the CPU)."""
+    src = tmp_path / "src" / "rows"
+    src.mkdir(parents=True)
+    (src / "config.yaml").write_text(
+        "source_file_path:\n  - test_rows.py\ntarget_kernel_functions:\n  - rows_kernel\n"
+        "compile_command:\n  - pytest test_rows.py\ncorrectness_command:\n  - pytest test_rows.py\n"
+        "performance_command:\n  - pytest test_rows.py\ntask_type: triton2triton\n")
+    (src / "test_rows.py").write_text('''import pytest
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_kernel(x_ptr, s_ptr, out_ptr, D: tl.constexpr):
+    r = tl.program_id(0)
+    d = tl.arange(0, D)
+    x = tl.load(x_ptr + r * D + d).to(tl.float32)
+    tl.store(out_ptr + r * D + d, (x * tl.load(s_ptr + r).to(tl.float32)).to(out_ptr.dtype.element_ty))
+
+
+def rows(x, s):
+    M, N, D = x.shape
+    assert D in (16, 32, 64)
+    out = torch.empty_like(x)
+    rows_kernel[(M * N,)](x, s, out, D=D)
+    return out
+
+
+@pytest.mark.parametrize("M, N, D", [(16, 40, 32), (48, 96, 32)])
+def test_rows(M, N, D, dtype=torch.float16):
+    x = torch.randn((M, N, D), dtype=dtype, device="cuda")
+    s = torch.randn((M, N), dtype=dtype, device="cuda")
+    got = rows(x, s)
+    ones = torch.ones(D, device="cuda")
+    want = (x.float() * s.float()[:, :, None] * ones).to(dtype)
+    torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)
+''')
+    result = import_aka(src, tmp_path / "a")
+    folder = tmp_path / "a" / "triton2triton" / "rows"
+    assert result.ok and not result.check_problems, result.report()
+    assert any("starting kernel passes the smoke config" in c for c in result.checks), result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype) for i in task.inputs] == [("x", "float16"), ("s", "float16")]
+    assert task.configs("smoke")[0].params["D"] == 32
+    reference = (folder / "reference.py").read_text()
+    assert "'cuda'" not in reference and "device=x.device" in reference
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_drafts_a_reference_runs_too_slowly_for_are_not_kept(tmp_path, monkeypatch):
+    """A test's reference that loops in Python over a size (AKA's KDA references: over every time step) grows
+    slower with the drafts; each call of it is a launch on a GPU, where the harness runs it for every config.
+    Drafts where its run on the meta device passes ``REFERENCE_PROBE_SECONDS`` are not kept, and the import says
+    why (at 0 seconds here: every draft)."""
+    import arena.authoring.importers.aka as aka
+
+    monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 0.0)
+    result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path)
+    said = [d for d in result.decisions if "the reference took more than 0 CPU seconds on the meta device" in d]
+    assert said and "vectorise it" in said[0], result.report()
+    assert not result.ok and "heldout.yaml" in str(result.problems), result.report()

@@ -47,6 +47,7 @@ from arena.authoring.importers.common import (
     parse_source,
     resolve_task_id,
     roofline_draft,
+    scaled_test_tolerance,
     schema_supports,
     shape_space_draft,
     test_tolerance,
@@ -308,6 +309,43 @@ def _fields_from_comment(text: str, line: int) -> list[str] | None:
         if ln.strip().startswith("#") and m:
             return [x.strip() for x in m.group(1).split(",")]
     return None
+
+
+def _tuple_or_whole(node: ast.AST, names: set[str]) -> bool:
+    """``r[0] if isinstance(r, tuple) else r`` (or list) with ``r`` one of ``names``: the first value of what a
+    launcher returns where it returns several, else the whole."""
+    if not (isinstance(node, ast.IfExp) and isinstance(node.orelse, ast.Name) and node.orelse.id in names):
+        return False
+    r, test, body = node.orelse.id, node.test, node.body
+    return (isinstance(test, ast.Call) and call_name(test) == "isinstance" and len(test.args) == 2 and
+            isinstance(test.args[0], ast.Name) and test.args[0].id == r and
+            all(isinstance(t, ast.Name) and t.id in ("tuple", "list") for t in
+                (test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]])) and
+            isinstance(body, ast.Subscript) and isinstance(body.value, ast.Name) and body.value.id == r and
+            number_of(body.slice) is not None)
+
+
+def _result_views(after: list[ast.stmt], results: set[str]) -> dict[str, ast.expr]:
+    """The names the test binds after the kernel call to what the call returned, read through
+    (``res_cpu = res.cpu()``, ``r = results[0]``, ``out = r[0] if isinstance(r, tuple) else r``): each
+    name -> the expression of the call's results it stands for (wrappers dropped)."""
+    views: dict[str, ast.expr] = {}
+    for st in after:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        node = _unwrapped(st.value)
+        if isinstance(node, ast.Name) and node.id in views:
+            views[st.targets[0].id] = views[node.id]
+        elif isinstance(node, ast.Name) and node.id in results:
+            views[st.targets[0].id] = node
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                number_of(node.slice) is not None and (node.value.id in results or node.value.id in views
+                                                       and isinstance(views[node.value.id], ast.Name)):
+            base = node.value if node.value.id in results else views[node.value.id]
+            views[st.targets[0].id] = ast.Subscript(base, node.slice, ast.Load())
+        elif _tuple_or_whole(node, results):
+            views[st.targets[0].id] = node   # type: ignore[assignment]
+    return views
 
 
 def _aliases(st: ast.Assign, names: set[str]) -> list[str]:
@@ -714,6 +752,78 @@ def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.
     return None
 
 
+ZIP_UNROLL_MOST = 8   # the most outputs a loop over zip(kernel's results, reference's) is unrolled into
+
+
+def _tuple_length(tree: ast.Module, fn_name: str) -> int | None:
+    """How many values the module's function ``fn_name`` returns, where each of its returns is a tuple
+    literal of one length (``return (A, Aqk)``); else None."""
+    fn = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == fn_name), None)
+    lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) and
+               not any(isinstance(e, ast.Starred) for e in r.value.elts) else -1
+               for r in ast.walk(fn) if isinstance(r, ast.Return)} if fn is not None else set()
+    return lengths.pop() if len(lengths) == 1 and 0 < min(lengths) <= ZIP_UNROLL_MOST else None
+
+
+def _unrolled_zips(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], where: str) -> None:
+    """``for idx, (r, ref) in enumerate(zip(results, refs)): ...`` where ``refs`` is bound to a call of the
+    test's own function that returns a tuple of n values: the loop becomes its body n times, the i-th with
+    ``r = results[i]`` and ``ref = refs[i]`` (and ``idx = i``), every name the body binds renamed for that
+    copy, so that each compared output is read as if the test compared it alone. A guard that skips an
+    element (``if ref is None: continue``) is dropped: the reference's own run shows what it returns. ``fn``
+    is changed in place; a loop with any other ``break`` or ``continue`` is left as written."""
+    lengths: dict[str, int] = {}
+    for st in ast.walk(fn):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name):
+            n = _tuple_length(tree, st.value.func.id)
+            if n is not None:
+                lengths[st.targets[0].id] = n
+    for parent in [n for n in ast.walk(fn) if isinstance(getattr(n, "body", None), list)]:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list):
+                continue
+            for loop in [s for s in block if isinstance(s, ast.For) and not s.orelse]:
+                it, index = loop.iter, None
+                target = loop.target
+                if isinstance(it, ast.Call) and call_name(it) == "enumerate" and len(it.args) == 1 and \
+                        isinstance(target, ast.Tuple) and len(target.elts) == 2 and \
+                        isinstance(target.elts[0], ast.Name):
+                    it, index, target = it.args[0], target.elts[0].id, target.elts[1]
+                if not (isinstance(it, ast.Call) and call_name(it) == "zip" and not it.keywords and
+                        all(isinstance(a, ast.Name) for a in it.args) and isinstance(target, ast.Tuple) and
+                        len(target.elts) == len(it.args) and all(isinstance(e, ast.Name) for e in target.elts)):
+                    continue
+                sources = [a.id for a in it.args]   # type: ignore[attr-defined]
+                count = next((lengths[s] for s in sources if s in lengths), None)
+                body = [s for s in loop.body if not (isinstance(s, ast.If) and not s.orelse and
+                                                     len(s.body) == 1 and isinstance(s.body[0], ast.Continue))]
+                if count is None or any(isinstance(n, (ast.Break, ast.Continue)) for s in body for n in ast.walk(s)):
+                    continue
+                bound = {e.id for e in target.elts} | ({index} if index else set())  # type: ignore[attr-defined]
+                bound |= {n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name)
+                          and isinstance(n.ctx, ast.Store)}
+                unrolled: list[ast.stmt] = []
+                for i in range(count):
+                    names = {b: f"{b}__{i}" for b in bound}
+
+                    class _Rename(ast.NodeTransformer):
+                        def visit_Name(self, node: ast.Name, names: dict = names) -> ast.AST:
+                            return ast.Name(names.get(node.id, node.id), node.ctx)
+
+                    head = [ast.Assign([ast.Name(names[e.id], ast.Store())],  # type: ignore[attr-defined]
+                                       ast.Subscript(ast.Name(s, ast.Load()), ast.Constant(i), ast.Load()))
+                            for e, s in zip(target.elts, sources)]
+                    head += [ast.Assign([ast.Name(names[index], ast.Store())], ast.Constant(i))] if index else []
+                    copies = [_Rename().visit(copy.deepcopy(s)) for s in body]
+                    unrolled += [ast.fix_missing_locations(ast.copy_location(s, loop)) for s in head + copies]
+                at = block.index(loop)
+                block[at:at + 1] = unrolled
+                notes.append(f"{where} compares the {count} values of {' and '.join(sources)} in a loop over "
+                             "zip(): read as one comparison each")
+
+
 def _equality(n: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     """The two sides of an elementwise ``a == b`` (an assert's ``(a == b).all()``, ``torch.all(a == b)``)."""
     if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq) and \
@@ -801,10 +911,11 @@ def read_harness(
             "compares its result (allclose / assert_close)",
         )
     fn = copy.deepcopy(ranked[0])  # the case's fields read by name are rewritten in this copy
+    notes: list[str] = []
+    _unrolled_zips(fn, tree, notes, path.name)
     call = calls_launcher(fn)
     assert call is not None
     loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and any(c is call for c in ast.walk(n))), None)
-    notes: list[str] = []
     fields: list[str] = []
     cases: list[dict] = []
     rebinds: dict[str, str] = {}
@@ -942,6 +1053,12 @@ def read_harness(
                  if a.arg not in in_target] + stmts
     if found is None:
         stmts = [s for s in stmts if s not in unpacked]
+        # a parameter the parametrisation does not set, whose default is a torch dtype (``dtype=torch.float16``)
+        args = fn.args.args
+        stmts = [ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(a.arg, ast.Store())], d), d))
+                 for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
+                 if a.arg not in fields and a.arg not in bound and isinstance(d, ast.Attribute)
+                 and dotted_name(d).startswith("torch.")] + stmts
     stmts = _inlined_inputs(stmts, call, tree, notes, path.name)
     if (found is None or seed_loop) and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
@@ -1097,11 +1214,11 @@ def read_harness(
     after = stmts[stmts.index(call_stmt) + 1 :]
     compared: list[tuple[str, ast.expr, ast.stmt]] = []
 
-    aliases = {a: st.value for st in after if isinstance(st, ast.Assign) for a in _aliases(st, set(results))}
+    views = _result_views(after, set(results))
 
     def kernel_side(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Name) and node.id in aliases:  # res_cpu = res.cpu()
-            node = aliases[node.id]
+        if isinstance(node, ast.Name) and node.id in views:  # res_cpu = res.cpu(); r = results[0]
+            node = views[node.id]
         node = _unwrapped(node)
         if isinstance(node, ast.Name) and (node.id in results or node.id in passed):
             return node.id
@@ -1113,6 +1230,8 @@ def read_harness(
             and number_of(node.slice) is not None
         ):
             return f"{node.value.id}[{int(number_of(node.slice))}]"
+        if isinstance(node, ast.IfExp) and len(results) == 1:   # ``r[0] if isinstance(r, tuple) else r``
+            return ast.unparse(node)
         return None
 
     tolerance: dict[str, float] = {}
@@ -1372,6 +1491,10 @@ def _reference_from_harness(
     for s in chosen:
         if _launches(s, h):
             return None, f"the other side of the comparison in {h.path.name} calls the kernel's file too"
+    if inputs:   # ``torch.ones(..., device="cuda")``: the device the reference is handed its inputs on
+        chosen = [_OnInputsDevice(inputs[0]).visit(copy.deepcopy(s)) for s in chosen]
+        by_key = {k: _OnInputsDevice(inputs[0]).visit(copy.deepcopy(e)) for k, e in by_key.items()}
+        exprs = list(by_key.values())
     helpers = module_defs(h.tree, free_names(chosen + exprs), {h.function, *h.consts})
     for s in helpers:
         if _launches(s, h):
@@ -1435,6 +1558,31 @@ def _reference_from_harness(
     if returned:
         lines.append(f"    return {ret}")
     return "\n".join(lines) + "\n", ""
+
+
+class _OnInputsDevice(ast.NodeTransformer):
+    """A test's reference statements with the GPU named (``device="cuda"``, ``.cuda()``, ``.to("cuda")``): on the
+    device of the input ``first`` instead, where the harness hands the reference its inputs (the GPU there, the
+    CPU for the importer's checks and the CPU backend)."""
+
+    def __init__(self, first: str) -> None:
+        self.device = ast.Attribute(ast.Name(first, ast.Load()), "device", ast.Load())
+
+    @staticmethod
+    def _gpu(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+            node.value.split(":")[0] in ("cuda", "hip")
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        for k in node.keywords:
+            if k.arg == "device" and self._gpu(k.value):
+                k.value = copy.deepcopy(self.device)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" and not node.args and not node.keywords:
+            return ast.Call(ast.Attribute(node.func.value, "to", ast.Load()), [copy.deepcopy(self.device)], [])
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args and self._gpu(node.args[0]):
+            node.args[0] = copy.deepcopy(self.device)
+        return node
 
 
 def _kernel_helpers_named(h: Harness, local: list[str]) -> dict[str, str]:
@@ -2362,6 +2510,20 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
     return inputs, outputs, scalars, roles
 
 
+def _of_returned(key: str, results: list[str]) -> str:
+    """A compared key (``out``, ``out[1]``, ``r[0] if isinstance(r, tuple) else r``) as an expression of
+    ``_returned``, what the entry's call of the launcher returned (bound to ``results`` by the test)."""
+    class _Returned(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id not in results:
+                return node
+            whole = ast.Name("_returned", ast.Load())
+            return whole if len(results) == 1 else ast.Subscript(whole, ast.Constant(results.index(node.id)),
+                                                                 ast.Load())
+
+    return ast.unparse(_Returned().visit(ast.parse(key, mode="eval")).body)
+
+
 def _entry_call(
     h: Harness,
     roles: dict,
@@ -2439,12 +2601,7 @@ def _entry_call(
         # not ``result``: an output is often named so (the test's own name for what the launcher returns)
         lines.append(f"_returned = {text}")
         for oname, key in results:
-            if "[" in key:
-                lines.append(f"{oname}.copy_(_returned{key[key.index('[') :]})")
-            elif len(h.results) > 1:
-                lines.append(f"{oname}.copy_(_returned[{h.results.index(key)}])")
-            else:
-                lines.append(f"{oname}.copy_(_returned)")
+            lines.append(f"{oname}.copy_({_of_returned(key, h.results)})")
         decisions.append(
             f"the kernel's launcher {h.launcher} returns a tensor it allocates; the entry copies it "
             f"into the harness's output ({', '.join(o for o, _ in results)}): a candidate may write "
@@ -2466,6 +2623,10 @@ def _entry_call(
 
 CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta device may run on the CPU, in all
 #                            (CPU seconds of the importer's process)
+# a draft is kept only where the reference, run on the meta device, takes at most this many CPU seconds: with the
+# tensors' data gone, what is left is its work a call at a time, which a loop in Python over a size makes grow with
+# it (a recurrence over T): each call is a launch on a GPU, and the harness runs the reference for every config
+REFERENCE_PROBE_SECONDS = 2.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
 
 
@@ -2499,10 +2660,13 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                                          f"{tuple(v.shape)}")
         if ref_fn is None:
             return {"outputs": [], "flops": 0}
+        meta_seconds: float | None = time.process_time()
         try:
             with OnDevice("meta"), FlopCounterMode(display=False) as counter:
                 out = ref_fn(*ins, *[params[f] for f in fields])
+            meta_seconds = time.process_time() - meta_seconds  # type: ignore[operator]
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
+            meta_seconds = None
             if observer is None or cpu_left[0] <= 0:
                 raise
             t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
@@ -2516,7 +2680,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             finally:
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return {"outputs": outs, "flops": counter.get_total_flops()}
+        return {"outputs": outs, "flops": counter.get_total_flops(), "meta_seconds": meta_seconds}
 
     probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
     return probe
@@ -2864,11 +3028,17 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if not ok:
             decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
 
+    slow: list[dict] = []    # drafts the reference runs too slowly for (a loop in Python over a size)
+
     def valid(cfg: dict) -> bool:
         try:
-            return fitter.probe({**base_case, **cfg}) is not None
+            got = fitter.probe({**base_case, **cfg})
         except Exception:  # noqa: BLE001
             return False
+        if got is not None and (got.get("meta_seconds") or 0) > REFERENCE_PROBE_SECONDS:
+            slow.append(cfg)
+            return False
+        return got is not None
 
     tensors = inputs + [{**o, "_output": True} for o in outputs]
 
@@ -2913,8 +3083,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
     smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
                      key=lambda c: size({**base_case, **c})) if h.cases else None
+    # a size every case of the test has alike (a head size of 64): the smoke config keeps it (the kernel may assert it)
+    alike = [f for f in vary if len(h.cases) > 1 and len({c.get(f) for c in h.cases}) == 1]
     seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
-                                                    smoke_from=smoke_case)
+                                                    smoke_from=smoke_case, smoke_keeps=alike)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
                             f"device, and its runs on the CPU took the {budget:.0f} CPU seconds the drafts' "
@@ -2946,6 +3118,12 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         )
     if smoke_case is not None and config_params(smoke[0]) == {**base_case, **smoke_case}:
         smoke[0]["#"] = f"the smallest case of {h.path.name}"
+    if slow:
+        smallest = min(slow, key=size)
+        notes.append(f"drafts at {', '.join(f'{k} = {v}' for k, v in smallest.items() if k in vary)} and larger "
+                     f"were not kept: the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the "
+                     "meta device there, an operation at a time (a loop in Python over a size is as slow on a GPU, "
+                     "where each operation is a launch): vectorise it to draft larger configs")
     decisions += notes
     decisions += h.notes
     if h.cases and not growth:
@@ -3097,6 +3275,9 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         if "NotImplementedError" in task.reference_path.read_text():
             return [], []
         config = task.configs("smoke")[0]
+        if draft is not None and draft.tolerance:
+            scaled_test_tolerance(draft, folder, draft.decisions)
+            task = load_task(folder)
         bad = reference_problems(task, config, "cpu", load_reference(task))
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         return [], [

@@ -739,6 +739,59 @@ def _shrunk_for_rounding(task: Any, config: Any) -> Any:
     return None
 
 
+def outputs_scale(outs: Sequence[torch.Tensor]) -> float:
+    """The largest atol that leaves outputs ``outs`` ``SCALE_MARGIN`` times above what the degeneracy rules ask of
+    them: their spread above ``STD_OVER_ATOL`` times atol, their median nonzero magnitude above 100 times atol."""
+    from arena.check.degeneracy import STD_OVER_ATOL
+
+    return min(min(float(w.std()) if w.numel() > 1 else math.inf for w in outs) / (STD_OVER_ATOL * SCALE_MARGIN),
+               min(_median_nonzero(w) for w in outs) / (100 * SCALE_MARGIN))
+
+
+def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
+    """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
+    recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
+    reference on the smoke config (``outputs_scale``; no lower than the dtype's rounding where the test's rtol is below
+    the dtype's default), the test's rtol kept; the folder's task.yaml written again."""
+    if not d.tolerance:
+        return
+    from arena.check.inputs import make_inputs, run_reference
+    from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import load_task
+
+    task = load_task(folder)
+    config = task.configs("smoke")[0]
+    env = task.env(config)
+    ref = import_file(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
+    with torch.no_grad():
+        outs = run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
+                             [task.scalar_value(sc, env) for sc in task.scalars])
+    from arena.check.degeneracy import spread_problems
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    scaled = []
+    for dtype, t in d.tolerance.items():
+        ws = [o.double() for spec, o in zip(task.compared, outs) if spec.dtype == dtype and
+              isinstance(o, torch.Tensor) and o.numel() > 1 and bool(torch.isfinite(o).all())]
+        if dtype == "reason" or not ws or not any(spread_problems("", w, t) for w in ws):
+            continue
+        # where the test has a smaller rtol than the dtype's default (``rtol=0``), atol holds the rounding too
+        rounding = max(0.0, DEFAULT_TOLERANCE[dtype]["rtol"] - t["rtol"]) * max(float(w.abs().max()) for w in ws)
+        scale = outputs_scale(ws)
+        if not MIN_SCALED_ATOL <= scale < math.inf:
+            continue
+        atol = max(_floor_ladder(scale), _ceil_ladder(rounding) if rounding else 0.0)
+        if MIN_SCALED_ATOL <= atol < t["atol"]:
+            scaled.append(f"{dtype} {t['atol']:g} -> {atol:g}")
+            t["atol"] = atol
+    if scaled:
+        why = (f"atol scaled to the outputs' scale ({', '.join(scaled)}; on the smoke config, on the CPU): at the "
+               "test's own atol its outputs would be near-constant for the comparison")
+        d.tolerance["reason"] = f"{d.tolerance['reason']}; {why}"
+        decisions.append(f"the tolerance's {why}: confirm it")
+        write_configs(d, folder)
+
+
 def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
     """The fp32 tolerance a task needs at its sizes, from its reference run on the CPU in fp32 (as the
     task's eager starting point computes) and in fp64 (as the harness's reference computes), on the seen
@@ -795,7 +848,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     if config is not None:
         grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
         env = task.env(config)
-        ins = make_inputs(task, env, 0, "cpu")
+        ins = make_inputs(task, env, 0, "cpu", ref)
         scalars = [task.scalar_value(sc, env) for sc in task.scalars]
         got = _fp32_outputs(ref, ins, scalars)
         with torch.no_grad():
@@ -816,7 +869,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
         *_, big = max(larger, key=lambda fbc: fbc[:2])
         benv = task.env(big)
         bscalars = [task.scalar_value(sc, benv) for sc in task.scalars]
-        bout = _fp32_outputs(ref, make_inputs(task, benv, 0, "cpu"), bscalars)
+        bout = _fp32_outputs(ref, make_inputs(task, benv, 0, "cpu", ref), bscalars)
         kept = [(spec.name, b.double()) for spec, b in zip(task.outputs, bout)
                 if spec.dtype == "float32" and (not pairs or spec.name in names) and isinstance(b, torch.Tensor)
                 and b.numel() and bool(torch.isfinite(b).all())]
@@ -853,8 +906,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                    f"the tolerance to ({MAX_ROUNDING_TOL}): not taken; `arena tasks check` on a GPU shows whether "
                    "the task's starting point passes")
         rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
-    scale = min(min(float(w.std()) if w.numel() > 1 else math.inf for w in outs) / (STD_OVER_ATOL * SCALE_MARGIN),
-                min(_median_nonzero(w) for w in outs) / (100 * SCALE_MARGIN))
+    scale = outputs_scale(outs)
     scaled = _floor_ladder(scale) if MIN_SCALED_ATOL <= scale < base["atol"] else None
     atol = max(atol_needed, scaled if scaled is not None else base["atol"])
     final = {"atol": atol, "rtol": rtol, "norm": norm_tol}
@@ -1088,12 +1140,15 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,
                   calls: Iterable[str] = (), temporaries: Callable[[dict], int] | None = None,
+                  smoke_keeps: Iterable[str] = (),
                   ) -> tuple[list[dict], list[dict], list[dict], list[str], list[dict]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
     where ``valid`` accepts it; notes on what could not be drafted; spare held-out drafts (each
     kind's alternatives after the one taken, not run through the original: where a starting
     kernel refuses a draft, ``kernel_probe.fit_drafts`` tries its kind's spares). The smoke config is shrunk from
-    ``smoke_from`` (sizes over the base's; a source's smallest test case) where given. With ``nbytes`` (a config's
+    ``smoke_from`` (sizes over the base's; a source's smallest test case) where given, but for the sizes
+    ``smoke_keeps`` names (every test case of the source has them alike: a head size the kernel asserts).
+    With ``nbytes`` (a config's
     bytes of inputs and outputs) and ``work`` (its FLOPs), a base past ``SCALED_BYTES`` or
     ``SCALED_FLOPS`` is scaled down first (the seen configs' first is then the scaled one), and
     no draft past ``MAX_CONFIG_BYTES`` or ``MAX_CONFIG_FLOPS`` is kept; ``calls``: what the reference calls, its
@@ -1184,7 +1239,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                      "drafts could not be made; write them")
     # smoke: halve the largest sizes until the tensors are tiny
     small = {**base, **(smoke_from or {})}
-    smoke = _shrunk(small, list(small), lambda c: size(c) <= SMOKE_ELEMENTS, valid)
+    smoke = _shrunk(small, [k for k in small if k not in set(smoke_keeps)], lambda c: size(c) <= SMOKE_ELEMENTS, valid)
     if size(smoke) > SMOKE_ELEMENTS:
         notes.append(f"the smoke config still has {size(smoke)} elements (the importer could not shrink it "
                      "further and keep the original valid): make it smaller for the CPU backend")
