@@ -3085,8 +3085,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                      key=lambda c: size({**base_case, **c})) if h.cases else None
     # a size every case of the test has alike (a head size of 64): the smoke config keeps it (the kernel may assert it)
     alike = [f for f in vary if len(h.cases) > 1 and len({c.get(f) for c in h.cases}) == 1]
-    seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
-                                                    smoke_from=smoke_case, smoke_keeps=alike)
+    unwritten = [t["name"] for t in tensors if any(str(x).startswith("TODO_") for x in t["shape"])]
+    if unwritten:   # a config's size is not known: nothing to draft around, scale or shrink
+        seen_drafts, held, spare = [{"name": "largest", **base_case}], [], []
+        smoke = [{"name": "smoke", **base_case, **(smoke_case or {})}]
+        notes = [f"no config was drafted: the shape of {', '.join(unwritten)} is not known (TODO_*); write it in "
+                 "task.yaml, then the held-out configs"]
+    else:
+        seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
+                                                               smoke_from=smoke_case, smoke_keeps=alike)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
                             f"device, and its runs on the CPU took the {budget:.0f} CPU seconds the drafts' "
