@@ -1911,3 +1911,18 @@ def test_aka_drafts_a_reference_runs_too_slowly_for_are_not_kept(tmp_path, monke
     said = [d for d in result.decisions if "the reference took more than 0 CPU seconds on the meta device" in d]
     assert said and "vectorise it" in said[0], result.report()
     assert not result.ok and "heldout.yaml" in str(result.problems), result.report()
+
+
+def test_kernelbench_module_level_list_of_sizes_is_one_constant_per_width(tmp_path):
+    """Level 3's MLPs keep their hidden widths in a module-level list (``layer_sizes = [16384, 16384]``): fixed,
+    they kept 2 GiB of weights however the batch was scaled. Each width is a constant of its own, varied like the
+    problem's named sizes; a list with a count among its elements (``repeats = [1, 2]``) stays as written."""
+    result, task = _imported(tmp_path, "kb_mlp_widths")
+    assert {"layer_sizes_0", "layer_sizes_1"} <= set(task.shape_space), task.shape_space
+    assert not any(k.startswith("repeats") for k in task.shape_space)
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert seen[0]["layer_sizes_0"] == 96 and seen[0]["layer_sizes_1"] == 48
+    assert any(c.params["layer_sizes_0"] != 96 for c in task.configs("heldout"))
+    weight = next(i for i in task.inputs if list(i.shape) == ["layer_sizes_0", "input_size"])
+    assert weight.dtype == "float32"
+    assert result.checks and not result.check_problems, result.report()

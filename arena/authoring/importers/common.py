@@ -1408,6 +1408,43 @@ def split_chained_constants(tree: ast.Module) -> tuple[ast.Module, list[str]]:
     return ast.fix_missing_locations(t), split
 
 
+SPLIT_LIST_MOST = 8   # the longest module-level list of sizes whose elements become constants of their own
+
+
+def split_list_constants(tree: ast.Module) -> tuple[ast.Module, list[str]]:
+    """``layer_sizes = [16384, 16384]`` at module level, every element a size (an int of at least ``MIN_VARIED``):
+    one constant per element (``layer_sizes_0 = 16384``, ...) and the list made of them, so that each is varied
+    like the problem's named sizes (an MLP's hidden widths: fixed, they keep its weights at 2 GiB however its batch
+    is scaled); a list with a count or a kernel size among its elements (``layers = [3, 4, 23, 3]``) stays as
+    written. Returns the tree and the new constants' names."""
+    t = copy.deepcopy(tree)
+    taken = {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    body: list[ast.stmt] = []
+    made: list[str] = []
+    for stmt in t.body:
+        values = [number_expression(e) for e in stmt.value.elts] \
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.List) else []
+        if not (values and len(values) <= SPLIT_LIST_MOST and len(stmt.targets) == 1  # type: ignore[attr-defined]
+                and isinstance(stmt.targets[0], ast.Name)  # type: ignore[attr-defined]
+                and all(type(v) is int and v >= MIN_VARIED for v in values)):
+            body.append(stmt)
+            continue
+        base, names = stmt.targets[0].id, []  # type: ignore[attr-defined]
+        for i, v in enumerate(values):
+            name = f"{base}_{i}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names.append(name)
+            body.append(ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Constant(v)),
+                                          stmt))
+        body.append(ast.copy_location(ast.Assign(targets=[ast.Name(base, ast.Store())], value=ast.List(
+            [ast.Name(n, ast.Load()) for n in names], ast.Load())), stmt))
+        made += names
+    t.body = body
+    return ast.fix_missing_locations(t), made
+
+
 def literal_constants(tree: ast.Module) -> dict[str, int | float]:
     """Module-level ``NAME = <int or float literal>`` (one target): the problem's constants."""
     out: dict[str, int | float] = {}

@@ -47,6 +47,7 @@ from arena.authoring.importers.common import (
     shape_space_draft,
     space_constraint,
     split_chained_constants,
+    split_list_constants,
     task_yaml,
     with_constants,
 )
@@ -279,6 +280,7 @@ class ModuleProblem:
         self.chained: list[str] = []
         if split_chains:
             self.tree, self.chained = split_chained_constants(self.tree)
+        self.tree, self.listed = split_list_constants(self.tree)
         classes = {s.name: s for s in self.tree.body if isinstance(s, ast.ClassDef)}
         funcs = {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
         cls = classes.get("Model")
