@@ -93,6 +93,16 @@ class Evaluations:
         return evaluate(task, cand, splits, self.device, timing=timing)
 
 
+def size_problems(task: Task) -> list[str]:
+    """The rules of a task's sizes alone, which any machine reads (an importer's own check too): a memory-bound task
+    has a seen or held-out config that moves ``MIN_BYTES_MEMORY_BOUND`` or more."""
+    if task.roofline["bound"] != "memory":
+        return []
+    most = max(task.roofline_for(c)[1] for s in ("seen", "heldout") for c in task.configs(s))
+    return [f"memory-bound but no config moves >= 100 MB (largest {most / 1e6:.0f} MB)"] \
+        if most < MIN_BYTES_MEMORY_BOUND else []
+
+
 def check_task(folder: Path, device: Device, evaluations: Evaluations | None = None) -> CheckRow:
     task_id = f"{folder.parent.name}/{folder.name}"
     row = CheckRow(task_id)
@@ -120,10 +130,8 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
         row.reference = "error"
         row.fail(f"reference: {type(exc).__name__}: {exc}")
         return row
-    if task.roofline["bound"] == "memory":      # a rule of the sizes alone: the CPU reads it too
-        most = max(task.roofline_for(c)[1] for s in ("seen", "heldout") for c in task.configs(s))
-        if most < MIN_BYTES_MEMORY_BOUND:
-            row.fail(f"memory-bound but no config moves >= 100 MB (largest {most / 1e6:.0f} MB)")
+    for p in size_problems(task):      # a rule of the sizes alone: the CPU reads it too
+        row.fail(p)
 
     ev = evaluations or Evaluations(device)
     solution = task.kernel_file("solution")

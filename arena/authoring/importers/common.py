@@ -980,6 +980,19 @@ def write_configs(d: Draft, folder: Path) -> None:
         d.smoke, "Tiny configs for the CPU backend (drafted by the importer)."))
 
 
+def size_rule_problems(folder: Path) -> list[str]:
+    """What `arena tasks check` would refuse in a task folder's sizes alone (``arena.authoring.check.size_problems``):
+    the importer's own check reads it on the CPU, as the GPU check would."""
+    from arena.authoring.check import size_problems
+    from arena.taskdef.loader import load_task
+
+    try:
+        found = size_problems(load_task(folder))
+    except (ArenaException, formula.FormulaError, ValueError) as exc:
+        return [f"the sizes' rules could not be read ({type(exc).__name__}: {exc})"]
+    return [f"{p}: the seen and held-out configs are below the timing window; make them larger" for p in found]
+
+
 def finish_draft(d: Draft, root: Path | None, source: Path,
             self_check: Callable[[Path], tuple[list[str], list[str]]] | None = None) -> ImportResult:
     """Write the folder, validate it as `arena tasks validate` does and, where it validates,
@@ -994,8 +1007,9 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
     if not problems and self_check is not None:
         passed, found = self_check(folder)
         checks += passed
-        check_problems = list(found)
         problems = validate_task_dir(folder)   # the check may have dropped drafts the starting kernel refused
+        found = found + size_rule_problems(folder) if not problems else found
+        check_problems = list(found)
     decisions = list(d.decisions) + found
     decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
                      "--device cuda` (timing window, degeneracy on every split)")
