@@ -2660,13 +2660,13 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                                          f"{tuple(v.shape)}")
         if ref_fn is None:
             return {"outputs": [], "flops": 0}
-        meta_seconds: float | None = time.process_time()
+        t0 = time.process_time()
+        meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         try:
             with OnDevice("meta"), FlopCounterMode(display=False) as counter:
                 out = ref_fn(*ins, *[params[f] for f in fields])
-            meta_seconds = time.process_time() - meta_seconds  # type: ignore[operator]
+            meta_seconds = time.process_time() - t0
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
-            meta_seconds = None
             if observer is None or cpu_left[0] <= 0:
                 raise
             t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
