@@ -396,3 +396,31 @@ def test_two_exclusive_retries_holding_work_do_not_wait_for_each_other():
         release(other)
     finally:
         other.kill()
+
+
+def test_the_threads_of_one_process_that_share_an_account_never_lose_the_others_entries():
+    """``flock`` through one file description does not exclude the threads of the process holding it:
+    threads that read and write one account at once must still never see it empty (and write that back,
+    so that another evaluation's standing processes are forgotten)."""
+    cap = 8 * PROCESS_BYTES
+    other = hold(KEY, cap, 0, stand=2)                   # another evaluation's processes
+    acct = MemoryAccount(open_account(KEY), cap, poll_s=0.001)
+    seen: list[int] = []
+
+    def churn():
+        for _ in range(300):
+            with acct.reserve(PROCESS_BYTES // 4, "a small config"):
+                seen.append(acct.standing())
+            acct.blocking(PROCESS_BYTES)
+
+    threads = [threading.Thread(target=churn) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert seen and min(seen) == 2 * PROCESS_BYTES and acct.standing() == 2 * PROCESS_BYTES
+    finally:
+        release(other)
+        other.kill()
+    assert acct.held() == 0

@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import re
+import threading
 import time
 from typing import Any, Callable, Iterator
 
@@ -120,15 +121,30 @@ class MemoryAccount:
         self.exclusives = 0
         self._mine: dict[str, int] = {}
         self._exclusive: str | None = None
+        # ``flock`` taken through one file description does not exclude the threads of the process that holds
+        # it: the threads of one process that share an account take turns here first. Without this lock (and
+        # with a shared file offset) one thread's read could land between another's truncation and its write,
+        # see an empty account and write that back: every other evaluation's entries were lost.
+        self._thread_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The account's file to this thread alone: against the other processes (``flock``) and the
+        other threads of this one."""
+        with self._thread_lock:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     @property
     def active(self) -> bool:
         return self.fd is not None
 
     def _read(self) -> dict[str, Any]:
-        os.lseek(self.fd, 0, os.SEEK_SET)
         raw = b""
-        while chunk := os.read(self.fd, 1 << 16):
+        while chunk := os.pread(self.fd, 1 << 16, len(raw)):
             raw += chunk
         try:
             held = json.loads(raw or b"{}")
@@ -138,23 +154,18 @@ class MemoryAccount:
 
     def _write(self, held: dict[str, Any]) -> None:
         data = json.dumps(held).encode()
-        os.lseek(self.fd, 0, os.SEEK_SET)
         os.ftruncate(self.fd, 0)
-        os.write(self.fd, data)
+        os.pwrite(self.fd, data, 0)
 
     def held(self) -> int:
         """Bytes held by every evaluation on this GPU now (standing entries included)."""
         if not self.active:
             return sum(self._mine.values())
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             return sum(int(v["bytes"]) for v in self._read().values() if not v.get("pending"))
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def _try(self, key: str, nbytes: int, what: str, standing: bool = False, exclusive: bool = False) -> bool:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             held = self._read()
             me = os.getpid()
             now = time.time()
@@ -205,8 +216,6 @@ class MemoryAccount:
                          "large": standing_bytes + nbytes > self.capacity}
             self._write(held)
             return False
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def blocking(self, new_bytes: int = 0) -> str | None:
         """Why no new evaluation (standing for ``new_bytes``) may start on this GPU now, or
@@ -219,11 +228,8 @@ class MemoryAccount:
         of memory."""
         if not self.active:
             return None
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             held = self._read()
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
         for v in held.values():
             if v.get("alone") or (v.get("pending") and v.get("large")):
                 return f"{v.get('what') or 'a piece of work'} ({int(v['bytes']) / 2**30:.1f} GiB) " + \
@@ -238,11 +244,8 @@ class MemoryAccount:
         """Bytes the processes of every evaluation on this GPU hold while they live."""
         if not self.active:
             return self._mine.get("standing", 0)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             return sum(int(v["bytes"]) for v in self._read().values() if v.get("standing"))
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def stand(self, n_processes: int, what: str = "") -> None:
         """This evaluation's standing memory, ``PROCESS_BYTES`` for each of its processes, held
@@ -262,8 +265,7 @@ class MemoryAccount:
         if not self.active or not declared:
             return
         key = f"{os.getpid()}:standing"
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             held = self._read()
             entry = held.get(key)
             if entry is None:
@@ -272,19 +274,14 @@ class MemoryAccount:
             if members is not None:
                 entry["members"] = {str(pid): int(b) for pid, b in members.items()}
             self._write(held)
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def over_allowance(self, used: dict[int, int]) -> list[tuple[int, int, int, str]]:
         """The candidate processes on this GPU that hold more than their allowance, by ``used``
         (pid -> bytes held, as the driver counts it): (pid, held, allowance, what)."""
         if not self.active:
             return []
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             held = self._read()
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
         out = []
         for v in held.values():
             for pid, allowance in (v.get("members") or {}).items():
@@ -298,13 +295,10 @@ class MemoryAccount:
             self._release(f"{os.getpid()}:standing")
 
     def _release(self, key: str) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             held = self._read()
             held.pop(key, None)
             self._write(held)
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def exclusive(self, what: str = "", wait: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
         """Wait until no other process holds work in the account, then hold the GPU's whole
