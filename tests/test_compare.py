@@ -369,3 +369,18 @@ def test_input_seed_is_distinct_per_position_and_seed():
     assert len(seeds) == 50 * 9
     assert all(0 <= s < 2**63 - 1 for s in seeds)
     assert input_seed(2**62, 3) < 2**63 - 1
+
+
+def test_a_mismatch_is_shown_at_the_element_that_fails_not_at_the_largest_allowed_error():
+    """The largest error may be allowed (a large value's rounding) or 0 (-inf for -inf): the message and
+    ``where`` name the element furthest past its allowance, and one where the reference is not finite and
+    the candidate differs before any finite one."""
+    ref = torch.tensor([1000.0, 0.0, 5.0, -float("inf")], dtype=torch.float64)
+    out = torch.tensor([1000.05, 0.01, 5.0, -float("inf")])       # 0.05 allowed at 1000, 0.01 not at 0
+    r = compare_output("y", out, ref, {"atol": 1e-3, "rtol": 1e-4, "norm": 1.0})
+    assert r.status is Status.INCORRECT_NUMERICAL and r.where["index"] == [1]
+    assert "1 of 4 elements" in r.message and "the worst at [1]" in r.message and "allowed" in r.message
+    assert r.max_abs_err == pytest.approx(0.05, rel=1e-3)          # the statistics stay the largest error
+    out[3] = -3.0                                                  # a finite value where the reference is -inf
+    r = compare_output("y", out, ref, {"atol": 1e-3, "rtol": 1e-4, "norm": 1.0})
+    assert r.where["index"] == [3] and r.where["reference"] == "-inf" and "not finite" in r.message

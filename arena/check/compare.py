@@ -166,8 +166,26 @@ def compare_output(name: str, out: torch.Tensor, ref: torch.Tensor,
         what = []
         if bad:
             what.append(f"{bad} of {n} elements outside atol={tol['atol']:g} rtol={tol['rtol']:g}")
+            # the element furthest past what it is allowed, not the largest error (which may be allowed: a
+            # large value's rounding, or 0 where both are -inf): the one that fails is what the author reads
+            idx = _worst_failing(p, tol)
+            off = "where the reference is not finite" if not torch.isfinite(r[tuple(idx)] if idx else r) else \
+                f"off by {float(diff[tuple(idx)] if idx else diff):.3g}, " \
+                f"{tol['atol'] + tol['rtol'] * abs(float(r[tuple(idx)] if idx else r)):.3g} allowed"
+            what.append(f"the worst at {idx}: {_value(out, idx)} for {_value(r, idx)} ({off})")
+            stats["where"] = {"output": name, "index": idx, "candidate": _value(out, idx), "reference": _value(r, idx)}
         if not bool(p["norm_ok"]):
             what.append(f"norm error {norm_err:.3g} > {tol['norm']:g}")
         return OutputCheck(Status.INCORRECT_NUMERICAL, f"{name}: " + "; ".join(what) +
                            f"; max abs error {max_abs:.3g} at {worst}", **stats)
     return OutputCheck(Status.PASSED, **stats)
+
+
+def _worst_failing(p: Mapping[str, torch.Tensor], tol: Mapping[str, float]) -> list[int]:
+    """The index of the failing element whose error is furthest past its allowance (an element where the
+    reference is not finite and the candidate differs, first)."""
+    r, diff, bad = p["r"], p["diff"], p["bad_mask"]
+    excess = torch.where(torch.isfinite(r), diff / (tol["atol"] + tol["rtol"] * r.abs()),
+                         torch.full((), float("inf"), dtype=diff.dtype, device=diff.device))
+    excess = torch.where(bad, excess, torch.full((), -1.0, dtype=diff.dtype, device=diff.device))
+    return unravel(int(torch.argmax(excess.reshape(-1))), bad.shape) if bad.dim() else []
