@@ -36,6 +36,18 @@ def test_degenerate_and_insensitive_references_fail(tmp_path):
     assert "std" in text and "do not depend on input x" in text
 
 
+def test_a_reference_past_what_its_output_dtype_holds_fails(tmp_path):
+    """A correct kernel that writes the declared dtype overflows where the reference (on upcast inputs)
+    goes past that dtype's range: the task is at fault, and the check says so."""
+    folder = _copy(tmp_path)
+    (folder / "reference.py").write_text("def reference(x, y, n, alpha):\n    return 1e5 * x + y\n")
+    yaml = (folder / "task.yaml").read_text()
+    (folder / "task.yaml").write_text(yaml.replace("{name: out, dtype: float32", "{name: out, dtype: float16"))
+    row = check_task(folder, detect("cpu"))
+    assert not row.ok
+    assert any("past what float16 holds" in p for p in row.problems), row.problems
+
+
 FP32 = {"atol": 1e-4, "rtol": 1e-4, "norm": 1e-5}
 
 

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from arena.check.inputs import generator, input_seed, make_inputs, make_one, run_reference, storage
+from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one, run_reference, storage
 from arena.evaluation.sides import import_file
 from arena.taskdef.loader import Config, Task
 
@@ -66,6 +66,27 @@ def spread_problems(name: str, ref: torch.Tensor, tol: dict) -> list[str]:
     return problems
 
 
+def range_problems(name: str, ref: torch.Tensor, dtype: torch.dtype) -> list[str]:
+    """The reference (computed on upcast inputs) reaches values its output's dtype cannot hold: a kernel
+    that writes that dtype overflows there (an fp16 product of long sums past 65504), a failure of the task,
+    not of the kernel."""
+    if dtype == torch.bool or ref.numel() == 0:
+        return []
+    r = ref.detach()
+    if r.is_floating_point():
+        r = r[torch.isfinite(r)]
+        if not r.numel():
+            return []
+    lo, hi = float(r.min()), float(r.max())
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    if lo >= info.min and hi <= info.max:
+        return []
+    top = hi if hi > info.max else lo
+    return [f"{name}: the reference's values reach {top:.6g}, past what {str(dtype).removeprefix('torch.')} holds "
+            f"({info.min:.6g} to {info.max:.6g}): a kernel that writes it overflows; draw smaller inputs or declare "
+            f"the output wider"]
+
+
 REDRAW = 7919      # the seed offset of the inputs drawn again
 
 
@@ -104,6 +125,7 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
         if getattr(spec, "inout", False) and torch.equal(o, ins[spec.name].to(o.dtype)):
             problems.append(f"the reference leaves inout input {spec.name} as it was: it must update it in place")
         tol = task.tolerance_for(spec.dtype)
+        problems += range_problems(spec.name, o, DTYPES[spec.dtype])
         if o.numel() == 0:
             problems.append(f"{spec.name} is empty")
             continue
