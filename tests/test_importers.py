@@ -1017,6 +1017,34 @@ def test_aka_host_code_off_the_pattern_is_not_translated(body, why):
     assert params is None and lines == [] and why in reason, reason
 
 
+def test_aka_host_code_that_changes_its_input_in_place_copies_it_into_the_output_first():
+    """gpumode's activations change their input in place and return it: the entry copies the input into the
+    output, the kernels change the output (the input stays as given), and a dtype kept in a local and
+    compared later resolves like one compared at once."""
+    from arena.authoring.importers.aka import translate_torch_host
+
+    piece = ("torch::Tensor fwd(torch::Tensor x) {\n    torch::Tensor y = x.is_contiguous() ? x : x.contiguous();\n"
+             "    int64_t N = y.numel();\n    if (N == 0) return y;\n    auto st = y.scalar_type();\n"
+             "    if (st == at::kFloat) { k<<<1, 1>>>(y.data_ptr<float>(), N); }\n"
+             "    else if (st == at::kDouble) { k<<<1, 1>>>(y.data_ptr<double>(), N); }\n    return y;\n}")
+    spec = {"dtype": "float32", "shape": ["n"]}
+    params, lines, decisions, reason = translate_torch_host(
+        [piece], [("forward", "fwd")], [{"name": "x", **spec}], [{"name": "out", **spec}],
+        [{"name": "n", "type": "int64"}])
+    assert reason == "" and params == ["const float* x", "float* out", "int64_t n", "hipStream_t stream"]
+    body = "\n".join(lines)
+    assert lines[0] == ("    (void)hipMemcpyAsync(out, x, (size_t)(((int64_t)n)) * sizeof(*out), "
+                        "hipMemcpyDeviceToDevice, stream);")
+    assert "if (true) { k<<<1, 1, 0, stream>>>(((float*)out), N); }" in body and "else if (false)" in body
+    assert "scalar_type" not in body and "x)" not in body.split("\n", 1)[1]
+    assert "the input `x` it changes in place copied into the output first" in decisions[0]
+    # an input changed in place whose shape is not the output's: not translated
+    params, _, _, reason = translate_torch_host(
+        [piece], [("forward", "fwd")], [{"name": "x", **spec}], [{"name": "out", "dtype": "float32", "shape": [1]}],
+        [{"name": "n", "type": "int64"}])
+    assert params is None and "changes its input `x` in place" in reason
+
+
 def test_aka_host_translation_renames_an_entry_parameter_a_host_local_shadows():
     from arena.authoring.importers.aka import translate_torch_host
 
@@ -1949,3 +1977,25 @@ def test_the_importers_own_check_reads_the_rule_of_the_sizes(tmp_path, monkeypat
     monkeypatch.setattr(aka, "WINDOW_BYTES", 300 * 10**6)
     result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path / "grown")
     assert result.ok and not result.check_problems, result.report()
+
+
+def test_aka_host_code_that_reads_the_environment_reads_it_unset(tmp_path):
+    """gpumode host code tunes its launch from environment variables (getenv, then atoi), which a
+    candidate's build may not read: each read becomes an unset variable, the original's default path, and
+    the import says so; the numbers' parsing stays (the object check allows it)."""
+    src = tmp_path / "src" / "aka_gpumode_leaky"
+    shutil.copytree(FIX / "aka_gpumode_leaky", src)
+    hip = src / "hip" / "leaky.hip"
+    text = hip.read_text().replace(
+        "static void check_input(",
+        "static int env_int(const char* name, int def) {\n    const char* v = std::getenv(name);\n"
+        "    return v ? std::atoi(v) : def;\n}\n\nstatic void check_input(")
+    hip.write_text(text.replace("const int threads = 128;", 'const int threads = env_int("LEAKY_TPB", 128);'))
+    result = import_aka(src, tmp_path / "out")
+    folder = tmp_path / "out" / "hip2hip" / "aka_gpumode_leaky"
+    assert result.ok, result.report()
+    baseline = (folder / "baseline.hip").read_text()
+    built = baseline.split("// ---- the original PyTorch host code")[0]
+    assert "getenv(" not in built.replace("/* getenv(", "") and "((const char*)nullptr" in built
+    assert "std::atoi(v)" in built
+    assert "the host code read the environment (getenv(name))" in result.report()

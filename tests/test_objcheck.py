@@ -185,7 +185,7 @@ def test_reader_on_a_hipcc_object(tmp_path: Path) -> None:
     ("hipMalloc", "rocm"), ("hipLaunchKernel", "rocm"), ("__hipPushCallConfiguration", "rocm"),
     ("memcpy", "cuda"), ("sqrtf", "rocm"), ("pow", "cuda"), ("_Znwm", "cuda"),
     ("__cxa_guard_acquire", "rocm"), ("_ZSt20__throw_length_errorPKc", "cuda"),
-    ("fprintf", "rocm"), ("atexit", "cuda"),
+    ("fprintf", "rocm"), ("atexit", "cuda"), ("atoi", "cuda"), ("__isoc23_strtol", "cuda"), ("strtod", "rocm"),
 ])
 def test_allowed(name: str, target: str) -> None:
     assert refusal_reason(name, target) is None

@@ -401,9 +401,10 @@ _LAUNCH: dict[str, frozenset[str]] = {
     "rocm": frozenset("__hipPushCallConfiguration __hipPopCallConfiguration".split()),
 }
 
-# The C and C++ runtime a kernel's host code plausibly needs: memory and strings, printing
-# to stdout / stderr, abort and assert, the pieces g++ / clang emit for C++ (operator
-# new / delete, guards of function-local statics, exceptions, RTTI vtables, unwinding).
+# The C and C++ runtime a kernel's host code plausibly needs: memory and strings, numbers read
+# from strings (glibc 2.38's headers name strtol __isoc23_strtol), printing to stdout / stderr,
+# abort and assert, the pieces g++ / clang emit for C++ (operator new / delete, guards of
+# function-local statics, exceptions, RTTI vtables, unwinding).
 _C_RUNTIME = frozenset("""
     malloc calloc realloc free aligned_alloc posix_memalign
     memcpy memmove memset memcmp memchr strlen strnlen strcmp strncmp strcpy strncpy strcat
@@ -414,6 +415,8 @@ _C_RUNTIME = frozenset("""
     __printf_chk __fprintf_chk __sprintf_chk __snprintf_chk __vprintf_chk __vfprintf_chk
     __vsprintf_chk __vsnprintf_chk
     abort __assert_fail __errno_location abs labs llabs
+    atoi atol atoll atof strtol strtoll strtoul strtoull strtof strtod strtold
+    __isoc23_strtol __isoc23_strtoll __isoc23_strtoul __isoc23_strtoull
     _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
     _ZnwmSt11align_val_t _ZnamSt11align_val_t _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t
     _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t _ZSt7nothrow

@@ -1940,22 +1940,45 @@ def _drop_dead_vectors(text: str) -> str:
     return text
 
 
-def _rewrite_calls(text: str, pattern: str, replace: Callable[[str], str]) -> str:
+def _rewrite_calls(text: str, pattern: str, replace: Callable[[str], str], statement: bool = True) -> str:
     """``text`` with each statement ``NAME(...);`` whose NAME matches ``pattern`` replaced by
-    ``replace(its arguments)``."""
+    ``replace(its arguments)`` (``statement=False``: each call ``NAME(...)`` wherever it is)."""
     out, pos = [], 0
-    for m in re.finditer(rf"(?<![\w.:])(?:{pattern})\s*\(", text):
+    for m in re.finditer(rf"(?<![\w.:])(?:{pattern})\s*\(" if statement else rf"(?<![\w.])(?:{pattern})\s*\(", text):
         if m.start() < pos:
             continue
         end = _balanced(text, m.end() - 1)
         if end < 0:
             continue
-        semi = re.match(r"\s*;", text[end:])
+        semi = re.match(r"\s*;" if statement else "", text[end:])
         if not semi:
             continue
         out.append(text[pos : m.start()] + replace(text[m.end() : end - 1].strip()))
         pos = end + semi.end()
     return "".join(out) + text[pos:]
+
+
+def without_environment(text: str) -> tuple[str, list[str]]:
+    """``text`` with every ``getenv(NAME)`` (``std::``, ``secure_``) read as an unset variable (a null
+    pointer: the original's default, as it ran where no such knob was set), and the names so read."""
+    names: list[str] = []
+
+    def unset(arg: str) -> str:
+        names.append(arg)
+        return f"((const char*)nullptr /* getenv({arg}): unset */)"
+
+    text = _rewrite_calls(text, r"(?:std::|::)?(?:secure_)?getenv", unset, statement=False)
+    return text, list(dict.fromkeys(names))
+
+
+class _Renamed:
+    """A regex match with some of its groups given other values."""
+
+    def __init__(self, m: re.Match, groups: dict[int, str]):
+        self.m, self.groups = m, groups
+
+    def group(self, k: int = 0) -> str:
+        return self.groups.get(k, self.m.group(k))
 
 
 def _drop_calls(text: str, pattern: str) -> str:
@@ -2111,6 +2134,9 @@ def translate_torch_host(
     tensor_decl = r"(?:const\s+)?(?:auto|(?:torch|at)::Tensor)\s*&?\s*"
     view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\}|\w+)\s*\))?"
             r"(?:\s*\.\s*contiguous\s*\(\s*\))?")
+    # `x.is_contiguous() ? x : x.contiguous()` is x (the harness's tensors are contiguous)
+    text = re.sub(r"\b(\w+)\s*\.\s*is_contiguous\s*\(\s*\)\s*\?\s*\1\s*:\s*\1\s*\.\s*contiguous\s*\(\s*\)",
+                  r"\1", text)
     alloc = rf"{tensor_decl}(\w+)\s*=\s*(?:torch|at)::(empty|empty_like|zeros|zeros_like)\s*\("
     alloc_names = [m.group(1) for m in re.finditer(alloc, text)]
     root_of: dict[str, str] = {}
@@ -2138,7 +2164,20 @@ def translate_torch_host(
             ptr_of[a], spec_of[a] = ptr_of[root_of[a]], spec_of[root_of[a]]
         text = text[: m.start()] + text[m.end() :]
     returned = {root_of.get(r.group(1), r.group(1)) for r in re.finditer(rf"\breturn\s+(\w+){view}\s*;", text)}
-    if len(returned) != 1 or next(iter(returned)) not in alloc_names:
+    # (only where it allocates nothing: one that allocates a tensor and returns an input is not read as in place)
+    in_place = next(iter(returned)) if len(returned) == 1 and next(iter(returned)) in tensors and not alloc_names \
+        else None
+    if in_place is not None:
+        # the host function changes an input in place and returns it: the entry copies that input into the
+        # output first, and the kernels change the output (the input, const in the task's ABI, stays as given)
+        src = spec_of[in_place]
+        if list(src["shape"]) != list(out_spec["shape"]) or src["dtype"] != out_spec["dtype"]:
+            return None, [], [], (f"{cpp} changes its input `{in_place}` in place and returns it, and the task's "
+                                  f"output is not of that input's shape and dtype")
+        ptr_of[in_place], spec_of[in_place] = f"@{out_spec['name']}@", out_spec
+        text = (f"    (void)hipMemcpyAsync(@{out_spec['name']}@, @{src['name']}@, (size_t)(@numel:{in_place}@) * "
+                f"sizeof(*@{out_spec['name']}@), hipMemcpyDeviceToDevice, stream);\n" + text)
+    elif len(returned) != 1 or next(iter(returned)) not in alloc_names:
         return None, [], [], f"{cpp} returns something other than its output"
     out_name = next(iter(returned))
     options = {m.group(1): m.group(2)
@@ -2257,6 +2296,16 @@ def translate_torch_host(
 
     text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
                   scalar_type, text)
+    # a tensor's dtype kept in a local (`auto st = y.scalar_type();`), compared later: the same, resolved
+    held_types = {}
+    for m in list(re.finditer(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+(\w+)\s*=\s*({names})\s*\.\s*"
+                              r"scalar_type\s*\(\s*\)\s*;", text)):
+        held_types[m.group(1)] = m.group(2)
+    if held_types:
+        text = re.sub(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+({'|'.join(held_types)})\s*=\s*"
+                      rf"(?:{names})\s*\.\s*scalar_type\s*\(\s*\)\s*;", "", text)
+        text = re.sub(rf"\b({'|'.join(held_types)})\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
+                      lambda m: scalar_type(_Renamed(m, {1: held_types[m.group(1)]})), text)
     text = re.sub(rf"\b({names})\s*\.\s*(?:sizes|size)\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]",
                   lambda m: size_of(m.group(1), "size",
                                     int(m.group(2)) % len(dims_of.get(m.group(1)) or spec_of[m.group(1)]["shape"])),
@@ -2332,8 +2381,9 @@ def translate_torch_host(
     renamed = [k for k, v in rename.items() if k != v]
     decisions = [
         f"the entry is {cpp} translated from it: tensors matched to the signature's inputs "
-        f"{'by name' if by_name else 'by position'}, sizes read off the signature's shapes, the output "
-        f"allocation `{out_name}` made the output pointer"
+        f"{'by name' if by_name else 'by position'}, sizes read off the signature's shapes, "
+        + (f"the input `{out_name}` it changes in place copied into the output first, and the output changed in "
+           "its place" if in_place else f"the output allocation `{out_name}` made the output pointer")
         + (f", the other allocations ({', '.join(v[len('arena_tmp_'):] for _, v in scratch)}) scratch the entry "
            "allocates and frees on `stream`" if scratch else "")
         + ", launches on `stream`, checks dropped"
@@ -3399,6 +3449,16 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     launch_note = ""
     entry_params: list[str] | None = None
     indent = "    "
+    kept, knobs = without_environment(kept)
+    for i, piece in enumerate(pieces):      # the host code translated into the entry
+        pieces[i], more = without_environment(piece)
+        knobs += [k for k in more if k not in knobs]
+    if knobs:
+        decisions.append(
+            "the host code read the environment (" + ", ".join(f"getenv({k})" for k in knobs) + "), which a "
+            "candidate's build may not (the build's object check refuses getenv): each read is an unset "
+            "variable, the original's default path"
+        )
     if torch_ext:
         cut_names = [m.group(1) for p in pieces for m in [re.search(r"(\w+)\s*\([^()]*\)\s*\{", p)] if m]
         launch_note = (
@@ -3422,11 +3482,6 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
                 f"({', '.join(cut_names)}) cannot be built here and is kept as comments; it was not "
                 f"translated ({why_not}): write the entry {entry}'s launches (it returns "
                 "hipErrorNotSupported until then)",
-            )
-        if params is not None and re.search(r"\b(getenv|secure_getenv)\s*\(", kept):
-            decisions.append(
-                "the kept host code reads the environment (getenv), which the build's object check refuses: "
-                "replace that read by its value"
             )
         leftovers = sorted(set(TORCH_WORDS.findall(kept)))
         if leftovers:
