@@ -533,9 +533,9 @@ def cases_as_written(monkeypatch):
     """The test's cases as the seen configs, as read: these tests are about reading a source's test script, so the
     growth of its cases into the timing window (``test_aka_cases_below_the_timing_window_are_grown_into_it``) is
     off (every case counts as inside the window)."""
-    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
 
-    monkeypatch.setattr(aka, "WINDOW_BYTES", 0)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 0)
 
 
 @pytest.mark.usefixtures("cases_as_written")
@@ -920,7 +920,7 @@ def _entry_of(folder: Path) -> str:
     return (folder / "baseline.hip").read_text().split("entry added by")[1].split("// ---- the original")[0]
 
 
-def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
+def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path, cases_as_written):
     """A gpumode-style folder: the module's get_inputs loops over cases written in it. Their sizes
     become parameters (one number of the first case, one parameter), the cases of the common
     rank are the seen configs, and the held-out drafts are each run through the module on the
@@ -949,7 +949,32 @@ def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path):
     assert "the entry is forward translated from it: tensors matched to the signature's inputs by name" in report
 
 
-def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path):
+def test_aka_gpumode_module_cases_below_the_timing_window_are_grown_into_it(tmp_path):
+    """A module's get_inputs cases are test shapes: where none is in the timing window, each is grown into it
+    (its sizes doubled in turn, each run through the module), as a test script's cases are; the drafts are made
+    around the largest, and the smoke config is shrunk from the problem's own sizes."""
+    from arena.authoring.importers.common import MAX_CONFIG_BYTES, WINDOW_BYTES
+
+    result = import_aka(FIX / "aka_gpumode_rowscale", tmp_path)
+    task = load_task(tmp_path / "hip2hip" / "aka_gpumode_rowscale")
+    assert result.ok, result.report()
+    seen = [dict(c.params) for c in task.configs("seen")]
+
+    def moved(c: dict) -> int:     # x, w and out, float32
+        return 4 * (2 * c["case0"] * c["case1"] * c["case2"] + c["case2"])
+
+    assert len(seen) == 3 and all(WINDOW_BYTES <= moved(c) <= MAX_CONFIG_BYTES for c in seen), seen
+    names = [c.name for c in task.configs("seen")]
+    assert names[0] == "case0" and names[1].startswith("case") and "grown from" in (
+        tmp_path / "hip2hip" / "aka_gpumode_rowscale" / "configs" / "seen.yaml").read_text()
+    largest = max(seen, key=moved)
+    held = [dict(c.params) for c in task.configs("heldout")]
+    assert len(held) >= 4 and all(moved(h) >= moved(largest) // 8 for h in held), held
+    assert moved(dict(task.configs("smoke")[0].params)) < 10**6
+    assert "below the timing window (>= 20 us on an H100): seen.yaml holds" in result.report()
+
+
+def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path, cases_as_written):
     """A gpumode extension whose host function reads sizes off its tensors, allocates one output,
     dispatches over dtypes and launches on PyTorch's stream: the entry is that function with
     data_ptr -> the entry's pointers, size/numel/stride -> the signature's shape formulas, the
@@ -1972,9 +1997,9 @@ def test_the_importers_own_check_reads_the_rule_of_the_sizes(tmp_path, monkeypat
     assert len(small) == 1 and "make them larger" in small[0], result.report()
     assert not _found(result) and any(TOO_SMALL in d for d in result.decisions), result.report()
     # the same import with its cases grown into the timing window: the rule holds, the check says nothing of it
-    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
 
-    monkeypatch.setattr(aka, "WINDOW_BYTES", 300 * 10**6)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 300 * 10**6)
     result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path / "grown")
     assert result.ok and not result.check_problems, result.report()
 

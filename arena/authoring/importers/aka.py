@@ -38,8 +38,9 @@ from arena.authoring.importers.common import (
     draft_configs,
     finish_draft,
     free_names,
-    grown,
+    grown_cases,
     import_lines,
+    in_window,
     init_from_expr,
     join_statements,
     module_defs,
@@ -3110,8 +3111,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         except (formula.FormulaError, ValueError, TypeError):
             return 0.0
 
-    def enough(cfg: dict) -> bool:
-        return nbytes(cfg) >= WINDOW_BYTES or work(cfg) >= WINDOW_FLOPS
+    enough = in_window(nbytes, work)
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
@@ -3122,10 +3122,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     kept = [f for f in vary if f in set(keep)]       # sizes a block follows: not grown
     growing = [f for f in vary if f not in kept]
     if h.cases and growing and not any(enough(c) for c in h.cases):
-        for i, c in enumerate(h.cases):
-            g = grown({**base_case, **c}, growing, valid, nbytes, enough)
-            if enough(g) and all(g != o for _, _, o in growth):
-                growth.append((i, c, g))
+        growth = [(i, h.cases[i], g) for i, _, g in
+                  grown_cases([{**base_case, **c} for c in h.cases], growing, valid, nbytes, enough)]
         if growth:
             base_case = max((g for _, _, g in growth), key=nbytes)
         # the drafts' checks get a budget of their own, for configs the size of the grown ones

@@ -1150,6 +1150,26 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     return out
 
 
+def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float]) -> Callable[[dict], bool]:
+    """Whether a config is inside the timing window, by its bytes or its work (``WINDOW_BYTES``, ``WINDOW_FLOPS``)."""
+    return lambda c: nbytes(c) >= WINDOW_BYTES or work(c) >= WINDOW_FLOPS
+
+
+def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
+                enough: Callable[[dict], bool]) -> list[tuple[int, dict, dict]]:
+    """Where none of a source's ``cases`` (full configs) is inside the timing window (``enough``): each one grown
+    into it by its sizes among ``keys`` (``grown``), as (its number, the case, the grown config), those that reach
+    it and differ from the ones before; [] where a case is in the window already."""
+    if not keys or not cases or any(enough(c) for c in cases):
+        return []
+    out: list[tuple[int, dict, dict]] = []
+    for i, c in enumerate(cases):
+        g = grown(c, keys, valid, nbytes, enough)
+        if enough(g) and all(g != o for _, _, o in out):
+            out.append((i, c, g))
+    return out
+
+
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,

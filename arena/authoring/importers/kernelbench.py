@@ -18,6 +18,8 @@ from arena.authoring.importers.common import (
     MAX_CONFIG_BYTES,
     MIN_VARIED,
     TENSOR_MAKERS,
+    WINDOW_BYTES,
+    WINDOW_FLOPS,
     Draft,
     Fitter,
     ImportResult,
@@ -25,14 +27,17 @@ from arena.authoring.importers.common import (
     Untranslatable,
     bound_by_imports,
     call_name,
+    config_params,
     count_bytes,
     count_elements,
     dotted_name,
     draft_configs,
     finish_draft,
     free_names,
+    grown_cases,
     import_lines,
     impure_reason,
+    in_window,
     init_from_expr,
     join_statements,
     literal_constants,
@@ -1134,15 +1139,32 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     # the work bounds the drafts only where it is a formula of the sizes (not the seen config's count)
     calls = [type(m).__name__ for m in base.model.modules()] + re.findall(r"\b(?:F|torch)\.[\w.]+", path.read_text())
-    seen, held, smoke, notes, _ = draft_configs(params, vary, valid, size, "problem", nbytes,
-                                                work if flops_ok else None, calls=calls, temporaries=temporaries)
-    scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to
-    if problem.case_list:
-        listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list]
-        listed = [c for i, c in enumerate(listed)
-                  if c not in listed[:i] and nbytes(c) <= MAX_CONFIG_BYTES and valid(c)]
-        if len(listed) >= 2:
-            seen = [{"name": f"case{i}", **c} for i, c in enumerate(listed)]
+    # a problem that lists cases (test shapes, as gpumode's get_inputs loops over) none of which is in the timing
+    # window: each grown into it, as the AKA importer grows a test's cases, the drafts made around the largest (a
+    # problem's one set of sizes is its author's production shape, kept)
+    enough = in_window(nbytes, work if flops_ok else (lambda c: 0.0))
+    listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list or []]
+    listed = [c for i, c in enumerate(listed) if c not in listed[:i] and nbytes(c) <= MAX_CONFIG_BYTES and valid(c)]
+    growth = grown_cases(listed, vary, valid, nbytes, enough) if len(listed) >= 2 else []
+    base = max((g for _, _, g in growth), key=nbytes) if growth else params
+    seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
+                                                work if flops_ok else None, calls=calls, temporaries=temporaries,
+                                                smoke_from=params if growth else None)
+    scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to (or grown)
+    if growth:
+        grew = [{"name": f"case{i}", **g,
+                 "#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                for i, c, g in growth]
+        seen = grew + [d for d in seen[1:] if all(config_params(d) != config_params(x) for x in grew)][
+            : max(0, 3 - len(grew))]
+        notes.insert(0, f"the problem's cases move at most {max(nbytes(c) for c in listed) / 1e6:.1f} MB"
+                        + (f" ({max(work(c) for c in listed) / 1e9:.2g} GFLOP)" if flops_ok else "")
+                        + f", below the timing window (>= 20 us on an H100): seen.yaml holds {len(growth)} of them "
+                        f"grown into it (their sizes doubled in turn until one moves {WINDOW_BYTES / 1e6:.0f} MB or "
+                        f"needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each size accepted by the original), heldout.yaml "
+                        "drafts around the largest; the smoke config is shrunk from the problem's own")
+    elif len(listed) >= 2:
+        seen = [{"name": f"case{i}", **c} for i, c in enumerate(listed)]
     decisions += notes
     if len(held) < 4:
         decisions.append(f"only {len(held)} held-out drafts were accepted by the original: write at least 4")
@@ -1158,7 +1180,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     fixed = [k for k in params if k not in vary]
     decisions.insert(
         0,
-        f"configs/seen.yaml has the problem's own shapes{' (scaled down)' if scaled != params else ''} first; "
+        f"configs/seen.yaml has the problem's own shapes"
+        f"{' (its cases grown)' if growth else ' (scaled down)' if scaled != params else ''} first; "
         "the rest of seen.yaml and all of "
         "heldout.yaml are drafts (each checked against the original model): make the seen configs "
         "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
