@@ -2024,3 +2024,32 @@ def test_aka_host_code_that_reads_the_environment_reads_it_unset(tmp_path):
     assert "getenv(" not in built.replace("/* getenv(", "") and "((const char*)nullptr" in built
     assert "std::atoi(v)" in built
     assert "the host code read the environment (getenv(name))" in result.report()
+
+
+def test_growth_doubles_the_size_that_moves_the_most_bytes_and_keeps_a_matrix_s_aspect():
+    """``grown`` doubles, each time, the size whose doubling moves the most bytes: a histogram's tokens grow, its
+    count of experts (which only makes a reference that loops over them slower) stays; sizes alike in that (a
+    matrix's rows and columns) take turns, so its aspect stays."""
+    from arena.authoring.importers.common import WINDOW_BYTES, grown, in_window
+
+    probed = []
+
+    def valid(c):
+        probed.append(c)
+        return True
+
+    def hist(c):
+        return 4 * (2 * c["tokens"] + c["experts"])
+
+    out = grown({"tokens": 32, "experts": 8}, ["tokens", "experts"], valid, hist, in_window(hist, lambda c: 0.0))
+    assert out["experts"] == 8 and hist(out) >= WINDOW_BYTES and all(c["experts"] == 8 for c in probed)
+
+    def matrix(c):
+        return 4 * c["rows"] * c["cols"]
+
+    out = grown({"rows": 64, "cols": 128}, ["rows", "cols"], valid, matrix, in_window(matrix, lambda c: 0.0))
+    assert matrix(out) >= WINDOW_BYTES and 1 <= out["cols"] / out["rows"] <= 4, out
+    # a doubling the original refuses freezes that size; the others go on
+    out = grown({"rows": 64, "cols": 128}, ["rows", "cols"], lambda c: c["rows"] <= 256, matrix,
+                in_window(matrix, lambda c: 0.0))
+    assert out["rows"] == 256 and matrix(out) >= WINDOW_BYTES

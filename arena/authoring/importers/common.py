@@ -1134,19 +1134,23 @@ WINDOW_FLOPS = 2 * 10**10
 
 def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
           enough: Callable[[dict], bool]) -> dict[str, int]:
-    """``base`` with the sizes among ``keys`` doubled in turn (one, then the next) until ``enough``
-    accepts it, within ``SCALED_BYTES``; a doubling ``valid`` refuses freezes that size."""
+    """``base`` with the sizes among ``keys`` doubled one at a time until ``enough`` accepts it, within
+    ``SCALED_BYTES``: each time the size whose doubling moves the most bytes (a histogram's tokens, not its count
+    of experts, which only makes its reference loop longer), among sizes alike in that the one doubled least (a
+    matrix keeps its aspect); a doubling ``valid`` refuses freezes that size."""
     out = dict(base)
     live = [k for k in keys if out[k] > 0]
+    doubled = dict.fromkeys(live, 0)
     while live and not enough(out):
-        for k in list(live):
-            trial = {**out, k: out[k] * 2}
-            if nbytes(trial) > SCALED_BYTES or not valid(trial):
-                live.remove(k)
-                continue
-            out = trial
-            if enough(out):
-                break
+        gain = {k: nbytes({**out, k: out[k] * 2}) for k in live}
+        top = max(gain.values())
+        k = min((k for k in live if gain[k] >= 0.99 * top), key=lambda k: doubled[k])
+        trial = {**out, k: out[k] * 2}
+        if gain[k] > SCALED_BYTES or not valid(trial):
+            live.remove(k)
+            continue
+        out = trial
+        doubled[k] += 1
     return out
 
 
