@@ -1972,16 +1972,6 @@ def without_environment(text: str) -> tuple[str, list[str]]:
     return text, list(dict.fromkeys(names))
 
 
-class _Renamed:
-    """A regex match with some of its groups given other values."""
-
-    def __init__(self, m: re.Match, groups: dict[int, str]):
-        self.m, self.groups = m, groups
-
-    def group(self, k: int = 0) -> str:
-        return self.groups.get(k, self.m.group(k))
-
-
 def _drop_calls(text: str, pattern: str) -> str:
     """``text`` without the statements ``NAME(...);`` whose NAME matches ``pattern``."""
     return _rewrite_calls(text, pattern, lambda _: "")
@@ -2291,22 +2281,26 @@ def translate_torch_host(
 
     text = re.sub(rf"\b({names})\s*\.\s*(\w+)\s*(?:<\s*([\w: ]+)\s*>)?\s*\(([^()]*)\)", method, text)
 
-    def scalar_type(m: re.Match) -> str:
-        same = _TORCH_DTYPES.get(m.group(3)) == spec_of[m.group(1)]["dtype"]
-        return "true" if same == (m.group(2) == "==") else "false"
+    def scalar_type(tensor: str, op: str, torch_name: str) -> str:
+        """``tensor.scalar_type() op at::k<torch_name>`` resolved for the tensor's dtype."""
+        same = _TORCH_DTYPES.get(torch_name) == spec_of[tensor]["dtype"]
+        return "true" if same == (op == "==") else "false"
 
-    text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
-                  scalar_type, text)
+    compared = r"\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)"
+    text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)" + compared,
+                  lambda m: scalar_type(m.group(1), m.group(2), m.group(3)), text)
     # a tensor's dtype kept in a local (`auto st = y.scalar_type();`), compared later: the same, resolved
-    held_types = {}
-    for m in list(re.finditer(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+(\w+)\s*=\s*({names})\s*\.\s*"
-                              r"scalar_type\s*\(\s*\)\s*;", text)):
+    held_types: dict[str, str] = {}
+
+    def hold(m: re.Match) -> str:
         held_types[m.group(1)] = m.group(2)
+        return ""
+
+    text = re.sub(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+(\w+)\s*=\s*({names})\s*\.\s*"
+                  r"scalar_type\s*\(\s*\)\s*;", hold, text)
     if held_types:
-        text = re.sub(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+({'|'.join(held_types)})\s*=\s*"
-                      rf"(?:{names})\s*\.\s*scalar_type\s*\(\s*\)\s*;", "", text)
-        text = re.sub(rf"\b({'|'.join(held_types)})\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)",
-                      lambda m: scalar_type(_Renamed(m, {1: held_types[m.group(1)]})), text)
+        text = re.sub(rf"\b({'|'.join(held_types)})" + compared,
+                      lambda m: scalar_type(held_types[m.group(1)], m.group(2), m.group(3)), text)
     text = re.sub(rf"\b({names})\s*\.\s*(?:sizes|size)\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]",
                   lambda m: size_of(m.group(1), "size",
                                     int(m.group(2)) % len(dims_of.get(m.group(1)) or spec_of[m.group(1)]["shape"])),
