@@ -1,7 +1,7 @@
 """Import every problem of a suite's folders and tabulate what came out (CPU only; an AKA task is
 every folder holding a config.yaml beneath the folders given):
     python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N] [--json ROWS.json]
-        [--keep ROOT]
+        [--keep ROOT] [--resume]
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
 import, does the folder validate as written, how many seen and held-out configs it has, whether
 it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 STUB_MARKS = ("NotImplementedError", "hipErrorNotSupported", "TODO(import)")
 
@@ -92,11 +93,13 @@ def _worker(args: tuple[str, str, str], queue: mp.Queue) -> None:
     queue.put(one(args))
 
 
-def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = "") -> list[dict]:
-    """Each problem in a process of its own, ``jobs`` at a time, killed past ``timeout``."""
+def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = "",
+            done: dict[str, dict] | None = None, on_row: Callable[[dict[str, dict]], None] | None = None) -> list[dict]:
+    """Each problem in a process of its own, ``jobs`` at a time, killed past ``timeout``; the rows
+    of ``done`` are kept as they are, and ``on_row`` is told of every row as it comes."""
     ctx = mp.get_context("spawn")
-    rows: dict[str, dict] = {}
-    todo = list(paths)
+    rows: dict[str, dict] = dict(done or {})
+    todo = [p for p in paths if p not in rows]
     running: dict[str, tuple] = {}
     while todo or running:
         while todo and len(running) < jobs:
@@ -121,6 +124,10 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = 
                            else f"the import process died (exit code {proc.exitcode})"}
             proc.join(timeout=5)
             del running[p]
+            print(f"[{sum(q in rows for q in paths)}/{len(paths)}] {p}: complete={rows[p]['complete']} "
+                  f"checked={rows[p]['checked']} {rows[p]['seconds']} s", file=sys.stderr, flush=True)
+            if on_row is not None:
+                on_row(rows)
     return [rows[p] for p in paths]
 
 
@@ -129,7 +136,9 @@ def main() -> int:
     ap.add_argument("kind", choices=("kernelbench", "aka"))
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--json", help="also write the rows as JSON here")
+    ap.add_argument("--json", help="also write the rows as JSON here, after every problem (an interrupted run "
+                    "keeps the rows it finished)")
+    ap.add_argument("--resume", action="store_true", help="keep the rows --json already holds; import the rest")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
@@ -139,7 +148,17 @@ def main() -> int:
         paths = sorted(str(p) for f in a.folders for p in Path(f).glob("*.py"))
     else:
         paths = sorted(str(p.parent) for f in a.folders for p in Path(f).rglob("config.yaml"))
-    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep)
+    done: dict[str, dict] = {}
+    if a.resume and a.json and Path(a.json).is_file():
+        done = {r["problem"]: r for r in json.loads(Path(a.json).read_text()) if r["problem"] in paths}
+
+    def keep_rows(rows: dict[str, dict]) -> None:
+        if a.json:
+            tmp = Path(a.json + ".tmp")
+            tmp.write_text(json.dumps([rows[p] for p in paths if p in rows], indent=1))
+            tmp.replace(a.json)
+
+    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep, done, keep_rows)
     by_folder: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_folder[str(Path(r["problem"]).parent.name)].append(r)
@@ -157,8 +176,7 @@ def main() -> int:
         lines.append(f"| {Path(r['problem']).parent.name}/{Path(r['problem']).name} | {r['imported']} | "
                      f"{r['valid']} | {r['seen']} | {r['heldout']} | {r['complete']} | {r['why']} |")
     Path(a.out).write_text("\n".join(lines) + "\n")
-    if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
+    keep_rows({r["problem"]: r for r in rows})
     print("\n".join(lines[:2 + len(by_folder)]))
     return 0
 

@@ -949,10 +949,15 @@ def test_aka_gpumode_module_whose_get_inputs_loops_over_cases(tmp_path, cases_as
     assert "the entry is forward translated from it: tensors matched to the signature's inputs by name" in report
 
 
-def test_aka_gpumode_module_cases_below_the_timing_window_are_grown_into_it(tmp_path):
+def test_aka_gpumode_module_cases_below_the_timing_window_are_grown_into_it(tmp_path, monkeypatch):
     """A module's get_inputs cases are test shapes: where none is in the timing window, each is grown into it
     (its sizes doubled in turn, each run through the module), as a test script's cases are; the drafts are made
     around the largest, and the smoke config is shrunk from the problem's own sizes."""
+    import arena.authoring.importers.common as common
+
+    # a window of 60 MB, not 300: the same growth, at a fifth of the sizes (the module's probes, and the rounding
+    # measured on the drafts, run at full size on the CPU)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 60 * 10**6)
     from arena.authoring.importers.common import MAX_CONFIG_BYTES, WINDOW_BYTES
 
     result = import_aka(FIX / "aka_gpumode_rowscale", tmp_path)
@@ -1638,6 +1643,48 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
     assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == ["n_cols"]
 
 
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path):
+    """A kernel file that asks the GPU's driver for its target where it loads (an autotune list per backend) cannot
+    load under Triton's interpreter on the CPU: that is no fault of the kernel the import can show, so it is not
+    a problem of the import's own check; the report says only a GPU shows it correct, and how."""
+    src = tmp_path / "src" / "aka_triton_row_rms"
+    shutil.copytree(FIX / "aka_triton_row_rms", src)
+    kernel = src / "source" / "row_rms.py"
+    kernel.write_text(kernel.read_text().replace(
+        "import triton.language as tl\n",
+        "import triton.language as tl\n\nBACKEND = triton.runtime.driver.active.get_current_target().backend\n", 1))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok and not any("starting kernel" in p for p in result.check_problems), result.report()
+    assert any(d.startswith("the starting kernel does not run on the CPU (its file asks for a GPU driver where it "
+                            "loads: importing baseline.py failed: RuntimeError: 0 active drivers")
+               and "`arena tasks check triton2triton/aka_triton_row_rms --device cuda`" in d
+               for d in result.decisions), result.decisions
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_a_copy_the_kernel_changes_in_place_is_the_tensor_the_reference_reads(tmp_path):
+    """The test hands the kernel a copy (``x_gpu = x.clone()``), which it changes in place, and computes the
+    reference from the tensor it copied: the copy is an inout input made as that tensor is, and the reference reads
+    it as made (the harness hands the reference the inputs before the kernel runs)."""
+    src = tmp_path / "src" / "aka_vllm_row_floor"
+    shutil.copytree(FIX / "aka_vllm_row_floor", src)
+    runner = src / "scripts" / "task_runner.py"
+    text = runner.read_text()
+    old = "            ref = x.clone()\n            mod.row_floor(x, scratch, noise, BASE)\n"
+    assert old in text
+    text = text.replace(old, "            x_gpu = x.clone()\n            mod.row_floor(x_gpu, scratch, noise, BASE)\n"
+                             "            ref = x.clone()\n")
+    runner.write_text(text.replace("torch.allclose(x, ref,", "torch.allclose(x_gpu, ref,"))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok and "the starting kernel passes the smoke config" in result.report(), result.report()
+    assert all("100 MB" in p for p in result.check_problems), result.check_problems    # the cases as written
+    task = load_task(result.folder)
+    assert [(i.name, i.inout) for i in task.inputs][0] == ("x_gpu", True)
+    text = task.reference_path.read_text()
+    assert "    x = x_gpu\n" in text and "NotImplementedError" not in text, text
+
+
 def test_smoke_config_is_shrunk_from_the_smallest_case_even_where_the_probe_refuses_every_size():
     """The smoke config starts from the source's smallest case, not from the (grown) largest: where the
     reference's probe refuses every other size (its CPU budget spent on a slow machine), the smallest case
@@ -1691,6 +1738,32 @@ def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):
     assert result.ok and len(task.configs("heldout")) >= 4, result.report()
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         assert c.params["K"] % c.params["group_size"] == 0, c
+
+
+def test_aka_cases_partly_inside_the_timing_window_grow_the_ones_below_it(tmp_path, monkeypatch):
+    """Where some of a test's cases are inside the timing window and some below it, the ones below are grown into
+    it (the harness could not time them as they are), the ones inside kept as they are; the report names the cases
+    grown, and the smallest case stays the smoke config."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "WINDOW_BYTES", 5 * 10**6)   # the fixture's cases move 4 KB, 512 KB, 8.4 MB, 67 MB
+    result = import_aka(FIX / "aka_triton_scaled_softmax", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+
+    def moved(c) -> int:
+        return 2 * 4 * c["n_rows"] * c["n_cols"]     # x and y, fp32
+
+    seen = task.configs("seen")
+    assert [c.name for c in seen] == ["case0", "case1", "case2", "case3"], seen
+    assert all(moved(dict(c.params)) >= 5 * 10**6 for c in seen), seen
+    assert [dict(c.params) for c in seen[2:]] == [{"n_rows": 256, "n_cols": 4096}, {"n_rows": 1024, "n_cols": 8192}]
+    text = (result.folder / "configs" / "seen.yaml").read_text()
+    assert text.count("grown from") == 2, text
+    assert [dict(c.params) for c in task.configs("smoke")] == [{"n_rows": 8, "n_cols": 64}]
+    notes = _decisions(result.report())
+    assert any("the cases of task_runner.py case0, case1 move at most 0.5 MB" in d and "grown into it" in d
+               for d in notes), notes
 
 
 def test_the_tail_of_errors_near_zero_grows_with_the_elements_compared():
@@ -2026,6 +2099,36 @@ def test_aka_host_code_that_reads_the_environment_reads_it_unset(tmp_path):
     assert "the host code read the environment (getenv(name))" in result.report()
 
 
+@pytest.mark.usefixtures("cases_as_written")
+@pytest.mark.parametrize("in_eval", [True, False])
+def test_aka_a_module_run_in_eval_mode_keeps_its_dropouts_off(tmp_path, in_eval):
+    """gpumode's harness runs the module in eval mode (`kernel_modu.eval()`), where a dropout module, and a dropout
+    told the module's mode, are the identity: such a module imports (its reference without them); where the folder's
+    harness does not call `.eval()`, the dropout draws random numbers and the module is refused."""
+    src = tmp_path / "src" / "aka_gpumode_rowscale"
+    shutil.copytree(FIX / "aka_gpumode_rowscale", src)
+    module = src / "pytorch_code_module" / "py_rowscale.py"
+    module.write_text(module.read_text().replace(
+        "    def forward(self, x, w):\n        return x * w * 0.5",
+        "    def __init__(self):\n        super().__init__()\n        self.dropout = nn.Dropout(0.25)\n\n"
+        "    def forward(self, x, w):\n        y = self.dropout(x * w)\n"
+        "        return nn.functional.dropout(y, 0.1, training=self.training) * 0.5"))
+    check = src / "eval_tools" / "correctness_check.py"
+    check.write_text(check.read_text() + ("model.eval()\n" if in_eval else ""))
+    result = import_aka(src, tmp_path / "out")
+    if not in_eval:
+        assert "RowScale.forward draws random numbers (self.dropout, line" in result.report()
+        return
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    assert [i.name for i in task.inputs] == ["x", "w"]
+    ref = import_file(task.reference_path, "arena_test_eval_mode_reference")
+    x, w = torch.randn(2, 64, 256), torch.randn(256)
+    torch.testing.assert_close(ref.reference(x, w, 2, 64, 256), x * w * 0.5)
+    body = task.reference_path.read_text().split("def reference", 1)[1]
+    assert "dropout(x * w)" not in body and "training=False" in body     # the module's is gone, F's told eval
+
+
 def test_growth_doubles_the_size_that_moves_the_most_bytes_and_keeps_a_matrix_s_aspect():
     """``grown`` doubles, each time, the size whose doubling moves the most bytes: a histogram's tokens grow, its
     count of experts (which only makes a reference that loops over them slower) stays; sizes alike in that (a
@@ -2053,3 +2156,43 @@ def test_growth_doubles_the_size_that_moves_the_most_bytes_and_keeps_a_matrix_s_
     out = grown({"rows": 64, "cols": 128}, ["rows", "cols"], lambda c: c["rows"] <= 256, matrix,
                 in_window(matrix, lambda c: 0.0))
     assert out["rows"] == 256 and matrix(out) >= WINDOW_BYTES
+
+
+def test_a_probe_keeps_its_run_for_the_shapes_only():
+    """A probe on the CPU runs at full size, and the Fitter and the drafts' checks keep every probe's run: kept, its
+    tensors are on the meta device (the same shapes and dtypes, no memory), the module's parameters, buffers and
+    plain tensor attributes too, in lists, tuples and dicts alike; other values as they were."""
+    import torch
+
+    from arena.authoring.importers.common import shapes_only
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3, 4))
+            self.register_buffer("b", torch.zeros(4, dtype=torch.float16))
+            self.plain = torch.arange(5)
+            self.scale = 0.5
+
+    m = shapes_only(M())
+    assert [(t.device.type, tuple(t.shape)) for t in (m.w, m.b, m.plain)] == [("meta", (3, 4)), ("meta", (4,)),
+                                                                              ("meta", (5,))]
+    assert m.b.dtype == torch.float16 and m.scale == 0.5
+    kept = shapes_only([torch.ones(2, 3), (torch.ones(1, dtype=torch.int64), 7), {"o": torch.ones(6)}, "x"])
+    assert isinstance(kept[1], tuple) and kept[1][1] == 7 and kept[3] == "x"
+    assert [(t.device.type, tuple(t.shape), t.dtype) for t in (kept[0], kept[1][0], kept[2]["o"])] == [
+        ("meta", (2, 3), torch.float32), ("meta", (1,), torch.int64), ("meta", (6,), torch.float32)]
+
+
+def test_a_reference_imports_only_what_it_reads():
+    """A test script imports the kernel it checks, and libraries only the kernel needs (aiter's topk): the reference
+    written from it keeps the imports whose names it reads (a name at a time), torch and __future__'s, not the rest,
+    so that it runs where the kernel's library is not installed."""
+    from arena.authoring.importers.common import without_unused_imports
+
+    text = ("from __future__ import annotations\nimport types\nimport math, os.path\nimport torch\n"
+            "from aiter.ops.triton.topk import topk as triton_topk, other\nfrom x import (a,\n    b)\n\n\n"
+            "def reference(x):\n    return math.sqrt(other(b))\n")
+    assert without_unused_imports(text) == (
+        "from __future__ import annotations\nimport math\nimport torch\nfrom aiter.ops.triton.topk import other\n"
+        "from x import b\n\n\ndef reference(x):\n    return math.sqrt(other(b))\n")

@@ -29,11 +29,13 @@ from arena.authoring.importers.common import (
     Fitter,
     ImportResult,
     ImportStop,
+    ProbeTimeout,
     bound_by_imports,
     call_name,
     config_params,
     count_bytes,
     count_elements,
+    cpu_time_limit,
     dotted_name,
     draft_configs,
     finish_draft,
@@ -51,7 +53,9 @@ from arena.authoring.importers.common import (
     scaled_test_tolerance,
     schema_supports,
     shape_space_draft,
+    shapes_only,
     test_tolerance,
+    without_unused_imports,
     write_draft,
 )
 from arena.authoring.importers.kernelbench import (
@@ -1359,13 +1363,38 @@ def _writers(h: Harness, n: str, last: int, skip: set[str] | frozenset[str] = fr
                 for sub in ast.walk(s) if isinstance(sub, (ast.Assign, ast.AugAssign))
                 for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
     ]
-    # a call that changes it in place, alone or in a loop: x.masked_fill_(...), x[:, 0].uniform_(), rows.append(...)
+    # a call that changes it in place, alone or in a loop: x.masked_fill_(...), x[:, 0].uniform_(), rows.append(...),
+    # or a function of the test or of the kernel's file that writes into the argument it is passed as
     out += [
         s for s in h.stmts[:last]
         if isinstance(s, (ast.Expr, ast.For, ast.While)) and s not in out
-        and any(isinstance(c, ast.Call) and _changes(c, n) for c in ast.walk(s))
+        and any(isinstance(c, ast.Call) and (_changes(c, n) or _writes_argument(h, c, n)) for c in ast.walk(s))
     ]
     return sorted(out, key=h.stmts.index)
+
+
+def _writes_argument(h: Harness, call: ast.Call, n: str) -> bool:
+    """Is ``call`` a Python function of the test or of the kernel's file (not a kernel, nor what launches one) that
+    writes into the parameter ``n`` is passed as (``identity_pytorch(data, out_ref)``: ``output[...] = input``)?"""
+    name = call_name(call)
+    if not isinstance(call.func, ast.Name) or name in h.kernel_launching:
+        return False
+    trees = [h.tree] + ([h.kernel_source[1]] if h.kernel_source is not None else [])
+    fn = next((st for t in trees for st in t.body if isinstance(st, ast.FunctionDef) and st.name == name), None)
+    if fn is None:
+        return False
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    passed = [params[i] for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == n and i < len(params)]
+    passed += [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == n and k.arg]
+    for p in passed:
+        for sub in ast.walk(fn):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+                if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Subscript) and _root_name(t) == p for t in targets):
+                return True
+            if isinstance(sub, ast.Call) and _changes(sub, p):
+                return True
+    return False
 
 
 def _changes(call: ast.Call, n: str) -> bool:
@@ -1411,6 +1440,26 @@ class _KernelModuleAttributes(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _copy_source(h: Harness, m: str) -> str | None:
+    """The tensor the test made ``m`` as a copy of before the kernel call (``m = n.clone()``, ``n.detach().clone()``,
+    ``torch.clone(n)``: the kernel is handed the copy, which it changes in place), or None."""
+    call_at = h.stmts.index(h.call_stmt) if h.call_stmt in h.stmts else len(h.stmts)
+    for st in h.stmts[:call_at]:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == m and isinstance(st.value, ast.Call)):
+            continue
+        v, f = st.value, st.value.func
+        src: ast.AST | None = None
+        if isinstance(f, ast.Attribute) and f.attr == "clone" and not v.args:
+            src = f.value
+            if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "detach":
+                src = src.func.value
+        elif dotted_name(f) == "torch.clone" and len(v.args) == 1:
+            src = v.args[0]
+        return src.id if isinstance(src, ast.Name) and src.id in h.tensors else None
+    return None
+
+
 def _reference_from_harness(
     h: Harness, inputs: list[str], first_float: dict[str, str], returns: list[str] | None = None
 ) -> tuple[str | None, str]:
@@ -1452,7 +1501,13 @@ def _reference_from_harness(
             prelude.append(f"{n} = {inputs[0]}.device" if inputs else f"{n} = 'cpu'")
             continue
         if n in h.tensors and n not in inputs and h.tensors[n].maker not in CONSTANT_MAKERS:
-            return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
+            copy_of = next((m for m in inputs if _copy_source(h, m) == n), None)
+            if copy_of is None:
+                return None, f"the reference in {h.path.name} uses {n}, a tensor the kernel is not given"
+            # the kernel is given a copy (``logits_gpu = logits.clone()``), which it changes in place: the reference
+            # is handed that input as it was made, the values of the tensor it reads
+            prelude.append(f"{n} = {copy_of}")
+            continue
         assigns = [s for s in _writers(h, n, last) if s is not h.call_stmt]
         if assigns and all(isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and
                            call_name(s.value) in loaders for s in assigns):
@@ -1558,7 +1613,7 @@ def _reference_from_harness(
     lines += [f"    {k}.copy_(_{k})" for k in updated]
     if returned:
         lines.append(f"    return {ret}")
-    return "\n".join(lines) + "\n", ""
+    return without_unused_imports("\n".join(lines) + "\n"), ""
 
 
 class _OnInputsDevice(ast.NodeTransformer):
@@ -2492,7 +2547,8 @@ def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], li
     roles: dict[str, Any] = {}
     inout_ok = schema_supports("inout")
     for n in passed:
-        t = h.tensors.get(n)
+        # a copy of a tensor the test made (``logits_gpu = logits.clone()``): made as that tensor is
+        t = h.tensors.get(n) or h.tensors.get(_copy_source(h, n) or "")
         if t is None:
             if n in compared_names and n not in h.results and n not in [o["name"] for o in outputs]:
                 # handed to the kernel and compared after, made by code the importer does not read: an output
@@ -2708,9 +2764,13 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         t0 = time.process_time()
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         try:
-            with OnDevice("meta"), FlopCounterMode(display=False) as counter:
+            # past a few times the time a reference may take there (a loop in Python over every element): slow
+            with cpu_time_limit(4 * REFERENCE_PROBE_SECONDS), OnDevice("meta"), \
+                    FlopCounterMode(display=False) as counter:
                 out = ref_fn(*ins, *[params[f] for f in fields])
             meta_seconds = time.process_time() - t0
+        except ProbeTimeout:
+            raise
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
             if observer is None or cpu_left[0] <= 0:
                 raise
@@ -2720,12 +2780,12 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                with FlopCounterMode(display=False) as counter:
+                with cpu_time_limit(cpu_left[0]), FlopCounterMode(display=False) as counter:
                     out = ref_fn(*cpu, *[params[f] for f in fields])
             finally:
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return {"outputs": outs, "flops": counter.get_total_flops(), "meta_seconds": meta_seconds}
+        return {"outputs": shapes_only(outs), "flops": counter.get_total_flops(), "meta_seconds": meta_seconds}
 
     probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
     return probe
@@ -2964,6 +3024,24 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     for s in helpers:
         if _launches(s, h):
             return None, f"{getattr(s, 'name', 'a helper')} calls the kernel's file"
+    # a helper of the test named as what reference.py defines (vllm's runners make their inputs in ``make_inputs``):
+    # renamed, as the reference's own copy of the test's helpers is
+    clash = {st.name for st in helpers if isinstance(st, ast.FunctionDef)} & {"reference", "make_inputs"}
+    if clash:
+        class _Own(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.Name:
+                node.id = f"{node.id}_of_test" if node.id in clash else node.id
+                return node
+
+            def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+                self.generic_visit(node)
+                node.name = f"{node.name}_of_test" if node.name in clash else node.name
+                return node
+
+        body = [_Own().visit(st) for st in body]
+        helpers = [_Own().visit(copy.deepcopy(st)) for st in helpers]
+        for st in helpers:
+            st.end_lineno = None    # written as renamed, not as the test's text has it
     lines = ["", "", "def make_inputs(config, generator, device):",
              f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
              '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator.'
@@ -3078,6 +3156,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     def valid(cfg: dict) -> bool:
         try:
             got = fitter.probe({**base_case, **cfg})
+        except ProbeTimeout:
+            slow.append(cfg)
+            return False
         except Exception:  # noqa: BLE001
             return False
         if got is not None and (got.get("meta_seconds") or 0) > REFERENCE_PROBE_SECONDS:
@@ -3109,13 +3190,14 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
-    # the test's cases check correctness: they are often far below the timing window. Where none is in it, the
-    # seen configs are the cases grown into it (where the reference accepts the sizes), the held-out ones drafts
-    # around the largest of them
+    # the test's cases check correctness: they are often far below the timing window. The seen configs are the cases
+    # below it grown into it (where the reference accepts the sizes), those inside it as they are, the held-out ones
+    # drafts around the largest of them
     growth: list[tuple[int, dict, dict]] = []      # (case number, the case, the case grown into the window)
     kept = [f for f in vary if f in set(keep)]       # sizes a block follows: not grown
     growing = [f for f in vary if f not in kept]
-    if h.cases and growing and not any(enough(c) for c in h.cases):
+    below = [i for i, c in enumerate(h.cases) if not enough({**base_case, **c})]
+    if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
                   grown_cases([{**base_case, **c} for c in h.cases], growing, valid, nbytes, enough)]
         if growth:
@@ -3144,13 +3226,17 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     if growth:
         seen = [{"name": f"case{i}", **{k: g[k] for k in c},
-                 "#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                 **({"#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                    if any(c[k] != g[k] for k in c) else {})}
                 for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
-        seen += [d for d in seen_drafts[1:]
-                 if all(config_params(d) != config_params(x) for x in seen)][: max(0, 3 - len(seen))]
-        notes.insert(0, f"the cases of {h.path.name} move at most {max(nbytes(c) for c in h.cases) / 1e6:.1f} MB "
-                        f"({max(work(c) for c in h.cases) / 1e9:.2g} GFLOP), below the timing window (>= 20 us on an "
+        seen += [d for d in seen_drafts[1:] if enough({**base_case, **config_params(d)})
+                 and all(config_params(d) != config_params(x) for x in seen)][: max(0, 3 - len(seen))]
+        small = [{**base_case, **h.cases[i]} for i in below]
+        notes.insert(0, f"the cases of {h.path.name}"
+                        + (f" {', '.join(f'case{i}' for i in below)}" if len(below) < len(h.cases) else "")
+                        + f" move at most {max(nbytes(c) for c in small) / 1e6:.1f} MB "
+                        f"({max(work(c) for c in small) / 1e9:.2g} GFLOP), below the timing window (>= 20 us on an "
                         f"H100): seen.yaml holds {len(growth)} of them grown into it (their sizes doubled in turn "
                         f"until a case moves {WINDOW_BYTES / 1e6:.0f} MB or needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each "
                         "size accepted by the reference), heldout.yaml drafts around the largest; the smallest "
@@ -3357,6 +3443,16 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                 fitted, refused = fit_drafts(folder, draft)
                 passed += fitted
                 found += refused
+        elif v is not None and (v.status is Status.CRASHED or "active drivers" in v.message):
+            # the interpreter died under it, or its file asks the GPU's driver for the target on import: the CPU
+            # cannot tell whether it is correct, a GPU can
+            why = ("Triton's interpreter died under it" if v.status is Status.CRASHED
+                   else "its file asks for a GPU driver where it loads")
+            if draft is not None:
+                said = v.message.splitlines()[0][:160] if v.message else ""
+                draft.decisions.append(f"the starting kernel does not run on the CPU ({why}: {said}): "
+                                       f"only a GPU shows it correct on the configs: `arena tasks check "
+                                       f"{task.id} --device cuda`")
         elif v is not None:
             found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
                          f"{v.status.value} {v.message[:300]}: correct baseline.py or the signature")
@@ -3375,9 +3471,11 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     check = None
     module_task = None
     module_path: Path | None = None
+    # the folder's harness runs the module as gpumode's does, in eval mode (`kernel_modu.eval()`): its dropouts are off
+    eval_mode = any(re.search(r"\.eval\(\)", h.read_text(errors="replace")) for h in aka.harnesses)
     for mp in aka.modules:
         try:
-            module_task = build_module_task(ModuleProblem(mp, any_module=True), name, "hip2hip")
+            module_task = build_module_task(ModuleProblem(mp, any_module=True, eval_mode=eval_mode), name, "hip2hip")
             module_path = mp
             decisions.append(
                 f"the signature, reference and configs come from the PyTorch module "

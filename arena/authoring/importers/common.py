@@ -4,14 +4,17 @@ roofline formulas), fitting formulas over a problem's constants, and reading Pyt
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import json
 import math
 import re
+import signal
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 import yaml
@@ -95,6 +98,57 @@ PER_ELEMENT_MOST = 2**16     # the largest constant factor of a count per elemen
 
 class _NoValue(ArenaException):
     pass
+
+
+class ProbeTimeout(Exception):
+    """A probe's run went past the CPU seconds it was given (``cpu_time_limit``)."""
+
+
+@contextlib.contextmanager
+def cpu_time_limit(seconds: float) -> Iterator[None]:
+    """Interrupts the block with ``ProbeTimeout`` once this process has used ``seconds`` more CPU time (a reference
+    that loops in Python over every element runs for hours at the sizes a probe tries; the budgets counted between
+    probes do not stop one run). In the main thread only (a signal's handler runs there); elsewhere, no limit."""
+    if seconds <= 0:
+        raise ProbeTimeout("no CPU time left")
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise ProbeTimeout(f"more than {seconds:.3g} CPU seconds")
+
+    before = signal.signal(signal.SIGPROF, expired)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, before)
+
+
+def shapes_only(value: Any) -> Any:
+    """``value`` as a probe keeps it for its shapes: every tensor in it (in lists, tuples and dicts, and a module's
+    parameters, buffers and tensor attributes, the module changed in place) on the meta device, the same shape and
+    dtype with no memory. A probe on the CPU runs at full size; the Fitter and the drafts' checks keep every probe's
+    run, and kept whole, those of configs of hundreds of MB held many GB."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value if value.device.type == "meta" else torch.empty_like(value, device="meta")
+    if isinstance(value, torch.nn.Module):
+        value.to("meta")
+        for m in value.modules():
+            for k, v in list(vars(m).items()):
+                if isinstance(v, torch.Tensor) and v.device.type != "meta":
+                    setattr(m, k, torch.empty_like(v, device="meta"))
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [shapes_only(v) for v in value]
+        return type(value)(items) if type(value) in (list, tuple) else items
+    if isinstance(value, dict):
+        return {k: shapes_only(v) for k, v in value.items()}
+    return value
 
 
 def peak_bytes_mode() -> Any:
@@ -1161,15 +1215,18 @@ def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float]) -> C
 
 def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
                 enough: Callable[[dict], bool]) -> list[tuple[int, dict, dict]]:
-    """Where none of a source's ``cases`` (full configs) is inside the timing window (``enough``): each one grown
-    into it by its sizes among ``keys`` (``grown``), as (its number, the case, the grown config), those that reach
-    it and differ from the ones before; [] where a case is in the window already."""
-    if not keys or not cases or any(enough(c) for c in cases):
+    """Where a source's ``cases`` (full configs) are below the timing window (``enough``), all or some: each one
+    below it grown into it by its sizes among ``keys`` (``grown``), each inside it as it is, as (its number, the case,
+    the config), those that reach it and differ from the ones before in a size the bytes follow (a case below the
+    window is a config the harness cannot time; cases that grow into one set of sizes, a seed apart, are one
+    config); [] where every case is inside it already."""
+    if not keys or not cases or all(enough(c) for c in cases):
         return []
     out: list[tuple[int, dict, dict]] = []
+    sizes = [k for k in keys if nbytes({**cases[0], k: cases[0][k] * 2}) != nbytes(cases[0])]   # not a seed
     for i, c in enumerate(cases):
-        g = grown(c, keys, valid, nbytes, enough)
-        if enough(g) and all(g != o for _, _, o in out):
+        g = c if enough(c) else grown(c, keys, valid, nbytes, enough)
+        if enough(g) and all(any(g[k] != o[k] for k in sizes) for _, _, o in out):
             out.append((i, c, g))
     return out
 
@@ -1535,15 +1592,27 @@ def with_constants(tree: ast.Module, values: dict[str, Any]) -> ast.Module:
     return ast.fix_missing_locations(t)
 
 
-def impure_reason(funcs: Iterable[tuple[str, ast.FunctionDef]], inputs: Iterable[str] = ()) -> str | None:
+def _off_in_eval(node: ast.Call) -> bool:
+    """A dropout that a module in eval mode does not apply: a module of the model (``self.dropout(x)``; a dropout
+    module in eval mode is the identity) or a call told the module's mode
+    (``F.dropout(x, p, training=self.training)``)."""
+    return call_name(node).endswith("dropout") and (
+        (isinstance(node.func, ast.Attribute) and _rooted_at_self(node.func))
+        or any(kw.arg == "training" and dotted_name(kw.value) == "self.training" for kw in node.keywords))
+
+
+def impure_reason(funcs: Iterable[tuple[str, ast.FunctionDef]], inputs: Iterable[str] = (),
+                  eval_mode: bool = False) -> str | None:
     """What makes these functions impure, naming the line: random numbers, writes to
-    ``self`` (module state), in-place writes into an input that was not rebound first."""
+    ``self`` (module state), in-place writes into an input that was not rebound first. ``eval_mode``: the module
+    runs in eval mode (its source's harness calls ``.eval()``), where its dropouts are not applied."""
     for owner, fn in funcs:
         for node in ast.walk(fn):
             if isinstance(node, ast.Call):
                 name = call_name(node)
                 src = dotted_name(node.func)
                 if name in RANDOM_FUNCS and not (name == "normal" and "init" in src) and \
+                        not (eval_mode and _off_in_eval(node)) and \
                         not any(kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is False
                                 for kw in node.keywords):
                     return f"{owner} draws random numbers ({src}, line {node.lineno})"
@@ -1623,6 +1692,26 @@ def free_names(nodes: Iterable[ast.AST]) -> set[str]:
 
 def import_lines(tree: ast.Module) -> list[str]:
     return [ast.unparse(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+
+
+def without_unused_imports(text: str, keep: Iterable[str] = ("torch",)) -> str:
+    """``text`` (a module's source) less the names its top-level imports bind that nothing else in it reads (a test's
+    import of the kernel it checks, or of a library only the kernel needs: a reference that imports them needs them
+    installed where it runs), but for ``keep`` and ``__future__``'s."""
+    tree = ast.parse(text)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    lines = text.splitlines(keepends=True)
+    for st in reversed(tree.body):
+        if not isinstance(st, (ast.Import, ast.ImportFrom)) or (isinstance(st, ast.ImportFrom)
+                                                                  and st.module == "__future__"):
+            continue
+        names = [a for a in st.names if (a.asname or a.name).split(".")[0] in {*used, *keep} or a.name == "*"]
+        if len(names) == len(st.names):
+            continue
+        kept = [ast.unparse(type(st)(**{**{f: getattr(st, f) for f in st._fields}, "names": names})) + "\n"] \
+            if names else []
+        lines[st.lineno - 1:st.end_lineno] = kept
+    return "".join(lines)
 
 
 def bound_by_imports(lines: list[str]) -> set[str]:

@@ -50,6 +50,7 @@ from arena.authoring.importers.common import (
     roofline_draft,
     self_chain,
     shape_space_draft,
+    shapes_only,
     space_constraint,
     split_chained_constants,
     split_list_constants,
@@ -279,8 +280,9 @@ class ModuleProblem:
     """A Python file with an ``nn.Module`` (``Model``, or the only module class when
     ``any_module``), ``get_inputs()`` and ``get_init_inputs()``, read and run."""
 
-    def __init__(self, path: Path, *, any_module: bool = False, split_chains: bool = True):
+    def __init__(self, path: Path, *, any_module: bool = False, split_chains: bool = True, eval_mode: bool = False):
         self.path = Path(path)
+        self.eval_mode = eval_mode    # the source's harness runs the module in eval mode: its dropouts are off
         self.text, self.tree = parse_source(self.path)
         self.chained: list[str] = []
         if split_chains:
@@ -332,10 +334,20 @@ class ModuleProblem:
             init = ns["get_init_inputs"]() if self.has_init_inputs else []
             args, kwargs = _init_args(init)
             model = ns[self.cls.name](*args, **kwargs)
+            if self.eval_mode:
+                model.eval()
             inputs, self.cases = _first_case(ns["get_inputs"]())
             with FlopCounterMode(display=False) as counter, peak_bytes_mode() as peak:
                 out = model(*inputs)
         return _Run(model, args, kwargs, inputs, out, counter.get_total_flops(), peak.peak)
+
+    def probe(self, params: dict[str, Any], device: str = "meta") -> _Run:
+        """``run`` as a probe keeps it: for its shapes, its tensors on the meta device (``shapes_only``)."""
+        r = self.run(params, device)
+        if device == "meta":
+            return r
+        return _Run(shapes_only(r.model), shapes_only(r.init_args), shapes_only(r.init_kwargs), shapes_only(r.inputs),
+                    shapes_only(r.output), r.flops, r.peak)
 
     def output_tensors(self, out: Any) -> list[torch.Tensor]:
         lines = [n.lineno for n in ast.walk(self.forward) if isinstance(n, ast.Return)]
@@ -362,7 +374,7 @@ class ModuleProblem:
         named = free_names([f for _, f in funcs])
         funcs += [(f"{s.name}()", s) for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name in named
                   and s.name not in ("get_inputs", "get_init_inputs")]
-        problem = impure_reason(funcs, self.params)
+        problem = impure_reason(funcs, self.params, self.eval_mode)
         if problem:
             raise ImportStop(f"{problem}: a reference must be a pure function of its inputs; change the problem "
                              "(make the random tensor or the state an input) and import again", path=self.path)
@@ -795,7 +807,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                 path=path,
             ) from None
     outs = problem.output_tensors(base.output)
-    fitter = Fitter(consts, lambda params: problem.run(params, device))
+    fitter = Fitter(consts, lambda params: problem.probe(params, device))
     fitter._cache[()] = base
     decisions: list[str] = []
     if problem.lifted:
@@ -1065,7 +1077,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         key = tuple(sorted(cfg.items()))
         if key not in runs:
             try:
-                runs[key] = problem.run({**consts, **cfg}, device)
+                runs[key] = problem.probe({**consts, **cfg}, device)
             except Exception as exc:  # noqa: BLE001 - the original does not accept this config
                 runs[key] = exc
         return runs[key]
@@ -1139,13 +1151,17 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     # the work bounds the drafts only where it is a formula of the sizes (not the seen config's count)
     calls = [type(m).__name__ for m in base.model.modules()] + re.findall(r"\b(?:F|torch)\.[\w.]+", path.read_text())
-    # a problem that lists cases (test shapes, as gpumode's get_inputs loops over) none of which is in the timing
-    # window: each grown into it, as the AKA importer grows a test's cases, the drafts made around the largest (a
-    # problem's one set of sizes is its author's production shape, kept)
+    # a problem that lists cases (test shapes, as gpumode's get_inputs loops over) below the timing window: each
+    # grown into it, as the AKA importer grows a test's cases, the drafts made around the largest (a problem's one
+    # set of sizes is its author's production shape, kept)
     enough = in_window(nbytes, work if flops_ok else (lambda c: 0.0))
     listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list or []]
     listed = [c for i, c in enumerate(listed) if c not in listed[:i] and nbytes(c) <= MAX_CONFIG_BYTES and valid(c)]
-    growth = grown_cases(listed, vary, valid, nbytes, enough) if len(listed) >= 2 else []
+    # (where some are inside it already, only where the model runs on the meta device: on the CPU each probe of a
+    # case grown runs at its full size, beside cases as large)
+    below = [c for c in listed if not enough(c)]
+    growth = grown_cases(listed, vary, valid, nbytes, enough) if len(listed) >= 2 and below and (
+        device == "meta" or len(below) == len(listed)) else []
     base = max((g for _, _, g in growth), key=nbytes) if growth else params
     seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
                                                 work if flops_ok else None, calls=calls, temporaries=temporaries,
@@ -1153,12 +1169,16 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to (or grown)
     if growth:
         grew = [{"name": f"case{i}", **g,
-                 "#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                 **({"#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
+                    if c != g else {})}
                 for i, c, g in growth]
-        seen = grew + [d for d in seen[1:] if all(config_params(d) != config_params(x) for x in grew)][
-            : max(0, 3 - len(grew))]
-        notes.insert(0, f"the problem's cases move at most {max(nbytes(c) for c in listed) / 1e6:.1f} MB"
-                        + (f" ({max(work(c) for c in listed) / 1e9:.2g} GFLOP)" if flops_ok else "")
+        seen = grew + [d for d in seen[1:] if enough(config_params(d))
+                       and all(config_params(d) != config_params(x) for x in grew)][: max(0, 3 - len(grew))]
+        notes.insert(0, "the problem's cases"
+                        + (f" {', '.join(f'case{i}' for i, c in enumerate(listed) if c in below)}"
+                           if len(below) < len(listed) else "")
+                        + f" move at most {max(nbytes(c) for c in below) / 1e6:.1f} MB"
+                        + (f" ({max(work(c) for c in below) / 1e9:.2g} GFLOP)" if flops_ok else "")
                         + f", below the timing window (>= 20 us on an H100): seen.yaml holds {len(growth)} of them "
                         f"grown into it (their sizes doubled in turn until one moves {WINDOW_BYTES / 1e6:.0f} MB or "
                         f"needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each size accepted by the original), heldout.yaml "
@@ -1178,10 +1198,11 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         if note:
             decisions.append(note)
     fixed = [k for k in params if k not in vary]
+    how_seen = " (its cases grown)" if growth else " (scaled down)" if scaled != params else ""
     decisions.insert(
         0,
         f"configs/seen.yaml has the problem's own shapes"
-        f"{' (its cases grown)' if growth else ' (scaled down)' if scaled != params else ''} first; "
+        f"{how_seen} first; "
         "the rest of seen.yaml and all of "
         "heldout.yaml are drafts (each checked against the original model): make the seen configs "
         "production shapes inside the timing window (>= 20 us on an H100) and the held-out ones "
