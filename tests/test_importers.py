@@ -1644,20 +1644,28 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
 
 
 @pytest.mark.usefixtures("cases_as_written")
-def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path):
-    """A kernel file that asks the GPU's driver for its target where it loads (an autotune list per backend) cannot
-    load under Triton's interpreter on the CPU: that is no fault of the kernel the import can show, so it is not
-    a problem of the import's own check; the report says only a GPU shows it correct, and how."""
+@pytest.mark.parametrize("why", ["driver", "bfloat16"])
+def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path, why):
+    """A kernel file that asks the GPU's driver for its target where it loads (an autotune list per backend), or a
+    kernel computing in bf16, which Triton's interpreter gets wrong (FACTS.md): the CPU cannot show whether it is
+    correct, so its failure there is not a problem of the import's own check; the report says only a GPU shows it
+    correct, and how."""
     src = tmp_path / "src" / "aka_triton_row_rms"
     shutil.copytree(FIX / "aka_triton_row_rms", src)
-    kernel = src / "source" / "row_rms.py"
-    kernel.write_text(kernel.read_text().replace(
-        "import triton.language as tl\n",
-        "import triton.language as tl\n\nBACKEND = triton.runtime.driver.active.get_current_target().backend\n", 1))
+    if why == "driver":
+        kernel = src / "source" / "row_rms.py"
+        kernel.write_text(kernel.read_text().replace(
+            "import triton.language as tl\n",
+            "import triton.language as tl\n\nBACKEND = triton.runtime.driver.active.get_current_target().backend\n",
+            1))
+        said = "its file asks for a GPU driver where it loads: importing baseline.py failed: RuntimeError: 0 active"
+    else:
+        runner = src / "scripts" / "task_runner.py"
+        runner.write_text(runner.read_text().replace("dtype=torch.float32", "dtype=torch.bfloat16"))
+        said = "its values are bfloat16, which Triton's interpreter computes wrongly: y: "
     result = import_aka(src, tmp_path / "out")
     assert result.ok and not any("starting kernel" in p for p in result.check_problems), result.report()
-    assert any(d.startswith("the starting kernel does not run on the CPU (its file asks for a GPU driver where it "
-                            "loads: importing baseline.py failed: RuntimeError: 0 active drivers")
+    assert any(d.startswith(f"the starting kernel does not run on the CPU ({said}")
                and "`arena tasks check triton2triton/aka_triton_row_rms --device cuda`" in d
                for d in result.decisions), result.decisions
 
@@ -2196,3 +2204,26 @@ def test_a_reference_imports_only_what_it_reads():
     assert without_unused_imports(text) == (
         "from __future__ import annotations\nimport math\nimport torch\nfrom aiter.ops.triton.topk import other\n"
         "from x import b\n\n\ndef reference(x):\n    return math.sqrt(other(b))\n")
+
+
+def test_one_probe_is_stopped_past_its_cpu_seconds():
+    """A reference that loops in Python over every element runs for hours at the sizes a probe tries: one run is
+    interrupted once it has used the CPU seconds it was given (the budgets are counted between runs), and the
+    timer is gone after the block."""
+    import signal
+    import time
+
+    from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
+
+    t0 = time.process_time()
+    with pytest.raises(ProbeTimeout, match="more than 0.2 CPU seconds"):
+        with cpu_time_limit(0.2):
+            while True:
+                pass
+    assert time.process_time() - t0 < 2.0
+    with cpu_time_limit(5.0):
+        sum(range(1000))
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+    with pytest.raises(ProbeTimeout):
+        with cpu_time_limit(0):
+            pass

@@ -2729,6 +2729,9 @@ CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta 
 # it (a recurrence over T): each call is a launch on a GPU, and the harness runs the reference for every config
 REFERENCE_PROBE_SECONDS = 2.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
+# and one run of the reference, on the meta device or the CPU, at most (the budgets above are counted between runs:
+# a reference that loops in Python over every element, at a size a probe tries, runs for hours)
+ONE_PROBE_SECONDS = CPU_PROBE_SECONDS * GROWN_BUDGET
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -2764,9 +2767,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         t0 = time.process_time()
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         try:
-            # past a few times the time a reference may take there (a loop in Python over every element): slow
-            with cpu_time_limit(4 * REFERENCE_PROBE_SECONDS), OnDevice("meta"), \
-                    FlopCounterMode(display=False) as counter:
+            with cpu_time_limit(ONE_PROBE_SECONDS), OnDevice("meta"), FlopCounterMode(display=False) as counter:
                 out = ref_fn(*ins, *[params[f] for f in fields])
             meta_seconds = time.process_time() - t0
         except ProbeTimeout:
@@ -2780,7 +2781,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                with cpu_time_limit(cpu_left[0]), FlopCounterMode(display=False) as counter:
+                with cpu_time_limit(ONE_PROBE_SECONDS), FlopCounterMode(display=False) as counter:
                     out = ref_fn(*cpu, *[params[f] for f in fields])
             finally:
                 cpu_left[0] -= time.process_time() - t0
@@ -3443,11 +3444,14 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                 fitted, refused = fit_drafts(folder, draft)
                 passed += fitted
                 found += refused
-        elif v is not None and (v.status is Status.CRASHED or "active drivers" in v.message):
-            # the interpreter died under it, or its file asks the GPU's driver for the target on import: the CPU
-            # cannot tell whether it is correct, a GPU can
+        elif v is not None and (v.status is Status.CRASHED or "active drivers" in v.message or (
+                v.status.kind == "incorrect" and any(t.dtype == "bfloat16" for t in [*task.inputs, *task.outputs]))):
+            # the interpreter died under it, or its file asks the GPU's driver for the target on import, or it
+            # computes in bf16, which the interpreter gets wrong (FACTS.md): the CPU cannot tell whether it is
+            # correct, a GPU can
             why = ("Triton's interpreter died under it" if v.status is Status.CRASHED
-                   else "its file asks for a GPU driver where it loads")
+                   else "its file asks for a GPU driver where it loads" if "active drivers" in v.message
+                   else "its values are bfloat16, which Triton's interpreter computes wrongly")
             if draft is not None:
                 said = v.message.splitlines()[0][:160] if v.message else ""
                 draft.decisions.append(f"the starting kernel does not run on the CPU ({why}: {said}): "
