@@ -2227,3 +2227,27 @@ def test_one_probe_is_stopped_past_its_cpu_seconds():
     with pytest.raises(ProbeTimeout):
         with cpu_time_limit(0):
             pass
+
+
+def test_seen_configs_are_topped_up_inside_the_timing_window():
+    """Cases that grow into one set of sizes leave fewer than 3 seen configs, and the drafts around the largest may
+    all be below the window or the same as a case: a seen config with one size times 3/2 (the power-of-two grid
+    has few sizes between the window and the bound) fills the place, inside the window and accepted by the
+    original; where nothing fits, the cases as written do."""
+    from arena.authoring.importers.common import WINDOW_BYTES, topped_up
+
+    def nbytes(c):
+        return 8 * c["rows"] * c["cols"] ** 2
+
+    def enough(c):
+        return nbytes(c) >= WINDOW_BYTES
+
+    grown = [{"name": "case0", "rows": 16, "cols": 2048}, {"name": "case3", "rows": 32, "cols": 2048}]
+    below = {"name": "draft-half", "rows": 32, "cols": 1024}
+    seen = topped_up(grown, [below, dict(grown[1], name="draft-x2")], ["rows", "cols"], lambda c: True, nbytes,
+                     enough)
+    assert [config for config in seen[:2]] == grown and len(seen) == 3
+    assert {k: seen[2][k] for k in ("rows", "cols")} == {"rows": 24, "cols": 2048} and "x 3/2" in seen[2]["#"]
+    written = [{"name": "case1", "rows": 1, "cols": 8}]
+    seen = topped_up(grown, [], ["rows", "cols"], lambda c: False, nbytes, enough, fallback=written)
+    assert seen == grown + written

@@ -55,6 +55,7 @@ from arena.authoring.importers.common import (
     shape_space_draft,
     shapes_only,
     test_tolerance,
+    topped_up,
     without_unused_imports,
     write_draft,
 )
@@ -3231,8 +3232,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                     if any(c[k] != g[k] for k in c) else {})}
                 for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
-        seen += [d for d in seen_drafts[1:] if enough({**base_case, **config_params(d)})
-                 and all(config_params(d) != config_params(x) for x in seen)][: max(0, 3 - len(seen))]
+        seen = topped_up(seen, seen_drafts[1:], growing, valid, nbytes, enough,
+                         fallback=[{"name": f"case{i}", **c} for i, c in enumerate(h.cases)])
         small = [{**base_case, **h.cases[i]} for i in below]
         notes.insert(0, f"the cases of {h.path.name}"
                         + (f" {', '.join(f'case{i}' for i in below)}" if len(below) < len(h.cases) else "")

@@ -1231,6 +1231,35 @@ def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool
     return out
 
 
+def topped_up(seen: list[dict], drafts: list[dict], keys: list[str], valid: Callable[[dict], bool],
+              nbytes: Callable[[dict], int], enough: Callable[[dict], bool], fallback: Iterable[dict] = (),
+              want: int = 3) -> list[dict]:
+    """``seen`` (named configs inside the timing window: the cases grown) topped up to ``want`` with configs that
+    differ from them: the ``drafts`` inside the window, then a seen config with one size among ``keys`` times 3/2,
+    2 or 1/2 (inside the window, within ``SCALED_BYTES``, accepted by ``valid``; cases that grew into one set of
+    sizes leave room: a power-of-two grid has few sizes between the window and the bound), then ``fallback``
+    (the cases as written)."""
+    out = list(seen)
+
+    def new(c: dict) -> bool:
+        return all(config_params(c) != config_params(x) for x in out)
+
+    for d in drafts:
+        if len(out) < want and enough(config_params(d)) and new(d):
+            out.append(d)
+    for base in list(out):
+        for k in keys:
+            for factor, tag in ((1.5, "x 3/2"), (2, "doubled"), (0.5, "halved")):
+                c = {**config_params(base), k: max(1, int(config_params(base)[k] * factor))}
+                if (len(out) < want and new(c) and enough(c) and nbytes(c) <= SCALED_BYTES and valid(c)):
+                    out.append({"name": f"draft-{len(out)}", **c,
+                                "#": f"DRAFT: {base.get('name', 'a seen config')}'s {k} {tag}"})
+    for c in fallback:
+        if len(out) < want and new(c):
+            out.append(c)
+    return out
+
+
 def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict], bool],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,

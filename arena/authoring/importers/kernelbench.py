@@ -27,7 +27,6 @@ from arena.authoring.importers.common import (
     Untranslatable,
     bound_by_imports,
     call_name,
-    config_params,
     count_bytes,
     count_elements,
     dotted_name,
@@ -55,6 +54,7 @@ from arena.authoring.importers.common import (
     split_chained_constants,
     split_list_constants,
     task_yaml,
+    topped_up,
     with_constants,
 )
 from arena.errors import ArenaError
@@ -1172,8 +1172,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                  **({"#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
                     if c != g else {})}
                 for i, c, g in growth]
-        seen = grew + [d for d in seen[1:] if enough(config_params(d))
-                       and all(config_params(d) != config_params(x) for x in grew)][: max(0, 3 - len(grew))]
+        seen = topped_up(grew, seen[1:], vary, valid, nbytes, enough,
+                         fallback=[{"name": f"case{i}", **c} for i, c in enumerate(listed)])
         notes.insert(0, "the problem's cases"
                         + (f" {', '.join(f'case{i}' for i, c in enumerate(listed) if c in below)}"
                            if len(below) < len(listed) else "")
