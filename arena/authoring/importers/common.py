@@ -1255,7 +1255,7 @@ def topped_up(seen: list[dict], drafts: list[dict], keys: list[str], valid: Call
                     out.append({"name": f"draft-{len(out)}", **c,
                                 "#": f"DRAFT: {base.get('name', 'a seen config')}'s {k} {tag}"})
     for c in fallback:
-        if len(out) < want and new(c):
+        if len(out) < want and new(c) and all(c.get("name") != x.get("name") for x in out):
             out.append(c)
     return out
 
