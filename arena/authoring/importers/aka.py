@@ -3307,11 +3307,10 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
             break
         whys.append(why)
     why = "; ".join(whys) or why
-    entry = (
-        name
-        if name not in {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
-        else f"{name}_entry"
-    )
+    # a name the kernel's file binds (a function, a class, ``layernorm = LayerNorm.apply``) is not the entry's:
+    # the entry would replace what it calls
+    bound_here = {n for st in tree.body for n in _bound_names(st)} | bound_by_imports(import_lines(tree))
+    entry = name if name not in bound_here else f"{name}_entry"
     if h is None:
         decisions.insert(
             0,

@@ -1160,7 +1160,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     # (where some are inside it already, only where the model runs on the meta device: on the CPU each probe of a
     # case grown runs at its full size, beside cases as large)
     below = [c for c in listed if not enough(c)]
-    growth = grown_cases(listed, vary, valid, nbytes, enough) if len(listed) >= 2 and below and (
+    # a case grown no further than the drafts may go, the reference's temporaries counted (attention's scores)
+    growth = grown_cases(listed, vary, lambda c: valid(c) and nbytes(c) + temporaries(c) <= MAX_CONFIG_BYTES,
+                         nbytes, enough) if len(listed) >= 2 and below and (
         device == "meta" or len(below) == len(listed)) else []
     base = max((g for _, _, g in growth), key=nbytes) if growth else params
     seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
