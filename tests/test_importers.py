@@ -1671,6 +1671,21 @@ def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path, why):
 
 
 @pytest.mark.usefixtures("cases_as_written")
+def test_aka_the_entry_is_not_named_as_a_name_the_kernels_file_binds(tmp_path):
+    """The entry is named as the task, unless the kernel's file binds that name (``layernorm =
+    LayerNorm.apply``): an entry of that name would replace what it calls, and call itself."""
+    src = tmp_path / "src" / "aka_triton_row_rms"
+    shutil.copytree(FIX / "aka_triton_row_rms", src)
+    kernel = src / "source" / "row_rms.py"
+    kernel.write_text(kernel.read_text() + "\n\naka_triton_row_rms = row_rms\n")
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok and "the starting kernel passes the smoke config" in result.report(), result.report()
+    task = load_task(result.folder)
+    assert task.entry == "aka_triton_row_rms_entry"
+    assert "\ndef aka_triton_row_rms_entry(" in (result.folder / "baseline.py").read_text()
+
+
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_a_copy_the_kernel_changes_in_place_is_the_tensor_the_reference_reads(tmp_path):
     """The test hands the kernel a copy (``x_gpu = x.clone()``), which it changes in place, and computes the
     reference from the tensor it copied: the copy is an inout input made as that tensor is, and the reference reads
