@@ -131,34 +131,8 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = 
     return [rows[p] for p in paths]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=("kernelbench", "aka"))
-    ap.add_argument("folders", nargs="+")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--json", help="also write the rows as JSON here, after every problem (an interrupted run "
-                    "keeps the rows it finished)")
-    ap.add_argument("--resume", action="store_true", help="keep the rows --json already holds; import the rest")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=120.0)
-    ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
-                    "check --tasks-root` on a GPU); each problem goes to a scratch root otherwise")
-    a = ap.parse_args()
-    if a.kind == "kernelbench":
-        paths = sorted(str(p) for f in a.folders for p in Path(f).glob("*.py"))
-    else:
-        paths = sorted(str(p.parent) for f in a.folders for p in Path(f).rglob("config.yaml"))
-    done: dict[str, dict] = {}
-    if a.resume and a.json and Path(a.json).is_file():
-        done = {r["problem"]: r for r in json.loads(Path(a.json).read_text()) if r["problem"] in paths}
-
-    def keep_rows(rows: dict[str, dict]) -> None:
-        if a.json:
-            tmp = Path(a.json + ".tmp")
-            tmp.write_text(json.dumps([rows[p] for p in paths if p in rows], indent=1))
-            tmp.replace(a.json)
-
-    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep, done, keep_rows)
+def table(rows: list[dict]) -> tuple[list[str], int]:
+    """The markdown tables of ``rows``: one line per folder, then one per problem; and the count of folders."""
     by_folder: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_folder[str(Path(r["problem"]).parent.name)].append(r)
@@ -175,9 +149,48 @@ def main() -> int:
     for r in rows:
         lines.append(f"| {Path(r['problem']).parent.name}/{Path(r['problem']).name} | {r['imported']} | "
                      f"{r['valid']} | {r['seen']} | {r['heldout']} | {r['complete']} | {r['why']} |")
+    return lines, len(by_folder)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kind", choices=("kernelbench", "aka"))
+    ap.add_argument("folders", nargs="+")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--json", help="also write the rows as JSON here, after every problem (an interrupted run "
+                    "keeps the rows it finished)")
+    ap.add_argument("--resume", action="store_true", help="keep the rows --json already holds; import the rest")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
+                    "check --tasks-root` on a GPU); each problem goes to a scratch root otherwise")
+    ap.add_argument("--from-json", action="store_true", help="write the tables of the rows --json holds (an "
+                    "interrupted run's), importing nothing")
+    a = ap.parse_args()
+    if a.from_json:
+        rows = json.loads(Path(a.json).read_text())
+        lines, _ = table(rows)
+        Path(a.out).write_text("\n".join(lines) + "\n")
+        return 0
+    if a.kind == "kernelbench":
+        paths = sorted(str(p) for f in a.folders for p in Path(f).glob("*.py"))
+    else:
+        paths = sorted(str(p.parent) for f in a.folders for p in Path(f).rglob("config.yaml"))
+    done: dict[str, dict] = {}
+    if a.resume and a.json and Path(a.json).is_file():
+        done = {r["problem"]: r for r in json.loads(Path(a.json).read_text()) if r["problem"] in paths}
+
+    def keep_rows(rows: dict[str, dict]) -> None:
+        if a.json:
+            tmp = Path(a.json + ".tmp")
+            tmp.write_text(json.dumps([rows[p] for p in paths if p in rows], indent=1))
+            tmp.replace(a.json)
+
+    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep, done, keep_rows)
+    lines, folders = table(rows)
     Path(a.out).write_text("\n".join(lines) + "\n")
     keep_rows({r["problem"]: r for r in rows})
-    print("\n".join(lines[:2 + len(by_folder)]))
+    print("\n".join(lines[:2 + folders]))
     return 0
 
 
