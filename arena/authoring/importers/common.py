@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import torch
 import yaml
 
-from arena.errors import ArenaError, ArenaException
+from arena.errors import ArenaError, ArenaException, Interruption
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
 from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
@@ -100,8 +100,9 @@ class _NoValue(ArenaException):
     pass
 
 
-class ProbeTimeout(Exception):
-    """A probe's run went past the CPU seconds it was given (``cpu_time_limit``)."""
+class ProbeTimeout(Interruption):
+    """A probe's run went past the CPU seconds it was given (``cpu_time_limit``): an Interruption, which the
+    reference's own ``except Exception`` does not swallow."""
 
 
 @contextlib.contextmanager
@@ -214,7 +215,7 @@ class Fitter:
         if key not in self._cache:
             try:
                 self._cache[key] = self.probe({**self.base, **(overrides or {})})
-            except Exception:  # noqa: BLE001 - a parameter set the problem does not accept
+            except (Exception, ProbeTimeout):  # noqa: BLE001 - a parameter set the problem does not accept
                 self._cache[key] = None
         return self._cache[key]
 
