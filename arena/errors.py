@@ -11,7 +11,10 @@ the ``except Exception`` of the code it interrupts.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 
 class ArenaException(Exception):
@@ -22,6 +25,25 @@ class Interruption(BaseException):
     """Not an error: kernel-arena stopping code it does not own (a time limit running out in
     torch.compile's compiler, an importer stopping a test script at its kernel call). A
     BaseException, because that code's ``except Exception`` would otherwise swallow it."""
+
+
+@contextlib.contextmanager
+def interrupted_after(seconds: float, interruption: Callable[[], Interruption], cpu: bool = False) -> Iterator[None]:
+    """Raise ``interruption()`` in the block once ``seconds`` have passed: of the wall clock (SIGALRM), or with
+    ``cpu`` of this process's CPU time (SIGPROF). From the main thread only (a signal's handler runs there); the
+    signal's handler and timer are put back as found after the block."""
+    sig, timer = (signal.SIGPROF, signal.ITIMER_PROF) if cpu else (signal.SIGALRM, signal.ITIMER_REAL)
+
+    def expire(signum: int, frame: Any) -> None:
+        raise interruption()
+
+    before = signal.signal(sig, expire)
+    signal.setitimer(timer, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(timer, 0)
+        signal.signal(sig, before)
 
 
 class ArenaError(ArenaException):

@@ -9,7 +9,6 @@ import copy
 import json
 import math
 import re
-import signal
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import torch
 import yaml
 
-from arena.errors import ArenaError, ArenaException, Interruption
+from arena.errors import ArenaError, ArenaException, Interruption, interrupted_after
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
 from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
@@ -115,17 +114,8 @@ def cpu_time_limit(seconds: float) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def expired(signum: int, frame: Any) -> None:
-        raise ProbeTimeout(f"more than {seconds:.3g} CPU seconds")
-
-    before = signal.signal(signal.SIGPROF, expired)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
+    with interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, before)
 
 
 def shapes_only(value: Any) -> Any:

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from arena.errors import Interruption
+from arena.errors import Interruption, interrupted_after
 from arena.evaluation.memory import RESERVE_FRACTION
 from arena.evaluation.protocol import PerformanceResult
 from arena.evaluation.trusted.correctness import OOM_RETRIES, GateFailure, check_bytes, retry_after_oom, task_failure
@@ -856,14 +855,5 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     if seconds is None:
         yield
         return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise _OverBudget(f"over the time limit of {seconds:g} s")
-
-    before = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    with interrupted_after(seconds, lambda: _OverBudget(f"over the time limit of {seconds:g} s")):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, before)
