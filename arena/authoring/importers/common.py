@@ -123,8 +123,6 @@ def shapes_only(value: Any) -> Any:
     parameters, buffers and tensor attributes, the module changed in place) on the meta device, the same shape and
     dtype with no memory. A probe on the CPU runs at full size; the Fitter and the drafts' checks keep every probe's
     run, and kept whole, those of configs of hundreds of MB held many GB."""
-    import torch
-
     if isinstance(value, torch.Tensor):
         return value if value.device.type == "meta" else torch.empty_like(value, device="meta")
     if isinstance(value, torch.nn.Module):
@@ -1728,9 +1726,9 @@ def without_unused_imports(text: str, keep: Iterable[str] = ("torch",)) -> str:
         names = [a for a in st.names if (a.asname or a.name).split(".")[0] in {*used, *keep} or a.name == "*"]
         if len(names) == len(st.names):
             continue
-        kept = [ast.unparse(type(st)(**{**{f: getattr(st, f) for f in st._fields}, "names": names})) + "\n"] \
-            if names else []
-        lines[st.lineno - 1:st.end_lineno] = kept
+        fewer = copy.copy(st)
+        fewer.names = names
+        lines[st.lineno - 1:st.end_lineno] = [ast.unparse(fewer) + "\n"] if names else []
     return "".join(lines)
 
 
