@@ -41,6 +41,7 @@ from arena.authoring.importers.common import (
     finish_draft,
     free_names,
     grown_cases,
+    grown_from,
     import_lines,
     in_window,
     init_from_expr,
@@ -3225,10 +3226,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     if growth:
-        seen = [{"name": f"case{i}", **{k: g[k] for k in c},
-                 **({"#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
-                    if any(c[k] != g[k] for k in c) else {})}
-                for i, c, g in growth]
+        seen = [{"name": f"case{i}", **{k: g[k] for k in c}, **grown_from(c, g)} for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
         seen = topped_up(seen, seen_drafts[1:], growing, valid, nbytes, enough,
                          fallback=[{"name": f"case{i}", **c} for i, c in enumerate(h.cases)])

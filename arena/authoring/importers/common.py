@@ -1220,6 +1220,12 @@ def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool
     return out
 
 
+def grown_from(case: dict, config: dict) -> dict:
+    """The comment of a seen config grown from a source's ``case`` (``{}`` where it is the case as written)."""
+    changed = [f"{k} {case[k]}" for k in case if case[k] != config[k]]
+    return {"#": "DRAFT: grown from " + ", ".join(changed)} if changed else {}
+
+
 def topped_up(seen: list[dict], drafts: list[dict], keys: list[str], valid: Callable[[dict], bool],
               nbytes: Callable[[dict], int], enough: Callable[[dict], bool], fallback: Iterable[dict] = (),
               want: int = 3) -> list[dict]:

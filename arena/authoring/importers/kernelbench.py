@@ -34,6 +34,7 @@ from arena.authoring.importers.common import (
     finish_draft,
     free_names,
     grown_cases,
+    grown_from,
     import_lines,
     impure_reason,
     in_window,
@@ -1170,10 +1171,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                                                 smoke_from=params if growth else None)
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to (or grown)
     if growth:
-        grew = [{"name": f"case{i}", **g,
-                 **({"#": "DRAFT: grown from " + ", ".join(f"{k} {c[k]}" for k in c if c[k] != g[k])}
-                    if c != g else {})}
-                for i, c, g in growth]
+        grew = [{"name": f"case{i}", **g, **grown_from(c, g)} for i, c, g in growth]
         seen = topped_up(grew, seen[1:], vary, valid, nbytes, enough,
                          fallback=[{"name": f"case{i}", **c} for i, c in enumerate(listed)])
         notes.insert(0, "the problem's cases"
