@@ -1415,11 +1415,14 @@ def test_aka_drafts_fitted_to_what_the_starting_kernel_runs_on(tmp_path, capsys)
     assert _only_too_small(tmp_path / "triton2triton" / "aka_pytest_pow2_rows")
 
 
-def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path):
+def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monkeypatch):
     """The probe answers per config: an error the starting kernel raises, a config not refuted within its
     budget, and a config the folder does not hold."""
+    import arena.authoring.importers.common as common
     from arena.authoring.importers import kernel_probe
 
+    # a window of 30 MB, not 300: the same growth, at a tenth of the sizes (each config is probed in the interpreter)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
     result = import_aka(FIX / "aka_pytest_pow2_rows", tmp_path)
     folder = tmp_path / "triton2triton" / "aka_pytest_pow2_rows"
     assert result.folder == folder
@@ -1726,12 +1729,17 @@ def test_smoke_config_is_shrunk_from_the_smallest_case_even_where_the_probe_refu
     assert size(smoke[0]) == size(grown) and any("smoke config still has" in n for n in notes), notes
 
 
-def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):
+def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path, monkeypatch):
     """A test's cases check correctness at sizes far below the timing window (`tasks check` refuses a
     baseline under 20 us, and a memory-bound task none of whose configs moves 100 MB): each case's
     sizes are doubled in turn until it moves WINDOW_BYTES (each size accepted by the reference), the
     seen configs are the cases grown, the held-out drafts are around the largest of them, and the
     smallest case stays the smoke config."""
+    import arena.authoring.importers.common as common
+
+    # a window of 100 MB, not 300: the same growth (every case is below it), at a quarter of the sizes (the
+    # starting kernel is probed on every config in Triton's interpreter, the rounding measured on the CPU)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 100 * 10**6)
     from arena.authoring.importers.common import MAX_CONFIG_BYTES, WINDOW_BYTES
 
     result = import_aka(FIX / "aka_triton_scaled_softmax", tmp_path)
@@ -1745,7 +1753,7 @@ def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path):
 
     seen = [dict(c.params) for c in task.configs("seen")]
     assert len(seen) >= 3 and all(moved(c) >= WINDOW_BYTES for c in seen), seen
-    assert seen[1] == {"n_rows": 2048, "n_cols": 32000}            # the second case, each size doubled in turn
+    assert seen[1] == {"n_rows": 1024, "n_cols": 16000}            # the second case, each size doubled in turn
     assert all(c in [{"n_rows": r * 2**i, "n_cols": n * 2**j} for r, n in (x.values() for x in cases)
                      for i in range(12) for j in range(12)] for c in seen[:2])
     held = [dict(c.params) for c in task.configs("heldout")]
@@ -1786,6 +1794,39 @@ def test_aka_cases_partly_inside_the_timing_window_grow_the_ones_below_it(tmp_pa
     assert [dict(c.params) for c in task.configs("smoke")] == [{"n_rows": 8, "n_cols": 64}]
     notes = _decisions(result.report())
     assert any("the cases of task_runner.py case0, case1 move at most 0.5 MB" in d and "grown into it" in d
+               for d in notes), notes
+
+
+def test_aka_the_references_temporaries_bound_the_cases_growth_and_drafts(tmp_path, monkeypatch):
+    """A test's reference that holds an attention's scores (heads x n_ctx x n_ctx, which no input or output shows):
+    measured on the meta device, they count with the inputs and outputs against the bytes bound, so a case of the
+    test past it is no seen config (the report says how much it holds), and no case grown and no draft goes past it."""
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.common import MAX_CONFIG_BYTES, peak_bytes_mode
+
+    # a window of 20 MB or 2 GFLOP, not 300 MB or 20: the same growth, at smaller sizes (the starting kernel is
+    # probed on every config in Triton's interpreter)
+    monkeypatch.setattr(common, "WINDOW_BYTES", 20 * 10**6)
+    monkeypatch.setattr(common, "WINDOW_FLOPS", 2 * 10**9)
+    result = import_aka(FIX / "aka_triton_attention_rows", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    reference = import_file(result.folder / "reference.py", "attention_reference").reference
+
+    def held(c: dict) -> int:      # the bytes alive at once: q, k, v and out, and the reference's temporaries
+        q = torch.empty(c["heads"], c["n_ctx"], c["d"], device="meta")
+        with peak_bytes_mode() as live:
+            out = reference(q, q, q, *c.values())
+        return 4 * q.nbytes + live.peak - out.nbytes
+
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert {"heads": 64, "n_ctx": 8192, "d": 32} not in seen and len(seen) >= 3, seen
+    assert held({"heads": 64, "n_ctx": 8192, "d": 32}) > MAX_CONFIG_BYTES
+    for c in [*seen, *(dict(c.params) for c in task.configs("heldout"))]:
+        assert held(c) <= MAX_CONFIG_BYTES, c
+    notes = _decisions(result.report())
+    assert any("1 of the cases of task_runner.py are past the 4 GB a config may move, the reference's temporaries "
+               "counted (the reference has 32.2 GiB alive at once at heads = 64, n_ctx = 8192, d = 32)" in d
                for d in notes), notes
 
 

@@ -20,6 +20,7 @@ import yaml
 from arena.authoring.importers.common import (
     DTYPE_METHODS,
     DTYPE_NAMES,
+    MAX_CONFIG_BYTES,
     MIN_VARIED,
     PASS_METHODS,
     TENSOR_MAKERS,
@@ -49,6 +50,7 @@ from arena.authoring.importers.common import (
     module_defs,
     number_of,
     parse_source,
+    peak_bytes_mode,
     resolve_task_id,
     roofline_draft,
     scaled_test_tolerance,
@@ -2768,10 +2770,13 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             return {"outputs": [], "flops": 0}
         t0 = time.process_time()
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
+        peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
         try:
-            with cpu_time_limit(ONE_PROBE_SECONDS), OnDevice("meta"), FlopCounterMode(display=False) as counter:
+            with cpu_time_limit(ONE_PROBE_SECONDS), OnDevice("meta"), FlopCounterMode(display=False) as counter, \
+                    peak_bytes_mode() as live:
                 out = ref_fn(*ins, *[params[f] for f in fields])
             meta_seconds = time.process_time() - t0
+            peak = live.peak
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
             if observer is None or cpu_left[0] <= 0:
                 raise
@@ -2781,12 +2786,16 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                with cpu_time_limit(ONE_PROBE_SECONDS), FlopCounterMode(display=False) as counter:
+                with cpu_time_limit(ONE_PROBE_SECONDS), FlopCounterMode(display=False) as counter, \
+                        peak_bytes_mode() as live:
                     out = ref_fn(*cpu, *[params[f] for f in fields])
+                peak = live.peak
             finally:
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return {"outputs": shapes_only(outs), "flops": counter.get_total_flops(), "meta_seconds": meta_seconds}
+        return {"outputs": shapes_only(outs), "flops": counter.get_total_flops(), "meta_seconds": meta_seconds,
+                "temporaries": None if peak is None else max(0, peak - sum(
+                    o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
     probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
     return probe
@@ -3154,13 +3163,23 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     slow: list[dict] = []    # drafts the reference runs too slowly for (a loop in Python over a size)
 
+    probed: dict[tuple, Any] = {}     # each config's probe, or what it raised: valid() and temporaries() share it
+
+    def probe_at(cfg: dict) -> Any:
+        key = tuple(sorted({**base_case, **cfg}.items()))
+        if key not in probed:
+            try:
+                probed[key] = fitter.probe({**base_case, **cfg})
+            except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - a config the reference does not accept
+                probed[key] = exc
+        return probed[key]
+
     def valid(cfg: dict) -> bool:
-        try:
-            got = fitter.probe({**base_case, **cfg})
-        except ProbeTimeout:
+        got = probe_at(cfg)
+        if isinstance(got, ProbeTimeout):
             slow.append(cfg)
             return False
-        except Exception:  # noqa: BLE001
+        if isinstance(got, BaseException):
             return False
         if got is not None and (got.get("meta_seconds") or 0) > REFERENCE_PROBE_SECONDS:
             slow.append(cfg)
@@ -3187,7 +3206,23 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         except (formula.FormulaError, ValueError, TypeError):
             return 0.0
 
+    def temporaries(cfg: dict) -> int:
+        """The bytes the reference has alive at once past its outputs' (an attention's scores), where its probe ran
+        (0 where it did not: valid() refuses that config)."""
+        got = probe_at(cfg)
+        return 0 if got is None or isinstance(got, BaseException) else got.get("temporaries") or 0
+
     enough = in_window(nbytes, work)
+
+    # a case past the bytes bound, the reference's temporaries counted (an attention's scores at the test's longest
+    # sequence), is no seen config: the others are, or, where every case is past it, the largest scaled down. Only
+    # where the reference runs on the meta device: on the CPU, each case's probe would run at its full size
+    over: list[dict] = []
+    if run is not None and run.get("meta_seconds") is not None:
+        over = [c for c in h.cases if nbytes({**base_case, **c}) + temporaries(c) > MAX_CONFIG_BYTES]
+        if over and len(over) < len(h.cases):
+            h = dataclasses.replace(h, cases=[c for c in h.cases if c not in over])
+            base_case = {**base_case, **max(h.cases, key=lambda c: math.prod(c.values()))}
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
@@ -3200,7 +3235,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     below = [i for i, c in enumerate(h.cases) if not enough({**base_case, **c})]
     if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
-                  grown_cases([{**base_case, **c} for c in h.cases], growing, valid, nbytes, enough)]
+                  grown_cases([{**base_case, **c} for c in h.cases], growing,
+                              lambda c: valid(c) and nbytes(c) + temporaries(c) <= MAX_CONFIG_BYTES, nbytes, enough)]
         if growth:
             base_case = max((g for _, _, g in growth), key=nbytes)
         # the drafts' checks get a budget of their own, for configs the size of the grown ones
@@ -3218,6 +3254,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                  "task.yaml, then the held-out configs"]
     else:
         seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
+                                                               temporaries=temporaries,
                                                                smoke_from=smoke_case, smoke_keeps=alike)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
@@ -3225,6 +3262,17 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                             "checks may take (a reference that loops in Python is as slow in the harness): make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
+    if over:
+        what = (f"the reference has {(nbytes({**base_case, **over[0]}) + temporaries(over[0])) / 2**30:.1f} GiB "
+                f"alive at once at {', '.join(f'{k} = {v}' for k, v in over[0].items())}")
+        if len(over) == len(h.cases):
+            seen = seen_drafts
+            notes.insert(0, f"every case of {h.path.name} is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may "
+                            f"move, the reference's temporaries counted ({what}): the seen configs are drafts around "
+                            "the largest scaled down")
+        else:
+            notes.insert(0, f"{len(over)} of the cases of {h.path.name} are past the {MAX_CONFIG_BYTES / 1e9:g} GB "
+                            f"a config may move, the reference's temporaries counted ({what}): not seen configs")
     if growth:
         seen = [{"name": f"case{i}", **{k: g[k] for k in c}, **grown_from(c, g)} for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
