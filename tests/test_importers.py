@@ -1441,6 +1441,19 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monk
     late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
     assert {k: v for k, v in late["heldout:draft-aspect"].items() if k != "constexprs"} == {
         "config": "heldout:draft-aspect", "error": None, "timeout": True}
+    # a config the interpreter dies under (here the entry's own SIGSEGV at N = 63) is not refuted, and the configs
+    # after it are probed still: each runs in a child forked from the probe's process
+    task = load_task(folder)
+    baseline = folder / "baseline.py"
+    baseline.write_text(baseline.read_text() + f"\n\n_probed = {task.entry}\n\n\ndef {task.entry}(*args):\n"
+                        "    import os\n    import signal\n    if 63 in [a for a in args if type(a) is int]:\n"
+                        "        os.kill(os.getpid(), signal.SIGSEGV)\n    return _probed(*args)\n")
+    lines = kernel_probe.probe_configs(folder, [("probe", "dies", {"M": 32, "N": 63}), ("seen", "case0", None),
+                                                 ("probe", "odd", {"M": 32, "N": 65})])
+    assert lines["probe:dies"] == {"config": "probe:dies", "error": None, "timeout": False, "crashed": "SIGSEGV",
+                                   "constexprs": []}
+    assert lines["seen:case0"]["error"] is None and "crashed" not in lines["seen:case0"]
+    assert "arange's range must be a power of 2" in lines["probe:odd"]["error"]
 
 
 def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):

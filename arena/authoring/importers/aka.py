@@ -3497,6 +3497,13 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                    else "its file asks for a GPU driver where it loads" if "active drivers" in v.message
                    else "its values are bfloat16, which Triton's interpreter computes wrongly")
             if draft is not None:
+                # its drafts probed still: an entry's own refusal (a launcher's assertion on a head size, a
+                # tl.arange of a size not a power of two) comes before any launch the interpreter could die under
+                from arena.authoring.importers.kernel_probe import fit_drafts
+
+                fitted, refused = fit_drafts(folder, draft, left_to_gpu=True)
+                passed += fitted
+                found += refused
                 said = v.message.splitlines()[0][:160] if v.message else ""
                 draft.decisions.append(f"the starting kernel does not run on the CPU ({why}: {said}): "
                                        f"only a GPU shows it correct on the configs: `arena tasks check "

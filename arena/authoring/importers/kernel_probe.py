@@ -2,16 +2,19 @@
 drafts it wrote (the held-out configs and the seen drafts), on the CPU.
 
 The starting kernel is called through its entry, in Triton's interpreter, in a process of its own
-(``TRITON_INTERPRET=1`` is read as the kernels are defined), on the inputs ``make_inputs`` makes for the
-config. Each launch runs one program of its grid: what is asked is whether the kernel is built and traced
-for the config's sizes (a ``tl.arange`` of a size that is not a power of two, a block that does not fit,
-an assertion of the launcher), not what it computes, which the harness's checks are for. A config whose
-call does not end within its budget of CPU time is not refuted; it is listed as such.
+(``TRITON_INTERPRET=1`` is read as the kernels are defined), each config in a child forked from it, on the
+inputs ``make_inputs`` makes for the config. Each launch runs one program of its grid: what is asked is
+whether the kernel is built and traced for the config's sizes (a ``tl.arange`` of a size that is not a power
+of two, a block that does not fit, an assertion of the launcher), not what it computes, which the harness's
+checks are for. A config whose
+call does not end within its budget of CPU time is not refuted; it is listed as such, and so is one the
+interpreter dies under (``"crashed"``: the signal), the configs after it probed still.
 
     python -m arena.authoring.importers.kernel_probe FOLDER [--seconds=S] SPLIT:NAME[=PARAMS_JSON] ...
 
 prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "timeout": bool,
-"constexprs": [[kernel, parameter, value], ...]} (the compile-time integers its launches had).
+"constexprs": [[kernel, parameter, value], ...]} (the compile-time integers its launches had), with
+"crashed": the signal's name where the interpreter died under it.
 """
 
 from __future__ import annotations
@@ -103,7 +106,18 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
         _LAUNCHED.clear()
         if config is None:
             line["error"] = "no such config"
-        else:
+            print(json.dumps({**line, "constexprs": []}), flush=True)
+            continue
+        # each config in a child of its own, forked with everything imported: where the interpreter dies under a
+        # launch (a block pointer it does not emulate: SIGSEGV), that config is not refuted and the next is probed
+        pid = os.fork()
+        if pid:
+            _, status = os.waitpid(pid, 0)
+            if os.WIFSIGNALED(status):
+                print(json.dumps({**line, "crashed": signal.Signals(os.WTERMSIG(status)).name, "constexprs": []}),
+                      flush=True)
+            continue
+        try:
             signal.setitimer(signal.ITIMER_PROF, seconds)
             stage = "making the inputs"
             try:
@@ -125,8 +139,10 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                     line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
-        line["constexprs"] = sorted(_LAUNCHED)
-        print(json.dumps(line), flush=True)
+            line["constexprs"] = sorted(_LAUNCHED)
+            print(json.dumps(line), flush=True)
+        finally:
+            os._exit(0)
 
 
 def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
@@ -166,14 +182,20 @@ def block_fields(folder: Path, base: dict, fields: list[str]) -> list[str]:
     trials = [("probe", "base", base)] + [("probe", f"x2-{k}", {**base, k: base[k] * 2}) for k in fields]
     got = probe_configs(folder, trials)
     first = got.get("probe:base")
-    if first is None or first["error"] or first["timeout"]:
+    if not _answered(first):
         return []
     out = []
     for k in fields:
         line = got.get(f"probe:x2-{k}")
-        if line is not None and not line["error"] and not line["timeout"] and line["constexprs"] != first["constexprs"]:
+        if _answered(line) and line["constexprs"] != first["constexprs"]:
             out.append(k)
     return out
+
+
+def _answered(line: dict | None) -> bool:
+    """Did the starting kernel run on the config: its line reached, no error, within its budget, the interpreter
+    alive under it (a config it died under is not refuted, nor shown to run)."""
+    return line is not None and not line["error"] and not line["timeout"] and not line.get("crashed")
 
 
 def _params(item: dict) -> dict:
@@ -187,11 +209,12 @@ def _nearest_pow2(v: int, lo: int, hi: int, avoid: Callable[[int], bool]) -> int
     return next((c for c in cands if not avoid(c)), None)
 
 
-def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
+def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[str], list[str]]:
     """Probe the starting kernel on the configs of ``d`` (the Draft written to ``folder``); drafts it does not
     run on are dropped, or, where it needs a power of two for a size, that size is rounded to one (the shape
     space then offers only powers of two for it). ``d`` and the folder's task.yaml and config files are
-    changed in place. Returns (what passed, what the author must look at)."""
+    changed in place. Returns (what passed, what the author must look at). ``left_to_gpu``: the CPU cannot run
+    the kernel (the interpreter dies under it): a probe that cannot answer is no finding, a GPU's check is."""
     from arena.authoring.importers.common import write_configs
 
     drafts = {"seen": [c for c in d.seen if str(c.get("#", "")).startswith("DRAFT")], "heldout": list(d.heldout)}
@@ -206,6 +229,8 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
 
     broken = [f"{c['name']}: {error('smoke', c['name'])}" for c in d.smoke if error("smoke", c["name"])]
     if broken or not lines:
+        if left_to_gpu:
+            return [], []
         return [], [f"the starting kernel could not be probed on its drafts ({'; '.join(broken) or 'no answer'}); "
                     "check that it runs on every seen and held-out config"]
     found = [f"the starting kernel does not run on seen config {c['name']}, a case of the source's test "
@@ -213,9 +238,11 @@ def fit_drafts(folder: Path, d: Any) -> tuple[list[str], list[str]]:
              if error("seen", c["name"])]
     failing = [(s, c) for s, items in drafts.items() for c in items if error(s, c["name"])]
     unreached = sum(1 for s, n, _ in wanted if f"{s}:{n}" not in lines or lines[f"{s}:{n}"]["timeout"])
+    crashed = sum(1 for line in lines.values() if line.get("crashed"))
     how = "Triton's interpreter on the CPU, one program per launch"
     if not failing:
-        late = f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds" if unreached else ""
+        late = (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds" if unreached else "") + (
+            f"; {crashed} not refuted where the interpreter died under a launch" if crashed else "")
         return [f"the starting kernel runs on every seen and held-out config ({how}{late})"], found
     space = d.shape_space
     pow2: list[str] = []
@@ -303,7 +330,7 @@ def _replace_dropped(folder: Path, d: Any, kinds: list[str], pow2: dict[str, lis
     added = []
     for i, c in enumerate(tries):
         line = got.get(f"heldout:{c['name']}#{i}")
-        if c["name"] in kinds and line is not None and not line["error"] and not line["timeout"]:
+        if c["name"] in kinds and _answered(line):
             kinds = [k for k in kinds if k != c["name"]]
             d.heldout.append(dict(c))
             added.append(f"{c['name']} ({str(c.get('#', '')).removeprefix('DRAFT: ')})")
