@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -112,9 +113,17 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
         # launch (a block pointer it does not emulate: SIGSEGV), that config is not refuted and the next is probed
         pid = os.fork()
         if pid:
-            _, status = os.waitpid(pid, 0)
-            if os.WIFSIGNALED(status):
-                print(json.dumps({**line, "crashed": signal.Signals(os.WTERMSIG(status)).name, "constexprs": []}),
+            # its CPU budget ends it; a child that uses none (blocked on a lock a thread held at the fork) is
+            # killed past a wall-clock bound, and its config is not refuted within its budget
+            late = time.monotonic() + 3 * seconds + 30
+            while not (done := os.waitpid(pid, os.WNOHANG))[0] and time.monotonic() < late:
+                time.sleep(0.02)
+            if not done[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                print(json.dumps({**line, "timeout": True, "constexprs": []}), flush=True)
+            elif os.WIFSIGNALED(done[1]):
+                print(json.dumps({**line, "crashed": signal.Signals(os.WTERMSIG(done[1])).name, "constexprs": []}),
                       flush=True)
             continue
         try:
