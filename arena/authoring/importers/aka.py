@@ -49,6 +49,7 @@ from arena.authoring.importers.common import (
     join_statements,
     module_defs,
     number_of,
+    once_per_config,
     parse_source,
     peak_bytes_mode,
     resolve_task_id,
@@ -3163,16 +3164,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     slow: list[dict] = []    # drafts the reference runs too slowly for (a loop in Python over a size)
 
-    probed: dict[tuple, Any] = {}     # each config's probe, or what it raised: valid() and temporaries() share it
+    probed = once_per_config(fitter.probe)     # each config's probe, or what it raised: valid() and temporaries()
 
     def probe_at(cfg: dict) -> Any:
-        key = tuple(sorted({**base_case, **cfg}.items()))
-        if key not in probed:
-            try:
-                probed[key] = fitter.probe({**base_case, **cfg})
-            except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - a config the reference does not accept
-                probed[key] = exc
-        return probed[key]
+        return probed({**base_case, **cfg})
 
     def valid(cfg: dict) -> bool:
         got = probe_at(cfg)

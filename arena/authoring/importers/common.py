@@ -118,6 +118,23 @@ def cpu_time_limit(seconds: float) -> Iterator[None]:
         yield
 
 
+def once_per_config(probe: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    """``probe`` run once per config (its parameters, in any order): what it returned, or the exception it raised
+    (a config the original does not accept; ``ProbeTimeout``, one it ran out of time on)."""
+    runs: dict[tuple, Any] = {}
+
+    def at(cfg: dict) -> Any:
+        key = tuple(sorted(cfg.items()))
+        if key not in runs:
+            try:
+                runs[key] = probe(cfg)
+            except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - the original does not accept this config
+                runs[key] = exc
+        return runs[key]
+
+    return at
+
+
 def shapes_only(value: Any) -> Any:
     """``value`` as a probe keeps it for its shapes: every tensor in it (in lists, tuples and dicts, and a module's
     parameters, buffers and tensor attributes, the module changed in place) on the meta device, the same shape and

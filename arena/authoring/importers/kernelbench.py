@@ -43,6 +43,7 @@ from arena.authoring.importers.common import (
     literal_constants,
     measured_tolerance,
     module_defs,
+    once_per_config,
     parse_source,
     peak_bytes_mode,
     product_formula,
@@ -1071,17 +1072,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     env_floats = {k: consts[k] for k in used_floats}
     tensors_specs = inputs + params_specs + [{**o, "_output": True} for o in outputs]
 
-    runs: dict[tuple, Any] = {}
-
-    def run_at(cfg: dict) -> Any:
-        """The original run on ``cfg`` (once per config), or the exception it raised."""
-        key = tuple(sorted(cfg.items()))
-        if key not in runs:
-            try:
-                runs[key] = problem.probe({**consts, **cfg}, device)
-            except Exception as exc:  # noqa: BLE001 - the original does not accept this config
-                runs[key] = exc
-        return runs[key]
+    # the original run on a config (once per config), or the exception it raised
+    run_at = once_per_config(lambda cfg: problem.probe({**consts, **cfg}, device))
 
     def temporaries(cfg: dict) -> int:
         """The bytes the forward pass has alive at once past its outputs', where it runs on the meta device (on the
