@@ -290,3 +290,65 @@ def test_a_worker_started_ahead_takes_the_next_job(monkeypatch):
     monkeypatch.setenv("ARENA_SPARE_WORKERS", "0")
     (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
     assert v.status.value == "PASSED" and ev.SPARES.idle.get(ev._spare_key(cpu), []) == []
+
+
+def _links(pid: int) -> dict[int, str]:
+    """What each descriptor above stderr of process ``pid`` refers to (``pipe:[inode]``, a path)."""
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        if int(fd) > 2:
+            try:
+                out[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                pass
+    return out
+
+
+def test_workers_are_forked_by_a_fork_server_and_keep_nothing_of_it(monkeypatch):
+    """A worker's trusted process is forked from its kind's fork server (torch imported there
+    once), in a session of its own, holding none of the server's descriptors (its socket, the
+    other workers' status pipes); its exit status comes back through the server; a server that
+    dies is replaced by the next worker's; ``ARENA_FORK_SERVER=0`` starts a worker afresh."""
+    import arena.evaluation.processes as ev
+    from arena.evaluation.parent import Candidate, evaluate
+    from arena.taskdef.loader import load_task
+
+    monkeypatch.setenv("ARENA_SPARE_WORKERS", "0")
+    monkeypatch.delenv("ARENA_FORK_SERVER", raising=False)
+    ev.SPARES.close()
+    ev.FORK_SERVERS.close()
+    cpu = detect("cpu")
+    a, b = ev.spawn_worker(cpu), ev.spawn_worker(cpu)
+    try:
+        (server,) = ev.FORK_SERVERS.servers.values()
+        held = set(_links(server.proc.pid).values())
+        for w in (a, b):
+            assert isinstance(w.proc, ev.Served)
+            with open(f"/proc/{w.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            assert int(fields[1]) == server.proc.pid, "forked by the server"
+            assert int(fields[2]) == int(fields[3]) == w.proc.pid, "its own session and group"
+            mine = set(_links(w.proc.pid).values())
+            assert mine and not mine & held, f"the worker holds the server's {mine & held}"
+        a.discard()
+        assert a.proc.returncode == -signal.SIGKILL, "its status, reaped by the server"
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        os.kill(b.proc.pid, 0)  # a worker outlives its server (killed by its group, as before)
+    finally:
+        a.discard()
+        b.discard()
+    task = load_task(AXPY)
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED", v.message
+    (again,) = ev.FORK_SERVERS.servers.values()
+    assert again.proc.pid != server.proc.pid and again.proc.poll() is None
+    monkeypatch.setenv("ARENA_FORK_SERVER", "0")
+    w = ev.spawn_worker(cpu)
+    try:
+        assert isinstance(w.proc, subprocess.Popen)
+    finally:
+        w.discard()
+    (v,) = evaluate(task, Candidate(task, None), ["smoke"], cpu)
+    assert v.status.value == "PASSED", v.message
+    assert ev.FORK_SERVERS.close() == 1

@@ -558,7 +558,7 @@ WAIT_NOTE_S = 15.0  # silence from an evaluation after which ``on_wait`` hears o
 
 
 def _talk_to_worker(
-    proc: subprocess.Popen,
+    proc: Any,  # subprocess.Popen, or processes.Served
     job: JobFrame,
     key: bytes,
     res_r: int,

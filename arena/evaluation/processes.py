@@ -1,8 +1,8 @@
 """The processes of an evaluation: how they are started, what they may see, how they talk.
 
-- The parent (``arena.evaluation.parent``) starts a trusted process (``python -m arena.evaluation.trusted.process``),
-  ahead of time where it can (``Spares``: torch imported while it waits for a job), and
-  reads its signed frames.
+- The parent (``arena.evaluation.parent``) starts a trusted process (``arena.evaluation.trusted.process``'s
+  main), forked from a fork server of its kind where it can (``ForkServers``: torch and the harness
+  imported once there), ahead of time where it can (``Spares``), and reads its signed frames.
 - The trusted process starts its candidate process (``arena.evaluation.candidate.process``'s main) ahead of its
   own job: forked from it once torch and the harness are imported and before any device
   context is open, so a worker imports once, not three times (the CPU is what 12 workers
@@ -150,7 +150,9 @@ def child_env(scratch: Path, triton_dir: Path, *, interpret: bool, visible: Mapp
     return env
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: Any) -> None:
+    if proc.pid <= 0:
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -189,7 +191,7 @@ class Worker:
     pipes, its scratch folder (its cwd, $TMPDIR and log; the candidate process's scratch is
     ``cwd / "c"``, the replay process's ``cwd / "r"``) and its GPU lock descriptors."""
 
-    proc: subprocess.Popen
+    proc: Any  # subprocess.Popen, or Served
     job_w: int
     res_r: int
     cwd: Path
@@ -236,9 +238,11 @@ def _spare_key(device: Any) -> str:
 
 
 def spawn_worker(device: Any) -> Worker:
-    """Start a trusted process: while it waits for a job it imports torch and the harness and
-    forks its candidate's process (on a GPU, its replay process too); they open the GPU's context
-    when the job arrives."""
+    """Start a trusted process: forked from its kind's fork server (``ForkServers``: torch and
+    the harness imported once there), or started afresh where there is none
+    (``ARENA_FORK_SERVER=0``, or one that fails), when it imports them itself. While it waits for
+    its job it forks its candidate's process (on a GPU, its replay process too); they open the
+    GPU's context when the job arrives."""
     workers = cache_root() / "workers"
     workers.mkdir(parents=True, exist_ok=True)
     cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
@@ -254,32 +258,218 @@ def spawn_worker(device: Any) -> Worker:
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     mode = "gpu" if device.runs_kernels else "cpu"
-    with open(cwd / "worker.log", "ab") as logf:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "arena.evaluation.trusted.process",
-                str(job_r),
-                str(res_w),
-                mode,
-                *map(str, lock_fds[2:]),
-            ],
-            pass_fds=(job_r, res_w, *lock_fds),
-            stdin=subprocess.DEVNULL,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=_worker_env(device, cwd),
-            start_new_session=True,
-        )
-    for fd in (job_r, res_w, *lock_fds):
-        os.close(fd)
-    return Worker(proc, job_w, res_r, cwd, lock_fds, time.monotonic())
+    env = _worker_env(device, cwd)
+    try:
+        served = FORK_SERVERS.spawn(device, cwd, env, (job_r, res_w, *lock_fds))
+        if served is not None:
+            proc, there = served
+        else:
+            with open(cwd / "worker.log", "ab") as logf:
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-P",
+                        "-m",
+                        "arena.evaluation.trusted.process",
+                        str(job_r),
+                        str(res_w),
+                        mode,
+                        *map(str, lock_fds[2:]),
+                    ],
+                    pass_fds=(job_r, res_w, *lock_fds),
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,
+                )
+            there = lock_fds
+    finally:
+        for fd in (job_r, res_w, *lock_fds):
+            os.close(fd)
+    return Worker(proc, job_w, res_r, cwd, tuple(there), time.monotonic())
 
 
-class Spares:
+class Served:
+    """A trusted process forked by a fork server, seen as ``subprocess.Popen`` is used here
+    (pid, poll, wait, kill): its exit status comes on a pipe the server writes it to when it
+    reaps it; the pipe's end with no status (the server ended first) reads as killed."""
+
+    def __init__(self, pid: int, status_r: int):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._status_r = status_r
+
+    def _read(self) -> None:
+        data = b""
+        while chunk := os.read(self._status_r, 64):
+            data += chunk
+        os.close(self._status_r)
+        try:
+            self.returncode = int(data)
+        except ValueError:
+            self.returncode = -signal.SIGKILL
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._status_r], [], [], 0)[0]:
+            self._read()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self._status_r], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            self._read()
+        return self.returncode  # type: ignore[return-value]
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class ForkServer:
+    """The harness's end of one fork server (``arena.evaluation.trusted.forkserver``), started
+    in its kind's environment, in a folder of its own; its requests are made one at a time."""
+
+    START_S = 600.0  # the most its first reply may take: its imports (a cold bytecode cache, a busy host)
+
+    def __init__(self, device: Any, key: str):
+        workers = cache_root() / "workers"
+        workers.mkdir(parents=True, exist_ok=True)
+        self.key = key
+        self.scratch = Path(tempfile.mkdtemp(prefix="z-", dir=workers))
+        self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mode = "gpu" if device.runs_kernels else "cpu"
+        try:
+            with open(self.scratch / "server.log", "ab") as logf:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-P", "-m", "arena.evaluation.trusted.forkserver", str(theirs.fileno()), mode],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.scratch,
+                    env=_worker_env(device, self.scratch),
+                    start_new_session=True,
+                )
+        finally:
+            theirs.close()
+        self.lock = threading.Lock()
+        self.used = time.monotonic()
+
+    def spawn(self, cwd: Path, env: Mapping[str, str], fds: Sequence[int]) -> tuple[Served, list[int]]:
+        """A trusted process in ``cwd`` with ``env`` and ``fds`` (its job and result pipes, then
+        its lock descriptors); returns it and the numbers the lock descriptors have in it.
+        OSError where the server cannot fork it."""
+        status_r, status_w = os.pipe()
+        log = os.open(cwd / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        request = json.dumps({"cwd": str(cwd), "env": dict(env)}).encode()
+        try:
+            with self.lock:
+                self.used = time.monotonic()
+                self.ctl.settimeout(self.START_S)
+                socket.send_fds(self.ctl, [request], [log, status_w, *fds])
+                reply = self.ctl.recv(1 << 16)
+        except OSError:
+            os.close(status_r)
+            raise
+        finally:
+            os.close(log)
+            os.close(status_w)
+        try:
+            answer = json.loads(reply) if reply else {"error": "the fork server ended"}
+            if "error" in answer:
+                raise OSError(f"the fork server could not fork a worker: {answer['error']}")
+            return Served(int(answer["pid"]), status_r), [int(fd) for fd in answer["fds"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            os.close(status_r)
+            raise
+
+    def close(self) -> None:
+        """End the server (its workers live on to their jobs' ends)."""
+        self.ctl.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)
+            self.proc.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class OwnProcesses:
+    """What a harness process holds of processes it started (workers, fork servers): a process
+    forked from it starts with none of it (``_forget``), as those and their pipes are its parent's."""
+
+    def __init__(self) -> None:
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        raise NotImplementedError
+
+
+class ForkServers(OwnProcesses):
+    """One fork server per kind of worker (the key of ``Spares``: device and environment),
+    started when the first worker of its kind is, at most ``MAX`` (the least recently used
+    goes): each is a process of torch and the harness imported, most of a GB of host memory.
+    A server that fails is replaced once; past that the worker is started afresh (``None``).
+    ``ARENA_FORK_SERVER=0`` turns them off."""
+
+    MAX = 4
+
+    def _forget(self) -> None:
+        self.lock = threading.Lock()
+        self.servers: dict[str, ForkServer] = {}
+
+    def enabled(self) -> bool:
+        return os.environ.get("ARENA_FORK_SERVER", "1") != "0"
+
+    def spawn(
+        self, device: Any, cwd: Path, env: Mapping[str, str], fds: Sequence[int]
+    ) -> tuple[Served, list[int]] | None:
+        if not self.enabled():
+            return None
+        key = _spare_key(device)
+        for _ in range(2):
+            gone: list[ForkServer] = []
+            with self.lock:
+                server = self.servers.get(key)
+                if server is None or server.proc.poll() is not None:
+                    if server is not None:
+                        gone.append(self.servers.pop(key))
+                    server = self.servers[key] = ForkServer(device, key)
+                    by_use = sorted(self.servers.values(), key=lambda s: s.used)
+                    for old in by_use[: max(0, len(by_use) - self.MAX)]:
+                        gone.append(self.servers.pop(old.key))
+            for old in gone:
+                old.close()
+            try:
+                return server.spawn(cwd, env, fds)
+            except OSError:
+                with self.lock:
+                    if self.servers.get(key) is server:
+                        del self.servers[key]
+                server.close()
+        return None
+
+    def close(self) -> int:
+        with self.lock:
+            servers = list(self.servers.values())
+            self.servers.clear()
+        for server in servers:
+            server.close()
+        return len(servers)
+
+
+FORK_SERVERS = ForkServers()
+atexit.register(FORK_SERVERS.close)
+
+
+class Spares(OwnProcesses):
     """Workers started ahead, per device and environment: each job takes one (or starts one if
     none is ready) and starts a successor, so the next job of that kind finds a worker whose
     processes have imported everything. A worker started ahead holds no device memory: its
@@ -292,7 +482,7 @@ class Spares:
 
     MAX_IDLE = 16
 
-    def __init__(self) -> None:
+    def _forget(self) -> None:
         self.lock = threading.Lock()
         self.idle: dict[str, list[Worker]] = {}
         self.running: dict[str, int] = {}
