@@ -14,9 +14,8 @@ SEL=${3:-all}
 W=${4:-6}
 mkdir -p "$OUT"
 source scripts/gpu_env.sh
-git log -1 --format='commit %H' 2>/dev/null | tee "$OUT/versions.txt"
 python3 -c 'import torch, triton, platform; print("torch", torch.__version__, "triton", triton.__version__, "python", platform.python_version())' \
-  | tee -a "$OUT/versions.txt"
+  | tee "$OUT/versions.txt"
 start=$(date +%s)
 python3 scripts/gpu_exploits.py "$OUT/exploits.md" 12 > "$OUT/exploits.txt" 2>&1
 echo "exploits: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/exploits.txt"
