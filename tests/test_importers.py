@@ -1943,6 +1943,26 @@ def test_kernelbench_recurrent_weights_are_drawn_as_pytorch_draws_them(tmp_path)
     assert not any("its initialisation is not known" in d for d in _decisions(result.report()))
 
 
+def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypatch):
+    """A reference that reads each value on the host (`.item()` in a loop over a size) does not run on the meta
+    device, and on the CPU only until the probes' budget is spent: the cases stay below the timing window, and the
+    report says how far growth got and why it stopped (vectorise the reference), not only that they are small."""
+    import arena.authoring.importers.aka as aka
+
+    monkeypatch.setattr(aka, "CPU_PROBE_SECONDS", 2.0)
+    result = import_aka(FIX / "aka_vllm_repeat_items", tmp_path)
+    task = load_task(result.folder)
+    assert [dict(c.params) for c in task.configs("seen")] == [
+        {"batch": 4, "per_item": 3}, {"batch": 16, "per_item": 8}, {"batch": 64, "per_item": 16}]
+    (note,) = [d for d in _decisions(result.report()) if "production shapes" in d]
+    stop = re.search(r"they were not grown: the largest growth refused is batch = (\d+), per_item = (\d+) "
+                     r"\(([\d.]+) MB\): the reference does not run on the meta device \(RuntimeError: Tensor.item\(\) "
+                     r"cannot be called on meta tensors\), and its runs on the CPU had taken the 2 CPU seconds", note)
+    assert stop and "vectorise it" in note, note
+    batch, per_item = int(stop[1]), int(stop[2])
+    assert batch * per_item * 4 + batch * 4 > 64 * 16 * 4 + 64 * 4     # past the largest case, not at a case
+
+
 def test_kernelbench_a_forward_slow_on_the_meta_device_is_probed_on_the_cpu(tmp_path, monkeypatch):
     """A recurrence runs step by step through Python on the meta device (a 6-layer GRU over 512 steps: 12 s a
     probe): past META_SLOW_S, where one run fits the CPU's bounds, every probe runs on the CPU, and the report

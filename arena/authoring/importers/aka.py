@@ -3228,10 +3228,35 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     kept = [f for f in vary if f in set(keep)]       # sizes a block follows: not grown
     growing = [f for f in vary if f not in kept]
     below = [i for i, c in enumerate(h.cases) if not enough({**base_case, **c})]
+    stopped: list[tuple[dict, str]] = []       # where growth was refused, and why (said where no case grew)
+
+    def refusal(cfg: dict) -> str:
+        """Why growth stops at ``cfg`` (asked as it stops: the CPU budget of the probes is the growth's then)."""
+        got = probe_at(cfg)
+        if isinstance(got, ProbeTimeout) or cfg in slow:
+            return (f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds there (a loop in Python "
+                    "over a size is as slow on a GPU, where each operation is a launch): vectorise it")
+        if isinstance(got, BaseException):
+            what = f"{type(got).__name__}: {(str(got).splitlines() or [''])[0][:160]}"
+            if obs is not None and probe_fn.cpu_left[0] <= 0:
+                return (f"the reference does not run on the meta device ({what}), and its runs on the CPU had taken "
+                        f"the {CPU_PROBE_SECONDS:g} CPU seconds the probes may take (a reference that reads values "
+                        "on the host, in a loop over a size, is as slow in the harness): vectorise it")
+            return f"the reference raised {what} there"
+        if got is None:
+            return "the reference did not run there"
+        return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
+                "counted")
+
+    def grows(cfg: dict) -> bool:
+        ok = valid(cfg) and nbytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES
+        if not ok:
+            stopped.append((cfg, refusal(cfg)))
+        return ok
+
     if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
-                  grown_cases([{**base_case, **c} for c in h.cases], growing,
-                              lambda c: valid(c) and nbytes(c) + temporaries(c) <= MAX_CONFIG_BYTES, nbytes, enough)]
+                  grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough)]
         if growth:
             base_case = max((g for _, _, g in growth), key=nbytes)
         # the drafts' checks get a budget of their own, for configs the size of the grown ones
@@ -3310,7 +3335,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             "heldout.yaml holds drafts"
             + (f" (they were not grown: {', '.join(kept)} set the starting kernel's "
                "compile-time block sizes, and the other sizes alone did not reach the window)"
-               if kept else ""),
+               if kept else "")
+            + (_not_grown(stopped, growing, nbytes) if growing and below and not kept else ""),
         )
     roofline, rnotes = roofline_draft(tensors, flops, base_case)
     decisions += rnotes
@@ -3321,6 +3347,16 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
     return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)
+
+
+def _not_grown(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
+    """Why a test's cases below the timing window were not grown into it: the largest growth refused (its sizes
+    among ``keys``, the bytes it would move) and why; "" where none was refused."""
+    if not stopped:
+        return ""
+    cfg, why = max(stopped, key=lambda s: nbytes(s[0]))
+    return (" (they were not grown: the largest growth refused is " + ", ".join(f"{k} = {cfg[k]}" for k in keys)
+            + f" ({nbytes(cfg) / 1e6:.1f} MB): {why})")
 
 
 def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], keep: Iterable[str] = ()):
