@@ -14,7 +14,8 @@ to write the worker's wait status to when it ends, its job and result pipes, and
 lock's and memory account's descriptions. The child makes a session of its own (the harness
 kills a worker by its process group, as before), keeps only its own descriptors, takes its
 folder and environment, and runs the trusted process's ``main``; only once it is in its session
-does the reply go back, with its pid and the numbers its descriptors have there. The server
+and holds none of the server's descriptors does the reply go back, with its pid and the numbers its
+descriptors have there. The server
 reaps its children and writes each one's exit status (as ``subprocess`` gives it) on its pipe.
 It runs no candidate code, and none runs in a process it does not fork: the candidate's and
 the replay process are forked by the trusted process, and confined there, as before. It ends
@@ -105,7 +106,9 @@ def _fork_worker(request: dict[str, Any], fds: list[int], mode: str) -> tuple[in
             os.dup2(log, 2)
             from arena.evaluation.sandbox.confine import close_fds_except
 
-            close_fds_except((job_r, res_w, *locks))  # the server's socket, its other workers' pipes, sync_w
+            # the server's socket, its other workers' pipes; sync_w last: the reply means none of them is held here
+            close_fds_except((job_r, res_w, *locks, sync_w))
+            os.close(sync_w)
             os.chdir(cwd)
             os.environ.clear()
             os.environ.update(env)
@@ -121,7 +124,7 @@ def _fork_worker(request: dict[str, Any], fds: list[int], mode: str) -> tuple[in
             os._exit(code)
     os.close(sync_w)
     try:
-        os.read(sync_r, 1)  # end of file once the child has closed its copy: it is in its own session
+        os.read(sync_r, 1)  # end of file once the child has closed its copy: in its session, holding only its own
     finally:
         os.close(sync_r)
     return pid, list(locks)
