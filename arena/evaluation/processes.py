@@ -237,15 +237,20 @@ def _spare_key(device: Any) -> str:
                     str(lock_dir()) if device.gpu_key else "")
 
 
+def workers_dir() -> Path:
+    """Where the workers' and fork servers' folders are made (the harness's cache)."""
+    workers = cache_root() / "workers"
+    workers.mkdir(parents=True, exist_ok=True)
+    return workers
+
+
 def spawn_worker(device: Any) -> Worker:
     """Start a trusted process: forked from its kind's fork server (``ForkServers``: torch and
     the harness imported once there), or started afresh where there is none
     (``ARENA_FORK_SERVER=0``, or one that fails), when it imports them itself. While it waits for
     its job it forks its candidate's process (on a GPU, its replay process too); they open the
     GPU's context when the job arrives."""
-    workers = cache_root() / "workers"
-    workers.mkdir(parents=True, exist_ok=True)
-    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers))
+    cwd = Path(tempfile.mkdtemp(prefix="w-", dir=workers_dir()))
     (cwd / "c").mkdir()
     (cwd / "r").mkdir()
     lock_fds: tuple[int, ...] = ()
@@ -338,10 +343,8 @@ class ForkServer:
     START_S = 600.0  # the most its first reply may take: its imports (a cold bytecode cache, a busy host)
 
     def __init__(self, device: Any, key: str):
-        workers = cache_root() / "workers"
-        workers.mkdir(parents=True, exist_ok=True)
         self.key = key
-        self.scratch = Path(tempfile.mkdtemp(prefix="z-", dir=workers))
+        self.scratch = Path(tempfile.mkdtemp(prefix="z-", dir=workers_dir()))
         self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mode = "gpu" if device.runs_kernels else "cpu"
         try:

@@ -38,16 +38,9 @@ MAX_FDS = 16
 
 
 def serve(ctl: socket.socket, mode: str) -> int:
-    from arena.check.inputs import fp32_as_fp32
-    from arena.evaluation.trusted.process import freeze_heap, preload_imports
+    from arena.evaluation.trusted.process import prepare
 
-    os.umask(0o002)  # what its workers write in the shared caches stays writable by the confined processes
-    try:
-        preload_imports(mode)
-    except BaseException:  # noqa: BLE001 - each job then fails where the import is needed, with its message
-        pass
-    fp32_as_fp32()
-    freeze_heap()
+    prepare(mode)  # what each worker's trusted process would do first, done once here
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)

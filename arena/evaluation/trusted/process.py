@@ -882,9 +882,15 @@ def replayed(job: JobFrame) -> bool:
     )
 
 
-def main(argv: list[str]) -> int:
-    in_fd, out_fd = int(argv[0]), int(argv[1])
-    mode = argv[2] if len(argv) > 2 else "cpu"
+_PREPARED: list[str] = []   # the mode this process was prepared for (a process forked from a fork server: already)
+
+
+def prepare(mode: str) -> None:
+    """What a trusted process does before it forks its peers and reads its job, done once in a
+    process (a fork server's forks find it done): its umask, the imports, fp32 as fp32, the heap set
+    aside from the collector."""
+    if _PREPARED:
+        return
     os.umask(0o002)  # what it writes in the shared caches stays writable by the confined processes
     try:
         preload_imports(mode)
@@ -894,6 +900,13 @@ def main(argv: list[str]) -> int:
 
     fp32_as_fp32()   # before the forks: the reference and the task's own starting point compute fp32 in fp32
     freeze_heap()  # before the forks: the forked processes start with it set aside too
+    _PREPARED.append(mode)
+
+
+def main(argv: list[str]) -> int:
+    in_fd, out_fd = int(argv[0]), int(argv[1])
+    mode = argv[2] if len(argv) > 2 else "cpu"
+    prepare(mode)
     # the candidate's process forked from this one now (and on a GPU, where every evaluation is timed, the replay
     # process, which runs the baseline): everything imported once, no device context (none can be forked). While
     # the worker waits for its job (started ahead: arena.evaluation.processes.Spares) none of its processes holds
