@@ -916,6 +916,42 @@ def test_a_quotient_of_two_constants_is_written_as_floor_division():
     assert fitter.int_formula(lambda r: r["cols"]) == "(8 * N) // G"
 
 
+def test_a_quotient_plus_a_constant_is_written_so():
+    """A sequence's chunk boundaries (``arange(0, seqlen // chunk_size + 1)``; the ``.item()``-free formula the
+    vllm ssd runners' sizes follow): no monomial (doubling chunk_size does not halve it) and no window of a
+    convolution; a ceiling's quotient too."""
+    from arena.authoring.importers.common import Fitter
+
+    fitter = Fitter({"seqlen": 384, "chunk_size": 128},
+                    lambda p: {"bounds": p["seqlen"] // p["chunk_size"] + 1,
+                               "blocks": (p["seqlen"] + p["chunk_size"] - 1) // p["chunk_size"] - 1})
+    assert fitter.int_formula(lambda r: r["bounds"]) == "seqlen // chunk_size + 1"
+    assert fitter.int_formula(lambda r: r["blocks"]) == "(seqlen + chunk_size - 1) // chunk_size - 1"
+    assert not fitter.inexact
+
+
+def test_aka_buffers_and_copies_the_test_hands_the_kernel_are_the_entrys_to_make(tmp_path):
+    """A test hands the kernel an output buffer it made zeroed (the launcher writes and returns it) and a copy of
+    weights the kernel consumes, while its comparison reads the original weights: neither is an input of the task
+    (as inputs, the buffer was drawn at random and failed the degeneracy rule, "the outputs do not depend on input
+    out", and the copy was an input the kernel changes, INPUT_MUTATED). The entry makes both as the test does, the
+    weights are the input, and the starting kernel passes on the CPU."""
+    result = import_aka(FIX / "aka_vllm_chunk_buffers", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_chunk_buffers"
+    assert result.ok and result.checks and not _found(result), result.report()
+    assert any("starting kernel passes the smoke config" in c for c in result.checks), result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [
+        ("x", ["seqlen"]), ("weights", ["seqlen // chunk_size"]), ("cu", ["seqlen // chunk_size + 1"])]
+    assert [o.name for o in task.outputs] == ["result"]
+    entry = (folder / "baseline.py").read_text().split("entry added by")[1]
+    assert "weights_copy = weights.clone()" in entry
+    assert "out = torch.zeros(nchunks, device=device, dtype=torch.float32)" in entry and "device = x.device" in entry
+    decisions = _decisions(result.report())
+    assert any(". out: made by task_runner.py empty or filled with a constant" in d for d in decisions)
+    assert any(". weights_copy (of weights): a copy task_runner.py hands the kernel" in d for d in decisions)
+
+
 def _entry_of(folder: Path) -> str:
     return (folder / "baseline.hip").read_text().split("entry added by")[1].split("// ---- the original")[0]
 

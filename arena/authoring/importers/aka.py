@@ -2543,15 +2543,23 @@ def _launching(tree: ast.Module, jit: list[str]) -> set[str]:
         out |= more
 
 
-def _harness_signature(h: Harness, decisions: list[str]) -> tuple[list[dict], list[dict], list[dict], dict]:
-    """Inputs, outputs and scalars from what the harness passes to the kernel and compares;
-    ``roles`` maps each output to how the entry fills it."""
+def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] = ()
+                       ) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """Inputs, outputs and scalars from what the harness passes to the kernel and compares (less ``scratch``, the
+    buffers the entry makes itself); ``roles`` maps each output to how the entry fills it."""
     passed = [a.id for a in [*h.call.args, *(k.value for k in h.call.keywords)] if isinstance(a, ast.Name)]
     compared_names = [k for k, _, _ in h.compared]
     inputs, outputs = [], []
     roles: dict[str, Any] = {}
     inout_ok = schema_supports("inout")
     for n in passed:
+        if n in set(scratch):
+            # made by the entry: a buffer as the test makes it, or a copy of a tensor the test made, whose original
+            # is the input (the kernel changes the copy, the comparison reads the original)
+            src = _copy_source(h, n)
+            if src is None or src in passed or src in [i["name"] for i in inputs]:
+                continue
+            n = src
         # a copy of a tensor the test made (``logits_gpu = logits.clone()``): made as that tensor is
         t = h.tensors.get(n) or h.tensors.get(_copy_source(h, n) or "")
         if t is None:
@@ -2630,6 +2638,56 @@ def _of_returned(key: str, results: list[str]) -> str:
     return ast.unparse(_Returned().visit(ast.parse(key, mode="eval")).body)
 
 
+def _made_before_call(h: Harness, n: str) -> list[ast.stmt]:
+    """The test's statements before its call of the kernel that bind ``n``."""
+    end = h.stmts.index(h.call_stmt)
+    return [s for s in h.stmts[:end] if n in _bound_names(s)]
+
+
+def _entry_can_make(h: Harness, defining: list[ast.stmt], sig: set[str]) -> bool:
+    """Whether the entry can run the test's statements ``defining`` as they are: they read no tensor of the
+    test's besides the task's own (``sig``)."""
+    return not any(m in h.tensors and m not in sig for m in free_names(defining))
+
+
+SCRATCH_MAKERS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like"}
+
+
+def _scratch_buffers(h: Harness) -> set[str]:
+    """The tensors the test hands the kernel that it makes empty or filled with a constant, that the other side of
+    its comparison never reads and that it does not compare: an output buffer the launcher writes and returns
+    (``y = torch.zeros_like(x)``, ``rmsnorm(x, g, y, ...)`` returning ``y``), a workspace. Their values mean
+    nothing to the task: the entry makes them as the test does, and they are not the task's inputs (as inputs they
+    would be drawn at random, and the buffer the kernel writes would be an input it changes)."""
+    inputs, _, _, _ = _harness_signature(h, [])
+    names = [i["name"] for i in inputs]
+    reference, _ = _reference_from_harness(h, names, {}, None)
+    if reference is None:
+        return set()
+    fn = next((s for s in ast.parse(reference).body if isinstance(s, ast.FunctionDef) and s.name == "reference"),
+              None)
+    read = free_names(fn.body) if fn is not None else set(names)
+    unread = {i["name"] for i in inputs if i["name"] not in read and not i.get("inout")
+              and h.tensors.get(i["name"]) is not None and h.tensors[i["name"]].maker in SCRATCH_MAKERS}
+    sig = (set(names) - unread) | set(h.fields)
+    call_at = h.stmts.index(h.call_stmt)
+    # made by one statement the entry can run, and not written after it (``offsets[b, j] = j`` in a loop)
+    buffers = {n for n in unread if (made := _made_before_call(h, n)) and _entry_can_make(h, made, sig)
+               and _writers(h, n, call_at) == made}
+    # a copy of a tensor of the test's (``num_sampled_copy = num_sampled.clone()``) that the kernel is handed and the
+    # comparison does not read: the kernel may change it, the original is the input, and the entry copies it as the
+    # test does (as an input, it would be one the kernel changes)
+    compared = {k for k, _, _ in h.compared}
+    # (the reference reads the original as the copy handed to it: ``num_sampled = num_sampled_copy``)
+    aliases = [st for st in (fn.body if fn is not None else []) if isinstance(st, ast.Assign)
+               and isinstance(st.value, ast.Name) and [ast.unparse(t) for t in st.targets] == [
+                   _copy_source(h, st.value.id)]]
+    read_itself = free_names([st for st in fn.body if st not in aliases]) if fn is not None else set(names)
+    copies = {n for n in names if n not in h.tensors and n not in compared and n not in read_itself
+              and _copy_source(h, n) is not None and len(_writers(h, n, call_at)) == 1}
+    return buffers | copies
+
+
 def _entry_call(
     h: Harness,
     roles: dict,
@@ -2660,7 +2718,7 @@ def _entry_call(
             continue
         done.add(n)
         kind = h.kinds.get(n, "")
-        defining = [s for s in h.stmts[: order[id(h.call_stmt)]] if n in _bound_names(s)]
+        defining = _made_before_call(h, n)
         if kind.startswith("dtype:"):
             src = next((i["name"] for i in inputs if i["dtype"] == kind[6:]), None)
             prelude.append(f"{n} = {src}.dtype" if src else f"{n} = torch.{kind[6:]}")
@@ -2678,7 +2736,7 @@ def _entry_call(
             and n == h.call.func.value.id
         ):
             continue
-        elif defining and not any(m in h.tensors and m not in sig for m in free_names(defining)):
+        elif defining and _entry_can_make(h, defining, sig):
             local += [s for s in defining if s not in local]
             todo += sorted(free_names(defining))
         elif n in in_file or hasattr(builtins, n):
@@ -2686,6 +2744,8 @@ def _entry_call(
         else:
             unknown.append(n)
     local.sort(key=lambda s: order[id(s)])
+    if first:   # ``torch.zeros_like(x, device="cuda")``: on the device the harness hands the entry its tensors on
+        local = [_OnInputsDevice(first).visit(copy.deepcopy(s)) for s in local]
     prelude += [ln for s in local for ln in ast.unparse(s).splitlines()]
     call = copy.deepcopy(h.call)
     if isinstance(call.func, ast.Subscript):    # a kernel launched by the test: the file's kernel, its grid
@@ -2859,7 +2919,8 @@ def _load_reference_text(text: str, name: str) -> Callable | None:
 
 
 def _observed_inputs(
-    h: Harness, inputs: list[dict], outputs: list[dict], base_case: dict, decisions: list[str]
+    h: Harness, inputs: list[dict], outputs: list[dict], base_case: dict, decisions: list[str],
+    scratch: Iterable[str] = (),
 ) -> tuple[Observer | None, str | None]:
     """The shapes and dtypes of what the test hands the kernel, as observed by running its own
     statements up to the call (``observe``) for the base case and for each field doubled and
@@ -2892,7 +2953,7 @@ def _observed_inputs(
     texts = [t for t, _ in base.args] + [kw_names.get(k, k) for k in base.kwargs]
     values = [v for _, v in base.args] + list(base.kwargs.values())
     for text, value in zip(texts, values):
-        if not isinstance(value, torch.Tensor) or not re.fullmatch(r"[A-Za-z_]\w*", text):
+        if not isinstance(value, torch.Tensor) or not re.fullmatch(r"[A-Za-z_]\w*", text) or text in scratch:
             continue
         if value.dtype not in DTYPE_NAMES:
             continue
@@ -3088,13 +3149,30 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
 
 
 def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = "",
-                  keep: Iterable[str] = ()):
+                  keep: Iterable[str] = (), scratch: bool = False):
     """Signature, reference, configs and roofline from a read harness (both categories); the last of
     what it returns: the sizes the growth into the timing window changed (``keep``: sizes it leaves as
-    the cases have them), and the spare held-out drafts (``draft_configs``)."""
-    inputs, outputs, scalars, roles = _harness_signature(h, decisions)
+    the cases have them), and the spare held-out drafts (``draft_configs``). ``scratch``: the buffers the test
+    hands the kernel and never reads are the entry's to make (a Python entry), not inputs."""
+    made = sorted(_scratch_buffers(h)) if scratch else []
+    inputs, outputs, scalars, roles = _harness_signature(h, decisions, made)
+    buffers = [n for n in made if _copy_source(h, n) is None]
+    copies = [f"{n} (of {_copy_source(h, n)})" for n in made if n not in buffers]
+    if buffers:
+        decisions.append(
+            f"{', '.join(buffers)}: made by {h.path.name} empty or filled with a constant and handed to the kernel, "
+            "but not read by the other side of its comparison: the result does not depend on "
+            f"{'their values' if len(buffers) > 1 else 'its value'} as the test makes "
+            f"{'them' if len(buffers) > 1 else 'it'} (a buffer the launcher writes, a workspace, a setting the test "
+            f"fixes). The entry makes {'them' if len(buffers) > 1 else 'it'} as the test does; not inputs of the task"
+        )
+    if copies:
+        decisions.append(
+            f"{', '.join(copies)}: a copy {h.path.name} hands the kernel, which may change it, and does not compare: "
+            "the original is the task's input, and the entry makes the copy as the test does"
+        )
     base_case = max(h.cases, key=lambda c: math.prod(c.values())) if h.cases else {}
-    obs, maker = _observed_inputs(h, inputs, outputs, base_case, decisions)
+    obs, maker = _observed_inputs(h, inputs, outputs, base_case, decisions, made)
     first_float: dict[str, str] = {}
     for i in inputs:
         first_float.setdefault(i["dtype"], i["name"])
@@ -3408,7 +3486,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
         spare: list[dict] = []
     else:
         (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)) = \
-            _harness_task(aka, h, name, decisions, keep=keep)
+            _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)

@@ -266,6 +266,8 @@ class Fitter:
             text = self._affine(affecting, get, v0)
         if text is None and 2 <= len(affecting) <= 5:
             text = self._window(affecting, get, v0)
+        if text is None and len(affecting) > 1:
+            text = self._quotient(affecting, get, v0)
         if text is None and 2 <= len(affecting) <= 4:
             # a role whose constant cannot be doubled (a padding past half the kernel) changes the size too
             fixed = [c for c in self.ints if c not in affecting and self.run({c: self.base[c] * 2}) is None]
@@ -393,18 +395,7 @@ class Fitter:
 
         roles = ("x", "k", "s", "p", "d", "o")     # o: a transposed convolution's output_padding
         absent = {"k": 1, "s": 1, "p": 0, "d": 1, "o": 0}
-        probes: list[tuple[dict[str, int], int]] = [(dict(self.base), v0)]
-        for c in names:
-            for factor in (2, 3):
-                try:
-                    probes.append(({**self.base, c: self.base[c] * factor}, int(self._at(c, factor, get))))
-                except _NoValue:
-                    pass
-        both = {c: 2 * self.base[c] for c in names}
-        try:
-            probes.append(({**self.base, **both}, int(self._get(get, self.run(both)))))
-        except _NoValue:
-            pass
+        probes = self._probes(names, get, v0)
         # the input's size first among the largest constants (a kernel, a stride are small)
         by_size = sorted(names, key=lambda c: -self.base[c])
         for fn, kind in self.WINDOWS:
@@ -423,6 +414,40 @@ class Fitter:
 
                     if all(value(values) == want for values, want in probes):
                         return self._window_text(kind, {r: role[r] for r in role})
+        return None
+
+    def _probes(self, names: list[str], get: Callable, v0: int) -> list[tuple[dict[str, int], int]]:
+        """The values read at the base, with each of ``names`` doubled and tripled, and all of them doubled together
+        (those the original accepts)."""
+        probes: list[tuple[dict[str, int], int]] = [(dict(self.base), v0)]
+        for c in names:
+            for factor in (2, 3):
+                try:
+                    probes.append(({**self.base, c: self.base[c] * factor}, int(self._at(c, factor, get))))
+                except _NoValue:
+                    pass
+        both = {c: 2 * self.base[c] for c in names}
+        try:
+            probes.append(({**self.base, **both}, int(self._get(get, self.run(both)))))
+        except _NoValue:
+            pass
+        return probes
+
+    def _quotient(self, names: list[str], get: Callable, v0: int) -> str | None:
+        """v = a // b + k or a ceiling's (a + b - 1) // b + k, k small: the boundaries of a sequence's chunks
+        (``seqlen // chunk_size + 1``), checked on every probe made."""
+        if len(names) != 2:
+            return None
+        probes = self._probes(names, get, v0)
+        for a, b in (names, names[::-1]):
+            for ceil in (False, True):
+                def q(values: dict[str, int], a: str = a, b: str = b, ceil: bool = ceil) -> int:
+                    return (values[a] + values[b] - 1) // values[b] if ceil else values[a] // values[b]
+                k = v0 - q(self.base)
+                if abs(k) > 2 or not all(q(values) + k == want for values, want in probes):
+                    continue
+                text = f"({a} + {b} - 1) // {b}" if ceil else f"{a} // {b}"
+                return text + (f" + {k}" if k > 0 else f" - {-k}" if k < 0 else "")
         return None
 
     def _monomial(self, names: list[str], get: Callable, v0: float, most: int = 64) -> str | None:
