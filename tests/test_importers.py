@@ -950,6 +950,19 @@ def test_aka_buffers_and_copies_the_test_hands_the_kernel_are_the_entrys_to_make
     decisions = _decisions(result.report())
     assert any(". out: made by task_runner.py empty or filled with a constant" in d for d in decisions)
     assert any(". weights_copy (of weights): a copy task_runner.py hands the kernel" in d for d in decisions)
+    # a buffer written again after it is made (moved to the device under an ``if``: a helper of vllm's
+    # prepare_eagle_inputs) is not the entry's: made as its first statement says, it was a CPU tensor on a GPU
+    src = tmp_path / "src" / "aka_vllm_chunk_buffers"
+    shutil.copytree(FIX / "aka_vllm_chunk_buffers", src)
+    runner = src / "scripts" / "task_runner.py"
+    made = "        out = torch.zeros(nchunks, device=device, dtype=torch.float32)\n"
+    assert made in runner.read_text()
+    runner.write_text(runner.read_text().replace(made, "        out = torch.zeros(nchunks, dtype=torch.float32)\n"
+                                                 "        if device != 'cpu':\n            out = out.to(device)\n"))
+    result = import_aka(src, tmp_path / "moved")
+    task = load_task(tmp_path / "moved" / "triton2triton" / "aka_vllm_chunk_buffers")
+    assert "out" in [i.name for i in task.inputs] and "weights" in [i.name for i in task.inputs]
+    assert "out = torch.zeros" not in (task.path / "baseline.py").read_text().split("entry added by")[1]
 
 
 def _entry_of(folder: Path) -> str:

@@ -2650,6 +2650,23 @@ def _entry_can_make(h: Harness, defining: list[ast.stmt], sig: set[str]) -> bool
     return not any(m in h.tensors and m not in sig for m in free_names(defining))
 
 
+def _only_made_by(h: Harness, n: str, made: ast.stmt, end: int) -> bool:
+    """Whether no statement of the test before position ``end`` but ``made`` binds ``n``, writes into it or changes
+    it in place, at any depth (a loop's body, an ``if``'s)."""
+    for st in h.stmts[:end]:
+        if st is made:
+            continue
+        for sub in ast.walk(st):
+            if isinstance(sub, ast.Name) and sub.id == n and isinstance(sub.ctx, ast.Store):
+                return False
+            if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store) \
+                    and isinstance(sub.value, ast.Name) and sub.value.id == n:
+                return False
+            if isinstance(sub, ast.Call) and (_changes(sub, n) or _writes_argument(h, sub, n)):
+                return False
+    return True
+
+
 SCRATCH_MAKERS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like"}
 
 
@@ -2671,9 +2688,10 @@ def _scratch_buffers(h: Harness) -> set[str]:
               and h.tensors.get(i["name"]) is not None and h.tensors[i["name"]].maker in SCRATCH_MAKERS}
     sig = (set(names) - unread) | set(h.fields)
     call_at = h.stmts.index(h.call_stmt)
-    # made by one statement the entry can run, and not written after it (``offsets[b, j] = j`` in a loop)
-    buffers = {n for n in unread if (made := _made_before_call(h, n)) and _entry_can_make(h, made, sig)
-               and _writers(h, n, call_at) == made}
+    # made by one statement the entry can run, and not written after it (``offsets[b, j] = j`` in a loop, ``x =
+    # x.to(device)`` under an ``if``)
+    buffers = {n for n in unread if len(made := _made_before_call(h, n)) == 1 and _entry_can_make(h, made, sig)
+               and _only_made_by(h, n, made[0], call_at)}
     # a copy of a tensor of the test's (``num_sampled_copy = num_sampled.clone()``) that the kernel is handed and the
     # comparison does not read: the kernel may change it, the original is the input, and the entry copies it as the
     # test does (as an input, it would be one the kernel changes)
@@ -2684,7 +2702,8 @@ def _scratch_buffers(h: Harness) -> set[str]:
                    _copy_source(h, st.value.id)]]
     read_itself = free_names([st for st in fn.body if st not in aliases]) if fn is not None else set(names)
     copies = {n for n in names if n not in h.tensors and n not in compared and n not in read_itself
-              and _copy_source(h, n) is not None and len(_writers(h, n, call_at)) == 1}
+              and _copy_source(h, n) is not None and len(made := _made_before_call(h, n)) == 1
+              and _only_made_by(h, n, made[0], call_at)}
     return buffers | copies
 
 
