@@ -2552,8 +2552,9 @@ def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] 
     inputs, outputs = [], []
     roles: dict[str, Any] = {}
     inout_ok = schema_supports("inout")
+    scratch = set(scratch)
     for n in passed:
-        if n in set(scratch):
+        if n in scratch:
             # made by the entry: a buffer as the test makes it, or a copy of a tensor the test made, whose original
             # is the input (the kernel changes the copy, the comparison reads the original)
             src = _copy_source(h, n)
