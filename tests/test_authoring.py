@@ -36,6 +36,24 @@ def test_degenerate_and_insensitive_references_fail(tmp_path):
     assert "std" in text and "do not depend on input x" in text
 
 
+def test_an_input_the_outputs_depend_on_in_few_draws_is_drawn_again_before_it_is_called_ignored(tmp_path,
+                                                                                                 monkeypatch):
+    """Outputs that depend on an input in a few places only (here through whether its sum passes a threshold; a
+    position that matters where it is below a length drawn beside it) can come out alike for one draw of it and
+    another: the input is drawn again, up to REDRAWS times, before the check says the outputs do not depend on it."""
+    import arena.check.degeneracy as degeneracy
+
+    folder = _copy(tmp_path)
+    (folder / "reference.py").write_text(
+        "def reference(x, y, n, alpha):\n    return y + alpha * (x.sum() > -30).to(y.dtype)\n")
+    monkeypatch.setattr(degeneracy, "REDRAWS", 1)
+    row = check_task(folder, detect("cpu"))
+    assert any("do not depend on input x" in p for p in row.problems), row.problems
+    monkeypatch.setattr(degeneracy, "REDRAWS", 4)
+    row = check_task(folder, detect("cpu"))
+    assert not any("do not depend on input" in p for p in row.problems), row.problems
+
+
 def test_a_reference_past_what_its_output_dtype_holds_fails(tmp_path):
     """A correct kernel that writes the declared dtype overflows where the reference (on upcast inputs)
     goes past that dtype's range: the task is at fault, and the check says so."""

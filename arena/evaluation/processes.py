@@ -774,7 +774,9 @@ class CandidatePeer:
         if self.proc.poll() is None and why != "died":
             self.proc.kill()
         try:
-            self.proc.wait(timeout=30)
+            # a process whose channel closed as it exits is gone in moments; one that closed it and lives on
+            # (a candidate's code can) is killed after these seconds
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -67,7 +67,7 @@ from arena.authoring.importers.kernelbench import (
     ModuleProblem,
     build_module_task,
 )
-from arena.authoring.importers.observe import Observer, OnDevice, module_namespace
+from arena.authoring.importers.observe import ObservationTimeout, Observer, OnDevice, module_namespace
 from arena.errors import ArenaError
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, INTEGER_DTYPES
@@ -651,6 +651,73 @@ def _inlined_inputs(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, not
     return stmts
 
 
+def _names_bound(target: ast.expr) -> list[str] | None:
+    """The names an assignment's target binds, where it is a name or a tuple of names."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def _names_a_device(node: ast.AST) -> bool:
+    """``"cpu"``, ``"cuda:0"``, ``device``, ``x.device``, ``torch.device(...)``: an argument that says where."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] in ("cpu", "cuda", "hip")
+    if isinstance(node, ast.Name):
+        return "device" in node.id or node.id == "dev"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "device"
+    return isinstance(node, ast.Call) and dotted_name(node.func) == "torch.device"
+
+
+def _made_again(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, notes: list[str],
+                where: str) -> list[ast.stmt]:
+    """``inputs = make_inputs(n, device)`` makes what the kernel is handed, and ``cpu_inputs = make_inputs(n, "cpu")``
+    the same again on the CPU for the reference (vllm's runners: the helper seeds itself): the second is the first's
+    values, so it is read as ``cpu_inputs = inputs`` (the reference is handed the task's inputs; before, it made its
+    own and read none of them). Only where the two calls differ in arguments that say a device alone."""
+    helpers = {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}
+    handed = {n.id for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)
+              if isinstance(n, ast.Name)}
+
+    def made(s: ast.stmt) -> tuple[list[str], ast.Call] | None:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.Call) and \
+                isinstance(s.value.func, ast.Name) and s.value.func.id in helpers:
+            names = _names_bound(s.targets[0])
+            if names is not None:
+                return names, s.value
+        return None
+
+    at = next(i for i, s in enumerate(stmts) if any(c is call for c in ast.walk(s)))
+    first = next(((i, m) for i, s in enumerate(stmts[:at]) if (m := made(s)) is not None and set(m[0]) & handed),
+                 None)
+    if first is None:
+        return stmts
+    i0, (names0, call0) = first
+
+    def same_but_device(other: ast.Call) -> bool:
+        if dotted_name(other.func) != dotted_name(call0.func) or len(other.args) != len(call0.args) or \
+                sorted(k.arg or "" for k in other.keywords) != sorted(k.arg or "" for k in call0.keywords):
+            return False
+        kw0 = {k.arg: k.value for k in call0.keywords}
+        pairs = list(zip(call0.args, other.args)) + [(kw0[k.arg], k.value) for k in other.keywords]
+        apart = [(a, b) for a, b in pairs if ast.dump(a) != ast.dump(b)]
+        return bool(apart) and all(_names_a_device(a) and _names_a_device(b) for a, b in apart)
+
+    out = list(stmts)
+    for i, s in enumerate(stmts):
+        m = made(s) if i != i0 else None
+        if m is None or not same_but_device(m[1]) or (len(m[0]) != len(names0) and len(m[0]) > 1):
+            continue
+        value = ast.Name(names0[0], ast.Load()) if len(names0) == 1 else \
+            ast.Tuple([ast.Name(n, ast.Load()) for n in names0], ast.Load())
+        out[i] = ast.fix_missing_locations(ast.copy_location(ast.Assign([copy.deepcopy(s.targets[0])], value), s))
+        notes.append(f"{where} makes the kernel's inputs again on another device ({ast.unparse(s)}): the same "
+                     f"values, read as {ast.unparse(out[i])}")
+    return out
+
+
 def _unpacked(fn: ast.FunctionDef, cases: list[dict]) -> tuple[list[dict], list[ast.stmt]]:
     """A parameter that is a list of sizes the test unpacks (``m, n, k = shape``): its names take its
     place in the cases, and the unpacking statements are returned (they leave the test's statements)."""
@@ -1018,6 +1085,10 @@ def read_harness(
                 item_of = lambda params, first=raw[0]: first  # noqa: E731 - bound as the loop target is
                 notes.append(f"{path.name} loops over the seeds {list(raw)} with its sizes fixed: the harness draws "
                              "inputs of its own for each config, the sizes the test writes are the parameters")
+            elif all(type(item) is int for item in raw):
+                # a list of one size each (``for n in [1024, 4096]``): the loop variable is the parameter
+                names, cases = [var], [{var: item} for item in raw]
+                item_of = lambda params, first=raw[0]: params.get(var, first)  # noqa: E731 - as above
             else:
                 names = _fields_from_comment(text, where.lineno) if isinstance(where, ast.For) else None
                 if names is None or any(len(names) != len(item) for item in raw):
@@ -1069,7 +1140,7 @@ def read_harness(
                  for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)
                  if a.arg not in fields and a.arg not in bound and isinstance(d, ast.Attribute)
                  and dotted_name(d).startswith("torch.")] + stmts
-    stmts = _inlined_inputs(stmts, call, tree, notes, path.name)
+    stmts = _inlined_inputs(_made_again(stmts, call, tree, notes, path.name), call, tree, notes, path.name)
     if (found is None or seed_loop) and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
     kinds: dict[str, str] = {}
@@ -2817,6 +2888,9 @@ GROWN_BUDGET = 4           # times that for the drafts around cases grown into t
 # and one run of the reference, on the meta device or the CPU, at most (the budgets above are counted between runs:
 # a reference that loops in Python over every element, at a size a probe tries, runs for hours)
 ONE_PROBE_SECONDS = CPU_PROBE_SECONDS * GROWN_BUDGET
+# the reference's runs on the meta device, all together: a reference that loops in Python over a size (a recurrence
+# over chunks) takes seconds a run there, and the formulas' and the drafts' probes are dozens of runs
+META_PROBE_SECONDS = 60.0
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -2829,6 +2903,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
 
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
     cpu_left = [CPU_PROBE_SECONDS]      # the CPU runs of the reference, all together, stop past this
+    meta_left = [META_PROBE_SECONDS]    # and its runs on the meta device
 
     def probe(params: dict) -> Any:
         env = dict(params)
@@ -2853,9 +2928,12 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
         try:
-            with cpu_time_limit(ONE_PROBE_SECONDS), OnDevice("meta"), FlopCounterMode(display=False) as counter, \
-                    peak_bytes_mode() as live:
-                out = ref_fn(*ins, *[params[f] for f in fields])
+            try:
+                with cpu_time_limit(min(ONE_PROBE_SECONDS, meta_left[0])), OnDevice("meta"), \
+                        FlopCounterMode(display=False) as counter, peak_bytes_mode() as live:
+                    out = ref_fn(*ins, *[params[f] for f in fields])
+            finally:
+                meta_left[0] -= time.process_time() - t0
             meta_seconds = time.process_time() - t0
             peak = live.peak
         except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
@@ -2879,6 +2957,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                     o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
     probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
+    probe.meta_left = meta_left  # type: ignore[attr-defined]
     return probe
 
 
@@ -2952,6 +3031,11 @@ def _observed_inputs(
     obs = Observer(h)
     try:
         base = obs.observe(base_case)
+    except ObservationTimeout as exc:
+        decisions.append(f"{exc} for the case {', '.join(f'{k} = {v}' for k, v in base_case.items())}: the shapes "
+                         f"are read from the text of {h.path.name} only; what it runs before the call is as slow "
+                         "where the harness makes the inputs (a loop in Python over a size): vectorise it")
+        return None, None
     except Exception:  # noqa: BLE001 - the test does not run here: the static reading stands
         return None, None
     fitter = Fitter(base_case, lambda params: obs.observe(params, base.device))
@@ -3026,7 +3110,7 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     order = {id(s): i for i, s in enumerate(h.stmts)}
     last = order[id(h.call_stmt)]
     # the loop's whole item (``for shape in SHAPES: M, N = shape``): its fields come from the config instead
-    loop_names = {h.loop_target.id} if isinstance(h.loop_target, ast.Name) else set()
+    loop_names = {h.loop_target.id} - set(h.fields) if isinstance(h.loop_target, ast.Name) else set()
     stop = set(h.fields)
     chosen: list[ast.stmt] = []
     prelude: list[str] = []
@@ -3261,6 +3345,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
 
     slow: list[dict] = []    # drafts the reference runs too slowly for (a loop in Python over a size)
+    slow_made: list[dict] = []   # drafts the test's statements before its kernel call run too slowly for
 
     probed = once_per_config(fitter.probe)     # each config's probe, or what it raised: valid() and temporaries()
 
@@ -3269,6 +3354,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     def valid(cfg: dict) -> bool:
         got = probe_at(cfg)
+        if isinstance(got, ObservationTimeout):
+            slow_made.append(cfg)
+            return False
         if isinstance(got, ProbeTimeout):
             slow.append(cfg)
             return False
@@ -3331,6 +3419,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     def refusal(cfg: dict) -> str:
         """Why growth stops at ``cfg`` (asked as it stops: the CPU budget of the probes is the growth's then)."""
         got = probe_at(cfg)
+        if isinstance(got, ObservationTimeout):
+            return f"{got} there (a loop in Python over a size is as slow where the harness makes the inputs)"
         if isinstance(got, ProbeTimeout) or cfg in slow:
             return (f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds there (a loop in Python "
                     "over a size is as slow on a GPU, where each operation is a launch): vectorise it")
@@ -3357,8 +3447,12 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                   grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough)]
         if growth:
             base_case = max((g for _, _, g in growth), key=nbytes)
-        # the drafts' checks get a budget of their own, for configs the size of the grown ones
+        # the drafts' checks get a budget of their own, for configs the size of the grown ones (and the test's
+        # statements, and the reference on the meta device, theirs anew)
         budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
+        probe_fn.meta_left[0] = META_PROBE_SECONDS
+        if obs is not None:
+            obs.renew()
     # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
     smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
                      key=lambda c: size({**base_case, **c})) if h.cases else None
@@ -3378,6 +3472,13 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: the reference does not run on the meta "
                             f"device, and its runs on the CPU took the {budget:.0f} CPU seconds the drafts' "
                             "checks may take (a reference that loops in Python is as slow in the harness): make it "
+                            "vectorised, or write the held-out configs")
+    elif vary and len(held) < 4 and (slow or slow_made):
+        why = ("the test's statements before its kernel call ran past the CPU seconds an observation may take "
+               "(a loop in Python over a size is as slow where the harness makes the inputs)" if slow_made else
+               f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device, an "
+               "operation at a time (a loop in Python over a size is as slow on a GPU, where each is a launch)")
+        decisions.insert(0, f"{len(held)} held-out configs could be drafted: at the sizes tried, {why}: make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     if over:
@@ -3417,12 +3518,16 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         )
     if smoke_case is not None and config_params(smoke[0]) == {**base_case, **smoke_case}:
         smoke[0]["#"] = f"the smallest case of {h.path.name}"
-    if slow:
-        smallest = min(slow, key=size)
-        notes.append(f"drafts at {', '.join(f'{k} = {v}' for k, v in smallest.items() if k in vary)} and larger "
-                     f"were not kept: the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the "
-                     "meta device there, an operation at a time (a loop in Python over a size is as slow on a GPU, "
-                     "where each operation is a launch): vectorise it to draft larger configs")
+    for refused, why in (
+            (slow, f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device there, an "
+                   "operation at a time (a loop in Python over a size is as slow on a GPU, where each operation is a "
+                   "launch): vectorise it"),
+            (slow_made, "{} there (a loop in Python over a size is as slow where the harness makes the inputs): "
+                        "vectorise the test's statements that make them")):
+        if refused:
+            smallest = min(refused, key=size)
+            notes.append(f"drafts at {', '.join(f'{k} = {v}' for k, v in smallest.items() if k in vary)} and larger "
+                         f"were not kept: {why.format(probe_at(smallest))} to draft larger configs")
     decisions += notes
     decisions += h.notes
     if h.cases and not growth:

@@ -214,13 +214,17 @@ class Fitter:
         self.used: set[str] = set()
         self.inexact: list[str] = []
         self.unwritten: list[tuple[str, list[str]]] = []     # (what, the constants it changes with) of each inexact
+        self.out_of_time: set[tuple] = set()    # the probes that ran out of CPU time (not a refusal of the sizes)
 
     def run(self, overrides: dict[str, Any] | None = None) -> Any:
         key = tuple(sorted((overrides or {}).items()))
         if key not in self._cache:
             try:
                 self._cache[key] = self.probe({**self.base, **(overrides or {})})
-            except (Exception, ProbeTimeout):  # noqa: BLE001 - a parameter set the problem does not accept
+            except ProbeTimeout:
+                self._cache[key] = None
+                self.out_of_time.add(key)
+            except Exception:  # noqa: BLE001 - a parameter set the problem does not accept
                 self._cache[key] = None
         return self._cache[key]
 
@@ -256,6 +260,12 @@ class Fitter:
         v0 = int(v0)
         affecting = self._affecting(get, v0)
         if not affecting:
+            unseen = [c for c in self.ints if ((c, self.base[c] * 2),) in self.out_of_time]
+            if what and unseen:   # not shown constant: the probes that would show what changes it ran out of time
+                self.unwritten.append((what, unseen))
+                self.inexact.append(f"{what} is {v0} here; the probes with {', '.join(unseen)} doubled ran out of "
+                                    "CPU time, so whether it changes with them is not known: kept as the number; "
+                                    "write it as a formula if it does")
             return v0
         text = None
         if len(affecting) == 1:

@@ -24,11 +24,13 @@ from arena.authoring.importers.common import (
     Fitter,
     ImportResult,
     ImportStop,
+    ProbeTimeout,
     Untranslatable,
     bound_by_imports,
     call_name,
     count_bytes,
     count_elements,
+    cpu_time_limit,
     dotted_name,
     draft_configs,
     finish_draft,
@@ -105,6 +107,9 @@ def _first_case(value: Any) -> tuple[list, int]:
 META_SLOW_S = 3.0
 CPU_PROBE_FLOPS = 5 * 10**10
 CPU_PROBE_BYTES = 2 * 10**9
+# the reference's runs in fp32 and fp64 that measure its rounding (an attention over long rows in fp64 on the CPU
+# ran for minutes): past these CPU seconds, the tolerance is left to a GPU's check
+ROUNDING_SECONDS = 60.0
 RECURRENT = ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell")
 LIFTED_PREFIX = "dim"     # the names of the sizes lifted from get_inputs / get_init_inputs: dim0, dim1, ...
 SIZE_ARGS_ONLY = {"randint": 2, "full": 0, "randint_like": 1}    # makers whose sizes are the one argument at this place
@@ -1273,11 +1278,13 @@ def _rounding(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
     task.yaml where it is not the default: the decisions that say so (or why it was not
     measured), and what the degeneracy rules found in the outputs measured."""
     try:
-        tol, note, degenerate = measured_tolerance(folder)
-    except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
-        return [f"the importer could not measure the reference's fp32 rounding ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}): `arena tasks check` on a GPU shows whether the "
-                "default fp32 tolerance holds the task's own starting point"], []
+        with cpu_time_limit(ROUNDING_SECONDS):
+            tol, note, degenerate = measured_tolerance(folder)
+    except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+        what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)
+                else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return [f"the importer could not measure the reference's fp32 rounding ({what}): `arena tasks check` on a "
+                "GPU shows whether the default fp32 tolerance holds the task's own starting point"], []
     if not tol:
         return ([note] if note else []), degenerate
     d.tolerance = tol

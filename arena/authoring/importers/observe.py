@@ -2,7 +2,8 @@
 to see what it hands the kernel: the tensors' shapes and dtypes for a case, and the other values.
 
 The test's correctness function is cut where it calls the kernel: the statements before the
-call (the loop around it opened, bound to one case) run in the test module's namespace with
+call (the loop around it opened, bound to one case; an assignment nothing after it reads left
+out) run in the test module's namespace with
 every ``cuda`` device taken for the meta device (else the CPU), and the call itself records its
 arguments and stops. Nothing of the kernel runs."""
 
@@ -13,6 +14,7 @@ import contextlib
 import copy
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,24 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
 from arena.errors import Interruption
+
+# what the test's statements up to its kernel call may take, in this process's CPU seconds: for one case, and for
+# every case an import observes together. Where a test makes its inputs a value at a time in Python (a paged cache
+# filled in loops over its blocks, heads and elements), an observation at the sizes a probe tries runs for hours;
+# the harness's make_inputs, its copy, would too
+ONE_OBSERVATION_SECONDS = 10.0
+OBSERVATION_SECONDS = 60.0
+
+
+class ObservationTimeout(ProbeTimeout):
+    """The test's statements up to its kernel call went past the CPU seconds an observation may take (or the
+    observations of the import had taken theirs): ``seconds`` is the limit that stopped it."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
 
 
 class _Stop(Interruption):  # the test's own `except Exception` does not catch it
@@ -133,6 +152,45 @@ def _prints(s: ast.stmt) -> bool:
     return isinstance(s, ast.If) and all(_prints(b) for b in s.body + s.orelse)
 
 
+def _bound_only(s: ast.stmt) -> set[str] | None:
+    """The names an assignment binds, where it binds names only (``ref = reference(x)``, ``a, b = f()``); None for
+    any other statement (one that writes into a tensor, ``x[i] = v``, or does anything else)."""
+    if isinstance(s, ast.Assign):
+        targets = list(s.targets)
+    elif isinstance(s, ast.AnnAssign) and s.value is not None:
+        targets = [s.target]
+    else:
+        return None
+    names: set[str] = set()
+    while targets:
+        t = targets.pop()
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            targets += t.elts
+        elif isinstance(t, ast.Starred):
+            targets.append(t.value)
+        else:
+            return None
+    return names
+
+
+def _feeding_the_call(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements up to the kernel call (the last) less the assignments whose names nothing after them reads:
+    what the test computes before the call for its own comparison (``ref = reference(logits, ...)``, which may loop
+    in Python over every element) does not change what the call is handed. Every other statement stays: it may
+    write into a tensor the call reads (``mask[b, 0] = 1`` in a loop) or end the case (an assertion)."""
+    kept: list[ast.stmt] = []
+    read: set[str] = set()
+    for s in reversed(stmts):
+        names = _bound_only(s) if kept else None
+        if names is not None and not names & read:
+            continue
+        kept.append(s)
+        read |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return kept[::-1]
+
+
 def _unmarked(tree: ast.Module) -> ast.Module:
     """The module with its functions' pytest marks and Triton decorators taken off: they run when the
     module does (a ``skipif`` that asks the GPU for its capability, an autotuner's configs that ask the
@@ -154,6 +212,11 @@ class Observer:
         self.device = "meta"
         self.error = ""
         self._code: Any = None
+        self.cpu_left = OBSERVATION_SECONDS   # what the observations still may take, all together
+
+    def renew(self) -> None:
+        """The observations' budget anew (for the drafts' checks, after the growth's)."""
+        self.cpu_left = OBSERVATION_SECONDS
 
     def _module(self) -> dict[str, Any]:
         if self.ns is None:
@@ -165,7 +228,7 @@ class Observer:
             h = self.h
             cut = h.stmts[: h.stmts.index(h.call_stmt) + 1]
             # what the test prints says nothing of the call (and may read what the case leaves unbound)
-            body = [copy.deepcopy(s) for s in cut if not _prints(s)]
+            body = [copy.deepcopy(s) for s in _feeding_the_call([s for s in cut if not _prints(s)])]
             call_copy = next(n for n in ast.walk(body[-1]) if isinstance(n, ast.Call) and
                              ast.dump(n) == ast.dump(h.call))
             call_copy.func = ast.Name("__arena_record__", ast.Load())
@@ -184,7 +247,25 @@ class Observer:
         return self._code
 
     def observe(self, params: dict[str, Any], device: str | None = None) -> Observed:
-        """The call the test makes for the case ``params`` (its fields); raises what the test raises."""
+        """The call the test makes for the case ``params`` (its fields); raises what the test raises, and
+        ``ObservationTimeout`` past ``ONE_OBSERVATION_SECONDS`` of CPU time (or once the observations have taken
+        ``OBSERVATION_SECONDS``)."""
+        self._module()     # the module's top level (its imports) runs once, outside the limit
+        limit = min(ONE_OBSERVATION_SECONDS, self.cpu_left)
+        t0 = time.process_time()
+        try:
+            with cpu_time_limit(limit):
+                return self._observe(params, device)
+        except ObservationTimeout:
+            raise
+        except ProbeTimeout as exc:
+            what = (f"more than {limit:.3g} CPU seconds" if limit >= ONE_OBSERVATION_SECONDS else
+                    f"past the {OBSERVATION_SECONDS:g} CPU seconds the observations of an import may take")
+            raise ObservationTimeout(f"the test's statements up to its kernel call ran {what}", limit) from exc
+        finally:
+            self.cpu_left -= time.process_time() - t0
+
+    def _observe(self, params: dict[str, Any], device: str | None) -> Observed:
         h = self.h
         ns = dict(self._module())
 
