@@ -14,7 +14,7 @@ OUT=$(cd "$OUT" && pwd)
 for sel in "$ROOTS"/*.sel; do
   r=$(basename "$sel" .sel)
   [ -s "$sel" ] || continue
-  echo "== $r: $(tr ',' '\n' < "$sel" | wc -l) tasks"
+  echo "== $r: $(tr ',' '\n' < "$sel" | grep -c .) tasks"
   TASKS_DIR="$ROOTS/$r" SPLITS=seen,heldout WORKERS=${WORKERS:-12} \
     bash scripts/gpu_validate_tasks.sh "$(cat "$sel")" "$OUT/$r" > "$OUT/$r.log" 2>&1
   grep -E "exit|result:" "$OUT/$r/time.txt" "$OUT/$r/check.md" 2>/dev/null

@@ -1562,6 +1562,13 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monk
     late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
     assert {k: v for k, v in late["heldout:draft-aspect"].items() if k != "constexprs"} == {
         "config": "heldout:draft-aspect", "error": None, "timeout": True}
+    # the probes of one import share one budget of wall time: once it is spent, a probe answers for no config
+    with kernel_probe.probes_within(60.0):
+        assert kernel_probe.probe_configs(folder, [("seen", "case0", None)])["seen:case0"]["error"] is None
+        assert kernel_probe._left[0] is not None and kernel_probe._left[0] < 60.0
+        kernel_probe._left[0] = 0.0
+        assert kernel_probe.probe_configs(folder, [("seen", "case0", None)]) == {}
+    assert kernel_probe._left[0] is None
     # a config the interpreter dies under (here the entry's own SIGSEGV at N = 63) is not refuted, and the configs
     # after it are probed still: each runs in a child forked from the probe's process
     task = load_task(folder)

@@ -2539,22 +2539,26 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
             + f"): only {source.relative_to(aka.folder)} was kept; a HIP task may ship headers beside its "
             "kernel (copy them), a Triton task is one file"
         )
-    if aka.category == "triton2triton":
-        start = list(decisions)
-        d, check, grew = _aka_triton(aka, source, name, decisions)
-        block = _grown_block_sizes(d, grew)
-        if block:   # drafted again, those sizes kept as the cases have them
-            decisions = list(start)
-            d, check, _ = _aka_triton(aka, source, name, decisions, keep=block)
-    else:
-        d, check = _aka_hip(aka, source, name, decisions)
-    d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
-    for w in aka.workloads:
-        d.decisions.append(
-            f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
-            "its shapes with the configs"
-        )
-    return finish_draft(d, Path(root) if root else None, aka.folder, check)
+    from arena.authoring.importers import kernel_probe
+
+    # the starting kernel's probes on the drafts (Triton's interpreter) take this long at most, all together
+    with kernel_probe.probes_within(kernel_probe.IMPORT_PROBES_SECONDS):
+        if aka.category == "triton2triton":
+            start = list(decisions)
+            d, check, grew = _aka_triton(aka, source, name, decisions)
+            block = _grown_block_sizes(d, grew)
+            if block:   # drafted again, those sizes kept as the cases have them
+                decisions = list(start)
+                d, check, _ = _aka_triton(aka, source, name, decisions, keep=block)
+        else:
+            d, check = _aka_hip(aka, source, name, decisions)
+        d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
+        for w in aka.workloads:
+            d.decisions.append(
+                f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
+                "its shapes with the configs"
+            )
+        return finish_draft(d, Path(root) if root else None, aka.folder, check)
 
 
 def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:

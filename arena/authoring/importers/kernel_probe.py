@@ -19,6 +19,7 @@ prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -27,12 +28,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from arena.errors import Interruption
 
 PROBE_SECONDS = 20.0     # one config's budget, in CPU seconds: making its inputs and the call
 PROCESS_SECONDS = 240.0  # the whole probe, in seconds of wall time
+# and every probe of one import together (``probes_within``): the block sizes' probe, the drafts', the powers of two
+# tried, the drafts retried and the spares are up to five processes, each of PROCESS_SECONDS
+IMPORT_PROBES_SECONDS = 240.0
+_left: list[float | None] = [None]     # the wall seconds the probes of the import under way may still take
+
+
+@contextlib.contextmanager
+def probes_within(seconds: float) -> Iterator[None]:
+    """The probes run in the block take at most ``seconds`` of wall time together; past it, a probe answers
+    for no config (none is refuted: the report says which were not probed)."""
+    before = _left[0]
+    _left[0] = seconds
+    try:
+        yield
+    finally:
+        _left[0] = before
 
 
 class _Budget(Interruption):
@@ -164,13 +181,19 @@ def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
     repo = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    limit = PROCESS_SECONDS if _left[0] is None else min(PROCESS_SECONDS, _left[0])
+    if limit <= 0:
+        return {}
+    t0 = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "arena.authoring.importers.kernel_probe", str(folder), *args],
-                              capture_output=True, text=True, env=env, timeout=PROCESS_SECONDS,
-                              cwd=str(folder))
+                              capture_output=True, text=True, env=env, timeout=limit, cwd=str(folder))
         out = done.stdout
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    finally:
+        if _left[0] is not None:
+            _left[0] -= time.monotonic() - t0
     lines: dict[str, dict] = {}
     for ln in out.splitlines():
         try:
@@ -237,10 +260,12 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
         return None if line is None else line["error"]   # not reached: not refuted
 
     broken = [f"{c['name']}: {error('smoke', c['name'])}" for c in d.smoke if error("smoke", c["name"])]
+    spent = f"the {IMPORT_PROBES_SECONDS:g} s the import's probes may take were spent"
     if broken or not lines:
         if left_to_gpu:
             return [], []
-        return [], [f"the starting kernel could not be probed on its drafts ({'; '.join(broken) or 'no answer'}); "
+        why = '; '.join(broken) or (spent if _left[0] is not None and _left[0] <= 0 else 'no answer')
+        return [], [f"the starting kernel could not be probed on its drafts ({why}); "
                     "check that it runs on every seen and held-out config"]
     found = [f"the starting kernel does not run on seen config {c['name']}, a case of the source's test "
              f"({error('seen', c['name'])}): correct baseline.py or the signature" for c in own
@@ -250,7 +275,8 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
     crashed = sum(1 for line in lines.values() if line.get("crashed"))
     how = "Triton's interpreter on the CPU, one program per launch"
     if not failing:
-        late = (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds" if unreached else "") + (
+        late = (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds"
+                + (f" or before {spent}" if _left[0] is not None and _left[0] <= 0 else "") if unreached else "") + (
             f"; {crashed} not refuted where the interpreter died under a launch" if crashed else "")
         return [f"the starting kernel runs on every seen and held-out config ({how}{late})"], found
     space = d.shape_space
