@@ -887,6 +887,25 @@ def test_aka_inputs_made_again_on_the_cpu_for_the_reference_are_the_tasks_inputs
     _computes_chunked_cumsum(load_task(tmp_path / "out" / "triton2triton" / "aka_vllm_seed_chunks"))
 
 
+def test_only_a_helper_that_seeds_itself_makes_the_same_inputs_twice():
+    """``x_cpu = make(n, "cpu")`` after ``x = make(n, device)`` is read as ``x_cpu = x`` where ``make`` seeds itself;
+    a helper that does not (here one that makes the buffer the kernel writes) makes other tensors each call."""
+    import ast
+
+    from arena.authoring.importers.aka import _made_again
+
+    tree = ast.parse("def make(n, device):\n    torch.manual_seed(0)\n    return torch.randn(n, device=device)\n\n"
+                     "def alloc(n, device):\n    return torch.zeros(n, device=device)\n")
+    stmts = ast.parse("x = make(n, device)\nout = alloc(n, device)\nmod.kernel(x, out)\nx_cpu = make(n, 'cpu')\n"
+                      "out_cpu = alloc(n, 'cpu')\nref = reference(x_cpu, out_cpu)\n").body
+    call = stmts[2].value
+    notes: list[str] = []
+    got = [ast.unparse(s) for s in _made_again(stmts, call, tree, notes, "t.py")]
+    assert got[3] == "x_cpu = x" and got[4] == "out_cpu = alloc(n, 'cpu')", got
+    assert notes == ["t.py makes the kernel's inputs again on another device (x_cpu = make(n, 'cpu')): the same "
+                     "values, read as x_cpu = x"]
+
+
 def _computes_chunked_cumsum(task) -> None:
     """The reference of an import of aka_vllm_seed_chunks is the runner's: a chunked cumulative sum of the task's
     input g, times the scale the helper hands the kernel."""

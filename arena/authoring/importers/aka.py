@@ -674,10 +674,13 @@ def _names_a_device(node: ast.AST) -> bool:
 def _made_again(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, notes: list[str],
                 where: str) -> list[ast.stmt]:
     """``inputs = make_inputs(n, device)`` makes what the kernel is handed, and ``cpu_inputs = make_inputs(n, "cpu")``
-    the same again on the CPU for the reference (vllm's runners: the helper seeds itself): the second is the first's
-    values, so it is read as ``cpu_inputs = inputs`` (the reference is handed the task's inputs; before, it made its
-    own and read none of them). Only where the two calls differ in arguments that say a device alone."""
-    helpers = {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}
+    the same again on the CPU for the reference (vllm's runners): the second is the first's values, so it is read as
+    ``cpu_inputs = inputs`` (the reference is handed the task's inputs; before, it made its own and read none of
+    them). Only where the helper seeds itself and the two calls differ in arguments that say a device alone."""
+    # a helper that seeds itself: two calls make the same values (one that does not, or that makes the buffers the
+    # kernel writes, is two sets of tensors)
+    helpers = {f.name for f in tree.body if isinstance(f, ast.FunctionDef)
+               and any(isinstance(c, ast.Call) and dotted_name(c.func) in SEEDERS for c in ast.walk(f))}
     handed = {n.id for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)
               if isinstance(n, ast.Name)}
 
