@@ -261,10 +261,11 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
 
     broken = [f"{c['name']}: {error('smoke', c['name'])}" for c in d.smoke if error("smoke", c["name"])]
     spent = f"the {IMPORT_PROBES_SECONDS:g} s the import's probes may take were spent"
+    out_of_time = _left[0] is not None and _left[0] <= 0
     if broken or not lines:
         if left_to_gpu:
             return [], []
-        why = '; '.join(broken) or (spent if _left[0] is not None and _left[0] <= 0 else 'no answer')
+        why = '; '.join(broken) or (spent if out_of_time else 'no answer')
         return [], [f"the starting kernel could not be probed on its drafts ({why}); "
                     "check that it runs on every seen and held-out config"]
     found = [f"the starting kernel does not run on seen config {c['name']}, a case of the source's test "
@@ -276,7 +277,7 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
     how = "Triton's interpreter on the CPU, one program per launch"
     if not failing:
         late = (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds"
-                + (f" or before {spent}" if _left[0] is not None and _left[0] <= 0 else "") if unreached else "") + (
+                + (f" or before {spent}" if out_of_time else "") if unreached else "") + (
             f"; {crashed} not refuted where the interpreter died under a launch" if crashed else "")
         return [f"the starting kernel runs on every seen and held-out config ({how}{late})"], found
     space = d.shape_space

@@ -35,11 +35,7 @@ OBSERVATION_SECONDS = 60.0
 
 class ObservationTimeout(ProbeTimeout):
     """The test's statements up to its kernel call went past the CPU seconds an observation may take (or the
-    observations of the import had taken theirs): ``seconds`` is the limit that stopped it."""
-
-    def __init__(self, message: str, seconds: float):
-        super().__init__(message)
-        self.seconds = seconds
+    observations of the import had taken theirs)."""
 
 
 class _Stop(Interruption):  # the test's own `except Exception` does not catch it
@@ -261,7 +257,7 @@ class Observer:
         except ProbeTimeout as exc:
             what = (f"more than {limit:.3g} CPU seconds" if limit >= ONE_OBSERVATION_SECONDS else
                     f"past the {OBSERVATION_SECONDS:g} CPU seconds the observations of an import may take")
-            raise ObservationTimeout(f"the test's statements up to its kernel call ran {what}", limit) from exc
+            raise ObservationTimeout(f"the test's statements up to its kernel call ran {what}") from exc
         finally:
             self.cpu_left -= time.process_time() - t0
 
