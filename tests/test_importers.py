@@ -6,6 +6,7 @@ line naming the file."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -1528,6 +1529,40 @@ def test_aka_kernel_call_is_the_first_whose_result_is_compared_not_torchs_namesa
     assert [key for key, _, _ in h.compared] == ["y_triton"]
 
 
+@pytest.mark.parametrize("after", ["A = A * mask[None, :, None, :]", "A *= mask[None, :, None, :]", ""])
+def test_an_input_the_test_computes_from_its_draw_is_made_as_the_test_makes_it(tmp_path, after):
+    """``A = randn(...) * 0.1`` then ``A = A * mask`` (vllm's triangular solves take strictly lower triangular
+    tiles; the kernel reads the zeros the mask makes): the draw is not what the kernel is handed, so the test's own
+    statements make the input (make_inputs), mask and all. Moved or converted only (``A = A.contiguous()``), it
+    is the draw: a plain init."""
+    from arena.authoring.importers.aka import _observed_inputs, read_harness
+
+    path = tmp_path / "t.py"
+    path.write_text(
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\ndef k(a_ptr, o_ptr, BT: tl.constexpr):\n    pass\n\n\n"
+        "def solve(A):\n    o = torch.empty_like(A)\n    k[(1,)](A, o, BT=16)\n    return o\n\n\n"
+        "def test_solve():\n    B, T, H, BT = 2, 32, 4, 16\n"
+        "    A = torch.randn(B, T, H, BT, device='cuda') * 0.1\n    A = A.contiguous()\n"
+        "    mask = torch.arange(T, device='cuda')[:, None] % BT > torch.arange(BT, device='cuda')[None, :]\n"
+        f"    {after}\n    got = solve(A)\n    assert torch.allclose(got, torch.tril(A, -1))\n")
+    h, why = read_harness(path, {"k", "solve"}, {"k", "solve"})
+    assert h is not None, why
+    inputs = [{"name": "A", "dtype": "float32", "shape": ["B", "T", "H", 16]}]
+    outputs = [{"name": "got", "dtype": "float32", "shape": ["B", "T", "H", 16]}]
+    _, text = _observed_inputs(h, inputs, outputs, {"B": 2, "T": 32, "H": 4}, [])
+    if not after:
+        assert text is None and "init" not in inputs[0]
+        return
+    assert inputs[0]["init"] == "custom"
+    ns: dict = {"torch": torch}
+    exec(text, ns)
+    a = ns["make_inputs"]({"B": 2, "T": 48, "H": 3}, torch.Generator().manual_seed(1), "cpu")["A"]
+    assert a.shape == (2, 48, 3, 16)
+    tiles = a.permute(0, 2, 1, 3).reshape(2, 3, 3, 16, 16)
+    assert torch.equal(tiles, torch.tril(tiles, -1)) and (torch.tril(tiles, -1) != 0).float().mean() > 0.4
+
+
 @pytest.mark.usefixtures("cases_as_written")
 def test_aka_drafts_fitted_to_what_the_starting_kernel_runs_on(tmp_path, capsys):
     """The kernel holds a row in one block (``tl.arange(0, N)``: N a power of two) and its launcher asserts an
@@ -1553,6 +1588,20 @@ def test_aka_drafts_fitted_to_what_the_starting_kernel_runs_on(tmp_path, capsys)
     assert "rounded to a power of two" in (folder / "configs" / "heldout.yaml").read_text()
     capsys.readouterr()
     assert _only_too_small(tmp_path / "triton2triton" / "aka_pytest_pow2_rows")
+
+
+def _group_ends(pgid: int, seconds: float = 10.0) -> bool:
+    """Does process group ``pgid`` end within ``seconds`` (its processes killed, and reaped by whoever adopts them)?"""
+    import time
+
+    late = time.monotonic() + seconds
+    while time.monotonic() < late:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monkeypatch):
@@ -1601,6 +1650,19 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monk
                                    "constexprs": []}
     assert lines["seen:case0"]["error"] is None and "crashed" not in lines["seen:case0"]
     assert "arange's range must be a power of 2" in lines["probe:odd"]["error"]
+    # every probe of this process was a fork of one server's; one past its time of the clock ends it with all it
+    # started, and the next probe starts another
+    (server,) = kernel_probe._servers
+    assert server.alive()
+    baseline.write_text(baseline.read_text().replace("if 63 in", "if 67 in [a for a in args if type(a) is int]:\n"
+                                                     "        import time\n        time.sleep(600)\n    if 63 in"))
+    monkeypatch.setattr(kernel_probe, "PROCESS_SECONDS", 3.0)
+    assert kernel_probe.probe_configs(folder, [("probe", "sleeps", {"M": 32, "N": 67})], seconds=60) == {}
+    assert not server.alive()
+    assert _group_ends(server.proc.pid)       # nothing of its process group is left (the sleeping config's fork)
+    monkeypatch.setattr(kernel_probe, "PROCESS_SECONDS", 240.0)
+    assert kernel_probe.probe_configs(folder, [("seen", "case0", None)])["seen:case0"]["error"] is None
+    assert kernel_probe._servers[0] is not server and kernel_probe._servers[0].alive()
 
 
 def test_aka_vllm_reference_reads_a_helper_of_the_kernel_module(tmp_path):
@@ -1727,6 +1789,31 @@ def test_kernelbench_atol_is_scaled_to_small_outputs_and_the_task_is_then_not_de
     constant = torch.full_like(want, 1.0 / want.shape[1]).float()
     assert compare_output("out", constant, want, tol).status is not Status.PASSED
     assert compare_output("out", torch.softmax(ins["x"], dim=1), want, tol).status is Status.PASSED
+
+
+def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_the_most_work():
+    """A softmax's outputs are 1/N for rows of N: over 64 rows of 4096 they are smaller than over 4096 rows of 256,
+    which has more work. The scale the atol is scaled to is read on every config, one run each, and the smallest
+    stands, per dtype; a config that would run past what is left of the budget, at the CPU time a byte took on
+    those before it, is not read."""
+    from arena.authoring.importers.common import outputs_scale, smallest_scale
+
+    configs = [{"rows": 64, "n": 4096}, {"rows": 4096, "n": 256}, {"rows": 8, "n": 1 << 16}]
+    ran = []
+
+    def run(c):
+        ran.append(c)
+        x = torch.randn(c["rows"], c["n"], generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        return [("float32", "y", torch.softmax(x, -1)), ("float16", "z", x[:, :8])]
+
+    got = smallest_scale(configs, run, seconds=60.0)
+    assert got["float32"][0] == configs[2] and got["float32"][1] == ["y"]
+    assert got["float16"][0] in configs and len(ran) == 3
+    assert outputs_scale(got["float32"][2]) < outputs_scale([torch.softmax(torch.randn(4096, 256), -1).double()])
+    ran.clear()
+    # the first config took its CPU time for its bytes; one that would take a thousand times the budget is not run
+    got = smallest_scale(configs, run, seconds=1.0, nbytes=lambda c: 1e15 if c is configs[1] else c["rows"] * c["n"])
+    assert configs[1] not in ran and ran[0] is configs[0]
 
 
 def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_rounding(tmp_path, monkeypatch):

@@ -150,9 +150,10 @@ def _cell(row, col: str) -> str:
     return _drop_cell(row) if col == "drop_heldout" else _fmt(row.get(col), _kind_of(col))
 
 
-def _no_data(df: pd.DataFrame, col: str) -> bool:
-    """Nothing to show in any row: every cell '-' (or blank), or a count (n_...) that is 0 everywhere."""
-    cells = [_cell(row, col) for _, row in df.iterrows()]
+def _no_data(rows: list[dict], col: str) -> bool:
+    """Nothing to show in any row (``df.to_dict("records")``): every cell '-' (or blank), or a count (n_...)
+    that is 0 everywhere."""
+    cells = [_cell(row, col) for row in rows]
     if all(c in ("-", "") for c in cells):
         return True
     return col.startswith("n_") and all(c == "0" for c in cells)
@@ -167,7 +168,8 @@ def table_layout(df: pd.DataFrame, columns: Columns, key: Sequence[str]) -> tupl
     in the list's order; those without data in any row (``_no_data``). A column ``df`` lacks is
     in none of them, so a table follows whatever columns the metrics compute."""
     present = [(c, t) for c, t in columns if c in df.columns]
-    empty = [(c, t) for c, t in present if _no_data(df, c)]
+    rows = df.to_dict("records")    # once: a row of iterrows() is a Series built anew for every column asked
+    empty = [(c, t) for c, t in present if _no_data(rows, c)]
     filled = [ct for ct in present if ct not in empty]
     rank = {c: i for i, c in enumerate(key)}
     first = sorted((ct for ct in filled if ct[0] in rank), key=lambda ct: rank[ct[0]])

@@ -54,6 +54,7 @@ from arena.authoring.importers.common import (
     peak_bytes_mode,
     resolve_task_id,
     roofline_draft,
+    rounding_tolerance,
     scaled_test_tolerance,
     schema_supports,
     shape_space_draft,
@@ -1491,10 +1492,32 @@ def _root_name(node: ast.AST) -> str | None:
 
 def _written_into(h: Harness, n: str, last: int) -> bool:
     """Does the test change ``n`` after making it, before position ``last`` (``x[mask] = nan``, a loop
-    writing into it, ``x.fill_(...)``)? Its values are then not a plain init's."""
+    writing into it, ``x.fill_(...)``, ``x = x * mask``, ``x *= 2``)? Its values are then not a plain init's."""
     return any(not isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                or any(isinstance(t, ast.Subscript) for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+               or _derived_from_itself(s, n)
                for s in _writers(h, n, last))
+
+
+def _derived_from_itself(s: ast.stmt, n: str) -> bool:
+    """Is ``s`` a binding of ``n`` computed from ``n`` as it was (``A = A * mask``, ``A = A.tril(-1)``, ``A += 1``)?
+    The statement that drew it is the only one its init is read from: a value computed from it after is not that
+    init's. Moving or converting it (``A = A.contiguous()``, ``A = A.to(device)``, ``A = A.half()``) changes no
+    value."""
+    if isinstance(s, ast.AugAssign):
+        return isinstance(s.target, ast.Name) and s.target.id == n
+    if not isinstance(s, (ast.Assign, ast.AnnAssign)) or s.value is None:
+        return False
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    if not any(isinstance(t, ast.Name) and t.id == n for t in targets):
+        return False
+    node = s.value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in PASS_METHODS | set(DTYPE_METHODS):
+        node = node.func.value
+    if isinstance(node, ast.Name):
+        return False
+    return any(isinstance(x, ast.Name) and x.id == n for x in ast.walk(node))
 
 
 def _module_loaders(tree: ast.Module) -> set[str]:
@@ -3696,8 +3719,14 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         if "NotImplementedError" in task.reference_path.read_text():
             return [], []
         config = task.configs("smoke")[0]
+        degenerate: list[str] = []
         if draft is not None and draft.tolerance:
             scaled_test_tolerance(draft, folder, draft.decisions)
+            task = load_task(folder)
+        elif draft is not None:
+            # no tolerance in the test: the fp32 one the reference needs at the task's sizes, as KernelBench's
+            said, degenerate = rounding_tolerance(folder, draft)
+            draft.decisions += said
             task = load_task(folder)
         bad = reference_problems(task, config, "cpu", load_reference(task))
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
@@ -3707,6 +3736,7 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         ]
     passed = ["the reference runs on the smoke config on the CPU"]
     found = [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
+    found += [f"{p} (the degeneracy rules of CONTRIBUTING.md)" for p in degenerate]
     baseline = task.kernel_file("baseline")
     if not found and baseline is not None and baseline.suffix == ".py":
         # the starting kernel through its entry, as the harness evaluates it (Triton's interpreter): what a GPU
@@ -3729,14 +3759,8 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                 fitted, refused = fit_drafts(folder, draft)
                 passed += fitted
                 found += refused
-        elif v is not None and (v.status is Status.CRASHED or "active drivers" in v.message or (
-                v.status.kind == "incorrect" and any(t.dtype == "bfloat16" for t in [*task.inputs, *task.outputs]))):
-            # the interpreter died under it, or its file asks the GPU's driver for the target on import, or it
-            # computes in bf16, which the interpreter gets wrong (FACTS.md): the CPU cannot tell whether it is
-            # correct, a GPU can
-            why = ("Triton's interpreter died under it" if v.status is Status.CRASHED
-                   else "its file asks for a GPU driver where it loads" if "active drivers" in v.message
-                   else "its values are bfloat16, which Triton's interpreter computes wrongly")
+        elif v is not None and (why := _cpu_cannot_tell(v, task, baseline.read_text(errors="replace"))):
+            # the CPU cannot tell whether it is correct, a GPU can
             if draft is not None:
                 # its drafts probed still: an entry's own refusal (a launcher's assertion on a head size, a
                 # tl.arange of a size not a power of two) comes before any launch the interpreter could die under
@@ -3753,6 +3777,33 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
                          f"{v.status.value} {v.message[:300]}: correct baseline.py or the signature")
     return passed, found
+
+
+# torch.cuda's calls a launcher makes around its kernels (``with torch.cuda.device(x.device.index)``, the number of
+# SMs from ``torch.cuda.get_device_properties``): a CPU build of torch has them raise ("Torch not compiled with CUDA
+# enabled"; ``device(None)`` compares None with 0), a GPU's runs them
+_TORCH_CUDA_CALLS = re.compile(r"\btorch\.cuda\.(device|get_device_properties|current_device|set_device|"
+                               r"get_device_capability|current_stream|stream|Stream|synchronize|get_device_name)\b")
+
+
+def _cpu_cannot_tell(v: Any, task: Any, source: str) -> str:
+    """Why the starting kernel's verdict on the CPU says nothing of whether it is correct ('' where it does): the
+    interpreter died under it, the file asks the GPU's driver for the target where it loads, it calls what Triton's
+    interpreter has no implementation of, its launcher calls torch.cuda, or it computes in bf16, which the
+    interpreter gets wrong (FACTS.md)."""
+    from arena.records import Status
+
+    if v.status is Status.CRASHED:
+        return "Triton's interpreter died under it"
+    if "active drivers" in v.message:
+        return "its file asks for a GPU driver where it loads"
+    if v.status is Status.NOT_RUNNABLE:
+        return "Triton's interpreter cannot run it"
+    if v.status is Status.RUNTIME_ERROR and (calls := sorted(set(_TORCH_CUDA_CALLS.findall(source)))):
+        return f"its launcher calls torch.cuda.{', torch.cuda.'.join(calls)}, which a CPU build of torch has not"
+    if v.status.kind == "incorrect" and any(t.dtype == "bfloat16" for t in [*task.inputs, *task.outputs]):
+        return "its values are bfloat16, which Triton's interpreter computes wrongly"
+    return ""
 
 
 def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):

@@ -10,6 +10,7 @@ import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -713,6 +714,13 @@ ROUNDING_MARGIN = 8             # the tolerance holds this many times the roundi
 # had outputs whose spread fell below the degeneracy floor on every seen and held-out config: 3 of 87 imports)
 SPREAD_FLOPS = 2 * 10**11
 SPREAD_BYTES = 2 * 10**9
+# and on the other seen and held-out configs within those, where the CPU reads them within these CPU seconds: the
+# smallest scale stands (a softmax's outputs over a seen config's 2M-long rows are 5e-7; an H100's check found
+# their spread under the degeneracy floor at the scale read on a larger config with shorter rows)
+SCALE_SECONDS = 10.0
+# the reference's runs in fp32 and fp64 that measure its rounding (an attention over long rows in fp64 on the CPU
+# ran for minutes): past these CPU seconds, the tolerance is left to a GPU's check
+ROUNDING_SECONDS = 60.0
 # an atol scaled to the outputs' scale leaves their spread this many times the degeneracy check's floor
 # (arena.check.degeneracy.STD_OVER_ATOL times atol), and their median magnitude 100 times atol: room for
 # configs whose outputs are smaller than the one measured (a softmax over 4 times the columns)
@@ -843,11 +851,54 @@ def outputs_scale(outs: Sequence[torch.Tensor]) -> float:
                min(_median_nonzero(w) for w in outs) / (100 * SCALE_MARGIN))
 
 
+def configs_within(task: Any, flops: float, nbytes: float) -> list[Any]:
+    """The seen and held-out configs whose work is within ``flops`` and ``nbytes``, the least work first."""
+    fits = []
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        try:
+            f, b = task.roofline_for(c)
+        except formula.FormulaError:
+            continue
+        if f <= flops and b <= nbytes:
+            fits.append((f, b, c))
+    return [c for *_, c in sorted(fits, key=lambda fbc: fbc[:2])]
+
+
+def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, str, torch.Tensor]]],
+                   seconds: float = SCALE_SECONDS, nbytes: Callable[[Any], float] = lambda c: 0.0
+                   ) -> dict[str, tuple[Any, list[str], list[torch.Tensor]]]:
+    """Of ``configs`` (in the order given), for each group of outputs (``run``: (group, name, tensor) of the outputs
+    read on a config; a group is a dtype), the config whose outputs of that group have the smallest scale
+    (``outputs_scale``), as {group: (config, names, tensors)}. One run a config, within ``seconds`` of this process's
+    CPU time: a config whose bytes (``nbytes``) would take longer than what is left, at the most CPU time a byte
+    took on the configs run before it, is not read."""
+    best: dict[str, tuple[float, Any, list[str], list[torch.Tensor]]] = {}
+    start = time.process_time()
+    per_byte = 0.0          # the most CPU seconds a byte of a config's inputs and outputs took so far
+    for c in configs:
+        left = seconds - (time.process_time() - start)
+        size = nbytes(c)
+        if left <= 0 or per_byte * size > left:
+            continue        # past the budget, or a config that would run past it (a larger one after it may not)
+        t0 = time.process_time()
+        kept = run(c)
+        # at least a millisecond a run: the CPU clock of some machines reads a short run as 0 s
+        per_byte = max(per_byte, max(1e-3, time.process_time() - t0) / max(1.0, size))
+        for group in dict.fromkeys(g for g, _, _ in kept):
+            mine = [(n, w) for g, n, w in kept if g == group]
+            scale = outputs_scale([w for _, w in mine])
+            if group not in best or scale < best[group][0]:
+                best[group] = (scale, c, [n for n, _ in mine], [w for _, w in mine])
+        del kept
+    return {g: b[1:] for g, b in best.items()}
+
+
 def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
     """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
     recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
-    reference on the smoke config (``outputs_scale``; no lower than the dtype's rounding where the test's rtol is below
-    the dtype's default), the test's rtol kept; the folder's task.yaml written again."""
+    reference on the smoke config and on the seen or held-out config with the most work up to ``SPREAD_FLOPS`` and
+    ``SPREAD_BYTES`` (``outputs_scale``; no lower than the dtype's rounding where the test's rtol is below the dtype's
+    default), the test's rtol kept; the folder's task.yaml written again."""
     if not d.tolerance:
         return
     from arena.check.inputs import make_inputs, run_reference
@@ -855,18 +906,39 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
-    config = task.configs("smoke")[0]
-    env = task.env(config)
     ref = import_file(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
-    with torch.no_grad():
-        outs = run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
-                             [task.scalar_value(sc, env) for sc in task.scalars])
+
+    def outputs(config: Any) -> list:
+        env = task.env(config)
+        with torch.no_grad():
+            return run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
+                                 [task.scalar_value(sc, env) for sc in task.scalars])
+
+    runs = [outputs(task.configs("smoke")[0])]
+    where = "on the smoke config"
+    # and on the seen or held-out config whose outputs' scale is the smallest, of those the CPU may run: a softmax's
+    # outputs over the task's long rows are smaller than over the smoke config's short ones
+    tolerated = [k for k in d.tolerance if k != "reason"]
+    try:
+        with cpu_time_limit(ROUNDING_SECONDS):
+            small = smallest_scale(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES), lambda c: [
+                (spec.dtype, spec.name, o.double()) for spec, o in zip(task.compared, outputs(c))
+                if spec.dtype in tolerated and isinstance(o, torch.Tensor) and o.numel() > 1
+                and bool(torch.isfinite(o).all())], nbytes=lambda c: task.roofline_for(c)[1])
+    except (Exception, ProbeTimeout):  # noqa: BLE001 - the smoke config's scale stands; a GPU's check shows
+        small = {}
+    names = [spec.name for spec in task.compared]
+    for config, read, ws in small.values():
+        runs.append([None] * len(names))
+        for name, w in zip(read, ws):
+            runs[-1][names.index(name)] = w
+        where = f"on the smoke config and {config.split} config {config.name}"
     from arena.check.degeneracy import spread_problems
     from arena.taskdef.loader import DEFAULT_TOLERANCE
 
     scaled = []
     for dtype, t in d.tolerance.items():
-        ws = [o.double() for spec, o in zip(task.compared, outs) if spec.dtype == dtype and
+        ws = [o.double() for outs in runs for spec, o in zip(task.compared, outs) if spec.dtype == dtype and
               isinstance(o, torch.Tensor) and o.numel() > 1 and bool(torch.isfinite(o).all())]
         if dtype == "reason" or not ws or not any(spread_problems("", w, t) for w in ws):
             continue
@@ -880,7 +952,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
             scaled.append(f"{dtype} {t['atol']:g} -> {atol:g}")
             t["atol"] = atol
     if scaled:
-        why = (f"atol scaled to the outputs' scale ({', '.join(scaled)}; on the smoke config, on the CPU): at the "
+        why = (f"atol scaled to the outputs' scale ({', '.join(scaled)}; {where}, on the CPU): at the "
                "test's own atol its outputs would be near-constant for the comparison")
         d.tolerance["reason"] = f"{d.tolerance['reason']}; {why}"
         decisions.append(f"the tolerance's {why}: confirm it")
@@ -958,19 +1030,23 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                 names.append(spec.name)
         if not pairs:
             return {}, None, []
-    # the outputs whose scale is read: those measured, and those of the largest config within SPREAD_*
+    # the outputs whose scale is read: those measured, and of the other seen and held-out configs within SPREAD_*,
+    # those whose scale is the smallest (a softmax's over the longest rows)
     scaled_on = [(config, names, [w for _, w in pairs])] if pairs else []
-    if larger:
-        *_, big = max(larger, key=lambda fbc: fbc[:2])
-        benv = task.env(big)
-        bscalars = [task.scalar_value(sc, benv) for sc in task.scalars]
-        bout = _fp32_outputs(ref, make_inputs(task, benv, 0, "cpu", ref), bscalars)
-        kept = [(spec.name, b.double()) for spec, b in zip(task.outputs, bout)
+
+    def fp32(c: Any) -> list[tuple[str, torch.Tensor]]:
+        cenv = task.env(c)
+        out = _fp32_outputs(ref, make_inputs(task, cenv, 0, "cpu", ref), [task.scalar_value(sc, cenv)
+                                                                          for sc in task.scalars])
+        return [(spec.name, b.double()) for spec, b in zip(task.outputs, out)
                 if spec.dtype == "float32" and (not pairs or spec.name in names) and isinstance(b, torch.Tensor)
                 and b.numel() and bool(torch.isfinite(b).all())]
-        if kept:
-            scaled_on.append((big, [n for n, _ in kept], [b for _, b in kept]))
-        del bout
+
+    others = [fbc for fbc in configs if fbc[2] is not config] + larger
+    small = smallest_scale([c for *_, c in sorted(others, key=lambda fbc: fbc[:2])],
+                           lambda c: [("float32", n, w) for n, w in fp32(c)], nbytes=lambda c: task.roofline_for(c)[1])
+    if small:
+        scaled_on.append(small["float32"])
     if not scaled_on:
         return {}, note, []
     outs = [w for _, _, ws in scaled_on for w in ws]
@@ -1034,6 +1110,28 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                    "near-constant for the comparison"
                    + ("; the rounding asks more at small values" if atol_needed > scaled else ""))
     return {"float32": final, "reason": "; ".join(why)}, note, problems
+
+
+def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
+    """The fp32 tolerance the task needs at its sizes (``measured_tolerance``), written into
+    task.yaml where it is not the default: the decisions that say so (or why it was not
+    measured), and what the degeneracy rules found in the outputs measured."""
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    try:
+        with cpu_time_limit(ROUNDING_SECONDS):
+            tol, note, degenerate = measured_tolerance(folder)
+    except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+        what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)
+                else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return [f"the importer could not measure the reference's fp32 rounding ({what}): `arena tasks check` on a "
+                "GPU shows whether the default fp32 tolerance holds the task's own starting point"], []
+    if not tol:
+        return ([note] if note else []), degenerate
+    d.tolerance = tol
+    (folder / "task.yaml").write_text(task_yaml(d))
+    return [f"tolerance: {tol['reason']}: confirm it (the harness's default is "
+            f"{DEFAULT_TOLERANCE['float32']})"], degenerate
 
 
 def configs_yaml(items: list[dict], header: str) -> str:

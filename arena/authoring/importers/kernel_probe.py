@@ -2,7 +2,8 @@
 drafts it wrote (the held-out configs and the seen drafts), on the CPU.
 
 The starting kernel is called through its entry, in Triton's interpreter, in a process of its own
-(``TRITON_INTERPRET=1`` is read as the kernels are defined), each config in a child forked from it, on the
+(``TRITON_INTERPRET=1`` is read as the kernels are defined: a child of the importer's probe server, which
+imported torch, Triton and the harness once), each config in a child forked from it, on the
 inputs ``make_inputs`` makes for the config. Each launch runs one program of its grid: what is asked is
 whether the kernel is built and traced for the config's sizes (a ``tl.arange`` of a size that is not a power
 of two, a block that does not fit, an assertion of the launcher), not what it computes, which the harness's
@@ -93,6 +94,27 @@ def _one_program_per_launch() -> None:
     interpreter.GridExecutor.__call__ = first_program  # type: ignore[method-assign]
 
 
+_prepared: list[bool] = []
+
+
+def _prepare() -> None:
+    """What a probe's process has before it reads a task: the cpu backend's installs (as the candidate's process
+    on the cpu backend has them) and one program per launch. Once a process (the server's forks find it done)."""
+    if _prepared:
+        return
+    import torch  # noqa: F401 - imported here, before any fork, as everything below is
+
+    import arena.check.degeneracy  # noqa: F401
+    import arena.check.inputs  # noqa: F401
+    import arena.evaluation.sides  # noqa: F401
+    import arena.taskdef.loader  # noqa: F401
+    from arena.toolchain import cpu_interpreter
+
+    cpu_interpreter.install()
+    _one_program_per_launch()
+    _prepared.append(True)
+
+
 def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: float) -> None:
     import torch
 
@@ -101,10 +123,8 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
     from arena.evaluation.protocol import CandidateSpec
     from arena.evaluation.sides import Side
     from arena.taskdef.loader import Config, load_task
-    from arena.toolchain import cpu_interpreter
 
-    cpu_interpreter.install()     # as the candidate's process on the cpu backend has it
-    _one_program_per_launch()
+    _prepare()
     task = load_task(folder)
     ref = load_reference(task)
     baseline = task.kernel_file("baseline")
@@ -171,6 +191,120 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
             os._exit(0)
 
 
+class _Server:
+    """A probe process that has imported what a probe needs (torch, Triton in its interpreter, the harness) and
+    forks a child for each request, which probes as ``main`` does (in the task's folder) and ends: a request pays
+    for a fork, not for a Python that imports torch and Triton (4-5 CPU seconds here; an import asks up to five).
+    Nothing of a request's task is in the server: the child loads the task and its kernel, and goes. One per
+    process and environment; past a request's time, it and all it started are killed (the next request starts
+    another)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.proc = subprocess.Popen([sys.executable, "-m", "arena.authoring.importers.kernel_probe", "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        self.pending = b""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ask(self, folder: str, args: list[str], limit: float) -> str:
+        """The lines the request's probe printed, up to its end or to ``limit`` seconds of the clock."""
+        import selectors
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write((json.dumps({"folder": folder, "argv": [folder, *args]}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            self.close()
+            return ""
+        out: list[str] = []
+        late = time.monotonic() + limit
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                left = late - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self.close()          # past its time: the request's child and its forks go with the server
+                    return "".join(out)
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    self.close()
+                    return "".join(out)
+                self.pending += chunk
+                *lines, self.pending = self.pending.split(b"\n")
+                for ln in lines:
+                    text = ln.decode(errors="replace")
+                    if text == _SERVED:
+                        return "".join(out)
+                    out.append(text + "\n")
+
+    def close(self) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=10)
+        for f in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                f.close()  # type: ignore[union-attr]
+
+
+_SERVED = '{"served": true}'
+_servers: list[_Server] = []
+
+
+def _server() -> _Server:
+    repo = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+           "PYTHONPATH": os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    if _servers and (_servers[0].env != env or not _servers[0].alive()):
+        _servers.pop().close()
+    if not _servers:
+        if not _servers_closed_at_exit:
+            import atexit
+
+            atexit.register(close_servers)
+            _servers_closed_at_exit.append(True)
+        _servers.append(_Server(env))
+    return _servers[0]
+
+
+_servers_closed_at_exit: list[bool] = []
+
+
+def close_servers() -> None:
+    """End this process's probe server (at exit: its input closes, and it ends with its own children)."""
+    while _servers:
+        _servers.pop().close()
+
+
+def serve() -> None:
+    """The server's side: prepared once, then a child forked for each request read from stdin."""
+    _prepare()
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return
+        req = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.chdir(req["folder"])
+                main(req["argv"])
+            except BaseException:  # noqa: BLE001 - the request's lines say what it reached; the server goes on
+                pass
+            finally:
+                sys.stdout.flush()
+                os._exit(0)
+        os.waitpid(pid, 0)
+        print(_SERVED, flush=True)
+
+
 def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
                   seconds: float = PROBE_SECONDS) -> dict[str, dict]:
     """``configs``: (split, name, params or None for the folder's own config of that name); ``seconds``: each
@@ -178,19 +312,12 @@ def probe_configs(folder: Path, configs: list[tuple[str, str, dict | None]],
     not reach is absent."""
     args = [f"--seconds={seconds}"] + [f"{s}:{n}" + (f"={json.dumps(p)}" if p is not None else "")
                                         for s, n, p in configs]
-    repo = str(Path(__file__).resolve().parents[3])
-    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "PYTHONPATH": os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])])}
     limit = PROCESS_SECONDS if _left[0] is None else min(PROCESS_SECONDS, _left[0])
     if limit <= 0:
         return {}
     t0 = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "arena.authoring.importers.kernel_probe", str(folder), *args],
-                              capture_output=True, text=True, env=env, timeout=limit, cwd=str(folder))
-        out = done.stdout
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        out = _server().ask(str(Path(folder).resolve()), args, limit)
     finally:
         if _left[0] is not None:
             _left[0] -= time.monotonic() - t0
@@ -388,4 +515,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    serve() if sys.argv[1:] == ["--serve"] else main(sys.argv[1:])

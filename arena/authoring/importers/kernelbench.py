@@ -24,13 +24,11 @@ from arena.authoring.importers.common import (
     Fitter,
     ImportResult,
     ImportStop,
-    ProbeTimeout,
     Untranslatable,
     bound_by_imports,
     call_name,
     count_bytes,
     count_elements,
-    cpu_time_limit,
     dotted_name,
     draft_configs,
     finish_draft,
@@ -43,7 +41,6 @@ from arena.authoring.importers.common import (
     init_from_expr,
     join_statements,
     literal_constants,
-    measured_tolerance,
     module_defs,
     once_per_config,
     parse_source,
@@ -51,19 +48,18 @@ from arena.authoring.importers.common import (
     product_formula,
     resolve_task_id,
     roofline_draft,
+    rounding_tolerance,
     self_chain,
     shape_space_draft,
     shapes_only,
     space_constraint,
     split_chained_constants,
     split_list_constants,
-    task_yaml,
     topped_up,
     with_constants,
 )
 from arena.errors import ArenaError
 from arena.taskdef import formula
-from arena.taskdef.loader import DEFAULT_TOLERANCE
 
 # KernelBench: Model.forward as a function
 
@@ -107,9 +103,6 @@ def _first_case(value: Any) -> tuple[list, int]:
 META_SLOW_S = 3.0
 CPU_PROBE_FLOPS = 5 * 10**10
 CPU_PROBE_BYTES = 2 * 10**9
-# the reference's runs in fp32 and fp64 that measure its rounding (an attention over long rows in fp64 on the CPU
-# ran for minutes): past these CPU seconds, the tolerance is left to a GPU's check
-ROUNDING_SECONDS = 60.0
 RECURRENT = ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell")
 LIFTED_PREFIX = "dim"     # the names of the sizes lifted from get_inputs / get_init_inputs: dim0, dim1, ...
 SIZE_ARGS_ONLY = {"randint": 2, "full": 0, "randint_like": 1}    # makers whose sizes are the one argument at this place
@@ -1263,7 +1256,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     )
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
-        decisions, degenerate = _rounding(folder, d)    # what the tolerance is, or why it was not measured
+        decisions, degenerate = rounding_tolerance(folder, d)    # what the tolerance is, or why it was not measured
         d.decisions += decisions
         passed, found = _module_self_check(folder, problem, names, used_paths)
         found += [f"{p} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
@@ -1271,26 +1264,6 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         return passed, found + _space_check(folder, valid)
 
     return ModuleTask(d, self_check, list(fitter.unwritten))
-
-
-def _rounding(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
-    """The fp32 tolerance the task needs at its sizes (``measured_tolerance``), written into
-    task.yaml where it is not the default: the decisions that say so (or why it was not
-    measured), and what the degeneracy rules found in the outputs measured."""
-    try:
-        with cpu_time_limit(ROUNDING_SECONDS):
-            tol, note, degenerate = measured_tolerance(folder)
-    except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
-        what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)
-                else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-        return [f"the importer could not measure the reference's fp32 rounding ({what}): `arena tasks check` on a "
-                "GPU shows whether the default fp32 tolerance holds the task's own starting point"], []
-    if not tol:
-        return ([note] if note else []), degenerate
-    d.tolerance = tol
-    (folder / "task.yaml").write_text(task_yaml(d))
-    return [f"tolerance: {tol['reason']}: confirm it (the harness's default is "
-            f"{DEFAULT_TOLERANCE['float32']})"], degenerate
 
 
 def _space_check(folder: Path, valid: Callable[[dict], bool], n: int = 12) -> list[str]:

@@ -51,7 +51,8 @@ class CandidateProcess(CallServer):
             self.recorder = Recorder()
         if not self.gpu:
             # the interpreter cannot benchmark (an autotuner launches its first config) and has no libdevice (the
-            # common functions get implementations of its own operations); fp8 conversions as a GPU does them
+            # common functions get implementations of its own operations); fp8 conversions as a GPU does them; a
+            # launcher's torch.cuda.device of a CPU tensor's device selects nothing
             from arena.toolchain import cpu_interpreter
 
             cpu_interpreter.install()
