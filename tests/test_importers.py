@@ -1791,6 +1791,29 @@ def test_kernelbench_atol_is_scaled_to_small_outputs_and_the_task_is_then_not_de
     assert compare_output("out", torch.softmax(ins["x"], dim=1), want, tol).status is Status.PASSED
 
 
+def test_a_starting_kernel_the_cpu_cannot_show_correct_is_left_to_a_gpu_for_what_a_cpu_build_of_torch_lacks():
+    """A launcher that reads the number of SMs (``torch.cuda.get_device_properties``) raises on a CPU build of torch:
+    that verdict says nothing of the kernel, and the import leaves it to a GPU, naming the call; so does a libdevice
+    function the interpreter lacks (NOT_RUNNABLE). Any other error of such a file is the kernel's."""
+    import types
+
+    from arena.authoring.importers.aka import _cpu_cannot_tell
+    from arena.records import Status
+
+    task = types.SimpleNamespace(inputs=[types.SimpleNamespace(dtype="float32")], outputs=[])
+    source = "NUM_SMS = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
+
+    def verdict(status, message):
+        return types.SimpleNamespace(status=status, message=message)
+
+    why = _cpu_cannot_tell(verdict(Status.RUNTIME_ERROR, "AssertionError: Torch not compiled with CUDA enabled"),
+                           task, source)
+    assert "torch.cuda.get_device_properties" in why and "CPU build" in why
+    assert _cpu_cannot_tell(verdict(Status.RUNTIME_ERROR, "TypeError: unsupported operand"), task, source) == ""
+    assert _cpu_cannot_tell(verdict(Status.INCORRECT_NUMERICAL, "3 of 8 elements"), task, source) == ""
+    assert "cannot run it" in _cpu_cannot_tell(verdict(Status.NOT_RUNNABLE, "libdevice.round"), task, "")
+
+
 def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_the_most_work():
     """A softmax's outputs are 1/N for rows of N: over 64 rows of 4096 they are smaller than over 4096 rows of 256,
     which has more work. The scale the atol is scaled to is read on every config, one run each, and the smallest

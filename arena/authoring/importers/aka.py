@@ -3779,18 +3779,18 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
     return passed, found
 
 
-# torch.cuda's calls a launcher makes around its kernels (``with torch.cuda.device(x.device.index)``, the number of
-# SMs from ``torch.cuda.get_device_properties``): a CPU build of torch has them raise ("Torch not compiled with CUDA
-# enabled"; ``device(None)`` compares None with 0), a GPU's runs them
-_TORCH_CUDA_CALLS = re.compile(r"\btorch\.cuda\.(device|get_device_properties|current_device|set_device|"
+# what a CPU build of torch raises where a launcher asks torch.cuda for a GPU's properties (the number of SMs from
+# ``torch.cuda.get_device_properties``), which a GPU's build answers; and the calls that ask
+_NO_CUDA = re.compile(r"not compiled with CUDA|compiled without CUDA|no NVIDIA driver")
+_TORCH_CUDA_CALLS = re.compile(r"\btorch\.cuda\.(get_device_properties|current_device|set_device|device_count|"
                                r"get_device_capability|current_stream|stream|Stream|synchronize|get_device_name)\b")
 
 
 def _cpu_cannot_tell(v: Any, task: Any, source: str) -> str:
     """Why the starting kernel's verdict on the CPU says nothing of whether it is correct ('' where it does): the
     interpreter died under it, the file asks the GPU's driver for the target where it loads, it calls what Triton's
-    interpreter has no implementation of, its launcher calls torch.cuda, or it computes in bf16, which the
-    interpreter gets wrong (FACTS.md)."""
+    interpreter has no implementation of, its launcher asks torch.cuda for a GPU's properties (a CPU build of torch
+    raises), or it computes in bf16, which the interpreter gets wrong (FACTS.md)."""
     from arena.records import Status
 
     if v.status is Status.CRASHED:
@@ -3799,8 +3799,10 @@ def _cpu_cannot_tell(v: Any, task: Any, source: str) -> str:
         return "its file asks for a GPU driver where it loads"
     if v.status is Status.NOT_RUNNABLE:
         return "Triton's interpreter cannot run it"
-    if v.status is Status.RUNTIME_ERROR and (calls := sorted(set(_TORCH_CUDA_CALLS.findall(source)))):
-        return f"its launcher calls torch.cuda.{', torch.cuda.'.join(calls)}, which a CPU build of torch has not"
+    if v.status is Status.RUNTIME_ERROR and _NO_CUDA.search(v.message):
+        calls = sorted(set(_TORCH_CUDA_CALLS.findall(source)))
+        return ("its launcher asks torch.cuda for what a CPU build of torch has not"
+                + (f" (torch.cuda.{', torch.cuda.'.join(calls)})" if calls else ""))
     if v.status.kind == "incorrect" and any(t.dtype == "bfloat16" for t in [*task.inputs, *task.outputs]):
         return "its values are bfloat16, which Triton's interpreter computes wrongly"
     return ""

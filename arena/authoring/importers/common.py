@@ -709,14 +709,14 @@ ROUNDING_FLOPS = 2 * 10**10
 ROUNDING_BYTES = 8 * 10**8
 ROUNDING_MARGIN = 8             # the tolerance holds this many times the rounding measured on one config
 # the outputs' scale (for atol and the degeneracy rules) is read again, from one fp32 run of the reference, on the
-# config with the most work up to these, where that is more than the rounding's: a scale read on a smaller config
+# other seen and held-out configs with work up to these (``smallest_scale``): a scale read on a smaller config
 # is not the task's (on an H100, KernelBench level 2's logsumexp and softmax chains measured on a small config
 # had outputs whose spread fell below the degeneracy floor on every seen and held-out config: 3 of 87 imports)
 SPREAD_FLOPS = 2 * 10**11
 SPREAD_BYTES = 2 * 10**9
-# and on the other seen and held-out configs within those, where the CPU reads them within these CPU seconds: the
-# smallest scale stands (a softmax's outputs over a seen config's 2M-long rows are 5e-7; an H100's check found
-# their spread under the degeneracy floor at the scale read on a larger config with shorter rows)
+# within these CPU seconds, and the smallest scale stands (a softmax's outputs over a seen config's 2M-long rows are
+# 5e-7; an H100's check found their spread under the degeneracy floor at the scale read, before, on the config with
+# the most work alone, whose rows were shorter)
 SCALE_SECONDS = 10.0
 # the reference's runs in fp32 and fp64 that measure its rounding (an attention over long rows in fp64 on the CPU
 # ran for minutes): past these CPU seconds, the tolerance is left to a GPU's check
@@ -896,9 +896,10 @@ def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, 
 def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
     """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
     recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
-    reference on the smoke config and on the seen or held-out config with the most work up to ``SPREAD_FLOPS`` and
-    ``SPREAD_BYTES`` (``outputs_scale``; no lower than the dtype's rounding where the test's rtol is below the dtype's
-    default), the test's rtol kept; the folder's task.yaml written again."""
+    reference on the smoke config and on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES``
+    the CPU reads within ``SCALE_SECONDS`` (``smallest_scale``: the smallest scale stands; ``outputs_scale``; no
+    lower than the dtype's rounding where the test's rtol is below the dtype's default), the test's rtol kept; the
+    folder's task.yaml written again."""
     if not d.tolerance:
         return
     from arena.check.inputs import make_inputs, run_reference
@@ -969,7 +970,9 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
       proportion): rtol from the error relative to 1 + |ref|, atol what is left where |ref| is small, the
       norm bound from the norm error;
     - scale: where the outputs are small (a softmax over many columns), atol below the default, so that
-      their spread and median magnitude stay ``SCALE_MARGIN`` times above what the degeneracy check asks.
+      their spread and median magnitude stay ``SCALE_MARGIN`` times above what the degeneracy check asks, on the
+      config measured and on the one of the other seen and held-out configs up to ``SPREAD_FLOPS`` and
+      ``SPREAD_BYTES`` whose outputs' scale is the smallest (``smallest_scale``).
 
     Returns the tolerance and its reason where it differs from the fp32 default, else {}; a note (no
     config could be run, a rounding not taken); and what the degeneracy rules find in the outputs
