@@ -1814,6 +1814,26 @@ def test_a_starting_kernel_the_cpu_cannot_show_correct_is_left_to_a_gpu_for_what
     assert "cannot run it" in _cpu_cannot_tell(verdict(Status.NOT_RUNNABLE, "libdevice.round"), task, "")
 
 
+def test_the_range_rule_is_read_on_the_tasks_own_sizes_where_a_narrow_output_can_overflow(tmp_path):
+    """An fp16 output whose reference reaches past 65504 only at the task's sizes (the largest of a million draws is
+    larger than that of a few thousand; for a grown matrix chain, a longer K): the range rule is read on the seen
+    and held-out configs too, and says which; an fp32 output is not read (it holds what a reference reaches)."""
+    from arena.authoring.importers.common import range_at_sizes
+
+    folder = tmp_path / "triton2triton" / "axpy"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy", folder)
+    assert range_at_sizes(folder) == []
+    text = (folder / "task.yaml").read_text()
+    (folder / "task.yaml").write_text(text.replace("{name: out, dtype: float32,", "{name: out, dtype: float16,"))
+    (folder / "reference.py").write_text("def reference(x, y, n, alpha):\n    return 1.5e4 * x + y\n")
+    found = range_at_sizes(folder)
+    assert found and all("past what float16 holds" in f for f in found), found
+    # the 7 values of held-out config tiny stay within it; a config of 123455 values or more does not
+    assert not any("config tiny:" in f for f in found) and any(
+        f.startswith(("on heldout config n-not-8: out: the reference's values reach", "on seen config n1M: out:"))
+        for f in found), found
+
+
 def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_the_most_work():
     """A softmax's outputs are 1/N for rows of N: over 64 rows of 4096 they are smaller than over 4096 rows of 256,
     which has more work. The scale the atol is scaled to is read on every config, one run each, and the smallest
@@ -1825,8 +1845,13 @@ def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_
     ran = []
 
     def run(c):
+        import time
+
         ran.append(c)
         x = torch.randn(c["rows"], c["n"], generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.05:     # a run long enough for the CPU clock to time it
+            pass
         return [("float32", "y", torch.softmax(x, -1)), ("float16", "z", x[:, :8])]
 
     got = smallest_scale(configs, run, seconds=60.0)

@@ -23,6 +23,7 @@ from arena.authoring.importers.common import (
     MAX_CONFIG_BYTES,
     MIN_VARIED,
     PASS_METHODS,
+    ROUNDING_SECONDS,
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
@@ -52,6 +53,7 @@ from arena.authoring.importers.common import (
     once_per_config,
     parse_source,
     peak_bytes_mode,
+    range_at_sizes,
     resolve_task_id,
     roofline_draft,
     rounding_tolerance,
@@ -3729,6 +3731,13 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             draft.decisions += said
             task = load_task(folder)
         bad = reference_problems(task, config, "cpu", load_reference(task))
+        if draft is not None and not bad:
+            # the range rule on the task's own sizes too: values a case grown into the timing window reaches
+            try:
+                with cpu_time_limit(ROUNDING_SECONDS):
+                    degenerate += range_at_sizes(folder)
+            except ProbeTimeout:   # one run past it: a GPU's check shows
+                pass
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         return [], [
             f"the reference does not run on the smoke config ({type(exc).__name__}: "

@@ -864,33 +864,80 @@ def configs_within(task: Any, flops: float, nbytes: float) -> list[Any]:
     return [c for *_, c in sorted(fits, key=lambda fbc: fbc[:2])]
 
 
-def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, str, torch.Tensor]]],
-                   seconds: float = SCALE_SECONDS, nbytes: Callable[[Any], float] = lambda c: 0.0
-                   ) -> dict[str, tuple[Any, list[str], list[torch.Tensor]]]:
-    """Of ``configs`` (in the order given), for each group of outputs (``run``: (group, name, tensor) of the outputs
-    read on a config; a group is a dtype), the config whose outputs of that group have the smallest scale
-    (``outputs_scale``), as {group: (config, names, tensors)}. One run a config, within ``seconds`` of this process's
-    CPU time: a config whose bytes (``nbytes``) would take longer than what is left, at the most CPU time a byte
-    took on the configs run before it, is not read."""
-    best: dict[str, tuple[float, Any, list[str], list[torch.Tensor]]] = {}
+MEASURABLE_S = 0.02
+
+
+def runs_within(configs: Sequence[Any], run: Callable[[Any], Any], seconds: float,
+                nbytes: Callable[[Any], float] = lambda c: 0.0) -> Iterator[tuple[Any, Any]]:
+    """(config, ``run(config)``) for the ``configs`` (in the order given) that ``seconds`` of this process's CPU
+    time allow: a config whose bytes (``nbytes``) would take longer than what is left, at the most CPU time a byte
+    took on the configs run before it, is not run (a smaller one after it may be)."""
     start = time.process_time()
     per_byte = 0.0          # the most CPU seconds a byte of a config's inputs and outputs took so far
     for c in configs:
         left = seconds - (time.process_time() - start)
         size = nbytes(c)
         if left <= 0 or per_byte * size > left:
-            continue        # past the budget, or a config that would run past it (a larger one after it may not)
+            continue
         t0 = time.process_time()
-        kept = run(c)
-        # at least a millisecond a run: the CPU clock of some machines reads a short run as 0 s
-        per_byte = max(per_byte, max(1e-3, time.process_time() - t0) / max(1.0, size))
+        result = run(c)
+        took = time.process_time() - t0
+        if took >= MEASURABLE_S:   # a shorter run says nothing of the rate (the clock of some machines ticks in 4 ms)
+            per_byte = max(per_byte, took / max(1.0, size))
+        yield c, result
+        del result
+
+
+def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, str, torch.Tensor]]],
+                   seconds: float = SCALE_SECONDS, nbytes: Callable[[Any], float] = lambda c: 0.0
+                   ) -> dict[str, tuple[Any, list[str], list[torch.Tensor]]]:
+    """Of ``configs`` (in the order given), for each group of outputs (``run``: (group, name, tensor) of the outputs
+    read on a config; a group is a dtype), the config whose outputs of that group have the smallest scale
+    (``outputs_scale``), as {group: (config, names, tensors)}. One run a config, within ``seconds`` of this process's
+    CPU time (``runs_within``)."""
+    best: dict[str, tuple[float, Any, list[str], list[torch.Tensor]]] = {}
+    for c, kept in runs_within(configs, run, seconds, nbytes):
         for group in dict.fromkeys(g for g, _, _ in kept):
             mine = [(n, w) for g, n, w in kept if g == group]
             scale = outputs_scale([w for _, w in mine])
             if group not in best or scale < best[group][0]:
                 best[group] = (scale, c, [n for n, _ in mine], [w for _, w in mine])
-        del kept
     return {g: b[1:] for g, b in best.items()}
+
+
+# output dtypes a reference's values at a task's sizes can run past (an fp16 product of long sums past 65504)
+NARROW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "uint8", "int16")
+
+
+def range_at_sizes(folder: Path, seconds: float = SCALE_SECONDS) -> list[str]:
+    """The range rule of the degeneracy checks (``range_problems``: the reference's values past what an output's
+    dtype holds) on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` that ``seconds`` of
+    CPU time allow (``runs_within``), for the outputs of a narrow dtype: a case grown into the timing window can
+    reach values the test's own sizes did not (a chain of fp16 products over a longer K)."""
+    from arena.check.degeneracy import range_problems
+    from arena.check.inputs import DTYPES, make_inputs, run_reference
+    from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import load_task
+
+    task = load_task(folder)
+    narrow = [i for i, spec in enumerate(task.compared) if spec.dtype in NARROW]
+    if not narrow:
+        return []
+    ref = import_file(task.reference_path, f"arena_import_range_{abs(hash(str(folder)))}")
+
+    def problems(c: Any) -> list[str]:
+        env = task.env(c)
+        with torch.no_grad():
+            outs = run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
+                                 [task.scalar_value(sc, env) for sc in task.scalars])
+        spec_outs = [(task.compared[i], outs[i]) for i in narrow if isinstance(outs[i], torch.Tensor)]
+        return [p for spec, o in spec_outs for p in range_problems(spec.name, o, DTYPES[spec.dtype])]
+
+    found = []
+    for c, got in runs_within(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES), problems, seconds,
+                              nbytes=lambda c: task.roofline_for(c)[1]):
+        found += [f"on {c.split} config {c.name}: {p}" for p in got]
+    return found
 
 
 def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
