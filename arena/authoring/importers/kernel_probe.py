@@ -261,7 +261,7 @@ def _server() -> _Server:
     repo = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    if _servers and (_servers[0].env != env or not _servers[0].alive()):
+    if _servers and (_keyed(_servers[0].env) != _keyed(env) or not _servers[0].alive()):
         _servers.pop().close()
     if not _servers:
         if not _servers_closed_at_exit:
@@ -274,6 +274,13 @@ def _server() -> _Server:
 
 
 _servers_closed_at_exit: list[bool] = []
+# variables of the environment that change from one call to the next and that no probe reads: pytest's name of the
+# test under way (a server kept across a test run's imports, not one a test)
+_UNREAD = ("PYTEST_CURRENT_TEST",)
+
+
+def _keyed(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in _UNREAD}
 
 
 def close_servers() -> None:
