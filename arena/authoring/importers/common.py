@@ -905,6 +905,17 @@ def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, 
     return {g: b[1:] for g, b in best.items()}
 
 
+def reference_on_cpu(task: Any, ref: Any, config: Any) -> list:
+    """The task's reference on ``config``, on the CPU, as the harness runs it (``run_reference``), on the inputs
+    ``make_inputs`` makes from seed 0: its outputs, then its inout inputs (``Task.compared``)."""
+    from arena.check.inputs import make_inputs, run_reference
+
+    env = task.env(config)
+    with torch.no_grad():
+        return run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
+                             [task.scalar_value(sc, env) for sc in task.scalars])
+
+
 # output dtypes a reference's values at a task's sizes can run past (an fp16 product of long sums past 65504)
 NARROW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "uint8", "int16")
 
@@ -915,7 +926,7 @@ def range_at_sizes(folder: Path, seconds: float = SCALE_SECONDS) -> list[str]:
     CPU time allow (``runs_within``), for the outputs of a narrow dtype: a case grown into the timing window can
     reach values the test's own sizes did not (a chain of fp16 products over a longer K)."""
     from arena.check.degeneracy import range_problems
-    from arena.check.inputs import DTYPES, make_inputs, run_reference
+    from arena.check.inputs import DTYPES
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
@@ -926,10 +937,7 @@ def range_at_sizes(folder: Path, seconds: float = SCALE_SECONDS) -> list[str]:
     ref = import_file(task.reference_path, f"arena_import_range_{abs(hash(str(folder)))}")
 
     def problems(c: Any) -> list[str]:
-        env = task.env(c)
-        with torch.no_grad():
-            outs = run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
-                                 [task.scalar_value(sc, env) for sc in task.scalars])
+        outs = reference_on_cpu(task, ref, c)
         spec_outs = [(task.compared[i], outs[i]) for i in narrow if isinstance(outs[i], torch.Tensor)]
         return [p for spec, o in spec_outs for p in range_problems(spec.name, o, DTYPES[spec.dtype])]
 
@@ -949,7 +957,6 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
     folder's task.yaml written again."""
     if not d.tolerance:
         return
-    from arena.check.inputs import make_inputs, run_reference
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
@@ -957,10 +964,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
     ref = import_file(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
 
     def outputs(config: Any) -> list:
-        env = task.env(config)
-        with torch.no_grad():
-            return run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
-                                 [task.scalar_value(sc, env) for sc in task.scalars])
+        return reference_on_cpu(task, ref, config)
 
     runs = [outputs(task.configs("smoke")[0])]
     where = "on the smoke config"
