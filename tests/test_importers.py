@@ -27,6 +27,16 @@ from arena.evaluation.sides import import_file
 from arena.taskdef.loader import load_task, validate_task_dir
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
+
+
+@pytest.fixture(autouse=True)
+def _scale_read_briefly(monkeypatch):
+    """The outputs' scale and the range rule read on the configs 2 CPU seconds allow, not SCALE_SECONDS (10): these
+    tests import fixtures whose cases are grown into the timing window, where the read takes every second it is given
+    (inputs drawn at hundreds of MB on the CPU); the read's own tests give it the budget they test."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "SCALE_SECONDS", 2.0)
 TOO_SMALL = "memory-bound but no config moves >= 100 MB"   # the check's rule of the sizes alone
 
 
@@ -746,6 +756,7 @@ def test_a_task_name_drops_the_problems_index_and_keeps_its_other_digits(source,
         assert not validate_task_dir(result.folder)
 
 
+@pytest.mark.usefixtures("cases_as_written")      # the command's behaviour, not the sizes it drafts
 def test_the_command_writes_validates_and_lists_what_remains(tmp_path, capsys):
     out = tmp_path / "tasks"
     rc = main(["tasks", "import", "kernelbench", str(FIX / "kb_linear_gelu.py"), "--out", str(out), "--id",
@@ -1151,10 +1162,11 @@ def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path, cases_as_w
     assert "slope set to the values the module passes" in result.report()
 
 
+@pytest.mark.usefixtures("cases_as_written")
 @pytest.mark.parametrize("fixture", ["aka_gpumode_leaky", "aka_gpumode_rowscale"])
 def test_aka_translated_entry_compiles_for_rocm(tmp_path, fixture):
     """The translated baseline builds (compile, object check, link) with hipcc; running it needs
-    a GPU, so this says nothing of its results."""
+    a GPU, so this says nothing of its results (nor do the sizes: the cases as written)."""
     from toolchains import ARCHS, need  # noqa: E402 - tests/ is on the path
 
     from arena.toolchain.hip import build_hip, toolchain_available
@@ -1604,6 +1616,33 @@ def _group_ends(pgid: int, seconds: float = 10.0) -> bool:
     return False
 
 
+def test_kernel_probe_runs_the_last_program_of_a_launch_told_the_grids_size(tmp_path):
+    """The probe runs the first and the last program of each launch, each told the grid's true size: a kernel whose
+    ``tl.multiple_of`` promise is false where the last program's block begins (a GPU's misaligned access) is refused
+    on a config of three blocks, not on one of a single block, where the first program is all there is."""
+    from arena.authoring.importers import kernel_probe
+
+    folder = tmp_path / "triton2triton" / "axpy"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy", folder)
+    (folder / "baseline.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def _k(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):\n"
+        "    pid = tl.program_id(0)\n"
+        "    tl.device_assert(tl.num_programs(0) == tl.cdiv(n, BLOCK), 'the grid as launched')\n"
+        "    offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = offs < n\n"
+        "    row = tl.multiple_of(x_ptr + pid * 1001, (16,))   # 16-byte aligned for an even pid only\n"
+        "    x = tl.load(row - pid * 1001 + offs, mask=mask)\n"
+        "    y = tl.load(y_ptr + offs, mask=mask)\n"
+        "    tl.store(out_ptr + offs, alpha * x + y, mask=mask)\n\n\n"
+        "def axpy(x, y, out, n, alpha):\n"
+        "    _k[(triton.cdiv(n, 1024),)](x, y, out, n, alpha, BLOCK=1024)\n")
+    lines = kernel_probe.probe_configs(folder, [("probe", "one-block", {"n": 1000}),
+                                                 ("probe", "three-blocks", {"n": 3000})])
+    assert lines["probe:one-block"]["error"] is None, lines
+    assert "tl.multiple_of promises the compiler multiples of 16" in lines["probe:three-blocks"]["error"], lines
+
+
 def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monkeypatch):
     """The probe answers per config: an error the starting kernel raises, a config not refuted within its
     budget, and a config the folder does not hold."""
@@ -1832,6 +1871,31 @@ def test_the_range_rule_is_read_on_the_tasks_own_sizes_where_a_narrow_output_can
     assert not any("config tiny:" in f for f in found) and any(
         f.startswith(("on heldout config n-not-8: out: the reference's values reach", "on seen config n1M: out:"))
         for f in found), found
+
+
+def test_the_range_rule_is_read_on_the_runs_that_read_a_test_tolerances_scale(tmp_path, monkeypatch):
+    """Where the test gives a tolerance, the reference's runs that read the outputs' scale on the task's configs
+    read the range rule too: what ``range_at_sizes`` finds, each config's reference run once, not once for each."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "SCALE_SECONDS", 60.0)     # every config read by both (5 CPU s here), under any load
+    folder = tmp_path / "triton2triton" / "axpy"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tasks" / "triton2triton" / "axpy", folder)
+    text = (folder / "task.yaml").read_text()
+    (folder / "task.yaml").write_text(text.replace("{name: out, dtype: float32,", "{name: out, dtype: float16,"))
+    calls = tmp_path / "calls"
+    (folder / "reference.py").write_text(
+        f"def reference(x, y, n, alpha):\n    open({str(calls)!r}, 'a').write('.')\n    return 1.5e4 * x + y\n")
+    draft = types.SimpleNamespace(tolerance={"float16": {"atol": 1e-3, "rtol": 1e-3, "norm": 1e-3},
+                                             "reason": "the test's"})
+    found = common.scaled_test_tolerance(draft, folder, [])
+    runs = len(calls.read_text())
+    assert found == common.range_at_sizes(folder), found
+    assert found and any(f.startswith("on seen config n1M: out:") for f in found), found
+    task = load_task(folder)
+    within = common.configs_within(task, common.SPREAD_FLOPS, common.SPREAD_BYTES)
+    assert runs == 1 + len(within), (runs, [c.name for c in within])     # the smoke config, then each config once
+    assert common.scaled_test_tolerance(types.SimpleNamespace(tolerance={}), folder, []) is None
 
 
 def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_the_most_work():
@@ -2215,8 +2279,10 @@ def test_kernelbench_the_references_temporaries_count_against_the_bytes_bound(tm
         assert sum(t.nbytes for t in run.inputs) + run.peak <= bound, c.name
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_kernelbench_recurrent_weights_are_drawn_as_pytorch_draws_them(tmp_path):
-    """A GRU's weights and biases: uniform in +-1/sqrt(hidden_size), the size read off weight_hh's columns."""
+    """A GRU's weights and biases: uniform in +-1/sqrt(hidden_size), the size read off weight_hh's columns (the
+    problem's sizes as written: the draws do not depend on them)."""
     result, task = _imported(tmp_path, "kb_gru")
     inits = {i.name: dict(i.init) for i in task.inputs if i.name.startswith("gru_")}
     assert len(inits) == 8
@@ -2458,6 +2524,7 @@ def test_the_importers_own_check_reads_the_rule_of_the_sizes(tmp_path, monkeypat
     assert result.ok and not result.check_problems, result.report()
 
 
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_host_code_that_reads_the_environment_reads_it_unset(tmp_path):
     """gpumode host code tunes its launch from environment variables (getenv, then atoi), which a
     candidate's build may not read: each read becomes an unset variable, the original's default path, and

@@ -39,6 +39,7 @@ def _one(task, path, device, split="smoke"):
     ("reshape.py", Status.INCORRECT_SHAPE),
     ("raises.py", Status.RUNTIME_ERROR),
     ("overrun.py", Status.RUNTIME_ERROR),
+    ("false_hint.py", Status.RUNTIME_ERROR),
     ("segfault.py", Status.CRASHED),
     ("missing_entry.py", Status.SIGNATURE_MISMATCH),
     ("wrong_arity.py", Status.SIGNATURE_MISMATCH),
@@ -54,6 +55,8 @@ def test_broken_triton_candidate_gets_its_status(axpy, cpu, name, status):
     assert failing, "a failed verdict names the failing config"
     if name == "overrun.py":
         assert "past the end of 'out'" in v.message
+    if name == "false_hint.py":
+        assert "tl.multiple_of promises the compiler multiples of 16" in v.message, v.message
 
 
 def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):

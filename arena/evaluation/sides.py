@@ -143,4 +143,6 @@ def call_status(exc: BaseException) -> Status:
     """The status of an exception raised by a side's call."""
     if isinstance(exc, SideError):
         return exc.status
+    if type(exc).__name__ == "InterpreterError" and type(exc.__cause__).__name__ == "HintBroken":
+        return Status.RUNTIME_ERROR     # a hint false on the values the kernel ran on: a GPU faults as it runs
     return Status.COMPILE_ERROR if type(exc).__name__ in COMPILE_FAILURES else Status.RUNTIME_ERROR

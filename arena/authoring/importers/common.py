@@ -867,13 +867,16 @@ def configs_within(task: Any, flops: float, nbytes: float) -> list[Any]:
 MEASURABLE_S = 0.02
 
 
-def runs_within(configs: Sequence[Any], run: Callable[[Any], Any], seconds: float,
+def runs_within(configs: Sequence[Any], run: Callable[[Any], Any], seconds: float | None = None,
                 nbytes: Callable[[Any], float] = lambda c: 0.0) -> Iterator[tuple[Any, Any]]:
-    """(config, ``run(config)``) for the ``configs`` (in the order given) that ``seconds`` of this process's CPU
-    time allow: a config whose bytes (``nbytes``) would take longer than what is left, at the most CPU time a byte
-    took on the configs run before it, is not run (a smaller one after it may be)."""
+    """(config, ``run(config)``) for the ``configs`` (in the order given) that ``seconds`` (``SCALE_SECONDS``) of
+    this process's CPU time allow: a config whose bytes (``nbytes``) would take longer than what is left, at the CPU
+    time a byte took on the largest config run before it, is not run (a smaller one after it may be). The largest's,
+    not the most of any: a small config's time is mostly what a run costs whatever its size (a 1.5 MB config took
+    0.08 s here, a 600 MB one 3.2 s, not 33)."""
+    seconds = SCALE_SECONDS if seconds is None else seconds
     start = time.process_time()
-    per_byte = 0.0          # the most CPU seconds a byte of a config's inputs and outputs took so far
+    per_byte, largest = 0.0, -1.0    # CPU seconds a byte took on the largest config run so far, and its bytes
     for c in configs:
         left = seconds - (time.process_time() - start)
         size = nbytes(c)
@@ -882,14 +885,14 @@ def runs_within(configs: Sequence[Any], run: Callable[[Any], Any], seconds: floa
         t0 = time.process_time()
         result = run(c)
         took = time.process_time() - t0
-        if took >= MEASURABLE_S:   # a shorter run says nothing of the rate (the clock of some machines ticks in 4 ms)
-            per_byte = max(per_byte, took / max(1.0, size))
+        if took >= MEASURABLE_S and size >= largest:   # a shorter run says nothing of the rate (a clock of 4 ms ticks)
+            per_byte, largest = took / max(1.0, size), size
         yield c, result
         del result
 
 
 def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, str, torch.Tensor]]],
-                   seconds: float = SCALE_SECONDS, nbytes: Callable[[Any], float] = lambda c: 0.0
+                   seconds: float | None = None, nbytes: Callable[[Any], float] = lambda c: 0.0
                    ) -> dict[str, tuple[Any, list[str], list[torch.Tensor]]]:
     """Of ``configs`` (in the order given), for each group of outputs (``run``: (group, name, tensor) of the outputs
     read on a config; a group is a dtype), the config whose outputs of that group have the smallest scale
@@ -920,53 +923,60 @@ def reference_on_cpu(task: Any, ref: Any, config: Any) -> list:
 NARROW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "uint8", "int16")
 
 
-def range_at_sizes(folder: Path, seconds: float = SCALE_SECONDS) -> list[str]:
+def range_at_sizes(folder: Path, seconds: float | None = None) -> list[str]:
     """The range rule of the degeneracy checks (``range_problems``: the reference's values past what an output's
-    dtype holds) on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` that ``seconds`` of
-    CPU time allow (``runs_within``), for the outputs of a narrow dtype: a case grown into the timing window can
-    reach values the test's own sizes did not (a chain of fp16 products over a longer K)."""
-    from arena.check.degeneracy import range_problems
-    from arena.check.inputs import DTYPES
+    dtype holds) on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` that ``seconds``
+    (``SCALE_SECONDS``) of CPU time allow (``runs_within``), for the outputs of a narrow dtype: a case grown into the
+    timing window can reach values the test's own sizes did not (a chain of fp16 products over a longer K). Where the
+    test gives a tolerance, ``scaled_test_tolerance`` reads the rule on the runs it reads the outputs' scale on."""
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
-    narrow = [i for i, spec in enumerate(task.compared) if spec.dtype in NARROW]
-    if not narrow:
+    if not any(spec.dtype in NARROW for spec in task.compared):
         return []
     ref = import_file(task.reference_path, f"arena_import_range_{abs(hash(str(folder)))}")
-
-    def problems(c: Any) -> list[str]:
-        outs = reference_on_cpu(task, ref, c)
-        spec_outs = [(task.compared[i], outs[i]) for i in narrow if isinstance(outs[i], torch.Tensor)]
-        return [p for spec, o in spec_outs for p in range_problems(spec.name, o, DTYPES[spec.dtype])]
-
-    found = []
-    for c, got in runs_within(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES), problems, seconds,
-                              nbytes=lambda c: task.roofline_for(c)[1]):
-        found += [f"on {c.split} config {c.name}: {p}" for p in got]
+    found: list[str] = []
+    for c, outs in runs_within(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES),
+                               lambda c: reference_on_cpu(task, ref, c), seconds,
+                               nbytes=lambda c: task.roofline_for(c)[1]):
+        found += _out_of_range(task, c, outs)
     return found
 
 
-def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
+def _out_of_range(task: Any, config: Any, outs: list) -> list[str]:
+    """The range rule on the outputs of a narrow dtype (``NARROW``) of the reference's run on ``config``."""
+    from arena.check.degeneracy import range_problems
+    from arena.check.inputs import DTYPES
+
+    return [f"on {config.split} config {config.name}: {p}" for spec, o in zip(task.compared, outs)
+            if spec.dtype in NARROW and isinstance(o, torch.Tensor)
+            for p in range_problems(spec.name, o, DTYPES[spec.dtype])]
+
+
+def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[str] | None:
     """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
     recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
     reference on the smoke config and on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES``
     the CPU reads within ``SCALE_SECONDS`` (``smallest_scale``: the smallest scale stands; ``outputs_scale``; no
     lower than the dtype's rounding where the test's rtol is below the dtype's default), the test's rtol kept; the
-    folder's task.yaml written again."""
+    folder's task.yaml written again. Returns what the range rule finds on the same runs (``range_at_sizes``'s
+    read), or None where the test gives no tolerance (nothing was read)."""
     if not d.tolerance:
-        return
+        return None
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
     ref = import_file(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
+    out_of_range: list[str] = []
 
     def outputs(config: Any) -> list:
-        return reference_on_cpu(task, ref, config)
+        outs = reference_on_cpu(task, ref, config)
+        out_of_range.extend(_out_of_range(task, config, outs))
+        return outs
 
-    runs = [outputs(task.configs("smoke")[0])]
+    runs = [reference_on_cpu(task, ref, task.configs("smoke")[0])]
     where = "on the smoke config"
     # and on the seen or held-out config whose outputs' scale is the smallest, of those the CPU may run: a softmax's
     # outputs over the task's long rows are smaller than over the smoke config's short ones
@@ -1009,6 +1019,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> None:
         d.tolerance["reason"] = f"{d.tolerance['reason']}; {why}"
         decisions.append(f"the tolerance's {why}: confirm it")
         write_configs(d, folder)
+    return out_of_range
 
 
 def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:

@@ -4,10 +4,10 @@ drafts it wrote (the held-out configs and the seen drafts), on the CPU.
 The starting kernel is called through its entry, in Triton's interpreter, in a process of its own
 (``TRITON_INTERPRET=1`` is read as the kernels are defined: a child of the importer's probe server, which
 imported torch, Triton and the harness once), each config in a child forked from it, on the
-inputs ``make_inputs`` makes for the config. Each launch runs one program of its grid: what is asked is
-whether the kernel is built and traced for the config's sizes (a ``tl.arange`` of a size that is not a power
-of two, a block that does not fit, an assertion of the launcher), not what it computes, which the harness's
-checks are for. A config whose
+inputs ``make_inputs`` makes for the config. Each launch runs two programs of its grid, the first and the
+last: what is asked is whether the kernel is built and traced for the config's sizes (a ``tl.arange`` of a
+size that is not a power of two, a block that does not fit, an assertion of the launcher, a ``tl.multiple_of``
+false where the last program's rows begin), not what it computes, which the harness's checks are for. A config whose
 call does not end within its budget of CPU time is not refuted; it is listed as such, and so is one the
 interpreter dies under (``"crashed"``: the signal), the configs after it probed still.
 
@@ -71,16 +71,19 @@ def _chain(exc: BaseException) -> list[BaseException]:
 _LAUNCHED: set[tuple[str, str, int]] = set()
 
 
-def _one_program_per_launch() -> None:
-    """Each interpreted launch runs the first program of its grid only, and records its compile-time
-    integers in ``_LAUNCHED``."""
+def _two_programs_per_launch() -> None:
+    """Each interpreted launch runs two programs of its grid, the first and the last (the one a size that is not a
+    multiple of the block reaches with its tail, and the one whose rows begin furthest from an alignment the kernel
+    promises), each told the grid's true size (``tl.num_programs``); a grid of one program runs it once. Records
+    the launch's compile-time integers in ``_LAUNCHED``."""
     import inspect
 
     from triton.runtime import interpreter
 
     call = interpreter.GridExecutor.__call__
+    builder = interpreter.interpreter_builder
 
-    def first_program(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def first_and_last(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             names = inspect.getfullargspec(self.fn).args
             bound = inspect.getcallargs(self.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
@@ -88,10 +91,28 @@ def _one_program_per_launch() -> None:
                              if isinstance(bound.get(n), int) and not isinstance(bound[n], bool) and bound[n] > 1)
         except Exception:  # noqa: BLE001 - what is recorded is a hint; the launch itself says what is wrong
             pass
-        self.grid = (1,)
-        return call(self, *args, **kwargs)
+        grid, true = self.grid, [(1, 1, 1)]
 
-    interpreter.GridExecutor.__call__ = first_program  # type: ignore[method-assign]
+        def two(meta: Any) -> tuple[int, int, int]:
+            g = tuple(grid(meta) if callable(grid) else grid)
+            true[0] = (*(int(x) for x in g), *(1,) * (3 - len(g)))    # type: ignore[assignment]
+            return (1 if math.prod(true[0]) <= 1 else 2, 1, 1)
+
+        def set_grid_dim(nx: int, ny: int, nz: int) -> None:
+            type(builder).set_grid_dim(builder, *true[0])
+
+        def set_grid_idx(x: int, y: int, z: int) -> None:
+            type(builder).set_grid_idx(builder, *((0, 0, 0) if x == 0 else tuple(n - 1 for n in true[0])))
+
+        self.grid = two
+        builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            self.grid = grid
+            del builder.set_grid_dim, builder.set_grid_idx
+
+    interpreter.GridExecutor.__call__ = first_and_last  # type: ignore[method-assign]
 
 
 _prepared: list[bool] = []
@@ -99,7 +120,7 @@ _prepared: list[bool] = []
 
 def _prepare() -> None:
     """What a probe's process has before it reads a task: the cpu backend's installs (as the candidate's process
-    on the cpu backend has them) and one program per launch. Once a process (the server's forks find it done)."""
+    on the cpu backend has them) and two programs per launch. Once a process (the server's forks find it done)."""
     if _prepared:
         return
     import torch  # noqa: F401 - imported here, before any fork, as everything below is
@@ -111,7 +132,7 @@ def _prepare() -> None:
     from arena.toolchain import cpu_interpreter
 
     cpu_interpreter.install()
-    _one_program_per_launch()
+    _two_programs_per_launch()
     _prepared.append(True)
 
 
@@ -408,7 +429,7 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
     failing = [(s, c) for s, items in drafts.items() for c in items if error(s, c["name"])]
     unreached = sum(1 for s, n, _ in wanted if f"{s}:{n}" not in lines or lines[f"{s}:{n}"]["timeout"])
     crashed = sum(1 for line in lines.values() if line.get("crashed"))
-    how = "Triton's interpreter on the CPU, one program per launch"
+    how = "Triton's interpreter on the CPU, the first and last programs of each launch"
     if not failing:
         late = (f"; {unreached} not refuted within {PROBE_SECONDS:.0f} CPU seconds"
                 + (f" or before {spent}" if out_of_time else "") if unreached else "") + (
