@@ -74,8 +74,8 @@ _LAUNCHED: set[tuple[str, str, int]] = set()
 def _two_programs_per_launch() -> None:
     """Each interpreted launch runs two programs of its grid, the first and the last (the one a size that is not a
     multiple of the block reaches with its tail, and the one whose rows begin furthest from an alignment the kernel
-    promises), each told the grid's true size (``tl.num_programs``); a grid of one program runs it once. Records
-    the launch's compile-time integers in ``_LAUNCHED``."""
+    promises), each told the grid's true size (``tl.num_programs``); a grid of one program runs it once, an empty
+    grid none. Records the launch's compile-time integers in ``_LAUNCHED``."""
     import inspect
 
     from triton.runtime import interpreter
@@ -96,7 +96,7 @@ def _two_programs_per_launch() -> None:
         def two(meta: Any) -> tuple[int, int, int]:
             g = tuple(grid(meta) if callable(grid) else grid)
             true[0] = (*(int(x) for x in g), *(1,) * (3 - len(g)))    # type: ignore[assignment]
-            return (1 if math.prod(true[0]) <= 1 else 2, 1, 1)
+            return (min(2, math.prod(true[0])), 1, 1)       # an empty grid runs nothing, as on a GPU
 
         def set_grid_dim(nx: int, ny: int, nz: int) -> None:
             type(builder).set_grid_dim(builder, *true[0])
