@@ -25,10 +25,6 @@ class HintBroken(ArenaException, ValueError):
     """A kernel's ``tl.multiple_of`` that is false on the values it was given."""
 
 
-def _first_along(data: np.ndarray, dim: int) -> np.ndarray:
-    return np.take(data, 0, axis=dim) if data.ndim else data
-
-
 def check_divisibility(data: np.ndarray, values: list[int], pointer: bool) -> None:
     """Raise ``HintBroken`` where ``data`` (the hinted tensor's values: addresses for a pointer) is not a multiple
     of ``values[d]`` at its first element along each dimension ``d``."""
@@ -36,7 +32,7 @@ def check_divisibility(data: np.ndarray, values: list[int], pointer: bool) -> No
         v = int(v)
         if v <= 1:
             continue
-        first = _first_along(data, dim if data.ndim else 0).astype(np.int64 if not pointer else np.uint64)
+        first = (np.take(data, 0, axis=dim) if data.ndim else data).astype(np.uint64 if pointer else np.int64)
         bad = first % (np.uint64(v) if pointer else v) != 0
         if bool(np.any(bad)):
             value = int(first.reshape(-1)[int(np.argmax(bad.reshape(-1)))])
