@@ -11,12 +11,24 @@ OUT=${2:?usage: gpu_check_imported.sh ROOTS_DIR OUTDIR}
 ROOTS=$(cd "$ROOTS" && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-for sel in "$ROOTS"/*.sel; do
+# On a machine of several GPUs the roots run side by side, one GPU each (CUDA_VISIBLE_DEVICES), as many at once
+# as there are GPUs.
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$NGPU" -ge 1 ] || NGPU=1
+one() {
+  local sel=$1 gpu=$2 r
   r=$(basename "$sel" .sel)
-  [ -s "$sel" ] || continue
-  echo "== $r: $(tr ',' '\n' < "$sel" | grep -c .) tasks"
-  TASKS_DIR="$ROOTS/$r" SPLITS=seen,heldout WORKERS=${WORKERS:-12} \
+  echo "== $r: $(tr ',' '\n' < "$sel" | grep -c .) tasks (GPU $gpu)"
+  CUDA_VISIBLE_DEVICES=$gpu TASKS_DIR="$ROOTS/$r" SPLITS=seen,heldout WORKERS=${WORKERS:-12} \
     bash scripts/gpu_validate_tasks.sh "$(cat "$sel")" "$OUT/$r" > "$OUT/$r.log" 2>&1
   grep -E "exit|result:" "$OUT/$r/time.txt" "$OUT/$r/check.md" 2>/dev/null
+}
+i=0
+for sel in "$ROOTS"/*.sel; do
+  [ -s "$sel" ] || continue
+  one "$sel" $((i % NGPU)) &
+  i=$((i + 1))
+  [ $((i % NGPU)) -ne 0 ] || wait
 done
+wait
 echo "all done"

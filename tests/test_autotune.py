@@ -121,17 +121,23 @@ def test_a_libdevice_function_the_interpreter_lacks_is_not_runnable_on_the_cpu(t
     assert "libdevice.pow" in v.message and "a GPU runs it" in v.message
 
 
-def test_a_launcher_that_selects_its_inputs_device_runs_on_the_cpu_backend(tmp_path):
+def test_a_launcher_that_selects_its_inputs_device_or_asks_its_properties_runs_on_the_cpu_backend(tmp_path):
     """``with torch.cuda.device(x.device.index):`` around a launch (vLLM's and FLA's launchers): a CPU tensor's
     index is None, for which a CPU build of torch raises; on the cpu backend it selects nothing and the kernel
-    runs. A device the machine does not have (``torch.cuda.device(0)``) still fails the candidate."""
+    runs. A device the machine does not have (``torch.cuda.device(0)``) still fails the candidate. A launcher that
+    asks torch.cuda for the GPU's properties (its number of SMs, its compute capability) is answered for the nominal
+    H100 of ``arena.toolchain.interpreter_cuda``, and torch still has no CUDA."""
     task = load_task(AXPY)
     src = (AXPY / "baseline.py").read_text()
     launch = "    _axpy_kernel[(triton.cdiv(n, BLOCK),)](x, y, out, n, alpha, BLOCK=BLOCK)"
     assert launch in src
-    for index, status in (("x.device.index", Status.PASSED), ("0", Status.RUNTIME_ERROR)):
+    asks = ("    sms = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
+            "    assert (sms, torch.cuda.get_device_capability(), torch.cuda.current_device()) == (132, (9, 0), 0)\n"
+            "    assert not torch.cuda.is_available() and 'H100' in torch.cuda.get_device_name()\n")
+    for index, status in (("x.device.index", Status.PASSED), ("0", Status.RUNTIME_ERROR), ("asks", Status.PASSED)):
         path = tmp_path / f"kernel_{index.replace('.', '_')}.py"
-        path.write_text("import torch\n" + src.replace(launch, f"    with torch.cuda.device({index}):\n    " + launch))
+        within = asks + launch if index == "asks" else f"    with torch.cuda.device({index}):\n    " + launch
+        path.write_text("import torch\n" + src.replace(launch, within))
         (v,) = evaluate(task, Candidate(task, path), ["smoke"], detect("cpu"), work_dir=tmp_path / index)
         assert v.status is status, v.message
 

@@ -1507,6 +1507,66 @@ def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
     assert _only_too_small(tmp_path / "triton2triton" / "aka_pytest_fixed_sizes")
 
 
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_numpy_test_of_a_whole_block_kernel(tmp_path, capsys):
+    """A rocmbench-style test defined twice (the later definition is the one pytest runs), that draws its inputs
+    with NumPy's ``RandomState(17)``, hands the kernel ``torch.tensor(a)`` and compares with
+    ``np.testing.assert_allclose(expected, out.cpu().numpy())``; its kernel covers whole blocks only (a grid of
+    ``M // 16, N // 32``). The shapes are observed, make_inputs draws with a RandomState of the harness's seed, the
+    reference reads the inputs' values (not the test's draw again) and returns a tensor, and the shape space offers
+    only the multiples the kernel is right at, found on the CPU: the drafts (odd, prime) are rounded to them."""
+    result = import_aka(FIX / "aka_pytest_numpy_blocks", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_pytest_numpy_blocks"
+    assert result.ok, result.report()
+    task = load_task(folder)
+    assert [(i.name, i.dtype, list(i.shape)) for i in task.inputs] == [
+        ("a_t", "float32", ["M", "N"]), ("b_t", "float32", ["M", "N"])]
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("out_t", ["M", "N"])]
+    reference = (folder / "reference.py").read_text()
+    assert "a = a_t.detach().cpu().numpy()" in reference and "return torch.as_tensor(expected, device=a_t.device)" \
+        in reference and "RandomState(17)" not in reference
+    assert "rs = RandomState(seed)" in reference and "from numpy.random import RandomState" in reference
+    assert reference.count("from numpy.random import RandomState") == 1
+    assert {k: v.get("multiple_of") for k, v in task.shape_space.items() if k != "constraint"} == {"M": 16, "N": 32}
+    configs = [dict(c.params) for s in ("smoke", "seen", "heldout") for c in task.configs(s)]
+    assert all(c["M"] % 16 == 0 and c["N"] % 32 == 0 for c in configs), configs
+    assert len(task.configs("heldout")) >= 4
+    assert "right only where its sizes are multiples (M of 16, N of 32" in result.report()
+    capsys.readouterr()
+    # where the kernel is wrong on the smoke config itself, its sizes are rounded up to a multiple of 2, 4, ..., 256
+    # until it is right, then each moved off that alone: the same multiples
+    from types import SimpleNamespace
+
+    from arena.authoring.importers.aka import _multiples_needed
+
+    draft = SimpleNamespace(smoke=[{"name": "smoke", "M": 24, "N": 40}], shape_space={
+        "M": {"min": 8, "max": 192}, "N": {"min": 8, "max": 384}})
+    assert _multiples_needed(task, draft, smoke_right=False) == {"M": 16, "N": 32}
+
+
+def test_aka_configs_whose_output_is_degenerate_are_dropped_where_enough_remain():
+    """A test's case of a size of 1 that growth keeps (a softmax over one column: ones) fails the degeneracy rules
+    on the CPU: the configs refused are taken out of the draft where 3 seen and 4 held-out remain, and none is where
+    either split would be left short."""
+    from types import SimpleNamespace
+
+    from arena.authoring.importers.aka import _drop_degenerate
+
+    def draft():
+        return SimpleNamespace(seen=[{"name": f"case{i}", "M": 8, "N": i + 1} for i in range(4)],
+                               heldout=[{"name": f"draft-{i}", "M": 9, "N": i + 2} for i in range(5)])
+
+    d = draft()
+    problems = ["on seen config case0: y: std 0 <= 0.01", "on seen config case0: y: a constant (its mean, 1) passes",
+                "on heldout config draft-3: y: std 0.0098 <= 0.01"]
+    assert _drop_degenerate(d, problems) == [("heldout", "draft-3"), ("seen", "case0")]
+    assert [c["name"] for c in d.seen] == ["case1", "case2", "case3"]
+    assert [c["name"] for c in d.heldout] == ["draft-0", "draft-1", "draft-2", "draft-4"]
+    d = draft()
+    assert _drop_degenerate(d, problems + ["on seen config case1: y: std 0 <= 0.01"]) == []
+    assert len(d.seen) == 4 and len(d.heldout) == 5
+
+
 def test_observing_leaves_torch_generator_a_class():
     """While the test runs on the meta device a generator made for ``cuda`` is made on the CPU, and
     ``torch.Generator`` stays a class: a module imported meanwhile may write ``torch.Generator | None``."""
@@ -1831,23 +1891,24 @@ def test_kernelbench_atol_is_scaled_to_small_outputs_and_the_task_is_then_not_de
 
 
 def test_a_starting_kernel_the_cpu_cannot_show_correct_is_left_to_a_gpu_for_what_a_cpu_build_of_torch_lacks():
-    """A launcher that reads the number of SMs (``torch.cuda.get_device_properties``) raises on a CPU build of torch:
-    that verdict says nothing of the kernel, and the import leaves it to a GPU, naming the call; so does a libdevice
-    function the interpreter lacks (NOT_RUNNABLE). Any other error of such a file is the kernel's."""
+    """A launcher that asks torch.cuda for a stream (``torch.cuda.current_stream``) raises on a CPU build of torch
+    (the GPU's properties are a nominal GPU's there): that verdict says nothing of the kernel, and the import leaves
+    it to a GPU, naming the call; so does a libdevice function the interpreter lacks (NOT_RUNNABLE). Any other error
+    of such a file is the kernel's."""
     import types
 
     from arena.authoring.importers.aka import _cpu_cannot_tell
     from arena.records import Status
 
     task = types.SimpleNamespace(inputs=[types.SimpleNamespace(dtype="float32")], outputs=[])
-    source = "NUM_SMS = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
+    source = "stream = torch.cuda.current_stream(x.device)\n"
 
     def verdict(status, message):
         return types.SimpleNamespace(status=status, message=message)
 
     why = _cpu_cannot_tell(verdict(Status.RUNTIME_ERROR, "AssertionError: Torch not compiled with CUDA enabled"),
                            task, source)
-    assert "torch.cuda.get_device_properties" in why and "CPU build" in why
+    assert "torch.cuda.current_stream" in why and "CPU build" in why
     assert _cpu_cannot_tell(verdict(Status.RUNTIME_ERROR, "TypeError: unsupported operand"), task, source) == ""
     assert _cpu_cannot_tell(verdict(Status.INCORRECT_NUMERICAL, "3 of 8 elements"), task, source) == ""
     assert "cannot run it" in _cpu_cannot_tell(verdict(Status.NOT_RUNNABLE, "libdevice.round"), task, "")
@@ -2006,21 +2067,25 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
 
 
 @pytest.mark.usefixtures("cases_as_written")
-@pytest.mark.parametrize("why", ["driver", "bfloat16"])
+@pytest.mark.parametrize("why", ["stream", "bfloat16"])
 def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path, why):
-    """A kernel file that asks the GPU's driver for its target where it loads (an autotune list per backend), or a
-    kernel computing in bf16, which Triton's interpreter gets wrong (FACTS.md): the CPU cannot show whether it is
-    correct, so its failure there is not a problem of the import's own check; the report says only a GPU shows it
-    correct, and how."""
+    """A launcher that asks torch.cuda for what a CPU build of torch has not (its current stream), or a kernel
+    computing in bf16, which Triton's interpreter gets wrong (FACTS.md): the CPU cannot show whether it is correct,
+    so its failure there is not a problem of the import's own check; the report says only a GPU shows it correct,
+    and how. (The same file asking Triton's driver for its target where it loads, and torch.cuda for the number of
+    SMs, is answered for the nominal GPU of the cpu backend: the launcher is reached.)"""
     src = tmp_path / "src" / "aka_triton_row_rms"
     shutil.copytree(FIX / "aka_triton_row_rms", src)
-    if why == "driver":
+    if why == "stream":
         kernel = src / "source" / "row_rms.py"
-        kernel.write_text(kernel.read_text().replace(
+        text = kernel.read_text().replace(
             "import triton.language as tl\n",
             "import triton.language as tl\n\nBACKEND = triton.runtime.driver.active.get_current_target().backend\n",
-            1))
-        said = "its file asks for a GPU driver where it loads: importing baseline.py failed: RuntimeError: 0 active"
+            1)
+        kernel.write_text(text.replace("    y = torch.empty_like(x)\n", "    y = torch.empty_like(x)\n    assert "
+                                       "torch.cuda.get_device_properties(x.device).multi_processor_count > 0\n"
+                                       "    torch.cuda.current_stream()\n"))
+        said = "its launcher asks torch.cuda for what a CPU build of torch has not (torch.cuda.current_stream)"
     else:
         runner = src / "scripts" / "task_runner.py"
         runner.write_text(runner.read_text().replace("dtype=torch.float32", "dtype=torch.bfloat16"))

@@ -64,6 +64,7 @@ from arena.authoring.importers.common import (
     test_tolerance,
     topped_up,
     without_unused_imports,
+    write_configs,
     write_draft,
 )
 from arena.authoring.importers.kernelbench import (
@@ -97,7 +98,7 @@ ELEMENTWISE_METHODS = {"abs", "abs_", "exp", "exp_", "sigmoid", "tanh", "relu", 
                        "clamp_", "clamp_min", "clamp_max", "round", "floor", "ceil", "mul", "mul_", "add", "add_",
                        "sub", "div", "pow", "uniform_", "normal_", "fill_", "softmax", "log_softmax", "square"}
 CONSTANT_MAKERS = {"ones", "zeros", "full", "arange"}  # a tensor the reference may make itself: no draw
-WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "flatten", "view", "reshape", "squeeze"}
+WRAPPERS = PASS_METHODS | set(DTYPE_METHODS) | {"cpu", "numpy", "flatten", "view", "reshape", "squeeze"}
 
 
 def _strings(obj: Any, keys: tuple = ()) -> list[tuple[tuple, str]]:
@@ -924,7 +925,10 @@ def read_harness(
     except ImportStop as exc:
         return None, str(exc)
     values = _module_values(tree)
-    funcs = [s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef)]
+    # a module-level function defined again further down is the later one when the test runs: the earlier is dead
+    live = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    shadowed = {id(s) for s in tree.body if isinstance(s, ast.FunctionDef) and live[s.name] is not s}
+    funcs = [s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef) and id(s) not in shadowed]
     # ``from kernel import topk as triton_topk``: the launcher under the test's name for it
     renamed = {a.asname: a.name for s in ast.walk(tree) if isinstance(s, ast.ImportFrom) for a in s.names
                if a.asname and a.name in launchers}
@@ -1564,6 +1568,26 @@ def _copy_source(h: Harness, m: str) -> str | None:
     return None
 
 
+TENSOR_FROM_ARRAY = ("torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.asarray")
+
+
+def _array_sources(h: Harness, inputs: list[str]) -> dict[str, str]:
+    """The arrays the test makes its inputs of before the kernel call (``A_t = torch.tensor(A, device=device)``,
+    ``torch.from_numpy(a).cuda()``): array name -> the input. A reference that reads the array reads the
+    input's values instead (drawn by the harness, as the kernel is handed them)."""
+    call_at = h.stmts.index(h.call_stmt) if h.call_stmt in h.stmts else len(h.stmts)
+    out: dict[str, str] = {}
+    for st in h.stmts[:call_at]:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id in inputs):
+            continue
+        v = _unwrapped(st.value)
+        if isinstance(v, ast.Call) and dotted_name(v.func) in TENSOR_FROM_ARRAY and v.args and \
+                isinstance(v.args[0], ast.Name):
+            out.setdefault(v.args[0].id, st.targets[0].id)
+    return out
+
+
 def _reference_from_harness(
     h: Harness, inputs: list[str], first_float: dict[str, str], returns: list[str] | None = None
 ) -> tuple[str | None, str]:
@@ -1591,12 +1615,16 @@ def _reference_from_harness(
     kernel_module: set[str] = set()
     done: set[str] = set()
     todo = list(need)
+    arrays = _array_sources(h, inputs)
     while todo:
         n = todo.pop()
         if n in done or n in stop:
             continue
         done.add(n)
         kind = h.kinds.get(n, "")
+        if n in arrays:   # the array the input was made of: the input's values, not the test's draw again
+            prelude.append(f"{n} = {arrays[n]}.detach().cpu().numpy()")
+            continue
         if kind.startswith("dtype:"):
             src = first_float.get(kind[6:])
             prelude.append(f"{n} = {src}.dtype" if src else f"{n} = torch.{kind[6:]}")
@@ -1684,6 +1712,10 @@ def _reference_from_harness(
         return text
 
     ret = own(", ".join(ast.unparse(by_key[k]) for k in returned))
+    if arrays and inputs and returned:
+        # computed with NumPy from the inputs' arrays: handed back as tensors where the inputs are
+        ret = ", ".join(f"torch.as_tensor({own(ast.unparse(by_key[k]))}, device={inputs[0]}.device)"
+                        for k in returned)
     in_function = [ast.unparse(s) for s in h.stmts if isinstance(s, (ast.Import, ast.ImportFrom))]
     imports = [
         i
@@ -3219,7 +3251,19 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
                 _Defined.changed = True
             return node
 
-    body = [_Defined().visit(_Device().visit(copy.deepcopy(s))) for s in chosen]
+    class _Reseeded(ast.NodeTransformer):
+        """``RandomState(17)``, ``np.random.default_rng(0)``: a generator of the test's own fixed seed draws the
+        same inputs for every seed; seeded from the harness's instead (``seed``, drawn below)."""
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if call_name(node) in ("RandomState", "default_rng") and \
+                    re.match(r"(np\.|numpy\.)?(random\.)?\w+$", dotted_name(node.func) or ""):
+                node.args, node.keywords = [ast.Name("seed", ast.Load())], []
+                _Defined.changed = True
+            return node
+
+    body = [_Reseeded().visit(_Defined().visit(_Device().visit(copy.deepcopy(s)))) for s in chosen]
     zeroed = _Defined.changed
     helpers = []
     for s in module_defs(h.tree, free_names(body), {h.function, *h.consts}):
@@ -3253,8 +3297,9 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
     lines = ["", "", "def make_inputs(config, generator, device):",
              f'    """The inputs as {h.path.name} ({h.function}) makes them, its statements copied (written by '
              '`arena tasks import`; read it);\n    the seed is drawn from the harness\'s generator.'
-             + ("\n    What the test makes with torch.empty is made with torch.zeros, and its helpers' own seeds are "
-                "dropped: the inputs are the same for a seed, and differ between seeds." if zeroed else "") + '"""']
+             + ("\n    What the test makes with torch.empty is made with torch.zeros, its helpers' own seeds are "
+                "dropped and its NumPy generators seeded with the seed: the inputs are the same for a seed, and "
+                "differ between seeds." if zeroed else "") + '"""']
     moved = [_HelperDevice().visit(copy.deepcopy(s)) for s in helpers]
     on_device = [ast.dump(a) for a in moved] != [ast.dump(b) for b in helpers]
     if on_device:
@@ -3332,7 +3377,14 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             "computes in the dtypes the test gives): reference() casts its inputs back to those first"
         )
     if maker is not None:
-        reference = reference.rstrip("\n") + "\n" + maker
+        # the test's imports make_inputs reads that the reference's own statements do not (``RandomState``)
+        have = bound_by_imports([ln for ln in reference.splitlines() if ln.startswith(("import ", "from "))])
+        used = free_names(ast.parse(maker).body)
+        extra = [i for i in dict.fromkeys(import_lines(h.tree)) if not _imports_beside(i, h.path)
+                 and (bound_by_imports([i]) & used) - have]
+        future = re.match(r"(from __future__ import [^\n]*\n)*", reference).end()   # those stay first
+        reference = reference[:future] + "".join(f"{i}\n" for i in extra) + reference[future:].rstrip("\n") + \
+            "\n" + maker
         ref_fn = _load_reference_text(reference, name) if ref_fn is not None else None
     probe_fn = _formula_probe(inputs, h.fields, ref_fn, obs)
     fitter = Fitter(base_case, probe_fn)
@@ -3478,7 +3530,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         growth = [(i, h.cases[i], g) for i, _, g in
                   grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough)]
         if growth:
-            base_case = max((g for _, _, g in growth), key=nbytes)
+            # the largest grown case, of those with no size of 1 where there is one: drafts around a softmax over
+            # one column are as degenerate as it
+            base_case = max((g for _, _, g in growth), key=lambda g: (all(g[f] > 1 for f in vary), nbytes(g)))
         # the drafts' checks get a budget of their own, for configs the size of the grown ones (and the test's
         # statements, and the reference on the meta device, theirs anew)
         budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
@@ -3748,6 +3802,15 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             f"{str(exc).splitlines()[0] if str(exc) else ''}): correct reference.py"
         ]
     passed = ["the reference runs on the smoke config on the CPU"]
+    if draft is not None and degenerate and not bad:
+        dropped = _drop_degenerate(draft, degenerate)
+        if dropped:
+            write_configs(draft, folder)
+            task = load_task(folder)
+            degenerate = [p for p in degenerate if not any(p.startswith(f"on {k} config {n}: ") for k, n in dropped)]
+            passed.append(f"{len(dropped)} config{'s' if len(dropped) != 1 else ''} whose output is degenerate "
+                          f"dropped ({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the "
+                          "others are enough")
     found = [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
     found += [f"{p} (the degeneracy rules of CONTRIBUTING.md)" for p in degenerate]
     baseline = task.kernel_file("baseline")
@@ -3759,11 +3822,31 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         from arena.evaluation.parent import Candidate, evaluate
         from arena.records import Status
 
+        wrong: set[str] = set()
         try:
-            (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], detect("cpu"), timing=False)
+            # with the smoke config, each size one more, in the same process: a size the kernel is wrong at
+            # (``_multiples_needed``)
+            trials = _one_more(draft) if draft is not None else {}
+            got = evaluate(task, Candidate(task, None, "baseline"), {"smoke": task.configs("smoke"), **trials},
+                           detect("cpu"), timing=False)
+            v = next(x for x in got if x.split == "smoke")
+            wrong = {x.split for x in got if x.split in trials and _wrong_at_size(x)}
         except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
             v = None
             found.append(f"the starting kernel could not be evaluated on the CPU ({type(exc).__name__}: {exc})"[:400])
+        if v is not None and draft is not None and (
+                v.status is Status.PASSED
+                or _wrong_at_size(v) and not _cpu_cannot_tell(v, task, baseline.read_text(errors="replace"))):
+            # a kernel that covers only whole blocks (a grid of ``M // BLOCK``) is right where each size is a multiple
+            # of its block: the task is then offered only those, and its drafts (odd, prime) rounded to them
+            needs = _multiples_needed(task, draft, v.status is Status.PASSED, wrong)
+            if needs:
+                said = _round_to_multiples(draft, needs)
+                write_configs(draft, folder)
+                task = load_task(folder)
+                (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], detect("cpu"), timing=False)
+                if v.status is Status.PASSED:
+                    passed.append(said)
         if v is not None and v.status is Status.PASSED:
             passed.append("the starting kernel passes the smoke config on the CPU (Triton's interpreter)")
             if draft is not None:
@@ -3792,24 +3875,160 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
     return passed, found
 
 
-# what a CPU build of torch raises where a launcher asks torch.cuda for a GPU's properties (the number of SMs from
-# ``torch.cuda.get_device_properties``), which a GPU's build answers; and the calls that ask
+def _drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:
+    """The seen and held-out configs the degeneracy rules refused (``problems``: "on SPLIT config NAME: ..."), taken
+    out of ``d`` where the rest are still enough (3 seen, 4 held-out; a test's case of a size of 1 that growth keeps:
+    a softmax over one column is ones). Returns (split, name) of those taken out; none where either split would be
+    left short."""
+    named = {(m.group(1), m.group(2)) for p in problems if (m := re.match(r"on (seen|heldout) config (\S+): ", p))}
+    if not named:
+        return []
+    keep = {"seen": [c for c in d.seen if ("seen", c["name"]) not in named],
+            "heldout": [c for c in d.heldout if ("heldout", c["name"]) not in named]}
+    if len(keep["seen"]) < 3 or len(keep["heldout"]) < 4:
+        return []
+    d.seen[:], d.heldout[:] = keep["seen"], keep["heldout"]
+    return sorted(named)
+
+
+GRANULES = (2, 4, 8, 16, 32, 64, 128, 256)   # the multiples a starting kernel may need a size to be
+
+
+def _smoke_sizes(d: Any) -> tuple[dict, list[str]]:
+    """The smoke config's parameters, and which of them are sizes the shape space ranges over."""
+    smoke = {k: v for k, v in d.smoke[0].items() if k not in ("name", "#")}
+    return smoke, [k for k, v in d.shape_space.items() if isinstance(v, dict) and "min" in v
+                   and isinstance(smoke.get(k), int) and not isinstance(smoke.get(k), bool)]
+
+
+def _one_more(d: Any) -> dict[str, list]:
+    """Splits of one config each: the smoke config with one size one more (``off-SIZE``), evaluated with the smoke
+    split (one process) for ``_multiples_needed``."""
+    from arena.taskdef.loader import Config
+
+    smoke, sizes = _smoke_sizes(d)
+    return {f"off-{k}": [Config("smoke", 0, f"off-{k}", {**smoke, k: smoke[k] + 1})] for k in sizes}
+
+
+def _multiples_needed(task: Any, d: Draft, smoke_right: bool,
+                      wrong: set[str] | frozenset[str] = frozenset()) -> dict[str, int]:
+    """The multiple each size must be for the starting kernel to compute right values (a grid of ``M // BLOCK_M``,
+    a loop of ``K // BLOCK_K`` covers whole blocks only; the held-out drafts, odd and prime, must be right), found on
+    the CPU. Where it is right on the smoke config (``smoke_right``): a size it is wrong at one more of (``wrong``:
+    the ``_one_more`` splits it was wrong at) is constrained; else the smoke config with every size rounded up to a
+    multiple of g, for g in ``GRANULES``, makes the first right one the base. Each constrained size is then moved
+    from the base to an odd multiple of each smaller power of two: the smallest it is right at is its multiple. {}
+    where none is needed or none is found."""
+    from arena.devices import detect
+    from arena.evaluation.parent import Candidate, evaluate
+    from arena.records import Status
+    from arena.taskdef.loader import Config
+
+    smoke, sizes = _smoke_sizes(d)
+    if not sizes:
+        return {}
+
+    def right(trials: dict[str, dict]) -> set[str]:
+        """The trials the kernel passes."""
+        splits = {n: [Config("smoke", 0, n, p)] for n, p in trials.items()}
+        try:
+            got = evaluate(task, Candidate(task, None, "baseline"), splits, detect("cpu"), timing=False)
+        except Exception:  # noqa: BLE001 - no answer: no finding
+            return set()
+        return {v.split for v in got if v.status is Status.PASSED}
+
+    def up(v: int, g: int) -> int:
+        return -(-v // g) * g
+
+    if smoke_right:
+        # wrong values at one more (an error, a size the kernel needs a power of two for, is the probe's to find)
+        base, whole = smoke, max(GRANULES)
+        sizes = [k for k in sizes if f"off-{k}" in wrong]
+    else:
+        ok = right({f"all-{g}": {**smoke, **{k: up(smoke[k], g) for k in sizes}} for g in GRANULES})
+        found = next((g for g in GRANULES if f"all-{g}" in ok), None)
+        if found is None:
+            return {}
+        whole = found
+        base = {**smoke, **{k: up(smoke[k], whole) for k in sizes}}
+    if not sizes:
+        return {}
+    finer = (1, *(g for g in GRANULES if g < whole))
+    ok = right({f"{k}-{g}": {**base, k: _odd_multiple(int(base[k]), g)} for k in sizes for g in finer})
+    needs = {k: next((g for g in finer if f"{k}-{g}" in ok), whole if not smoke_right else 0) for k in sizes}
+    return {k: g for k, g in needs.items() if g > 1}    # 0: right at no multiple tried, so no multiple's matter
+
+
+def _wrong_at_size(v: Any) -> bool:
+    """A verdict that says a size is not one the kernel covers: wrong values (whole blocks only), or a
+    ``tl.multiple_of`` hint false at it (``arena.toolchain.interpreter_hints``; a GPU faults or computes wrong
+    elements there). An error of another kind (a size the kernel needs a power of two for) is the probe's to find."""
+    from arena.records import Status
+
+    return v.status.kind == "incorrect" or v.status is Status.RUNTIME_ERROR and "HintBroken" in v.message
+
+
+def _odd_multiple(v: int, g: int) -> int:
+    """The odd multiple of ``g`` nearest ``v``: a multiple of ``g`` and, where ``g`` is a power of two, of no larger
+    one (no power of two itself but ``g``)."""
+    m = max(round(v / g), 1)
+    if m % 2 == 0:
+        m += 1 if v / g > m else -1
+    return max(m, 1) * g
+
+
+def _round_to_multiples(d: Draft, needs: dict[str, int]) -> str:
+    """``d``'s shape space offers each size of ``needs`` only as a multiple of it, and its configs are rounded to
+    one (a size not a multiple already: to the nearest odd multiple, which is still no power of two); a config that
+    becomes another's is dropped. Returns what it says of it."""
+    for k, g in needs.items():
+        spec = d.shape_space[k]
+        spec["min"] = -(-int(spec["min"]) // g) * g
+        spec["max"] = max(int(spec["max"]) // g * g, spec["min"])
+        spec["multiple_of"] = g
+    taken: list[dict] = []
+    rounded = 0
+    for items in (d.smoke, d.seen, d.heldout, d.spare_heldout):
+        for c in list(items):
+            p = {k: v for k, v in c.items() if k not in ("name", "#")}
+            q = {k: _odd_multiple(int(v), needs[k]) if k in needs and int(v) % needs[k] else v for k, v in p.items()}
+            for step in (2, -2, 4, -4) if items is not d.smoke and q != p and q in taken else ():
+                # another odd multiple near it: a draft of its own kind, not one of the configs already there
+                other = {k: max(int(v) + step * needs[k], needs[k]) if k in needs and v != p[k] else v
+                         for k, v in q.items()}
+                if other not in taken:
+                    q = other
+                    break
+            if q != p:
+                rounded += 1
+                c.update(q)
+                moved = ", ".join(k for k in needs if q[k] != p[k])
+                c["#"] = f"{c.get('#', 'DRAFT')}; {moved} rounded to a multiple the starting kernel needs"
+            if items is not d.smoke and q in taken:
+                items.remove(c)
+            elif items is not d.smoke:
+                taken.append(q)
+    which = ", ".join(f"{k} of {g}" for k, g in needs.items())
+    return (f"the starting kernel is right only where its sizes are multiples ({which}; found on the CPU): the shape "
+            f"space offers only those, and {rounded} config{'s' if rounded != 1 else ''} rounded to them")
+
+
+# what a CPU build of torch raises where a launcher asks torch.cuda for what a GPU's build answers (a stream; the
+# GPU's properties are a nominal GPU's on the cpu backend: ``arena.toolchain.interpreter_cuda``); and the calls that ask
 _NO_CUDA = re.compile(r"not compiled with CUDA|compiled without CUDA|no NVIDIA driver")
-_TORCH_CUDA_CALLS = re.compile(r"\btorch\.cuda\.(get_device_properties|current_device|set_device|device_count|"
-                               r"get_device_capability|current_stream|stream|Stream|synchronize|get_device_name)\b")
+_TORCH_CUDA_CALLS = re.compile(r"\btorch\.cuda\.(set_device|device_count|current_stream|stream|Stream|synchronize|"
+                               r"Event|mem_get_info|memory_allocated)\b")
 
 
 def _cpu_cannot_tell(v: Any, task: Any, source: str) -> str:
     """Why the starting kernel's verdict on the CPU says nothing of whether it is correct ('' where it does): the
-    interpreter died under it, the file asks the GPU's driver for the target where it loads, it calls what Triton's
-    interpreter has no implementation of, its launcher asks torch.cuda for a GPU's properties (a CPU build of torch
-    raises), or it computes in bf16, which the interpreter gets wrong (FACTS.md)."""
+    interpreter died under it, it calls what Triton's interpreter has no implementation of, its launcher asks
+    torch.cuda for what only a GPU's build of torch has (a stream; a CPU build raises), or it computes in bf16, which
+    the interpreter gets wrong (FACTS.md)."""
     from arena.records import Status
 
     if v.status is Status.CRASHED:
         return "Triton's interpreter died under it"
-    if "active drivers" in v.message:
-        return "its file asks for a GPU driver where it loads"
     if v.status is Status.NOT_RUNNABLE:
         return "Triton's interpreter cannot run it"
     if v.status is Status.RUNTIME_ERROR and _NO_CUDA.search(v.message):
