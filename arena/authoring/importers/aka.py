@@ -3937,20 +3937,17 @@ def _multiples_needed(task: Any, d: Draft, smoke_right: bool,
             return set()
         return {v.split for v in got if v.status is Status.PASSED}
 
-    def up(v: int, g: int) -> int:
-        return -(-v // g) * g
-
     if smoke_right:
         # wrong values at one more (an error, a size the kernel needs a power of two for, is the probe's to find)
         base, whole = smoke, max(GRANULES)
         sizes = [k for k in sizes if f"off-{k}" in wrong]
     else:
-        ok = right({f"all-{g}": {**smoke, **{k: up(smoke[k], g) for k in sizes}} for g in GRANULES})
+        ok = right({f"all-{g}": {**smoke, **{k: _round_up(smoke[k], g) for k in sizes}} for g in GRANULES})
         found = next((g for g in GRANULES if f"all-{g}" in ok), None)
         if found is None:
             return {}
         whole = found
-        base = {**smoke, **{k: up(smoke[k], whole) for k in sizes}}
+        base = {**smoke, **{k: _round_up(smoke[k], whole) for k in sizes}}
     if not sizes:
         return {}
     finer = (1, *(g for g in GRANULES if g < whole))
@@ -3968,6 +3965,11 @@ def _wrong_at_size(v: Any) -> bool:
     return v.status.kind == "incorrect" or v.status is Status.RUNTIME_ERROR and "HintBroken" in v.message
 
 
+def _round_up(v: int, g: int) -> int:
+    """The least multiple of ``g`` that is at least ``v``."""
+    return -(-v // g) * g
+
+
 def _odd_multiple(v: int, g: int) -> int:
     """The odd multiple of ``g`` nearest ``v``: a multiple of ``g`` and, where ``g`` is a power of two, of no larger
     one (no power of two itself but ``g``)."""
@@ -3983,7 +3985,7 @@ def _round_to_multiples(d: Draft, needs: dict[str, int]) -> str:
     becomes another's is dropped. Returns what it says of it."""
     for k, g in needs.items():
         spec = d.shape_space[k]
-        spec["min"] = -(-int(spec["min"]) // g) * g
+        spec["min"] = _round_up(int(spec["min"]), g)
         spec["max"] = max(int(spec["max"]) // g * g, spec["min"])
         spec["multiple_of"] = g
     taken: list[dict] = []
