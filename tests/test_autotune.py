@@ -126,7 +126,10 @@ def test_a_launcher_that_selects_its_inputs_device_or_asks_its_properties_runs_o
     index is None, for which a CPU build of torch raises; on the cpu backend it selects nothing and the kernel
     runs. A device the machine does not have (``torch.cuda.device(0)``) still fails the candidate. A launcher that
     asks torch.cuda for the GPU's properties (its number of SMs, its compute capability) is answered for the nominal
-    H100 of ``arena.toolchain.interpreter_cuda``, and torch still has no CUDA."""
+    H100 of ``arena.toolchain.interpreter_cuda``, and torch still has no CUDA. A grid function gets the launch's
+    arguments as a GPU's launcher gives them (a tensor's ``nelement()``), and an argument it sets is the one the
+    kernel is launched with (``arena.toolchain.interpreter_grid``; vLLM's ``causal_conv1d_fwd`` sizes and fills a
+    buffer there)."""
     task = load_task(AXPY)
     src = (AXPY / "baseline.py").read_text()
     launch = "    _axpy_kernel[(triton.cdiv(n, BLOCK),)](x, y, out, n, alpha, BLOCK=BLOCK)"
@@ -134,9 +137,14 @@ def test_a_launcher_that_selects_its_inputs_device_or_asks_its_properties_runs_o
     asks = ("    sms = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
             "    assert (sms, torch.cuda.get_device_capability(), torch.cuda.current_device()) == (132, (9, 0), 0)\n"
             "    assert not torch.cuda.is_available() and 'H100' in torch.cuda.get_device_name()\n")
-    for index, status in (("x.device.index", Status.PASSED), ("0", Status.RUNTIME_ERROR), ("asks", Status.PASSED)):
+    grid = ('    grid = lambda META: (META.__setitem__("n", META["x_ptr"].nelement()) or 0)'
+            ' or (triton.cdiv(META["n"], META["BLOCK"]),)\n'
+            "    _axpy_kernel[grid](x, y, out, 0, alpha, BLOCK=BLOCK)")
+    for index, status in (("x.device.index", Status.PASSED), ("0", Status.RUNTIME_ERROR), ("asks", Status.PASSED),
+                          ("grid", Status.PASSED)):
         path = tmp_path / f"kernel_{index.replace('.', '_')}.py"
-        within = asks + launch if index == "asks" else f"    with torch.cuda.device({index}):\n    " + launch
+        within = (asks + launch if index == "asks" else grid if index == "grid" else
+                  f"    with torch.cuda.device({index}):\n    " + launch)
         path.write_text("import torch\n" + src.replace(launch, within))
         (v,) = evaluate(task, Candidate(task, path), ["smoke"], detect("cpu"), work_dir=tmp_path / index)
         assert v.status is status, v.message

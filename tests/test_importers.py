@@ -531,6 +531,49 @@ def test_kernelbench_bad_problems_stop_in_one_line_naming_the_file(tmp_path, cap
     assert len(out.err.strip().splitlines()) == 1 and "bad_problem.py" in out.err and "Traceback" not in out.err
 
 
+def test_kernelbench_a_dropout_of_probability_zero_is_the_identity(tmp_path):
+    """KernelBench's ViT and GoogleNet call ``self.dropout(x)`` on an ``nn.Dropout(0.0)``: the identity, no random
+    number drawn, so the problem imports; a dropout called with p = 0 too. Of probability 0.25 it is refused."""
+    init = "\n\ndef get_init_inputs():\n    return [n]"
+    for i, (body, p) in enumerate([("        return self.dropout(self.lin(x))", "0.0"),
+                                   ("        return torch.nn.functional.dropout(self.lin(x), 0.0)", "0.5"),
+                                   ("        return torch.nn.functional.dropout(self.lin(x), p=0)", "0.5")]):
+        problem = tmp_path / f"p{i}.py"
+        text = PROBLEM.format(cls="Model", p=p, body=body, init=init)
+        problem.write_text(text.replace("self.drop =", "self.dropout ="))
+        assert import_kernelbench(problem, tmp_path / f"out{i}").ok, body
+    problem = tmp_path / "p_random.py"
+    problem.write_text(PROBLEM.format(cls="Model", p="0.25", body="        return self.dropout(self.lin(x))",
+                                      init=init).replace("self.drop =", "self.dropout ="))
+    with pytest.raises(ImportStop, match=r"draws random numbers \(self\.dropout, line 13\)"):
+        import_kernelbench(problem, tmp_path / "out_random")
+
+
+def test_kernelbench_statements_whose_results_are_not_returned_are_left_out(tmp_path):
+    """A forward that decodes through ``self.dec`` and returns the encoder's output: the decoder's line is left out
+    of the reference, its weights out of the signature (inputs the outputs would not depend on, which the
+    degeneracy rules refuse), and the report says which line."""
+    result, task = _imported(tmp_path, "kb_dead_decoder")
+    names = [s.name for s in task.inputs]
+    assert [n for n in names if n.startswith("enc")] and not [n for n in names if n.startswith("dec")], names
+    assert "Model.forward computes what it does not return (line 15)" in result.report()
+    assert "self.dec" not in (tmp_path / "torch2hip" / "kb_dead_decoder" / "reference.py").read_text()
+    assert not [p for p in result.report().splitlines() if "do not depend on" in p]
+
+
+def test_kernelbench_a_buffer_the_module_makes_from_its_sizes_is_made_by_the_reference(tmp_path):
+    """A causal mask ``__init__`` registers from its largest length (no random number): the reference makes it as
+    ``__init__`` does, from the constant ``get_init_inputs`` passes, and it is no input (drawn at random, its
+    ``== 0`` would never hold and the outputs would not depend on it, which the degeneracy rules refuse)."""
+    result, task = _imported(tmp_path, "kb_causal_mask")
+    assert [s.name for s in task.inputs] == ["scores"]
+    ref = (tmp_path / "torch2hip" / "kb_causal_mask" / "reference.py").read_text()
+    assert "mask = torch.tril(torch.ones(max_seqlen, max_seqlen)).view(1, max_seqlen, max_seqlen)" in ref
+    assert "the model's buffer self.mask is made by its __init__ from its sizes alone" in result.report()
+    assert "reference.py computes what Model.forward computes" in result.report()
+    assert not [p for p in result.report().splitlines() if "do not depend on" in p]
+
+
 def test_kernelbench_fixture_with_randomness_is_refused(tmp_path):
     with pytest.raises(ImportStop, match=r"kb_dropout\.py: Model\.forward draws random numbers \(torch\.rand_like"):
         import_kernelbench(FIX / "kb_dropout.py", tmp_path)
@@ -1987,6 +2030,11 @@ def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_
     # the first config took its CPU time for its bytes; one that would take a thousand times the budget is not run
     got = smallest_scale(configs, run, seconds=1.0, nbytes=lambda c: 1e15 if c is configs[1] else c["rows"] * c["n"])
     assert configs[1] not in ran and ran[0] is configs[0]
+    # a softmax over one column is ones: degenerate at any atol (the rules say so of that config); the smallest
+    # scale is read on the others
+    ones = {"rows": 64, "n": 1}
+    got = smallest_scale([ones, *configs], run, seconds=60.0)
+    assert got["float32"][0] == configs[2]
 
 
 def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_rounding(tmp_path, monkeypatch):
@@ -2008,6 +2056,35 @@ def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_r
     assert tol_["float32"]["atol"] == tol["atol"] and "was not measured" in note and problems == []
     monkeypatch.setattr(common, "SPREAD_FLOPS", 1)
     assert common.measured_tolerance(result.folder)[:1] == ({},)
+
+
+def test_a_grown_configs_outputs_are_read_at_the_sizes_of_the_case_it_grew_from(tmp_path, monkeypatch):
+    """A seen config grown from a source's case past what the CPU reads (a softmax's rows multiplied): the outputs'
+    scale is read at the case's own sizes, whose rows are as long, and the atol scaled to it, the reason saying
+    where; the degeneracy rules read there too say which grown config is degenerate as the source has it (rows of
+    one column: ones), for ``_drop_degenerate``."""
+    from types import SimpleNamespace
+
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.aka import _degenerate_as_written
+    from arena.taskdef.loader import load_task
+
+    result, task = _imported(tmp_path, "kb_wide_softmax")
+    monkeypatch.setattr(common, "SPREAD_FLOPS", 1)      # no config of the task is read
+    monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)
+    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config: None)
+    assert common.measured_tolerance(result.folder)[:1] == ({},)
+    seen = task.configs("seen")
+    d = SimpleNamespace(grown={seen[0].name: {"batch_size": 2}, seen[1].name: {"batch_size": 3, "dim": 1}})
+    cases = common.as_written(result.folder, d)
+    assert [dict(c.params) for c in cases] == [{**seen[0].params, "batch_size": 2},
+                                                {**seen[1].params, "batch_size": 3, "dim": 1}]
+    tol, _, _ = common.measured_tolerance(result.folder, cases)
+    assert tol["float32"]["atol"] <= 1e-7, tol
+    assert f"seen config {seen[0].name} at the sizes of the case it grew from (batch_size = 2" in tol["reason"]
+    found = _degenerate_as_written(load_task(result.folder), d)
+    assert found and all(p.startswith(f"on seen config {seen[1].name}: ") and p.endswith("before it grew)")
+                         for p in found), found
 
 
 def test_kernelbench_sizes_past_the_bound_are_scaled_down_for_the_drafts(tmp_path, monkeypatch):

@@ -3635,7 +3635,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
-    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)
+    cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
+    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases)
 
 
 def _not_grown(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
@@ -3695,8 +3696,9 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
         launcher = "?"
         grew: list[str] = []
         spare: list[dict] = []
+        cases: dict[str, dict] = {}
     else:
-        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare)) = \
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases)) = \
             _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
@@ -3729,6 +3731,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
                    scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     d.spare_heldout = spare
+    d.grown = {c["name"]: cases[c["name"]] for c in seen if c["name"] in cases}
     if h is not None:
         d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
     return d, lambda folder: _aka_self_check(folder, d), grew
@@ -3796,6 +3799,7 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                 except ProbeTimeout:   # one run past it: a GPU's check shows
                     out_of_range = []
             degenerate += out_of_range
+            degenerate += _degenerate_as_written(task, draft)
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         return [], [
             f"the reference does not run on the smoke config ({type(exc).__name__}: "
@@ -3811,6 +3815,12 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             passed.append(f"{len(dropped)} config{'s' if len(dropped) != 1 else ''} whose output is degenerate "
                           f"dropped ({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the "
                           "others are enough")
+    if draft is not None:
+        # read at a test's own sizes, not the config's: a GPU's check tells whether the grown config still is
+        as_written = [p for p in degenerate if p.endswith("before it grew)")]
+        draft.decisions += [f"{p}: `arena tasks check --device cuda` tells whether the grown config still is "
+                            "degenerate (the rules of CONTRIBUTING.md)" for p in as_written]
+        degenerate = [p for p in degenerate if p not in as_written]
     found = [f"on the smoke config: {b} (the degeneracy rules of CONTRIBUTING.md)" for b in bad]
     found += [f"{p} (the degeneracy rules of CONTRIBUTING.md)" for p in degenerate]
     baseline = task.kernel_file("baseline")
@@ -3873,6 +3883,35 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             found.append(f"the starting kernel on the smoke config, on the CPU (Triton's interpreter): "
                          f"{v.status.value} {v.message[:300]}: correct baseline.py or the signature")
     return passed, found
+
+
+def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
+    """What the degeneracy rules find in the seen configs grown from a test's cases, read at the case's own sizes
+    (the CPU reads them only up to its size bound, where a grown case is past it): a softmax over one column is
+    ones, over a thousand its spread is below an atol, however many rows it grows to. Said as "on seen config NAME:
+    ..." for ``_drop_degenerate``; nothing where the reference runs past ``ROUNDING_SECONDS`` there."""
+    from arena.check.degeneracy import load_reference, reference_problems
+    from arena.taskdef.loader import Config
+
+    found: list[str] = []
+    ref = load_reference(task)
+    try:
+        with cpu_time_limit(ROUNDING_SECONDS):
+            for c in task.configs("seen"):
+                case = d.grown.get(c.name)
+                if not case:
+                    continue
+                at = Config("seen", c.index, c.name, {**c.params, **case})
+                try:
+                    problems = reference_problems(task, at, "cpu", ref)
+                except Exception:  # noqa: BLE001 - a case the reference refuses as written is the GPU's to tell
+                    continue
+                sizes = ", ".join(f"{k} = {v}" for k, v in case.items())
+                found += [f"on seen config {c.name}: {p} (at the test's own sizes, {sizes}, before it grew)"
+                          for p in problems]
+    except ProbeTimeout:
+        pass
+    return found
 
 
 def _drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:

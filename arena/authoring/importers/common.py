@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterable, Iterator, Sequence
 
 import torch
 import yaml
@@ -622,6 +622,7 @@ class Draft:
     notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
     tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
     spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
+    grown: dict[str, dict] = field(default_factory=dict)      # seen config name -> the source's case it grew from
 
     @property
     def id(self) -> str:
@@ -896,13 +897,17 @@ def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, 
                    ) -> dict[str, tuple[Any, list[str], list[torch.Tensor]]]:
     """Of ``configs`` (in the order given), for each group of outputs (``run``: (group, name, tensor) of the outputs
     read on a config; a group is a dtype), the config whose outputs of that group have the smallest scale
-    (``outputs_scale``), as {group: (config, names, tensors)}. One run a config, within ``seconds`` of this process's
-    CPU time (``runs_within``)."""
+    (``outputs_scale``), as {group: (config, names, tensors)}, of those whose scale is at least ``MIN_SCALED_ATOL``.
+    One run a config, within ``seconds`` of this process's CPU time (``runs_within``)."""
     best: dict[str, tuple[float, Any, list[str], list[torch.Tensor]]] = {}
     for c, kept in runs_within(configs, run, seconds, nbytes):
         for group in dict.fromkeys(g for g, _, _ in kept):
             mine = [(n, w) for g, n, w in kept if g == group]
             scale = outputs_scale([w for _, w in mine])
+            if scale < MIN_SCALED_ATOL:
+                # a constant (a softmax over one column is ones): degenerate at any atol, which the rules say of
+                # that config; it does not set the scale of the others
+                continue
             if group not in best or scale < best[group][0]:
                 best[group] = (scale, c, [n for n, _ in mine], [w for _, w in mine])
     return {g: b[1:] for g, b in best.items()}
@@ -957,7 +962,8 @@ def _out_of_range(task: Any, config: Any, outs: list) -> list[str]:
 def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[str] | None:
     """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
     recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
-    reference on the smoke config and on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES``
+    reference on the smoke config, on the seen configs at the sizes of the source's cases they grew from
+    (``as_written``) and on the seen and held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES``
     the CPU reads within ``SCALE_SECONDS`` (``smallest_scale``: the smallest scale stands; ``outputs_scale``; no
     lower than the dtype's rounding where the test's rtol is below the dtype's default), the test's rtol kept; the
     folder's task.yaml written again. Returns what the range rule finds on the same runs (``range_at_sizes``'s
@@ -983,7 +989,8 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     tolerated = [k for k in d.tolerance if k != "reason"]
     try:
         with cpu_time_limit(ROUNDING_SECONDS):
-            small = smallest_scale(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES), lambda c: [
+            cases = as_written(folder, d)
+            small = smallest_scale([*cases, *configs_within(task, SPREAD_FLOPS, SPREAD_BYTES)], lambda c: [
                 (spec.dtype, spec.name, o.double()) for spec, o in zip(task.compared, outputs(c))
                 if spec.dtype in tolerated and isinstance(o, torch.Tensor) and o.numel() > 1
                 and bool(torch.isfinite(o).all())], nbytes=lambda c: task.roofline_for(c)[1])
@@ -994,7 +1001,8 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         runs.append([None] * len(names))
         for name, w in zip(read, ws):
             runs[-1][names.index(name)] = w
-        where = f"on the smoke config and {config.split} config {config.name}"
+        where = (f"on the smoke config and {config.split} config {config.name}"
+                 + (" at the sizes of the case it grew from" if any(config is x for x in cases) else ""))
     from arena.check.degeneracy import spread_problems
     from arena.taskdef.loader import DEFAULT_TOLERANCE
 
@@ -1022,7 +1030,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     return out_of_range
 
 
-def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
+def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[str, Any], str | None, list[str]]:
     """The fp32 tolerance a task needs at its sizes, from its reference run on the CPU in fp32 (as the
     task's eager starting point computes) and in fp64 (as the harness's reference computes), on the seen
     or held-out config with the most work up to ``ROUNDING_FLOPS``:
@@ -1034,7 +1042,8 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     - scale: where the outputs are small (a softmax over many columns), atol below the default, so that
       their spread and median magnitude stay ``SCALE_MARGIN`` times above what the degeneracy check asks, on the
       config measured and on the one of the other seen and held-out configs up to ``SPREAD_FLOPS`` and
-      ``SPREAD_BYTES`` whose outputs' scale is the smallest (``smallest_scale``).
+      ``SPREAD_BYTES``, and of ``cases`` (seen configs at the sizes of the source's cases they were grown from:
+      a softmax's rows as long, read on a few of them), whose outputs' scale is the smallest (``smallest_scale``).
 
     Returns the tolerance and its reason where it differs from the fp32 default, else {}; a note (no
     config could be run, a rounding not taken); and what the degeneracy rules find in the outputs
@@ -1071,7 +1080,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                   f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
                   "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
                   "own starting point")
-    if config is None and not larger:
+    if config is None and not larger and not cases:
         return {}, unmeasured, []
     ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
     base = DEFAULT_TOLERANCE["float32"]
@@ -1108,7 +1117,7 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
                 and b.numel() and bool(torch.isfinite(b).all())]
 
     others = [fbc for fbc in configs if fbc[2] is not config] + larger
-    small = smallest_scale([c for *_, c in sorted(others, key=lambda fbc: fbc[:2])],
+    small = smallest_scale([*cases, *(c for *_, c in sorted(others, key=lambda fbc: fbc[:2]))],
                            lambda c: [("float32", n, w) for n, w in fp32(c)], nbytes=lambda c: task.roofline_for(c)[1])
     if small:
         scaled_on.append(small["float32"])
@@ -1116,8 +1125,11 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
         return {}, note, []
     outs = [w for _, _, ws in scaled_on for w in ws]
     where = f"{config.split} config {config.name}, on the CPU, fp32 against fp64" if config is not None else ""
-    where_scale = "; ".join([where] * bool(pairs) + [f"{c.split} config {c.name}, on the CPU, in fp32"
-                                                     for c, _, _ in scaled_on[bool(pairs):]])
+    where_scale = "; ".join([where] * bool(pairs) + [
+        f"{c.split} config {c.name}"
+        + (" at the sizes of the case it grew from (" + ", ".join(f"{k} = {v}" for k, v in c.params.items()) + ")"
+           if any(c is x for x in cases) else "") + ", on the CPU, in fp32"
+        for c, _, _ in scaled_on[bool(pairs):]])
     why = []
     rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
     if pairs:
@@ -1177,6 +1189,15 @@ def measured_tolerance(folder: Path) -> tuple[dict[str, Any], str | None, list[s
     return {"float32": final, "reason": "; ".join(why)}, note, problems
 
 
+def as_written(folder: Path, d: Draft) -> list[Any]:
+    """The seen configs of ``d`` grown from a source's cases, at the case's own sizes (``Draft.grown``), under their
+    own names."""
+    from arena.taskdef.loader import Config, load_task
+
+    return [Config("seen", c.index, c.name, {**c.params, **d.grown[c.name]})
+            for c in load_task(folder).configs("seen") if d.grown.get(c.name)]
+
+
 def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
     """The fp32 tolerance the task needs at its sizes (``measured_tolerance``), written into
     task.yaml where it is not the default: the decisions that say so (or why it was not
@@ -1185,7 +1206,7 @@ def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
 
     try:
         with cpu_time_limit(ROUNDING_SECONDS):
-            tol, note, degenerate = measured_tolerance(folder)
+            tol, note, degenerate = measured_tolerance(folder, as_written(folder, d))
     except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)
                 else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
@@ -1840,18 +1861,30 @@ def _off_in_eval(node: ast.Call) -> bool:
         or any(kw.arg == "training" and dotted_name(kw.value) == "self.training" for kw in node.keywords))
 
 
+def _zero_dropout(node: ast.Call, identity: Collection[str]) -> bool:
+    """A dropout of probability 0, the identity: a module of the model among ``identity`` (``self.dropout(x)``
+    where the model's ``dropout`` is ``nn.Dropout(0.0)``), or a call given p = 0 (``F.dropout(x, 0.0)``)."""
+    if not call_name(node).endswith("dropout"):
+        return False
+    if isinstance(node.func, ast.Attribute) and dotted_name(node.func).removeprefix("self.") in identity:
+        return True
+    p = next((kw.value for kw in node.keywords if kw.arg == "p"), node.args[1] if len(node.args) > 1 else None)
+    return p is not None and number_expression(p) == 0
+
+
 def impure_reason(funcs: Iterable[tuple[str, ast.FunctionDef]], inputs: Iterable[str] = (),
-                  eval_mode: bool = False) -> str | None:
+                  eval_mode: bool = False, identity: Collection[str] = ()) -> str | None:
     """What makes these functions impure, naming the line: random numbers, writes to
     ``self`` (module state), in-place writes into an input that was not rebound first. ``eval_mode``: the module
-    runs in eval mode (its source's harness calls ``.eval()``), where its dropouts are not applied."""
+    runs in eval mode (its source's harness calls ``.eval()``), where its dropouts are not applied; ``identity``:
+    the model's dropout modules of probability 0 (their dotted names), which draw nothing."""
     for owner, fn in funcs:
         for node in ast.walk(fn):
             if isinstance(node, ast.Call):
                 name = call_name(node)
                 src = dotted_name(node.func)
                 if name in RANDOM_FUNCS and not (name == "normal" and "init" in src) and \
-                        not (eval_mode and _off_in_eval(node)) and \
+                        not (eval_mode and _off_in_eval(node)) and not _zero_dropout(node, identity) and \
                         not any(kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is False
                                 for kw in node.keywords):
                     return f"{owner} draws random numbers ({src}, line {node.lineno})"

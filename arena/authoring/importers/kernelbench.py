@@ -17,6 +17,7 @@ from arena.authoring.importers.common import (
     DTYPE_NAMES,
     MAX_CONFIG_BYTES,
     MIN_VARIED,
+    RANDOM_FUNCS,
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
@@ -324,9 +325,9 @@ class ModuleProblem:
         self.cases = 1
 
     # -- running ------------------------------------------------------------------------
-    def run(self, params: dict[str, Any], device: str = "meta") -> _Run:
-        from torch.utils.flop_counter import FlopCounterMode
-
+    def _model(self, params: dict[str, Any], device: str) -> tuple[Any, list, dict, dict[str, Any]]:
+        """The model made at ``params`` on ``device`` (in eval mode where the source's harness runs it so), its init
+        arguments, and the namespace of the problem's file, run."""
         code = compile(with_constants(self.tree, params), str(self.path), "exec")
         ns: dict[str, Any] = {"__name__": "arena_imported_problem", "__file__": str(self.path)}
         with torch.device(device), torch.no_grad():
@@ -336,6 +337,13 @@ class ModuleProblem:
             model = ns[self.cls.name](*args, **kwargs)
             if self.eval_mode:
                 model.eval()
+        return model, args, kwargs, ns
+
+    def run(self, params: dict[str, Any], device: str = "meta") -> _Run:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        model, args, kwargs, ns = self._model(params, device)
+        with torch.device(device), torch.no_grad():
             inputs, self.cases = _first_case(ns["get_inputs"]())
             with FlopCounterMode(display=False) as counter, peak_bytes_mode() as peak:
                 out = model(*inputs)
@@ -374,7 +382,14 @@ class ModuleProblem:
         named = free_names([f for _, f in funcs])
         funcs += [(f"{s.name}()", s) for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name in named
                   and s.name not in ("get_inputs", "get_init_inputs")]
-        problem = impure_reason(funcs, self.params, self.eval_mode)
+        try:
+            # a dropout module of probability 0 is the identity (KernelBench's ViT and GoogleNet: nn.Dropout(0.0))
+            model = self._model(self.constants, "meta")[0]
+            identity = {n for n, m in model.named_modules()
+                        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p == 0}
+        except Exception:  # noqa: BLE001 - a model that cannot be made says so where it is run
+            identity = set()
+        problem = impure_reason(funcs, self.params, self.eval_mode, identity)
         if problem:
             raise ImportStop(f"{problem}: a reference must be a pure function of its inputs; change the problem "
                              "(make the random tensor or the state an input) and import again", path=self.path)
@@ -674,6 +689,114 @@ class _Translator(ast.NodeTransformer):
         raise Untranslatable(f"{where} is not one of the modules the importer writes as functional calls")
 
 
+def _live_statements(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[int]]:
+    """A forward's statements without the assignments to names nothing after them reads (KernelBench's LSTMHn
+    decodes its last step through ``self.fc`` and returns the hidden state: the decoder's weights would be inputs
+    the outputs do not depend on), and the lines left out. The forward is pure (``ModuleProblem.purity``); only a
+    body of plain statements is pruned (a branch or a loop leaves it as it is), and an assignment to anything but
+    names, or a bare expression, is kept."""
+    plain = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass)
+    if not all(isinstance(s, plain) for s in body):
+        return body, []
+
+    def names(node: ast.AST | None) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+
+    def bound(targets: list[ast.expr]) -> set[str] | None:
+        out: set[str] = set()
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)):
+                    return None
+                if isinstance(n, ast.Name):
+                    out.add(n.id)
+        return out
+
+    live: set[str] = set()
+    kept: list[ast.stmt] = []
+    dead: list[int] = []
+    for stmt in reversed(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else None
+        to = bound(targets) if targets is not None else None
+        if to is not None and not (to & live):
+            dead.append(stmt.lineno)
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and to is not None:
+            live = (live - to) | names(stmt.value)
+        else:   # an augmented assignment reads its target; anything else reads what it names
+            live |= names(stmt)
+        kept.append(stmt)
+    return kept[::-1], sorted(dead)
+
+
+def _init_expr(problem: ModuleProblem, leaf: str) -> ast.expr | None:
+    """The expression Model.__init__ makes its tensor ``self.<leaf>`` from (``self.w = nn.Parameter(EXPR)``,
+    ``self.register_buffer("mask", EXPR)``), or None."""
+    init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    for node in ast.walk(init_fn) if init_fn else []:
+        expr = None
+        if isinstance(node, ast.Assign) and any(self_chain(t) == [leaf] for t in node.targets):
+            expr = node.value
+            if isinstance(expr, ast.Call) and call_name(expr) in ("Parameter", "Buffer") and expr.args:
+                expr = expr.args[0]
+        elif (
+            isinstance(node, ast.Call)
+            and call_name(node) in ("register_buffer", "register_parameter")
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == leaf
+        ):
+            expr = node.args[1]
+            if isinstance(expr, ast.Call) and call_name(expr) == "Parameter" and expr.args:
+                expr = expr.args[0]
+        if expr is not None:
+            return expr
+    return None
+
+
+def _made_buffers(problem: ModuleProblem, model: torch.nn.Module, fitter: Fitter) -> dict[tuple[str, ...], str]:
+    """The model's own buffers that ``__init__`` makes from its arguments alone, with no random number (a causal
+    mask, ``torch.tril(torch.ones(max_seqlen, max_seqlen))``: structure, not data a kernel is given), as their
+    expression over the problem's constants (each ``__init__`` argument as ``get_init_inputs()`` gives it): the
+    reference makes them, and they are not inputs (drawn at random, a mask's ``== 0`` never holds)."""
+    init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init_fn is None or init_fn.args.vararg or init_fn.args.kwarg:
+        return {}
+    params = [a.arg for a in (*init_fn.args.posonlyargs, *init_fn.args.args)][1:]
+    local = {n.id for n in ast.walk(init_fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    made: dict[tuple[str, ...], str] = {}
+    for name in model._buffers:
+        expr = _init_expr(problem, name)
+        if expr is None or any(isinstance(n, ast.Call) and call_name(n) in RANDOM_FUNCS for n in ast.walk(expr)):
+            continue
+        names = free_names([ast.Expr(expr)])
+        if "self" in names or names & local - set(params):
+            continue
+        try:
+            values = {}
+            for p in names & set(params):
+                i = params.index(p)
+                values[p] = fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]")
+        except Exception:  # noqa: BLE001 - an argument the fitter cannot write over the constants: an input as before
+            continue
+
+        made[(name,)] = ast.unparse(_Substitute(values).visit(copy.deepcopy(expr)))
+    return made
+
+
+class _Substitute(ast.NodeTransformer):
+    """Names replaced by the expressions given (as text)."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.values:
+            return ast.copy_location(ast.parse(f"({self.values[node.id]})", mode="eval").body, node)
+        return node
+
+
 def _init_for_param(
     model: torch.nn.Module,
     path: tuple[str, ...],
@@ -687,25 +810,9 @@ def _init_for_param(
     owner = model.get_submodule(".".join(path[:-1])) if len(path) > 1 else model
     kind, leaf = type(owner).__name__, path[-1]
     if owner is model:
-        init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        for node in ast.walk(init_fn) if init_fn else []:
-            expr = None
-            if isinstance(node, ast.Assign) and any(self_chain(t) == [leaf] for t in node.targets):
-                expr = node.value
-                if isinstance(expr, ast.Call) and call_name(expr) in ("Parameter", "Buffer") and expr.args:
-                    expr = expr.args[0]
-            elif (
-                isinstance(node, ast.Call)
-                and call_name(node) in ("register_buffer", "register_parameter")
-                and len(node.args) >= 2
-                and isinstance(node.args[0], ast.Constant)
-                and node.args[0].value == leaf
-            ):
-                expr = node.args[1]
-                if isinstance(expr, ast.Call) and call_name(expr) == "Parameter" and expr.args:
-                    expr = expr.args[0]
-            if expr is not None:
-                return init_from_expr(expr, int_names)
+        expr = _init_expr(problem, leaf)
+        if expr is not None:
+            return init_from_expr(expr, int_names)
         return {"kind": "normal"}, "its initialisation could not be read: drawn normal(0, 1)"
     if kind in FAN_IN and leaf in ("weight", "bias"):
         wshape = shape_of((*path[:-1], "weight"))
@@ -899,11 +1006,24 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     translator = _Translator(base.model, fitter, names, path)
     fallback_reason = None
+    made = _made_buffers(problem, base.model, fitter) if inputs else {}
     try:
         fwd = copy.deepcopy(problem.forward)
+        fwd.body, dead = _live_statements(fwd.body)
+        if dead:
+            decisions.append(f"{problem.cls.name}.forward computes what it does not return (line"
+                             f"{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}): left out of the reference, "
+                             "and the model's tensors only those lines use out of the signature")
         body = [translator.visit(s) for s in fwd.body]
         body = [ast.fix_missing_locations(s) for s in body]
-        used_paths = list(translator.used)
+        used_paths = [p for p in translator.used if p not in made]
+        for pth in translator.used:
+            if pth in made:
+                # one line: the prelude's lines are indented one by one
+                prelude.append(f"with torch.device({inputs[0]['name']}.device): {names[pth]} = {made[pth]}")
+                decisions.append(f"the model's buffer self.{'.'.join(pth)} is made by its __init__ from its sizes "
+                                 f"alone (`{made[pth]}`): the reference makes it as __init__ does, and it is not an "
+                                 "input")
     except Untranslatable as exc:
         fallback_reason = str(exc)
         body = []
