@@ -3898,7 +3898,7 @@ def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
     try:
         with cpu_time_limit(ROUNDING_SECONDS):
             for c in task.configs("seen"):
-                case = d.grown.get(c.name)
+                case = getattr(d, "grown", {}).get(c.name)
                 if not case:
                     continue
                 at = Config("seen", c.index, c.name, {**c.params, **case})

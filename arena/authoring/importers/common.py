@@ -1194,8 +1194,9 @@ def as_written(folder: Path, d: Draft) -> list[Any]:
     own names."""
     from arena.taskdef.loader import Config, load_task
 
-    return [Config("seen", c.index, c.name, {**c.params, **d.grown[c.name]})
-            for c in load_task(folder).configs("seen") if d.grown.get(c.name)]
+    grown = getattr(d, "grown", {})
+    return [Config("seen", c.index, c.name, {**c.params, **grown[c.name]})
+            for c in load_task(folder).configs("seen") if grown.get(c.name)]
 
 
 def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
