@@ -1010,12 +1010,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     try:
         fwd = copy.deepcopy(problem.forward)
         fwd.body, dead = _live_statements(fwd.body)
-        if dead:
+        body = [translator.visit(s) for s in fwd.body]
+        body = [ast.fix_missing_locations(s) for s in body]
+        if dead:   # said once the forward is translated (a reference through functional_call runs them all)
             decisions.append(f"{problem.cls.name}.forward computes what it does not return (line"
                              f"{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}): left out of the reference, "
                              "and the model's tensors only those lines use out of the signature")
-        body = [translator.visit(s) for s in fwd.body]
-        body = [ast.fix_missing_locations(s) for s in body]
         used_paths = [p for p in translator.used if p not in made]
         for pth in translator.used:
             if pth in made:
