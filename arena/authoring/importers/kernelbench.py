@@ -730,10 +730,15 @@ def _live_statements(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[int]]:
     return kept[::-1], sorted(dead)
 
 
+def _init_fn(problem: ModuleProblem) -> ast.FunctionDef | None:
+    """Model.__init__, as written, or None."""
+    return next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+
+
 def _init_expr(problem: ModuleProblem, leaf: str) -> ast.expr | None:
     """The expression Model.__init__ makes its tensor ``self.<leaf>`` from (``self.w = nn.Parameter(EXPR)``,
     ``self.register_buffer("mask", EXPR)``), or None."""
-    init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    init_fn = _init_fn(problem)
     for node in ast.walk(init_fn) if init_fn else []:
         expr = None
         if isinstance(node, ast.Assign) and any(self_chain(t) == [leaf] for t in node.targets):
@@ -760,7 +765,7 @@ def _made_buffers(problem: ModuleProblem, model: torch.nn.Module, fitter: Fitter
     mask, ``torch.tril(torch.ones(max_seqlen, max_seqlen))``: structure, not data a kernel is given), as their
     expression over the problem's constants (each ``__init__`` argument as ``get_init_inputs()`` gives it): the
     reference makes them, and they are not inputs (drawn at random, a mask's ``== 0`` never holds)."""
-    init_fn = next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    init_fn = _init_fn(problem)
     if init_fn is None or init_fn.args.vararg or init_fn.args.kwarg:
         return {}
     params = [a.arg for a in (*init_fn.args.posonlyargs, *init_fn.args.args)][1:]
