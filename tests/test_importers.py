@@ -512,11 +512,14 @@ def get_inputs():
      "assigns self.count (line 13): that is module state"),
     (dict(body="        x.mul_(2)\n        return self.lin(x)"), "writes into its input x in place"),
     (dict(body="        return self.lin(x).sum().item()"), "returns a float, not a tensor"),
+    (dict(body="        return self.lin(x) * args[0]", args=True), "Model.forward reads *args (line 12)"),
 ])
 def test_kernelbench_bad_problems_stop_in_one_line_naming_the_file(tmp_path, capsys, case, expected):
     text = PROBLEM.format(cls=case.get("cls", "Model"), p=case.get("p", "0.0"),
                           body=case.get("body", "        return self.lin(x)"),
                           init=case.get("init", "\n\ndef get_init_inputs():\n    return [n]"))
+    if case.get("args"):
+        text = text.replace("def forward(self, x):", "def forward(self, x, *args):")
     if case.get("inputs") is False:
         text = text.replace("def get_inputs():\n    return [torch.randn(4, n)]\n", "")
     problem = tmp_path / "bad_problem.py"
@@ -529,6 +532,25 @@ def test_kernelbench_bad_problems_stop_in_one_line_naming_the_file(tmp_path, cap
     out = capsys.readouterr()
     assert rc == 2 and out.out == ""
     assert len(out.err.strip().splitlines()) == 1 and "bad_problem.py" in out.err and "Traceback" not in out.err
+
+
+def test_kernelbench_a_forward_whose_star_args_are_never_read_imports_with_its_named_parameters(tmp_path):
+    """AKA's gpumode modules take ``forward(self, x_1, x_2, *args, fn=None)``: what get_inputs() gives fills the
+    named parameters, ``*args`` and ``fn`` stay empty, and the task's inputs are the named ones (the forward that
+    reads ``*args`` is refused: test_kernelbench_bad_problems_stop_in_one_line_naming_the_file)."""
+    problem = tmp_path / "star_args.py"
+    problem.write_text(PROBLEM.format(cls="Model", p="0.0", body="        return self.lin(x) * y",
+                                      init="\n\ndef get_init_inputs():\n    return [n]")
+                       .replace("def forward(self, x):", "def forward(self, x, y, *args, fn=None, **kwargs):")
+                       .replace("return [torch.randn(4, n)]", "return [torch.randn(4, n), torch.randn(4, n)]"))
+    result = import_kernelbench(problem, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(tmp_path / "out" / "torch2hip" / "star_args")
+    assert [s.name for s in task.inputs][:2] == ["x", "y"] and "args" not in {s.name for s in task.inputs}
+    problem.write_text(problem.read_text().replace("return [torch.randn(4, n), torch.randn(4, n)]",
+                                                   "return [torch.randn(4, n), torch.randn(4, n), torch.randn(4, n)]"))
+    with pytest.raises(ImportStop, match=r"get_inputs\(\) gives 3 values but Model.forward takes 2"):
+        import_kernelbench(problem, tmp_path / "out3")
 
 
 def test_kernelbench_a_dropout_of_probability_zero_is_the_identity(tmp_path):
@@ -1060,6 +1082,19 @@ def test_aka_buffers_and_copies_the_test_hands_the_kernel_are_the_entrys_to_make
     task = load_task(tmp_path / "moved" / "triton2triton" / "aka_vllm_chunk_buffers")
     assert "out" in [i.name for i in task.inputs] and "weights" in [i.name for i in task.inputs]
     assert "out = torch.zeros" not in (task.path / "baseline.py").read_text().split("entry added by")[1]
+    # the copies made in the call itself (``chunk_sums(x.clone(), cu, weights.clone(), out)``, as vllm's
+    # causal_conv1d_update runner has them): the same, the first input's copy too (the reference reads the device
+    # off its first input); before, the entry drew them at random and the reference was a stub
+    text = (FIX / "aka_vllm_chunk_buffers" / "scripts" / "task_runner.py").read_text()
+    runner.write_text(text.replace("        weights_copy = weights.clone()\n", "").replace(
+        "mod.chunk_sums(x, cu, weights_copy, out)", "mod.chunk_sums(x.clone(), cu, weights.clone(), out)"))
+    result = import_aka(src, tmp_path / "inline")
+    assert result.ok and not _found(result), result.report()
+    task = load_task(tmp_path / "inline" / "triton2triton" / "aka_vllm_chunk_buffers")
+    assert sorted(i.name for i in task.inputs) == ["cu", "weights", "x"]
+    entry = (task.path / "baseline.py").read_text().split("entry added by")[1]
+    assert "x_copy = x.clone()" in entry and "weights_copy = weights.clone()" in entry and "randn" not in entry
+    assert any("starting kernel passes the smoke config" in c for c in result.checks), result.report()
 
 
 def test_observing_a_test_runs_only_what_its_kernel_call_is_handed():
@@ -1524,6 +1559,26 @@ def test_aka_pytest_file_that_launches_its_kernel(tmp_path, capsys):
     assert "dtype_str takes the values ['float32', 'float16']" in result.report()
     capsys.readouterr()
     assert _only_too_small(tmp_path / "triton2triton" / "aka_pytest_row_scale")
+
+
+@pytest.mark.usefixtures("cases_as_written")
+def test_aka_test_file_that_asks_tritons_driver_for_its_gpu_at_load(tmp_path):
+    """rocmbench's gemm.py chooses its fp8 types at load (``torch.float8_e5m2 if is_cdna4() else ...``, asking
+    ``triton.runtime.driver.active``): where Triton has no GPU driver that raised "0 active drivers", and the
+    parametrisation, evaluated in the file's namespace, could not be read. The file runs where the cpu backend runs
+    a starting kernel, told the nominal GPU's target, and its cases are read."""
+    src = tmp_path / "src" / "aka_pytest_row_scale"
+    shutil.copytree(FIX / "aka_pytest_row_scale", src)
+    test = src / "test_row_scale.py"
+    text = test.read_text()
+    asked = ('DTYPES = {"float16": torch.float16, "float32": torch.float32}\n'
+             'NARROW = torch.float8_e5m2 if triton.runtime.driver.active.get_current_target().arch == "gfx950" '
+             'else torch.float8_e5m2fnuz\n')
+    test.write_text(text.replace('DTYPES = {"float16": torch.float16, "float32": torch.float32}\n', asked))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(tmp_path / "out" / "triton2triton" / "aka_pytest_row_scale")
+    assert len(task.configs("seen")) == 6 and "could not be evaluated" not in result.report()
 
 
 @pytest.mark.usefixtures("cases_as_written")
@@ -2000,6 +2055,29 @@ def test_the_range_rule_is_read_on_the_runs_that_read_a_test_tolerances_scale(tm
     within = common.configs_within(task, common.SPREAD_FLOPS, common.SPREAD_BYTES)
     assert runs == 1 + len(within), (runs, [c.name for c in within])     # the smoke config, then each config once
     assert common.scaled_test_tolerance(types.SimpleNamespace(tolerance={}), folder, []) is None
+
+
+def test_a_tests_constant_is_written_into_the_reference_only_as_code_that_reads_back_as_its_value():
+    """AKA's fused_qkv_rope test passes ``rotate_style = RotateStyle.GPTJ``, an enum member: its repr
+    ``<RotateStyle.GPTJ: 1>`` written into reference.py made the import stop on a SyntaxError. A constant is
+    written only as code that evaluates back to it (an IntEnum as its number, which compares equal to it; an
+    infinity as ``float('inf')``); a plain enum member has none, and the reference says it cannot trace it."""
+    import enum
+
+    from arena.authoring.importers.common import literal
+
+    class Style(enum.Enum):
+        GPTJ = 1
+
+    class Width(enum.IntEnum):
+        WIDE = 4
+
+    values = [3, 2.5, "x", None, True, (1,), [Width.WIDE, 2], {"a": (1, 2)}, float("inf"), -float("inf")]
+    for v in values:
+        code = literal(v)
+        assert code is not None and eval(code) == v, (v, code)
+    assert literal(Width.WIDE) == "4"
+    assert literal(Style.GPTJ) is None and literal((1, Style.GPTJ)) is None and literal(object()) is None
 
 
 def test_the_outputs_scale_is_the_smallest_of_the_configs_read_not_the_one_with_the_most_work():

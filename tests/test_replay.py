@@ -77,6 +77,22 @@ def _launch(code: KernelCode, **over) -> RecordedOp:
     return op
 
 
+def test_a_pointer_is_the_region_it_points_into_before_one_it_points_just_past():
+    """``locate`` (both recorders' places): the Triton recorder took a layernorm's ``y = torch.empty_like(x)``,
+    which the caching allocator put right after the output buffer, for the output's end (offset = its size), and
+    the replay's kernel wrote past its output on a GPU (a quarter of a case's elements wrong, or an illegal
+    address). A pointer with no extent is the region it points into; one it only ends is the fallback."""
+    from arena.evaluation.record import locate
+
+    regions = [("out", 1000, 256), ("y", 1256, 512), ("mean", 1768, 64)]
+    assert locate(1256, 0, regions) == ("y", 0)
+    assert locate(1768, 0, regions) == ("mean", 0)
+    assert locate(1300, 16, regions) == ("y", 44)
+    assert locate(1832, 0, regions) == ("mean", 64)            # the end of the last: nothing begins there
+    assert locate(1760, 8, regions) == ("y", 504) and locate(1760, 9, regions) is None
+    assert locate(999, 0, regions) is None
+
+
 def test_a_record_crosses_as_typed_data(code):
     rec = CallRecord(
         ops=[

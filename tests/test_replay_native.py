@@ -95,6 +95,21 @@ def test_a_log_becomes_a_record_with_its_pointers_as_places():
     assert back.record == rec
 
 
+def test_a_pointer_at_a_buffers_end_where_an_allocation_begins_is_the_allocations():
+    """An allocation the candidate makes right after a buffer (a caching allocator's next block) begins where the
+    buffer ends: a kernel handed that allocation was recorded as one past the buffer's end (``locate`` took the first
+    region the pointer did not pass), and the replay wrote past its own copy of the buffer. It is the allocation's;
+    a pointer at a buffer's end where nothing begins is still the buffer's end (an empty view there)."""
+    log = (struct.pack("<IQQQ", OP_ALLOC, 5, X + 4096, 512)
+           + _scale(x=Y, y=X + 4096)
+           + _scale(x=X, y=Y + 4096))
+    rec = parse(log, False, BUFFERS, [], STREAM)
+    assert not rec.refused
+    into_alloc, at_end = rec.ops
+    assert into_alloc.args[1].pointers == [Pointer(0, Place("kept", 5, 0))]
+    assert at_end.args[1].pointers == [Pointer(0, Place("buffer", 1, 4096))]
+
+
 @pytest.mark.parametrize("log, words", [
     (b"".join(_scale(stream=0x1000 + k) for k in range(8)), "more than 8 streams"),
     (struct.pack("<I", OP_REFUSE) + _text("cudaLaunchCooperativeKernel: cooperative launches are not replayed"),

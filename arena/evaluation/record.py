@@ -65,8 +65,18 @@ def region(t: Any) -> tuple[int, int]:
 
 def locate(addr: int, extent: int, regions: Any) -> tuple[Any, int] | None:
     """The first of ``regions`` ((key, address, bytes) each) that holds ``extent`` bytes from
-    ``addr``: its key and the offset there; None where none does."""
+    ``addr``: its key and the offset there; None where none does.
+
+    A pointer with no extent (a kernel's argument: how far the kernel reaches from it is not known) is
+    the region's it points into before one it points just past the end of: a caching allocator puts
+    a call's allocation right after a buffer (the buffer's end is the allocation's start), and the
+    pointer taken for the buffer's end had the replay write past its own copy of the buffer, not into
+    the allocation. Only where no region holds it is it the end of one (an empty view there)."""
+    past_end = None
     for key, start, n in regions:
         if n and start <= addr and addr + extent <= start + n:
-            return key, addr - start
-    return None
+            if addr + max(extent, 1) <= start + n:
+                return key, addr - start
+            if past_end is None:
+                past_end = (key, addr - start)
+    return past_end

@@ -48,6 +48,7 @@ from arena.authoring.importers.common import (
     in_window,
     init_from_expr,
     join_statements,
+    literal,
     module_defs,
     number_of,
     once_per_config,
@@ -589,6 +590,45 @@ def _lifted_sizes(
     notes.append(f"{where} sets its sizes as numbers ({', '.join(f'{k} = {v}' for k, v in case.items())}): "
                  "each is a parameter, the test's values its one case; rename them if the names say little")
     return list(case), [case], kept
+
+
+def _copied_arguments(stmts: list[ast.stmt], call: ast.Call) -> list[ast.stmt]:
+    """``kernel(x.clone(), conv_state.clone(), w)``: an argument that copies a name (``n.clone()``,
+    ``n.detach().clone()``, ``torch.clone(n)``) becomes a name of its own bound just before the call
+    (``conv_state_copy = conv_state.clone()``), as a test that writes ``logits_gpu = logits.clone()`` has it: the
+    copy is the input the kernel is handed (and may change in place), the reference reads the tensor it copies
+    (``_copy_source``). ``call`` is changed in place."""
+    taken = {n.id for st in stmts for n in ast.walk(st) if isinstance(n, ast.Name)}
+    hoisted: list[ast.stmt] = []
+
+    def named(arg: ast.expr) -> ast.expr:
+        f = arg.func if isinstance(arg, ast.Call) else None
+        src: ast.AST | None = None
+        if isinstance(f, ast.Attribute) and f.attr == "clone" and not arg.args:   # type: ignore[union-attr]
+            src = f.value
+            if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "detach":
+                src = src.func.value
+        elif f is not None and dotted_name(f) == "torch.clone" and len(arg.args) == 1:   # type: ignore[union-attr]
+            src = arg.args[0]   # type: ignore[union-attr]
+        if not isinstance(src, ast.Name):
+            return arg
+        name, k = f"{src.id}_copy", 1
+        while name in taken:
+            k += 1
+            name = f"{src.id}_copy{k}"
+        taken.add(name)
+        hoisted.append(ast.fix_missing_locations(ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], arg),
+                                                                   arg)))
+        return ast.copy_location(ast.Name(name, ast.Load()), arg)
+
+    call.args = [named(a) for a in call.args]
+    for kw in call.keywords:
+        if kw.arg is not None:
+            kw.value = named(kw.value)
+    if not hoisted:
+        return stmts
+    at = next(i for i, st in enumerate(stmts) if any(c is call for c in ast.walk(st)))
+    return stmts[:at] + hoisted + stmts[at:]
 
 
 def _inlined_inputs(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, notes: list[str],
@@ -1151,6 +1191,7 @@ def read_harness(
                  if a.arg not in fields and a.arg not in bound and isinstance(d, ast.Attribute)
                  and dotted_name(d).startswith("torch.")] + stmts
     stmts = _inlined_inputs(_made_again(stmts, call, tree, notes, path.name), call, tree, notes, path.name)
+    stmts = _copied_arguments(stmts, call)
     if (found is None or seed_loop) and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)
     kinds: dict[str, str] = {}
@@ -1652,8 +1693,8 @@ def _reference_from_harness(
                     todo += list(free_names([s.value] if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                                             else [s]))
             continue
-        if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
-            prelude.append(f"{n} = {h.consts[n]!r}")
+        if n in h.consts and literal(h.consts[n]) is not None:
+            prelude.append(f"{n} = {literal(h.consts[n])}")
             continue
         if n in module_names or n in bound or hasattr(builtins, n) or n in ("torch", "F", "math"):
             continue
@@ -2836,7 +2877,13 @@ def _scratch_buffers(h: Harness) -> set[str]:
     aliases = [st for st in (fn.body if fn is not None else []) if isinstance(st, ast.Assign)
                and isinstance(st.value, ast.Name) and [ast.unparse(t) for t in st.targets] == [
                    _copy_source(h, st.value.id)]]
-    read_itself = free_names([st for st in fn.body if st not in aliases]) if fn is not None else set(names)
+    # (and the device or dtype the reference reads off its first input, ``device = x_copy.device``: off another once
+    # the copy is the entry's)
+    found = [st for st in (fn.body if fn is not None else []) if isinstance(st, ast.Assign)
+             and isinstance(st.value, ast.Attribute) and st.value.attr in ("device", "dtype")
+             and isinstance(st.value.value, ast.Name) and st.value.value.id in names]
+    read_itself = free_names([st for st in fn.body if st not in aliases and st not in found]) if fn is not None \
+        else set(names)
     copies = {n for n in names if n not in h.tensors and n not in compared and n not in read_itself
               and _copy_source(h, n) is not None and len(made := _made_before_call(h, n)) == 1
               and _only_made_by(h, n, made[0], call_at)}
@@ -2881,8 +2928,8 @@ def _entry_call(
             prelude.append(f"{n} = {first}.device")
         elif kind.startswith("int:"):
             prelude.append(f"{n} = {kind[4:]}")
-        elif n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list)):
-            prelude.append(f"{n} = {h.consts[n]!r}")
+        elif n in h.consts and literal(h.consts[n]) is not None:
+            prelude.append(f"{n} = {literal(h.consts[n])}")
         elif n in ("torch", "math"):
             continue
         elif (
@@ -3203,8 +3250,8 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
                     chosen.append(s)
                     todo += list(free_names([s]))
             continue
-        if n in h.consts and isinstance(h.consts[n], (int, float, str, bool, tuple, list, dict)):
-            prelude.append(f"{n} = {h.consts[n]!r}")
+        if n in h.consts and literal(h.consts[n]) is not None:
+            prelude.append(f"{n} = {literal(h.consts[n])}")
             continue
         if n in module_names or n in bound or hasattr(builtins, n) or n in ("torch", "F", "math"):
             continue

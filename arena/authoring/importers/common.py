@@ -105,6 +105,30 @@ class ProbeTimeout(Interruption):
     reference's own ``except Exception`` does not swallow."""
 
 
+def literal(value: Any) -> str | None:
+    """Python source for a value a run read (a test's constant), or None where it has none: an ``IntEnum`` or
+    ``IntFlag`` member is written as its number (it compares equal to it), a member of another enum or any other
+    object is not a literal (its repr, ``<RotateStyle.GPTJ: 1>``, is not code)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str) and type(value) is str:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        return repr(float(value)) if math.isfinite(value) else f"float({str(float(value))!r})"
+    if isinstance(value, (tuple, list)):
+        items = [literal(v) for v in value]
+        if any(i is None for i in items):
+            return None
+        inner = ", ".join(items) + ("," if isinstance(value, tuple) and len(items) == 1 else "")
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        pairs = [(literal(k), literal(v)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in pairs):
+            return None
+        return "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
+    return None
+
+
 @contextlib.contextmanager
 def cpu_time_limit(seconds: float) -> Iterator[None]:
     """Interrupts the block with ``ProbeTimeout`` once this process has used ``seconds`` more CPU time (a reference

@@ -309,9 +309,14 @@ class ModuleProblem:
         self.get_inputs = funcs["get_inputs"]
         self.has_init_inputs = "get_init_inputs" in funcs
         a = self.forward.args
-        if a.vararg or a.kwarg:
-            raise ImportStop(f"{cls.name}.forward takes *args or **kwargs (line {self.forward.lineno}): the importer "
-                             "needs named arguments", path=self.path)
+        # `*args` or `**kwargs` the forward never reads take what get_inputs() gives past the named parameters
+        # (refused where it gives more: `problem_to_task`), and the task passes the named ones: nothing
+        rest = [f"{star}{v.arg}" for star, v in (("*", a.vararg), ("**", a.kwarg)) if v is not None]
+        read = {n.id for n in ast.walk(self.forward) if isinstance(n, ast.Name)}
+        used = [r for r in rest if r.lstrip("*") in read]
+        if used:
+            raise ImportStop(f"{cls.name}.forward reads {used[0]} (line {self.forward.lineno}): the importer needs "
+                             "named arguments", path=self.path)
         static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in self.forward.decorator_list)
         self.params = [x.arg for x in (*a.posonlyargs, *a.args)][0 if static else 1 :]  # no self when static
         defaults = list(a.defaults)

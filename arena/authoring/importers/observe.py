@@ -104,7 +104,12 @@ def module_namespace(path: Path, tree: ast.Module) -> dict[str, Any]:
     """The test module's top level run as its own script would (its folder first on the path and
     the working directory), ``main`` not called, its functions' pytest marks taken off; its names, kept
     for the process. An import that fails here leaves its names unbound (the test's statements up to its
-    kernel call seldom need them); any other statement raises what it raises."""
+    kernel call seldom need them); any other statement raises what it raises. It runs where the cpu backend runs a
+    starting kernel: a file that asks Triton's driver or torch.cuda for its GPU at load (``is_cdna4()`` choosing its
+    fp8 types) gets the nominal GPU's answers (``arena.toolchain.interpreter_cuda``), not "0 active drivers"."""
+    from arena.toolchain import interpreter_cuda
+
+    interpreter_cuda.install()
     key = (str(Path(path).resolve()), ast.dump(tree))
     if key not in _NAMESPACES:
         ns: dict[str, Any] = {"__name__": "arena_observed_test", "__file__": str(Path(path).resolve())}
