@@ -93,6 +93,22 @@ def test_a_pointer_is_the_region_it_points_into_before_one_it_points_just_past()
     assert locate(999, 0, regions) is None
 
 
+def test_a_triton_calls_pointer_into_memory_it_let_go_and_took_again_is_the_newer_allocations():
+    """Torch's caching allocator gives a call's next allocation the memory of one it let go (a temporary freed,
+    another made): the recorder's dispatch mode sees no frees, and took the pointer for the older allocation,
+    whose replay copy is not the one the call's later copy reads. The newest allocation holding it is the one."""
+    from arena.evaluation.candidate.recorder import _Call
+
+    call = object.__new__(_Call)
+    call.buffers = [(1000, 256)]
+    call.scratch = [(4096, 512), (8192, 64), (4096, 1024)]      # the first let go, its memory taken by the third
+    assert call.place(4096) == Place(space="scratch", index=2, offset=0)
+    assert call.place(4096 + 600, 16) == Place(space="scratch", index=2, offset=600)
+    assert call.place(8192) == Place(space="scratch", index=1, offset=0)
+    assert call.place(1256) == Place(space="buffer", index=0, offset=256)
+    assert call.place(99) == Place(space="unknown", index=-1, offset=99)
+
+
 def test_a_record_crosses_as_typed_data(code):
     rec = CallRecord(
         ops=[

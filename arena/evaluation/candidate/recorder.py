@@ -153,9 +153,12 @@ class _Call:
         self.ops.append(op)
 
     def place(self, addr: int, extent: int = 0) -> Place:
-        found = locate(addr, extent, [((space, i), start, n) for space, regions in
-                                      (("buffer", self.buffers), ("scratch", self.scratch))
-                                      for i, (start, n) in enumerate(regions)])
+        # the call's allocations newest first: torch's caching allocator gives the memory of one the call let go
+        # to the next it makes, and the pointer is the newer one's (live allocations do not overlap; the dispatch
+        # mode sees no frees)
+        newest = [(("scratch", i), start, n) for i, (start, n) in reversed(list(enumerate(self.scratch)))]
+        found = locate(addr, extent, [*((("buffer", i), start, n) for i, (start, n) in enumerate(self.buffers)),
+                                      *newest])
         if found is None:
             return Place(space="unknown", index=-1, offset=addr)
         (space, i), offset = found
