@@ -102,11 +102,82 @@ def test_a_triton_calls_pointer_into_memory_it_let_go_and_took_again_is_the_newe
     call = object.__new__(_Call)
     call.buffers = [(1000, 256)]
     call.scratch = [(4096, 512), (8192, 64), (4096, 1024)]      # the first let go, its memory taken by the third
+    call.live, call.kept = [], {}
     assert call.place(4096) == Place(space="scratch", index=2, offset=0)
     assert call.place(4096 + 600, 16) == Place(space="scratch", index=2, offset=600)
     assert call.place(8192) == Place(space="scratch", index=1, offset=0)
     assert call.place(1256) == Place(space="buffer", index=0, offset=256)
     assert call.place(99) == Place(space="unknown", index=-1, offset=99)
+
+
+def test_a_triton_calls_pointer_into_memory_the_candidate_keeps_is_kept_memory_of_that_block():
+    """vLLM's ``fused_append_shared_experts`` writes into buffers it allocated in an earlier call and keeps (module
+    globals): its launch was refused ("memory kept between calls is not replayed"). A pointer outside the call's
+    buffers and allocations that lies in a block torch's allocator holds for a live tensor is kept memory, named by
+    the block's address, with the block's size (read once a call); one in no live block stays unknown (refused)."""
+    import types
+
+    from arena.evaluation.candidate.recorder import _Call
+
+    snapshot = [{"address": 1 << 30, "blocks": [
+        {"address": 1 << 30, "size": 2048, "state": "active_allocated"},
+        {"address": (1 << 30) + 2048, "size": 4096, "state": "inactive"},
+        {"address": (1 << 30) + 6144, "size": 512, "state": "active_allocated"}]}]
+    reads = []
+    cuda = types.SimpleNamespace(memory_snapshot=lambda: reads.append(1) or snapshot)
+    rec = types.SimpleNamespace(torch=types.SimpleNamespace(cuda=cuda), kept_serials={})
+
+    def call_of() -> _Call:
+        call = object.__new__(_Call)
+        call.rec = rec
+        call.buffers, call.scratch, call.live, call.kept = [(1000, 256)], [], None, {}
+        call.ops, call.kernels, call.refused = [], [], ""
+        return call
+
+    call = call_of()
+    assert call.place((1 << 30) + 100) == Place(space="kept", index=1, offset=100)
+    assert call.place((1 << 30) + 6144 + 8, 8) == Place(space="kept", index=2, offset=8)
+    assert call.place((1 << 30) + 3000).space == "unknown"         # a free block: no tensor holds it
+    assert call.kept == {1: 2048, 2: 512} and len(reads) == 1
+    assert [(k.serial, k.nbytes) for k in call.record().kept] == [(1, 2048), (2, 512)]
+    # a later call: the same block is the same memory; the block let go and taken again at its address with
+    # another size (the candidate's buffer made again smaller) is other memory, not the first grown or shrunk
+    assert call_of().place(1 << 30) == Place(space="kept", index=1, offset=0)
+    snapshot[0]["blocks"][0]["size"] = 1024
+    again = call_of()
+    assert again.place(1 << 30) == Place(space="kept", index=3, offset=0) and again.kept == {3: 1024}
+
+
+def test_kept_memory_a_triton_record_declares_is_checked_as_a_hip_records_is(player, code):
+    """The replay process holds memory for what the candidate keeps (the same check as a HIP candidate's, one
+    function): a launch into declared kept memory passes; the same serial with another size, or past what a
+    candidate may keep, is refused."""
+    from arena.evaluation.protocol import KeptMemory
+    from arena.evaluation.replay.player import Refused
+
+    into = _launch(code, args=[KernelArg(place=Place("kept", 7, 0)), *_launch(code).args[1:]])
+    player.check(CallRecord(ops=[into], kept=[KeptMemory(7, 4096)]), REGIONS)
+    player.check(CallRecord(ops=[into], kept=[KeptMemory(7, 4096)]), REGIONS)
+    with pytest.raises(Refused, match="kept memory 7 of 8192 bytes was 4096 before"):
+        player.check(CallRecord(ops=[into], kept=[KeptMemory(7, 8192)]), REGIONS)
+    with pytest.raises(Refused, match="past the"):
+        player.check(CallRecord(kept=[KeptMemory(8, 2**40)]), REGIONS)
+    past = _launch(code, args=[KernelArg(place=Place("kept", 7, 4097)), *_launch(code).args[1:]])
+    with pytest.raises(Refused, match="bytes 4097..4097 of a kept of 4096"):
+        player.check(CallRecord(ops=[past], kept=[KeptMemory(7, 4096)]), REGIONS)
+
+
+def test_a_device_tensor_made_from_one_host_value_is_a_fill_and_from_several_is_refused():
+    """``torch.tensor(1.0, device="cuda")`` in a launcher (vLLM's cache kernels' scales) reaches the dispatch mode
+    as ``lift_fresh`` of a device tensor whose data came from the host, which a replay does not carry: one value
+    throughout is recorded as memory the call allocates, filled with it; several are refused (the pointer was
+    "unknown memory" before)."""
+    import torch
+
+    from arena.evaluation.candidate.recorder import _constant
+
+    assert _constant(torch.tensor(1.0)) == 1.0 and _constant(torch.full((3, 2), 7, dtype=torch.int32)) == 7
+    assert _constant(torch.tensor([1.0, 2.0])) is None and _constant(torch.empty(0)) is None
 
 
 def test_a_record_crosses_as_typed_data(code):
@@ -136,7 +207,8 @@ def test_the_recorded_kernel_compiles_here_and_a_good_record_passes(player, code
     "op, words",
     [
         ("foreign", "did not compile from the record's IR"),
-        ("unknown_memory", "neither the call's buffers nor memory the call allocated"),
+        ("unknown_memory", "neither the call's buffers, memory the call allocated nor memory the candidate keeps"),
+        ("undeclared_kept", "kept 7 does not exist"),
         ("past_buffer", "bytes 4100..4100 of a buffer of 4096"),
         ("grid", "out of bounds"),
         ("float_for_int", "not a value of type i32"),
@@ -157,6 +229,7 @@ def test_a_record_that_cannot_mean_a_call_is_refused(player, code, op, words):
         "unknown_memory": [
             _launch(code, args=[KernelArg(place=Place("unknown", -1, 0x7F00_0000_0000)), *_launch(code).args[1:]])
         ],
+        "undeclared_kept": [_launch(code, args=[KernelArg(place=Place("kept", 7, 0)), *_launch(code).args[1:]])],
         "past_buffer": [_launch(code, args=[KernelArg(place=Place("buffer", 0, 4100)), *_launch(code).args[1:]])],
         "grid": [_launch(code, grid=[1, 70000, 1])],
         "float_for_int": [_launch(code, args=[*_launch(code).args[:2], KernelArg(value=1.5), KernelArg(value=2.0)])],

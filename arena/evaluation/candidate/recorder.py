@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from arena.evaluation.protocol import CallRecord, KernelArg, KernelCode, Place, RecordedOp, View
+from arena.evaluation.protocol import CallRecord, KeptMemory, KernelArg, KernelCode, Place, RecordedOp, View
 from arena.evaluation.record import MAX_EVENTS, MAX_OPS, MAX_STREAMS, OPTIONS, kernel_id, locate, region, span_bytes
 
 # torch operators of a call, by what a replay must do for them
@@ -29,7 +29,7 @@ _COPIED = frozenset({"_to_copy", "clone"})                   # a new tensor, a c
 _NOTHING = frozenset({
     "detach", "detach_", "alias", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose",
     "permute", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "slice", "select",
-    "split", "split_with_sizes", "chunk", "unbind", "view_as", "lift_fresh", "is_same_size", "_local_scalar_dense",
+    "split", "split_with_sizes", "chunk", "unbind", "view_as", "is_same_size", "_local_scalar_dense",
     "item", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "stride", "size", "numel", "dim",
     "is_contiguous", "record_stream", "_has_compatible_shallow_copy_type", "result_type", "is_pinned", "contiguous",
     "to"})
@@ -47,6 +47,10 @@ class Recorder:
         self.kernels: dict[int, Any] = {}     # a loaded kernel's function handle -> Triton's CompiledKernel
         self.codes: dict[int, KernelCode] = {}
         self.sent: set[str] = set()           # kernels a record brought already
+        # kept memory (a live block of torch's allocator a call points into) by its address and size -> its serial: a
+        # block let go and taken again at the same address with another size is other memory (the replay's copy of
+        # the first is of the first's size)
+        self.kept_serials: dict[tuple[int, int], int] = {}
         self._install()
 
     def _install(self) -> None:
@@ -138,6 +142,8 @@ class _Call:
         self.events: dict[int, int] = {}                  # an event recorded in the call (its id) -> its number
         self.buffers = [region(t) for t in buffers]
         self.scratch: list[tuple[int, int]] = []
+        self.live: list[tuple[int, int]] | None = None    # torch's live blocks, read at the first pointer outside
+        self.kept: dict[int, int] = {}                     # a live block the call points into: serial -> bytes
         self.ops: list[RecordedOp] = []
         self.kernels: list[KernelCode] = []
         self.refused = ""
@@ -160,9 +166,25 @@ class _Call:
         found = locate(addr, extent, [*((("buffer", i), start, n) for i, (start, n) in enumerate(self.buffers)),
                                       *newest])
         if found is None:
-            return Place(space="unknown", index=-1, offset=addr)
+            return self.kept_place(addr, extent)
         (space, i), offset = found
         return Place(space=space, index=i, offset=offset)
+
+    def kept_place(self, addr: int, extent: int) -> Place:
+        """A pointer outside the call's buffers and what it allocated: into memory the candidate keeps between
+        calls (a workspace it allocated once, a cache), a live block of torch's allocator, named by a serial of its
+        address and size; the replay holds memory of that size for it as long as the evaluation, as it does for a
+        HIP candidate's."""
+        if self.live is None:
+            self.live = live_blocks(self.rec.torch)
+        found = locate(addr, extent, [((start, n), start, n) for start, n in self.live])
+        if found is None:
+            return Place(space="unknown", index=-1, offset=addr)
+        block, offset = found
+        serials = self.rec.kept_serials
+        serial = serials.setdefault(block, len(serials) + 1)
+        self.kept[serial] = block[1]
+        return Place(space="kept", index=serial, offset=offset)
 
     def view(self, t: Any) -> View:
         extent = span_bytes(t.shape, t.stride(), t.element_size())
@@ -239,6 +261,19 @@ class _Call:
         if not any(t.is_cuda for t in tensors) or name in _NOTHING:
             return
         s = self.stream_of()
+        if name == "lift_fresh":
+            # ``torch.tensor(1.0, device="cuda")``: made from host data, which a replay does not carry; one value
+            # throughout (a launcher's scale) is a fill of memory the call allocated
+            value = _constant(result)
+            if value is None:
+                self.refuse("a device tensor made from host data inside the call (torch.tensor of values that are "
+                            "not all one): a replay does not carry the host's data")
+                return
+            storage = result.untyped_storage()
+            self._add(RecordedOp(kind="alloc", nbytes=int(storage.nbytes()), stream=s))
+            self.scratch.append((storage.data_ptr(), int(storage.nbytes())))
+            self._add(RecordedOp(kind="fill", dst=self.view(result), value=value, stream=s))
+            return
         if name in _ALLOC or name in _FILLED or name in _FULL or name in _COPIED:
             if not (isinstance(result, torch.Tensor) and result.is_cuda):
                 if name in _COPIED and isinstance(result, torch.Tensor):
@@ -278,7 +313,23 @@ class _Call:
         )
 
     def record(self) -> CallRecord:
-        return CallRecord(ops=self.ops, kernels=self.kernels, refused=self.refused)
+        return CallRecord(ops=self.ops, kernels=self.kernels, refused=self.refused,
+                          kept=[KeptMemory(serial=k, nbytes=n) for k, n in sorted(self.kept.items())])
+
+
+def live_blocks(torch: Any) -> list[tuple[int, int]]:
+    """The (address, bytes) of each block torch's CUDA allocator holds for a live tensor of this process."""
+    return [(int(b["address"]), int(b["size"])) for seg in torch.cuda.memory_snapshot()
+            for b in seg.get("blocks", []) if b.get("state") == "active_allocated" and b.get("size")]
+
+
+def _constant(t: Any) -> bool | int | float | None:
+    """The one value every element of ``t`` holds, or None (none, or several)."""
+    if t.numel() == 0 or t.is_complex():
+        return None
+    flat = t.reshape(-1)
+    first = flat[0]
+    return _scalar(first) if bool((flat == first).all()) else None
 
 
 def _scalar(v: Any) -> bool | int | float:

@@ -22,8 +22,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from arena.evaluation.protocol import CallRecord, KernelCode, Place, RecordedOp, View
-from arena.evaluation.record import MAX_ARGS, MAX_GRID, MAX_OPS, MAX_SCRATCH_BYTES
-from arena.evaluation.replay.player import POISON_BYTE, CallStreams, Refused, check_place, check_stream, check_view
+from arena.evaluation.record import MAX_ARGS, MAX_GRID, MAX_OPS
+from arena.evaluation.replay.player import (
+    POISON_BYTE,
+    CallStreams,
+    Refused,
+    check_place,
+    check_stream,
+    check_view,
+    declared_kept,
+)
 
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
@@ -84,14 +92,7 @@ class NativeChecks:
             raise Refused(record.refused)
         if len(record.ops) > MAX_OPS:
             raise Refused(f"the record holds {len(record.ops)} operations, more than {MAX_OPS}")
-        sizes = dict(self.kept_bytes)
-        for k in record.kept:
-            if sizes.get(k.serial, k.nbytes) != k.nbytes:
-                raise Refused(f"kept memory {k.serial} of {k.nbytes} bytes was {sizes[k.serial]} before")
-            if k.serial not in sizes and (k.nbytes <= 0 or sum(sizes.values()) + k.nbytes > MAX_SCRATCH_BYTES):
-                raise Refused(f"kept memory of {k.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a candidate may keep")
-            sizes[k.serial] = k.nbytes
-        kept = {k.serial: k.nbytes for k in record.kept}
+        kept = declared_kept(record, self.kept_bytes)
         recorded: set[int] = set()
         for k, op in enumerate(record.ops):
             where = f"operation {k} ({op.kind})"

@@ -60,6 +60,8 @@ class Player:
         self.compiled: dict[str, Any] = {}      # kernel id -> Triton's CompiledKernel
         self.names: dict[str, str] = {}         # kernel id -> its name
         self.streams = CallStreams(torch)       # the records' streams past the first, made once
+        self.kept_bytes: dict[int, int] = {}    # memory the candidate keeps between calls, declared: serial -> bytes
+        self.kept: dict[int, Any] = {}          # ... and this process's memory for it, made at its first replay
 
     def _target(self) -> Any:
         if self.target is None:
@@ -111,6 +113,7 @@ class Player:
             raise Refused(record.refused)
         if len(record.ops) > MAX_OPS:
             raise Refused(f"the record holds {len(record.ops)} operations, more than {MAX_OPS}")
+        kept = declared_kept(record, self.kept_bytes)
         scratch: list[int] = []
         recorded: set[int] = set()
         for k, op in enumerate(record.ops):
@@ -121,18 +124,20 @@ class Player:
                     raise Refused(f"{where}: {op.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a call may allocate")
                 scratch.append(op.nbytes)
             elif op.kind == "fill":
-                check_view(op.dst, regions, scratch, f"{where}, its target")
+                check_view(op.dst, regions, scratch, f"{where}, its target", kept)
                 if not isinstance(op.value, (bool, int, float)):
                     raise Refused(f"{where}: no value to fill with")
             elif op.kind == "copy":
-                check_view(op.dst, regions, scratch, f"{where}, its target")
-                check_view(op.src, regions, scratch, f"{where}, its source")
+                check_view(op.dst, regions, scratch, f"{where}, its target", kept)
+                check_view(op.src, regions, scratch, f"{where}, its source", kept)
             elif op.kind == "launch":
-                self._check_launch(op, regions, scratch, where)
+                self._check_launch(op, regions, scratch, where, kept)
             elif op.kind not in ("event", "wait"):
                 raise Refused(f"{where}: not an operation a record may hold")
+        self.kept_bytes.update(kept)
 
-    def _check_launch(self, op: RecordedOp, regions: Sequence[tuple[int, int]], scratch: list[int], where: str) -> None:
+    def _check_launch(self, op: RecordedOp, regions: Sequence[tuple[int, int]], scratch: list[int], where: str,
+                      kept: dict[int, int]) -> None:
         if op.kernel not in self.compiled:
             raise Refused(f"{where}: a kernel this evaluation did not compile from the record's IR ({op.kernel[:16]})")
         where = f"{where} of {self.names[op.kernel]}"
@@ -147,7 +152,7 @@ class Player:
                     if arg.value != 0:
                         raise Refused(f"{where}: argument {j} is a pointer given as a number")
                     continue
-                check_place(arg.place, 0, regions, scratch, f"{where}, argument {j}")
+                check_place(arg.place, 0, regions, scratch, f"{where}, argument {j}", kept)
             else:
                 if arg.place is not None or isinstance(arg.value, bool) and ty != "i1" or \
                         not isinstance(arg.value, (bool, int, float)) or \
@@ -161,6 +166,12 @@ class Player:
         torch = self.torch
         regions = [_region_bytes(torch, t) for t in buffers]
         scratch: list[Any] = []
+        for k in record.kept:       # (checked: ``check`` declared each)
+            if k.serial not in self.kept:
+                # bytes no result is made of: a kernel must write what it reads; then the candidate's between calls
+                self.kept[k.serial] = torch.full((self.kept_bytes[k.serial],), POISON_BYTE, dtype=torch.uint8,
+                                                 device="cuda")
+        kept = self.kept
         main = torch.cuda.current_stream()
         streams = self.streams.open(record, main)
         events: dict[int, Any] = {}
@@ -168,7 +179,7 @@ class Player:
             st = streams[op.stream]
             if op.kind == "launch":
                 kernel = self.compiled[op.kernel]
-                args = [_arg(a, regions, scratch) for a in op.args]
+                args = [_arg(a, regions, scratch, kept) for a in op.args]
                 kernel.run(op.grid[0], op.grid[1], op.grid[2], st.cuda_stream, kernel.function, kernel.packed_metadata,
                            None, None, None, *args)
             elif op.kind in ("event", "wait"):
@@ -181,12 +192,12 @@ class Player:
                             t.fill_(POISON_BYTE)
                         scratch.append(t)
                     elif op.kind == "fill":
-                        dst = _tensor(torch, op.dst, regions, scratch)
+                        dst = _tensor(torch, op.dst, regions, scratch, kept)
                         if dst is not None:
                             dst.fill_(op.value)
                     elif op.kind == "copy":
-                        dst = _tensor(torch, op.dst, regions, scratch)
-                        src = _tensor(torch, op.src, regions, scratch)
+                        dst = _tensor(torch, op.dst, regions, scratch, kept)
+                        src = _tensor(torch, op.src, regions, scratch, kept)
                         if dst is not None and src is not None:
                             dst.copy_(src)
         self.streams.join(main, streams)
@@ -271,6 +282,20 @@ def check_code(code: KernelCode) -> None:
             raise Refused(f"kernel {code.name!r}: its IR links a library of its own ({path})")
 
 
+def declared_kept(record: CallRecord, made: dict[int, int]) -> dict[int, int]:
+    """The memory the candidate keeps between calls that ``record`` points into (serial -> bytes), checked against
+    what the records before it declared (``made``): one serial keeps its size, and all together stay within what a
+    candidate may keep. For a HIP candidate's records and a Triton candidate's alike."""
+    sizes = dict(made)
+    for k in record.kept:
+        if sizes.get(k.serial, k.nbytes) != k.nbytes:
+            raise Refused(f"kept memory {k.serial} of {k.nbytes} bytes was {sizes[k.serial]} before")
+        if k.serial not in sizes and (k.nbytes <= 0 or sum(sizes.values()) + k.nbytes > MAX_SCRATCH_BYTES):
+            raise Refused(f"kept memory of {k.nbytes} bytes, past the {MAX_SCRATCH_BYTES} a candidate may keep")
+        sizes[k.serial] = k.nbytes
+    return {k.serial: k.nbytes for k in record.kept}
+
+
 def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[int], where: str,
             kept: dict[int, int] | None = None) -> int:
     if place.space == "buffer" and 0 <= place.index < len(regions):
@@ -280,8 +305,8 @@ def _bounds(place: Place, regions: Sequence[tuple[int, int]], scratch: Sequence[
     if place.space == "kept" and kept is not None and place.index in kept:
         return kept[place.index]
     if place.space == "unknown":
-        raise Refused(f"{where}: points at memory that is neither the call's buffers nor memory the call allocated "
-                      f"(a Triton call's memory kept between calls is not replayed)")
+        raise Refused(f"{where}: points at memory that is neither the call's buffers, memory the call allocated nor "
+                      f"memory the candidate keeps between calls")
     raise Refused(f"{where}: {place.space} {place.index} does not exist")
 
 
@@ -322,20 +347,22 @@ def _region_bytes(torch: Any, t: Any) -> Any:
     return out.set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (n,), (1,))
 
 
-def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+def _base(place: Place, regions: Sequence[Any], scratch: Sequence[Any], kept: dict[int, Any]) -> Any:
+    if place.space == "kept":
+        return kept[place.index]
     return regions[place.index] if place.space == "buffer" else scratch[place.index]
 
 
-def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+def _arg(arg: KernelArg, regions: Sequence[Any], scratch: Sequence[Any], kept: dict[int, Any]) -> Any:
     if arg.place is None:
         return arg.value
-    return _base(arg.place, regions, scratch).data_ptr() + arg.place.offset
+    return _base(arg.place, regions, scratch, kept).data_ptr() + arg.place.offset
 
 
-def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any]) -> Any:
+def _tensor(torch: Any, view: View, regions: Sequence[Any], scratch: Sequence[Any], kept: dict[int, Any]) -> Any:
     dtype = getattr(torch, view.dtype)
     n = span_bytes(view.sizes, view.strides, _element_size(view.dtype))
     if n == 0:
         return None
-    base = _base(view.place, regions, scratch)
+    base = _base(view.place, regions, scratch, kept)
     return base[view.place.offset:view.place.offset + n].view(dtype).as_strided(view.sizes, view.strides)
