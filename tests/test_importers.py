@@ -1582,6 +1582,28 @@ def test_aka_test_file_that_asks_tritons_driver_for_its_gpu_at_load(tmp_path):
 
 
 @pytest.mark.usefixtures("cases_as_written")
+def test_aka_test_that_calls_its_kernel_inside_an_if_is_read_on_that_branch(tmp_path):
+    """rocmbench's gemm.py calls its kernel, and computes what it compares with, inside the branches of
+    ``if dtype_is_8_bit(...)``: the statements before and after the call were the ``if`` as one statement, and the
+    reference a stub ("uses torch_output, which the importer cannot trace"). The branch that holds the call is the
+    test's path to it, read as if written in its place."""
+    src = tmp_path / "src" / "aka_pytest_row_scale"
+    shutil.copytree(FIX / "aka_pytest_row_scale", src)
+    test = src / "test_row_scale.py"
+    text = test.read_text()
+    call = ('    row_scale_kernel[grid](x, s, out, N, x.stride(0), BLOCK_N=BLOCK_N)\n'
+            '    expected = x * s[:, None]\n')
+    assert call in text
+    test.write_text(text.replace(call, '    if dtype_str == "int8":\n        pytest.skip("no int8 path")\n    else:\n'
+                                       + "".join("    " + ln + "\n" for ln in call.splitlines())))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    folder = tmp_path / "out" / "triton2triton" / "aka_pytest_row_scale"
+    assert "expected = x * s[:, None]" in (folder / "reference.py").read_text()
+    assert "row_scale_kernel[grid](x, s, out, N, x.stride(0), BLOCK_N=BLOCK_N)" in (folder / "baseline.py").read_text()
+
+
+@pytest.mark.usefixtures("cases_as_written")
 def test_aka_pytest_file_with_sizes_written_in_its_test(tmp_path, capsys):
     """The test sets its sizes as numbers (``rows, cols = 24, 40``), calls the kernel through an
     autograd Function's ``apply`` bound at the module's top level, and compares with ``assert

@@ -289,18 +289,26 @@ class Harness:
     tolerance: dict[str, float] = dataclasses.field(default_factory=dict)  # the comparison's own atol / rtol
 
 
-def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None) -> list[ast.stmt]:
-    """Statements in order, try/with/if bodies opened; the chosen loop's body inlined in its place."""
+def _flatten(stmts: Iterable[ast.stmt], loop: ast.For | None, call: ast.Call | None = None) -> list[ast.stmt]:
+    """Statements in order, try/with bodies opened; the chosen loop's body inlined in its place, and the branch of an
+    ``if`` that holds the kernel call (``call``): the path the test takes to it (rocmbench's ``gemm.py`` calls its
+    kernel, and computes what it compares with, in both branches of ``if dtype_is_8_bit(...)``)."""
     out: list[ast.stmt] = []
+
+    def holds(body: list[ast.stmt]) -> bool:
+        return call is not None and any(n is call for b in body for n in ast.walk(b))
+
     for s in stmts:
         if s is loop:
-            out += _flatten(s.body, loop)
+            out += _flatten(s.body, loop, call)
         elif isinstance(s, (ast.Try,)):
-            out += _flatten(s.body, loop)
+            out += _flatten(s.body, loop, call)
         elif isinstance(s, (ast.With,)):
-            out += _flatten(s.body, loop)
+            out += _flatten(s.body, loop, call)
         elif isinstance(s, ast.For) and loop is not None and any(n is loop for n in ast.walk(s)):
-            out += _flatten(s.body, loop)
+            out += _flatten(s.body, loop, call)
+        elif isinstance(s, ast.If) and (holds(s.body) or holds(s.orelse)):
+            out += _flatten(s.body if holds(s.body) else s.orelse, loop, call)
         else:
             out.append(s)
     return out
@@ -1174,7 +1182,7 @@ def read_harness(
                 bound[a.arg] = values[a.arg]
             if a.arg in bound and a.arg not in given:
                 values.setdefault(a.arg, bound[a.arg])
-    stmts = [st for st in _flatten(fn.body, loop) if st is not dropped]
+    stmts = [st for st in _flatten(fn.body, loop, call) if st is not dropped]
     if loop_target is not None:
         # the function's other parameters, as its defaults say (``dtype=torch.bfloat16``, ``verbose=True``)
         in_target = {n.id for n in ast.walk(loop_target) if isinstance(n, ast.Name)}
