@@ -610,15 +610,8 @@ def _copied_arguments(stmts: list[ast.stmt], call: ast.Call) -> list[ast.stmt]:
     hoisted: list[ast.stmt] = []
 
     def named(arg: ast.expr) -> ast.expr:
-        f = arg.func if isinstance(arg, ast.Call) else None
-        src: ast.AST | None = None
-        if isinstance(f, ast.Attribute) and f.attr == "clone" and not arg.args:   # type: ignore[union-attr]
-            src = f.value
-            if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "detach":
-                src = src.func.value
-        elif f is not None and dotted_name(f) == "torch.clone" and len(arg.args) == 1:   # type: ignore[union-attr]
-            src = arg.args[0]   # type: ignore[union-attr]
-        if not isinstance(src, ast.Name):
+        src = _cloned(arg)
+        if src is None:
             return arg
         name, k = f"{src.id}_copy", 1
         while name in taken:
@@ -1605,16 +1598,23 @@ def _copy_source(h: Harness, m: str) -> str | None:
         if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id == m and isinstance(st.value, ast.Call)):
             continue
-        v, f = st.value, st.value.func
-        src: ast.AST | None = None
-        if isinstance(f, ast.Attribute) and f.attr == "clone" and not v.args:
-            src = f.value
-            if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "detach":
-                src = src.func.value
-        elif dotted_name(f) == "torch.clone" and len(v.args) == 1:
-            src = v.args[0]
-        return src.id if isinstance(src, ast.Name) and src.id in h.tensors else None
+        src = _cloned(st.value)
+        return src.id if src is not None and src.id in h.tensors else None
     return None
+
+
+def _cloned(expr: ast.expr) -> ast.Name | None:
+    """The name ``expr`` copies (``n.clone()``, ``n.detach().clone()``, ``torch.clone(n)``), or None."""
+    if not isinstance(expr, ast.Call):
+        return None
+    f, src = expr.func, None
+    if isinstance(f, ast.Attribute) and f.attr == "clone" and not expr.args:
+        src = f.value
+        if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "detach":
+            src = src.func.value
+    elif dotted_name(f) == "torch.clone" and len(expr.args) == 1:
+        src = expr.args[0]
+    return src if isinstance(src, ast.Name) else None
 
 
 TENSOR_FROM_ARRAY = ("torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.asarray")
