@@ -1470,6 +1470,27 @@ def test_aka_geak_harness_indexes_a_config_list_and_checks_each_case_in_a_functi
     assert torch.equal(ref.reference(x, y, 2, 3), torch.full((2, 3), 2.0))
 
 
+def test_aka_whole_numbers_drawn_in_a_float_dtype_are_drawn_uniform_over_the_values_the_test_draws(tmp_path):
+    """``torch.randint(-2, 3, ..., dtype=float32)`` draws -2 to 2 (randint's high is never drawn):
+    the task draws uniform over [-2, 2], centred where the test's draws are, not over [-2, 3),
+    whose mean of 0.5 sends a sum over a long row far from 0 (a sigmoid of it saturates)."""
+    src = tmp_path / "src" / "aka_geak_whole_numbers"
+    shutil.copytree(FIX / "aka_geak_add_scaled", src)
+    harness = src / "test_kernel_harness.py"
+    text = harness.read_text()
+    draws = '    x, y = build_inputs(cfg, dtype)\n'
+    assert draws in text
+    size = '(cfg["M"], cfg["N"]), dtype=dtype, device="cuda")\n'
+    harness.write_text(text.replace(draws, f"    x = torch.randn({size}    y = torch.randint(-2, 3, {size}"))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(tmp_path / "out" / "triton2triton" / "aka_geak_whole_numbers")
+    assert [i.init for i in task.inputs] == [{"kind": "normal"}, {"kind": "uniform", "low": -2, "high": 2}]
+    assert any("draws whole numbers (randint) in float32" in d for d in result.decisions)
+    ys = make_inputs(task, task.env(task.configs("seen")[-1]), 0, "cpu")["y"]
+    assert -2 <= ys.min() < -1.9 and 1.9 < ys.max() <= 2 and abs(float(ys.mean())) < 0.05
+
+
 @pytest.mark.usefixtures("cases_as_written")
 def test_aka_geak_harness_loops_over_a_parameter_and_compares_a_cpu_copy(tmp_path):
     """The other geak_eval layout: ``run_correctness(shapes=None)`` falls back to a module list

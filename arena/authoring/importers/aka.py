@@ -64,6 +64,7 @@ from arena.authoring.importers.common import (
     shapes_only,
     test_tolerance,
     topped_up,
+    whole_numbers_as_uniform,
     without_unused_imports,
     write_configs,
     write_draft,
@@ -2779,9 +2780,10 @@ def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] 
         if t.init != {"kind": "normal"}:
             spec["init"] = t.init
         if t.init.get("kind") == "randint" and t.dtype not in INTEGER_DTYPES:
-            spec["init"] = {**t.init, "kind": "uniform"}
+            spec["init"] = whole_numbers_as_uniform(t.init)
             decisions.append(f"input {n}: {h.path.name} draws whole numbers (randint) in {t.dtype}; the task draws "
-                             "uniform over the same range: keep that only if the kernel does not need whole numbers")
+                             "uniform between the least and the greatest of them: keep that only if the kernel does "
+                             "not need whole numbers")
         if t.note:
             decisions.append(f"input {n}: {t.note}")
         if n in compared_names:

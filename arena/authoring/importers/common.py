@@ -2139,6 +2139,16 @@ def init_from_expr(expr: ast.AST, int_names: set[str]) -> tuple[dict, str | None
     return init, note
 
 
+def whole_numbers_as_uniform(init: dict) -> dict:
+    """A randint init as a uniform one over the values it draws: ``randint(low, high)`` draws
+    whole numbers from low to high - 1 (its high is never drawn), so the uniform range ends at
+    high - 1, and the draws keep their mean (``randint(-2, 3)`` is centred on 0, a uniform
+    draw over [-2, 3) on 0.5). Its scale and offset apply after, as they do to the integers."""
+    high = init["high"]
+    high = high - 1 if isinstance(high, int) else f"({high}) - 1"
+    return {**init, "kind": "uniform", "low": init.get("low", 0), "high": high}
+
+
 def number_of(node: ast.AST) -> float | None:
     try:
         v = ast.literal_eval(node)
