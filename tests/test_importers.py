@@ -921,6 +921,33 @@ def test_aka_vllm_input_updated_in_place_is_inout_and_its_reference_updates_its_
     assert torch.allclose(updated.double(), want, atol=1e-5)
 
 
+def test_aka_a_zeroed_cache_the_test_copies_for_its_reference_is_state_the_kernel_updates(tmp_path):
+    """The runner zeroes a cache, copies it for its reference and compares the cache after the kernel wrote some
+    of its rows: what the cache holds before the call is compared too, so it is an inout input drawn at random
+    (a kernel that writes rows it was not given fails), not an output the entry zeroes before every call (a fill
+    as large as the cache, which would cost more than the kernel's scatter)."""
+    result = import_aka(FIX / "aka_vllm_cache_scatter", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_cache_scatter"
+    assert result.ok, result.report()
+    assert result.checks and not _found(result), result.report()
+    task = load_task(folder)
+    assert [(i.name, list(i.shape), i.inout) for i in task.inputs] == [
+        ("x", ["tokens", "dim"], False), ("cache", ["num_slots", "dim"], True), ("slots", ["tokens"], False)]
+    assert task.outputs == ()
+    assert any(d.startswith("input cache: made by `zeros` and copied before the kernel call") for d in result.decisions)
+    entry = (folder / "baseline.py").read_text().split("def aka_vllm_cache_scatter(")[1]
+    assert "zero_()" not in entry and "fill_(" not in entry
+    ref = import_file(task.reference_path, "ref_cache_scatter")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 5, "cpu", ref)
+    before = ins["cache"].clone()
+    assert not torch.any(before == 0)     # drawn, not zeroed as the test made it
+    (after,) = run_reference(ref.reference, task, ins, [env["tokens"], env["dim"], env["num_slots"]])
+    want = before.clone()
+    want[ins["slots"]] = ins["x"]
+    assert torch.equal(after, want)
+
+
 @pytest.mark.usefixtures("cases_as_written")
 def test_aka_vllm_runner_looping_over_seeds_with_a_helper_that_makes_the_inputs(tmp_path):
     """AKA's FLA runners loop over seeds (``for i, seed in enumerate(SEEDS)``) and make the kernel's arguments

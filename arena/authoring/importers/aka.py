@@ -12,7 +12,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 import torch
 import yaml
@@ -1604,6 +1604,28 @@ def _copy_source(h: Harness, m: str) -> str | None:
     return None
 
 
+def _drawn_state(t: HTensor | None) -> bool:
+    """Whether a tensor the test makes filled, and the kernel updates, is drawn at random instead: a float one made
+    by a maker whose arguments a random draw takes as they are."""
+    return t is not None and t.maker in FILLED_DRAWN and t.dtype not in (*INTEGER_DTYPES, "bool")
+
+
+def _copied_before_call(h: Harness, n: str) -> bool:
+    """Whether the test copies ``n`` before the kernel call into a tensor it does not hand the kernel
+    (``key_cache_ref = key_cache.clone()``, which its reference then updates): what ``n`` holds before
+    the call is then part of what the comparison checks, so ``n`` is state the kernel updates (a cache
+    it scatters into), not an output it writes whole."""
+    call_at = h.stmts.index(h.call_stmt) if h.call_stmt in h.stmts else len(h.stmts)
+    passed = {a.id for a in [*h.call.args, *(k.value for k in h.call.keywords)] if isinstance(a, ast.Name)}
+    for st in h.stmts[:call_at]:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id not in passed:
+            src = _cloned(st.value)
+            if src is not None and src.id == n:
+                return True
+    return False
+
+
 def _cloned(expr: ast.expr) -> ast.Name | None:
     """The name ``expr`` copies (``n.clone()``, ``n.detach().clone()``, ``torch.clone(n)``), or None."""
     if not isinstance(expr, ast.Call):
@@ -2773,7 +2795,7 @@ def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] 
             "ones_like",
             "full",
             "full_like",
-        ):
+        ) and not (inout_ok and _copied_before_call(h, n)):
             outputs.append(spec)
             roles[n] = ("arg", t.fill)
             continue
@@ -2784,7 +2806,13 @@ def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] 
             decisions.append(f"input {n}: {h.path.name} draws whole numbers (randint) in {t.dtype}; the task draws "
                              "uniform between the least and the greatest of them: keep that only if the kernel does "
                              "not need whole numbers")
-        if t.note:
+        if n in compared_names and t.maker in SCRATCH_MAKERS:
+            decisions.append(
+                f"input {n}: made by `{t.maker}` and copied before the kernel call into what {h.path.name}'s reference "
+                "updates: what it holds before the call is compared too (a cache the kernel writes in part); "
+                + ("drawn at random, so that a kernel that writes where it should not fails" if _drawn_state(t)
+                   else "made as the test makes it"))
+        elif t.note:
             decisions.append(f"input {n}: {t.note}")
         if n in compared_names:
             if inout_ok:
@@ -2855,6 +2883,9 @@ def _only_made_by(h: Harness, n: str, made: ast.stmt, end: int) -> bool:
 
 
 SCRATCH_MAKERS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like"}
+# the makers of a filled tensor whose arguments a random draw takes as they are (sizes, dtype, device)
+FILLED_DRAWN = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like"}
+FILLED_DRAWN_CALLS = {f"torch.{m}" for m in FILLED_DRAWN}
 
 
 def _scratch_buffers(h: Harness) -> set[str]:
@@ -3211,7 +3242,10 @@ def _observed_inputs(
         custom = True
     if not custom:
         return obs, None
-    text, why = _make_inputs_text(h, [i["name"] for i in inputs])
+    # state the kernel updates in part that the test makes filled (a zeroed cache): drawn at random, so that a kernel
+    # that writes where it should not fails
+    drawn = {i["name"] for i in inputs if i.get("inout") and _drawn_state(h.tensors.get(i["name"]))}
+    text, why = _make_inputs_text(h, [i["name"] for i in inputs], drawn)
     if text is None:
         decisions.append(f"the inputs' values are drawn from plain inits: {why}; write make_inputs if they must "
                          "be drawn as the test draws them")
@@ -3226,8 +3260,9 @@ def _observed_inputs(
     return obs, text
 
 
-def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
-    """make_inputs(config, generator, device): the test's statements that make ``names``, in order."""
+def _make_inputs_text(h: Harness, names: list[str], drawn: Collection[str] = ()) -> tuple[str | None, str]:
+    """make_inputs(config, generator, device): the test's statements that make ``names``, in order; those of
+    ``drawn`` that the test makes filled (``torch.zeros(...)``) drawn instead (``torch.randn(...)``)."""
     order = {id(s): i for i, s in enumerate(h.stmts)}
     last = order[id(h.call_stmt)]
     # the loop's whole item (``for shape in SHAPES: M, N = shape``): its fields come from the config instead
@@ -3320,7 +3355,19 @@ def _make_inputs_text(h: Harness, names: list[str]) -> tuple[str | None, str]:
                 _Defined.changed = True
             return node
 
-    body = [_Reseeded().visit(_Defined().visit(_Device().visit(copy.deepcopy(s)))) for s in chosen]
+    class _Drawn(ast.NodeTransformer):
+        """``key_cache = torch.zeros(...)`` -> ``torch.randn(...)``, for the names of ``drawn``."""
+
+        def visit_Assign(self, node: ast.Assign) -> ast.AST:
+            f = node.value.func if isinstance(node.value, ast.Call) else None
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in drawn \
+                    and f is not None and dotted_name(f) in FILLED_DRAWN_CALLS:
+                like = dotted_name(f).endswith("_like")
+                node.value.func = ast.Attribute(ast.Name("torch", ast.Load()), "randn_like" if like else "randn",
+                                                ast.Load())
+            return node
+
+    body = [_Drawn().visit(_Reseeded().visit(_Defined().visit(_Device().visit(copy.deepcopy(s))))) for s in chosen]
     zeroed = _Defined.changed
     helpers = []
     for s in module_defs(h.tree, free_names(body), {h.function, *h.consts}):
