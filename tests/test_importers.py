@@ -154,6 +154,30 @@ def test_kernelbench_smoke_config_past_the_cpu_bound_is_left_to_a_gpu(tmp_path, 
     assert "`arena tasks check` on a GPU" in _found(result)[0]
 
 
+def test_kernelbench_a_draft_the_degeneracy_rules_refuse_is_dropped_where_enough_remain(tmp_path, monkeypatch):
+    """As the AKA importer does (one function): a held-out draft whose outputs the degeneracy rules refuse (a
+    spread a hair under the scaled atol on one aspect ratio) is taken out of heldout.yaml where 4 others remain,
+    and the check says so; the import is then self-checked."""
+    import arena.authoring.importers.kernelbench as kb
+
+    real = kb.rounding_tolerance
+    refused: list[str] = []
+
+    def one_draft_refused(folder, d):
+        decisions, degenerate = real(folder, d)
+        refused.append(d.heldout[0]["name"])
+        return decisions, [*degenerate, f"on heldout config {refused[0]}: out: std 0.000489 <= 0.0005"]
+
+    monkeypatch.setattr(kb, "rounding_tolerance", one_draft_refused)
+    result = import_kernelbench(FIX / "kb_linear_gelu.py", tmp_path)
+    assert result.ok and not _found(result), result.report()
+    task = load_task(result.folder)
+    held = [c.name for c in task.configs("heldout")]
+    assert refused and refused[0] not in held and len(held) >= 4
+    said = f"1 config whose output is degenerate dropped (heldout {refused[0]};"
+    assert any(c.startswith(said) for c in result.checks)
+
+
 def test_kernelbench_module_that_does_not_run_on_the_meta_device_is_still_checked_on_the_cpu(tmp_path):
     """The bound on the importer's CPU check is counted on the meta device; a forward that reads a
     value on the host (.item()) cannot run there, and is checked on the CPU as before."""
@@ -1718,7 +1742,7 @@ def test_aka_configs_whose_output_is_degenerate_are_dropped_where_enough_remain(
     either split would be left short."""
     from types import SimpleNamespace
 
-    from arena.authoring.importers.aka import _drop_degenerate
+    from arena.authoring.importers.common import drop_degenerate
 
     def draft():
         return SimpleNamespace(seen=[{"name": f"case{i}", "M": 8, "N": i + 1} for i in range(4)],
@@ -1727,11 +1751,11 @@ def test_aka_configs_whose_output_is_degenerate_are_dropped_where_enough_remain(
     d = draft()
     problems = ["on seen config case0: y: std 0 <= 0.01", "on seen config case0: y: a constant (its mean, 1) passes",
                 "on heldout config draft-3: y: std 0.0098 <= 0.01"]
-    assert _drop_degenerate(d, problems) == [("heldout", "draft-3"), ("seen", "case0")]
+    assert drop_degenerate(d, problems) == [("heldout", "draft-3"), ("seen", "case0")]
     assert [c["name"] for c in d.seen] == ["case1", "case2", "case3"]
     assert [c["name"] for c in d.heldout] == ["draft-0", "draft-1", "draft-2", "draft-4"]
     d = draft()
-    assert _drop_degenerate(d, problems + ["on seen config case1: y: std 0 <= 0.01"]) == []
+    assert drop_degenerate(d, problems + ["on seen config case1: y: std 0 <= 0.01"]) == []
     assert len(d.seen) == 4 and len(d.heldout) == 5
 
 
@@ -2210,7 +2234,7 @@ def test_a_grown_configs_outputs_are_read_at_the_sizes_of_the_case_it_grew_from(
     """A seen config grown from a source's case past what the CPU reads (a softmax's rows multiplied): the outputs'
     scale is read at the case's own sizes, whose rows are as long, and the atol scaled to it, the reason saying
     where; the degeneracy rules read there too say which grown config is degenerate as the source has it (rows of
-    one column: ones), for ``_drop_degenerate``."""
+    one column: ones), for ``drop_degenerate``."""
     from types import SimpleNamespace
 
     import arena.authoring.importers.common as common

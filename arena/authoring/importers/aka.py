@@ -40,6 +40,7 @@ from arena.authoring.importers.common import (
     cpu_time_limit,
     dotted_name,
     draft_configs,
+    drop_degenerate_configs,
     finish_draft,
     free_names,
     grown_cases,
@@ -3911,14 +3912,10 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         ]
     passed = ["the reference runs on the smoke config on the CPU"]
     if draft is not None and degenerate and not bad:
-        dropped = _drop_degenerate(draft, degenerate)
-        if dropped:
-            write_configs(draft, folder)
+        degenerate, said = drop_degenerate_configs(draft, folder, degenerate)
+        if said:
             task = load_task(folder)
-            degenerate = [p for p in degenerate if not any(p.startswith(f"on {k} config {n}: ") for k, n in dropped)]
-            passed.append(f"{len(dropped)} config{'s' if len(dropped) != 1 else ''} whose output is degenerate "
-                          f"dropped ({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the "
-                          "others are enough")
+            passed.append(said)
     if draft is not None:
         # read at a test's own sizes, not the config's: a GPU's check tells whether the grown config still is
         as_written = [p for p in degenerate if p.endswith("before it grew)")]
@@ -3993,7 +3990,7 @@ def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
     """What the degeneracy rules find in the seen configs grown from a test's cases, read at the case's own sizes
     (the CPU reads them only up to its size bound, where a grown case is past it): a softmax over one column is
     ones, over a thousand its spread is below an atol, however many rows it grows to. Said as "on seen config NAME:
-    ..." for ``_drop_degenerate``; nothing where the reference runs past ``ROUNDING_SECONDS`` there."""
+    ..." for ``drop_degenerate``; nothing where the reference runs past ``ROUNDING_SECONDS`` there."""
     from arena.check.degeneracy import load_reference, reference_problems
     from arena.taskdef.loader import Config
 
@@ -4016,22 +4013,6 @@ def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
     except ProbeTimeout:
         pass
     return found
-
-
-def _drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:
-    """The seen and held-out configs the degeneracy rules refused (``problems``: "on SPLIT config NAME: ..."), taken
-    out of ``d`` where the rest are still enough (3 seen, 4 held-out; a test's case of a size of 1 that growth keeps:
-    a softmax over one column is ones). Returns (split, name) of those taken out; none where either split would be
-    left short."""
-    named = {(m.group(1), m.group(2)) for p in problems if (m := re.match(r"on (seen|heldout) config (\S+): ", p))}
-    if not named:
-        return []
-    keep = {"seen": [c for c in d.seen if ("seen", c["name"]) not in named],
-            "heldout": [c for c in d.heldout if ("heldout", c["name"]) not in named]}
-    if len(keep["seen"]) < 3 or len(keep["heldout"]) < 4:
-        return []
-    d.seen[:], d.heldout[:] = keep["seen"], keep["heldout"]
-    return sorted(named)
 
 
 GRANULES = (2, 4, 8, 16, 32, 64, 128, 256)   # the multiples a starting kernel may need a size to be

@@ -1270,6 +1270,34 @@ def write_draft(d: Draft, root: Path) -> Path:
     return folder
 
 
+def drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:
+    """The seen and held-out configs the degeneracy rules refused (``problems``: "on SPLIT config NAME: ..."), taken
+    out of ``d`` where the rest are still enough (3 seen, 4 held-out; a test's case of a size of 1 that growth keeps:
+    a softmax over one column is ones). Returns (split, name) of those taken out; none where either split would be
+    left short."""
+    named = {(m.group(1), m.group(2)) for p in problems if (m := re.match(r"on (seen|heldout) config (\S+): ", p))}
+    if not named:
+        return []
+    keep = {"seen": [c for c in d.seen if ("seen", c["name"]) not in named],
+            "heldout": [c for c in d.heldout if ("heldout", c["name"]) not in named]}
+    if len(keep["seen"]) < 3 or len(keep["heldout"]) < 4:
+        return []
+    d.seen[:], d.heldout[:] = keep["seen"], keep["heldout"]
+    return sorted(named)
+
+
+def drop_degenerate_configs(d: Draft, folder: Path, problems: list[str]) -> tuple[list[str], str | None]:
+    """``drop_degenerate`` on a written draft: its configs written again where some were taken out. Returns the
+    problems left and what was done (None where nothing was)."""
+    dropped = drop_degenerate(d, problems)
+    if not dropped:
+        return problems, None
+    write_configs(d, folder)
+    left = [p for p in problems if not any(p.startswith(f"on {k} config {n}: ") for k, n in dropped)]
+    return left, (f"{len(dropped)} config{'s' if len(dropped) != 1 else ''} whose output is degenerate dropped "
+                  f"({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the others are enough")
+
+
 def write_configs(d: Draft, folder: Path) -> None:
     """task.yaml and the config files of ``d``'s folder (written again where a check changed the drafts)."""
     (folder / "task.yaml").write_text(task_yaml(d))

@@ -32,6 +32,7 @@ from arena.authoring.importers.common import (
     count_elements,
     dotted_name,
     draft_configs,
+    drop_degenerate_configs,
     finish_draft,
     free_names,
     grown_cases,
@@ -1388,7 +1389,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         decisions, degenerate = rounding_tolerance(folder, d)    # what the tolerance is, or why it was not measured
         d.decisions += decisions
+        degenerate, said = drop_degenerate_configs(d, folder, degenerate)
         passed, found = _module_self_check(folder, problem, names, used_paths)
+        passed += [said] if said else []
         found += [f"{p} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
                   for p in degenerate]
         return passed, found + _space_check(folder, valid)
