@@ -464,6 +464,28 @@ def test_one_record_serves_every_set_of_a_config_without_structural_inputs():
     assert len(cand.frames) == 2 and _replays(rep)[-1] == 1 and rep.frames[-1] == ("call", 1)
 
 
+def test_a_call_is_recorded_on_buffers_mapped_with_its_own_configs_scalars():
+    """Two configs of the same shapes that differ in a scalar (a sequence length of 1,048,577 and one of 1,048,580
+    make the same number of blocks): the candidate's own buffers, mapped in its process with a config's scalars,
+    are made again for the second config, so its call is recorded with its own scalars, not the first config's
+    (whose record a replay then ran: a correct kernel failed)."""
+    ev, cand, rep, rc = _replayed(False)
+    made: list[str] = []
+    real = ev.new_slot
+
+    def new_slot(remote):
+        made.append(ev.config_key)
+        return real(remote)
+
+    ev.new_slot = new_slot
+    rc.record_for(1, 100)
+    rc.record_for(2, 101)          # the same config: its buffers and record serve
+    assert made == ["c1"]
+    ev.config_key = "c2"           # the same shapes (the fake's sets have none), another scalar
+    rc.record_for(1, 102)
+    assert made == ["c1", "c2"] and len(cand.frames) == 2
+
+
 def _sent(rep):
     from arena.evaluation.protocol import ReplayRequest
 

@@ -280,8 +280,8 @@ class ReplayedCandidate:
         self.records: dict[Any, Any] = {}         # (config, the set's seed or None) -> its record
         self.refs: dict[Any, int] = {}            # ... and its number (a record made again gets a new one)
         self.sent: dict[int, Any] = {}            # slot -> the key of the record the replay process holds for it
-        self.own: SharedSet | None = None         # the candidate's buffers, for the current shapes
-        self._own_shapes: Any = None
+        self.own: SharedSet | None = None         # the candidate's buffers, for the current config
+        self._own_shapes: Any = None              # ... and that config with its shapes
         self.stopped = False
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
         self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
@@ -313,13 +313,18 @@ class ReplayedCandidate:
         self.replay.release(slots)
 
     def _own_set(self, shared: SharedSet) -> SharedSet:
+        """The candidate's own buffers the call is recorded on: made again for another config, not only for other
+        shapes. A set is mapped in the candidate's process with its config's scalars, and two configs can share
+        every shape and differ in a scalar (a sequence length that changes only the last block of a loop): the
+        call recorded on the other config's scalars was replayed as the candidate's answer."""
         shapes = [(None if t is None else (tuple(t.shape), t.dtype, t.stride())) for t in (*shared.ins, *shared.outs)]
-        if self.own is None or shapes != self._own_shapes:
+        key = (self.ev.config_key, shapes)
+        if self.own is None or key != self._own_shapes:
             if self.own is not None:
                 self.ev.drop_slots([self.own])
             self.own, self._own_shapes = None, None
             self.own = self.ev.new_slot(self.candidate)
-            self._own_shapes = shapes
+            self._own_shapes = key
         return self.own
 
     def key(self, seed: int) -> Any:
