@@ -281,7 +281,7 @@ class ReplayedCandidate:
         self.refs: dict[Any, int] = {}            # ... and its number (a record made again gets a new one)
         self.sent: dict[int, Any] = {}            # slot -> the key of the record the replay process holds for it
         self.own: SharedSet | None = None         # the candidate's buffers, for the current config
-        self._own_shapes: Any = None              # ... and that config with its shapes
+        self._own_key: Any = None                 # ... and that config with its shapes
         self.stopped = False
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
         self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
@@ -319,12 +319,12 @@ class ReplayedCandidate:
         call recorded on the other config's scalars was replayed as the candidate's answer."""
         shapes = [(None if t is None else (tuple(t.shape), t.dtype, t.stride())) for t in (*shared.ins, *shared.outs)]
         key = (self.ev.config_key, shapes)
-        if self.own is None or key != self._own_shapes:
+        if self.own is None or key != self._own_key:
             if self.own is not None:
                 self.ev.drop_slots([self.own])
-            self.own, self._own_shapes = None, None
+            self.own, self._own_key = None, None
             self.own = self.ev.new_slot(self.candidate)
-            self._own_shapes = key
+            self._own_key = key
         return self.own
 
     def key(self, seed: int) -> Any:
