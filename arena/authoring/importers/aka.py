@@ -1616,15 +1616,9 @@ def _copied_before_call(h: Harness, n: str) -> bool:
     (``key_cache_ref = key_cache.clone()``, which its reference then updates): what ``n`` holds before
     the call is then part of what the comparison checks, so ``n`` is state the kernel updates (a cache
     it scatters into), not an output it writes whole."""
-    call_at = h.stmts.index(h.call_stmt) if h.call_stmt in h.stmts else len(h.stmts)
     passed = {a.id for a in [*h.call.args, *(k.value for k in h.call.keywords)] if isinstance(a, ast.Name)}
-    for st in h.stmts[:call_at]:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                and st.targets[0].id not in passed:
-            src = _cloned(st.value)
-            if src is not None and src.id == n:
-                return True
-    return False
+    bound = {t.id for st in h.stmts if isinstance(st, ast.Assign) for t in st.targets if isinstance(t, ast.Name)}
+    return any(_copy_source(h, m) == n for m in bound - passed)
 
 
 def _cloned(expr: ast.expr) -> ast.Name | None:
