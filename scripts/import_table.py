@@ -55,6 +55,8 @@ def one(args: tuple[str, str, str]) -> dict:
                 task_id = f"{name}_{index.group() if index else 2}"
         result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root, task_id=task_id)
         row["imported"] = result.folder is not None and result.folder.is_dir()
+        # the import's whole account, for the JSON rows (the table keeps the first open point)
+        row["decisions"] = [*getattr(result, "check_problems", []), *getattr(result, "decisions", [])]
         if row["imported"]:
             row["folder"] = str(result.folder)
             problems = validate_task_dir(result.folder)

@@ -2315,6 +2315,26 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
     assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == ["n_cols"]
 
 
+def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path):
+    """vLLM's expert counts launch blocks of ``next_power_of_2(min(numel, 1024))``: the block follows the
+    number of tokens from the smallest case, and the largest case has it at its bound already. Every grown
+    seen config is compiled as that case is, so the cases grow by the tokens into the timing window (they
+    stayed at the test's sizes, below it, with the tokens kept as a size a block follows)."""
+    from arena.authoring.importers import kernel_probe
+    from arena.authoring.importers.common import WINDOW_BYTES
+
+    result = import_aka(FIX / "aka_vllm_expert_counts", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    seen = [c.params for c in task.configs("seen")]
+    assert all(c["num_tokens"] * c["topk"] * 4 >= WINDOW_BYTES for c in seen), seen
+    assert any("num_tokens sets the starting kernel's compile-time block sizes up to a bound" in d
+               for d in _decisions(result.report()))
+    # the block follows the tokens below the bound: the size is one a block follows, at the smallest case
+    assert kernel_probe.block_fields(result.folder, {"num_tokens": 32, "topk": 2, "num_experts": 8},
+                                     ["num_tokens"]) == ["num_tokens"]
+
+
 @pytest.mark.usefixtures("cases_as_written")
 @pytest.mark.parametrize("why", ["stream", "bfloat16"])
 def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path, why):

@@ -2691,7 +2691,9 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
 def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
     """Of the sizes grown into the timing window (``grew``), those the starting kernel's compile-time
     block sizes follow (``kernel_probe.block_fields``, from the smoke config, on a copy of the draft
-    written aside)."""
+    written aside); none where each grown seen config is compiled as one of the source's cases is
+    (``kernel_probe.compiled_as_cases``: a block of ``min(next_power_of_2(n), 1024)`` that the largest case
+    reached the bound of already, which growing the cases leaves as it is)."""
     if not grew or not d.smoke:
         return []
     from arena.authoring.importers import kernel_probe
@@ -2701,7 +2703,18 @@ def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
             folder = write_draft(d, Path(tmp))
         except (ArenaError, OSError):
             return []
-        return kernel_probe.block_fields(folder, config_params(d.smoke[0]), grew)
+        smoke = config_params(d.smoke[0])
+        fields = kernel_probe.block_fields(folder, smoke, grew)
+        grown = [c["name"] for c in d.seen if c["name"] in d.grown]
+        if fields and grown and d.cases and kernel_probe.compiled_as_cases(
+                folder, grown, [{**smoke, **c} for c in d.cases]):
+            d.decisions.append(
+                f"{', '.join(fields)} set{'s' if len(fields) == 1 else ''} the starting kernel's compile-time block "
+                "sizes up to a bound: each grown seen config is compiled as one of the cases of the source is, so "
+                "the cases grew by every size"
+            )
+            return []
+        return fields
 
 
 def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:
@@ -3735,7 +3748,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
     cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
-    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases)
+    return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases,
+                                                                                           list(h.cases))
 
 
 def _not_grown(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
@@ -3796,9 +3810,10 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
         grew: list[str] = []
         spare: list[dict] = []
         cases: dict[str, dict] = {}
+        written: list[dict] = []
     else:
-        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases)) = \
-            _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
+        (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space,
+         (grew, spare, cases, written)) = _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
@@ -3831,6 +3846,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     d.spare_heldout = spare
     d.grown = {c["name"]: cases[c["name"]] for c in seen if c["name"] in cases}
+    d.cases = written
     if h is not None:
         d.tolerance = test_tolerance(h.tolerance, outputs, h.path.name, decisions)
     return d, lambda folder: _aka_self_check(folder, d), grew

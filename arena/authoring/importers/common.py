@@ -647,6 +647,7 @@ class Draft:
     tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
     spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
     grown: dict[str, dict] = field(default_factory=dict)      # seen config name -> the source's case it grew from
+    cases: list[dict] = field(default_factory=list)           # the source's cases as written (the sizes each sets)
 
     @property
     def id(self) -> str:

@@ -379,6 +379,30 @@ def block_fields(folder: Path, base: dict, fields: list[str]) -> list[str]:
     return out
 
 
+def compiled_as_cases(folder: Path, grown: list[str], cases: list[dict]) -> bool:
+    """Whether each of the folder's seen configs named in ``grown`` (a source's cases grown into the timing
+    window) launches the starting kernel with the compile-time integers of one of ``cases`` (the source's
+    cases, as full configs): where so, the growth took no block of the kernel past what the source's own cases
+    compile (a block of ``min(triton.next_power_of_2(n), 1024)`` that its largest case reached the bound of). A
+    grown config whose programs ran past their budget counts: its integers are recorded as it launches; one
+    that did not reach its launches does not."""
+    trials = [("seen", n, None) for n in grown] + [("probe", f"case{i}", c) for i, c in enumerate(cases)]
+    got = probe_configs(folder, trials)
+    compiled = [got.get(f"probe:case{i}") for i in range(len(cases))]
+    known = [line["constexprs"] for line in compiled if _launched(line)]
+    for n in grown:
+        line = got.get(f"seen:{n}")
+        if not _launched(line) or line["constexprs"] not in known:   # type: ignore[index]
+            return False
+    return True
+
+
+def _launched(line: dict | None) -> bool:
+    """Did the config's call reach the starting kernel's launches, with no error (its compile-time integers
+    recorded; its programs may have run past their budget)."""
+    return line is not None and not line["error"] and not line.get("crashed") and bool(line["constexprs"])
+
+
 def _answered(line: dict | None) -> bool:
     """Did the starting kernel run on the config: its line reached, no error, within its budget, the interpreter
     alive under it (a config it died under is not refuted, nor shown to run)."""
