@@ -191,6 +191,84 @@ def test_a_reply_that_breaks_the_channel_ends_the_candidate(data, why, tmp_path)
         ch.close()
 
 
+@pytest.mark.parametrize("ended", [True, False])
+def test_a_buffer_the_candidate_cannot_take_says_how_its_process_ended(ended, tmp_path):
+    """A call's buffers go to the candidate's process over its control socket. Where the send fails because
+    that process has ended (killed for its memory, crashed), the candidate died, and the verdict says how
+    (CRASHED, its signal), not that it broke the protocol (INTEGRITY_VIOLATION); a process alive that closed
+    its end of the socket did break it."""
+    import os
+    import socket
+
+    from arena.evaluation.processes import CandidateGone
+
+    ch = _Channel(tmp_path)
+    ch.peer.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.close()
+    fd = os.open(os.devnull, os.O_RDONLY)
+    try:
+        if ended:
+            ch.proc.kill()
+        with pytest.raises(CandidateGone) as gone:
+            ch.peer.send_fd(fd, 1)
+        if ended:
+            assert gone.value.why == "died" and "SIGKILL" in str(gone.value), gone.value
+        else:
+            assert gone.value.why == "protocol" and "could not be sent" in str(gone.value), gone.value
+        assert ch.proc.poll() is not None
+    finally:
+        os.close(fd)
+        ch.peer.ctl.close()
+        ch.close()
+
+
+def test_the_candidates_process_ended_for_its_memory_at_a_release_is_its_failure_whatever_comes_after():
+    """Where the candidate's calls are replayed, the buffers it records on are mapped in its own process, under
+    that process's handle. A release of them acknowledged, the harness checks what the process holds on the device
+    and, past its allowance, kills it with a failure that says so. That failure is the candidate's, though the set's
+    handle is not the evaluation's own (the replayed candidate's): and when the next buffers are sent to the process
+    it killed, the verdict is that failure, not the process gone (CRASHED) or a protocol broken
+    (INTEGRITY_VIOLATION)."""
+    import contextlib
+    import types
+
+    from arena.evaluation.processes import CandidateGone
+    from arena.evaluation.trusted.calls import CandidateHandle, SharedSet
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.trusted.process import Evaluation
+
+    over = GateFailure(Status.RUNTIME_ERROR, "the candidate's process held 4.61 GiB of device memory after a release "
+                                             "of buffers, past its allowance of 4.24 GiB", fatal=True)
+
+    class Killed:
+        """The candidate's process as the harness left it: each request fails as a process gone does."""
+
+        def send_fd(self, fd, tag):
+            raise CandidateGone("died", "the candidate process died (signal SIGKILL)")
+
+        def request(self, frame, deadline, on_notice):
+            raise CandidateGone("died", "the candidate process died (signal SIGKILL)")
+
+    lock = types.SimpleNamespace(shared=lambda *a, **k: contextlib.nullcontext(), take_back=lambda: None,
+                                 share_again=lambda: None)
+    ev = types.SimpleNamespace(fatal=None, lost=False, gpu_lock=lock, deadline=0.0)
+    process = CandidateHandle(ev, Killed())                                      # its process's handle
+    ev.remote = types.SimpleNamespace(candidate=process, peer=process.peer)     # the replayed candidate
+
+    def release(slots):
+        raise over
+    process.release = release                                        # type: ignore[method-assign]
+    closed = []
+    own = SharedSet(1, types.SimpleNamespace(close=lambda: closed.append(1)), remote=process)
+    Evaluation.drop_slots(ev, [own])                                 # type: ignore[arg-type]
+    assert ev.fatal is over and closed == [1]
+
+    frame = types.SimpleNamespace(type="map", slot=2)
+    with pytest.raises(GateFailure) as got:
+        process.request(frame, object, fd=3)                         # the next set's buffers, to the process gone
+    assert got.value is over and got.value.status is Status.RUNTIME_ERROR
+
+
 def test_a_worker_forks_both_of_its_processes(tmp_path):
     """The candidate's process and the replay process are both forks of the trusted one: the first
     one's channel starts no thread that would make the process unsound to fork again. In a

@@ -902,7 +902,14 @@ class CandidatePeer:
         except BlockingIOError:
             self._end("protocol", "the candidate process took none of the buffers sent to it")
         except OSError as exc:
-            self._end("protocol", f"a buffer could not be sent to the candidate process ({exc})")
+            # its end of the channel closed: where that is because it ended (killed, crashed), how it ended is what
+            # happened (its descriptors close as it exits: it is gone in moments); one alive that closed its end
+            # broke the protocol
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._end("protocol", f"a buffer could not be sent to the candidate process ({exc})")
+            self._end("died", "")
 
 
 def shares_by_fd(mode: str) -> bool:

@@ -110,6 +110,11 @@ class CandidateHandle:
                         self.peer.send_fd(fd, frame.slot)
                     reply = self.peer.request(frame, self.ev.deadline, self._notice)
             except CandidateGone as exc:
+                if self.ev.fatal is not None and not self.harness:
+                    # the harness ended the candidate's process itself, for a failure it stated (its device memory
+                    # past its allowance, found as it acknowledged a release): that failure is what happened, not
+                    # its consequence here (the process gone as the next buffers were sent to it)
+                    raise self.ev.fatal from None
                 status, what = _GONE[exc.why]
                 if exc.why == "timeout":
                     what = f"no progress within the {self.ev.stage_name} time limit of {self.ev.stage_limit:g} s; " \

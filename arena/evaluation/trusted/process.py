@@ -396,13 +396,16 @@ class Evaluation:
     def drop_slots(self, sets: list[SharedSet]) -> None:
         if not sets:
             return
+        # the candidate's handles: its own (``remote``) and, where its calls are replayed, that of its process, which
+        # the buffers it records on are mapped in (a failure of that process is the candidate's as much)
+        candidate = (self.remote, getattr(self.remote, "candidate", None))
         for remote in {id(s.remote): s.remote for s in sets}.values():
-            if remote is self.remote and self.lost:
+            if any(remote is c for c in candidate) and self.lost:
                 continue
             try:
                 remote.release([s.id for s in sets if s.remote is remote])
             except GateFailure as exc:
-                if exc.fatal and remote is self.remote:
+                if exc.fatal and any(remote is c for c in candidate):
                     self.fatal = exc
         for s in sets:
             s.ins, s.outs = [], []
