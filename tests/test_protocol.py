@@ -269,6 +269,32 @@ def test_the_candidates_process_ended_for_its_memory_at_a_release_is_its_failure
     assert got.value is over and got.value.status is Status.RUNTIME_ERROR
 
 
+def test_the_candidates_memory_allowance_does_not_shrink_under_what_a_larger_config_before_needed(axpy, monkeypatch):
+    """A process's allocator keeps what an earlier, larger config needed (a launcher that allocates its outputs
+    held 4.3 GiB at a 0.13 GiB config after configs of 0.5-0.8 GiB, on an H200, and was killed for it): the
+    inputs and outputs the allowance counts are the most any config of the evaluation moved so far, as the
+    reference's working memory is."""
+    import arena.evaluation.memory as memory
+    from arena.evaluation.trusted.process import Evaluation
+    from arena.taskdef.shapes import tensor_bytes
+
+    counted = []
+    monkeypatch.setattr(memory, "allowance", lambda io, live, ref: counted.append(io) or io)   # the I/O it counts
+    ev = Evaluation.__new__(Evaluation)
+    ev.task, ev._io_bytes, ev._reference_bytes, ev.slots, ev.gpu = axpy, 0, {}, None, False
+    small, _, large = axpy.configs("seen")
+
+    def moved(c):
+        env = axpy.env(c)
+        return tensor_bytes(axpy, env, axpy.inputs) + tensor_bytes(axpy, env, axpy.outputs)
+
+    assert moved(large) > moved(small)
+    for c in (small, large, small):            # a small config after the large one
+        ev.set_config(c)
+        ev.allowance()
+    assert counted == [moved(small), moved(large), moved(large)]
+
+
 def test_a_worker_forks_both_of_its_processes(tmp_path):
     """The candidate's process and the replay process are both forks of the trusted one: the first
     one's channel starts no thread that would make the process unsound to fork again. In a

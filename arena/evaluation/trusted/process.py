@@ -181,9 +181,12 @@ class Evaluation:
         self._env = self.task.env(config)
         self.config_key = repr(sorted(self._env.items()))
         self._scalars = [self.task.scalar_value(s, self._env) for s in self.task.scalars]
-        self._io_bytes = tensor_bytes(self.task, self._env, self.task.inputs) + tensor_bytes(
+        # the most any config of this evaluation so far moved, as the reference's working memory is counted: a
+        # process's allocator keeps what an earlier, larger config needed (a launcher that allocates its outputs
+        # held 4.3 GiB at a 0.13 GiB config after configs of 0.5-0.8 GiB), and the allowance does not shrink under it
+        self._io_bytes = max(self._io_bytes, tensor_bytes(self.task, self._env, self.task.inputs) + tensor_bytes(
             self.task, self._env, self.task.outputs
-        )
+        ))
 
     # -- the candidate's device memory -------------------------------------------------------------
     def allowance(self, measure: bool = False) -> int:
