@@ -54,6 +54,45 @@ def test_an_input_the_outputs_depend_on_in_few_draws_is_drawn_again_before_it_is
     assert not any("do not depend on input" in p for p in row.problems), row.problems
 
 
+def _weighted_axpy(tmp_path, body: str):
+    """The axpy fixture with four more inputs (w1..w4), its reference ``body``; the task, its smoke config and
+    the reference loaded."""
+    from arena.check.degeneracy import load_reference
+    from arena.taskdef.loader import load_configs, load_task
+
+    folder = _copy(tmp_path)
+    yaml = (folder / "task.yaml").read_text()
+    more = "".join(f"    - {{name: w{k}, dtype: float32, shape: [n]}}\n" for k in range(1, 5))
+    (folder / "task.yaml").write_text(yaml.replace("  outputs:\n", more + "  outputs:\n"))
+    (folder / "reference.py").write_text(f"def reference(x, y, w1, w2, w3, w4, n, alpha):\n    return {body}\n")
+    task = load_task(folder)
+    return task, load_configs(folder / "configs" / "smoke.yaml", "smoke", task)[0], load_reference(task)
+
+
+def test_the_inputs_a_backward_pass_shows_the_outputs_move_with_are_not_drawn_again(tmp_path, monkeypatch):
+    """A network's hundreds of weights each took a run of the reference to show the outputs depend on it (ResNet-101:
+    314 runs on the CPU, most of its import): one backward pass shows it for every input whose gradient moves the
+    outputs by more than their rounding. An input the outputs move with by less than that (1e-30 of it beside
+    values near 1), or only through a comparison (no gradient), is still drawn again, and still found ignored."""
+    import arena.check.degeneracy as degeneracy
+
+    runs = []
+    real = degeneracy._run
+    monkeypatch.setattr(degeneracy, "_run", lambda *a: runs.append(1) or real(*a))
+    task, smoke, ref = _weighted_axpy(tmp_path, "alpha * x + y + w1 * w2 + w3.sin() + w4")
+    assert degeneracy.reference_problems(task, smoke, "cpu", ref) == []
+    assert len(runs) == 2          # the outputs, then one backward pass for all six inputs
+    monkeypatch.setattr(degeneracy, "GRADIENT_FROM", 100)
+    runs.clear()
+    assert degeneracy.reference_problems(task, smoke, "cpu", ref) == []
+    assert len(runs) == 7          # the outputs, then a run for each input drawn again
+
+    monkeypatch.setattr(degeneracy, "GRADIENT_FROM", 3)
+    task, smoke, ref = _weighted_axpy(tmp_path / "b", "alpha * x + y + w1 + w2 + 1e-30 * w3 + (w4 > 100).to(y.dtype)")
+    found = degeneracy.reference_problems(task, smoke, "cpu", ref)
+    assert found == ["the outputs do not depend on input w3", "the outputs do not depend on input w4"], found
+
+
 def test_a_reference_past_what_its_output_dtype_holds_fails(tmp_path):
     """A correct kernel that writes the declared dtype overflows where the reference (on upcast inputs)
     goes past that dtype's range: the task is at fault, and the check says so."""

@@ -607,6 +607,54 @@ def test_kernelbench_statements_whose_results_are_not_returned_are_left_out(tmp_
     assert not [p for p in result.report().splitlines() if "do not depend on" in p]
 
 
+def test_kernelbench_a_forward_run_as_written_leaves_out_its_dead_lines_and_the_tensors_only_they_read(tmp_path):
+    """An LSTM called with a tuple is not translated: the reference builds the model and runs its forward. That
+    forward decodes its last step through ``self.fc`` and returns the hidden state: the line is blanked in the
+    reference's copy of the class, and the tensors the forward's live lines read (recorded as it runs once) are the
+    inputs, so the decoder's weights are none (the outputs would not depend on them, which the degeneracy rules
+    refuse). The LSTM, which PyTorch runs as one fused operator on the CPU, counts in the FLOPs (it counted as
+    nothing: a recurrence of 31 GFLOP read as memory-bound)."""
+    result, task = _imported(tmp_path, "kb_lstm_hidden")
+    names = [s.name for s in task.inputs]
+    assert names[:3] == ["x", "h0", "c0"] and [n for n in names if n.startswith("lstm_")], names
+    assert not [n for n in names if n.startswith("fc")], names
+    report = result.report()
+    assert "Model.forward computes what it does not return (line 16)" in report
+    assert "the model's parameters fc.weight, fc.bias are not used by forward: left out of the signature" in report
+    assert "through torch.func.functional_call" in report
+    ref = (tmp_path / "torch2hip" / "kb_lstm_hidden" / "reference.py").read_text()
+    assert "self.fc(" not in ref and "self.lstm(x, (h0, c0))" in ref
+    assert "reference.py computes what Model.forward computes" in report
+    assert not [p for p in report.splitlines() if "do not depend on" in p], report
+    env = task.env(task.configs("seen")[0])
+    flops, _ = task.roofline_for(task.configs("seen")[0])
+    # per step of each sequence, each layer: 2 x (4 hidden x its input + 4 hidden x hidden)
+    steps = env["batch_size"] * env["sequence_length"]
+    h, i = env["hidden_size"], env["input_size"]
+    assert flops >= 2 * steps * (4 * h * i + 4 * h * h + 4 * h * h + 4 * h * h), (flops, env)
+
+
+def test_kernelbench_rounding_is_measured_on_a_config_shrunk_by_the_importers_own_count_of_its_flops(tmp_path,
+                                                                                                        monkeypatch):
+    """A network's FLOP count is no formula of its sizes (a strided convolution's output is (size - 3) // 2 + 1
+    wide): the roofline holds the seen config's number for every config, and a config with its batch halved read as
+    no less work, so where every config is past what the CPU measures, the fp32 rounding was not measured (ResNet-101
+    then failed the default tolerance on a GPU, 543 of 10,000 logits). The importer's own count of each config's
+    FLOPs (the original run once on it) now decides: the batch is halved until a config fits, the length of the sums
+    each output needs unchanged."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "ROUNDING_FLOPS", 500_000)   # the largest config needs 3.6 M, with a batch of 1 450 k
+    measured = []   # the batch of each config the reference is run on in fp32 to measure its rounding
+    real = common._fp32_outputs
+    monkeypatch.setattr(common, "_fp32_outputs",
+                        lambda ref, ins, scalars: measured.append(ins["x"].shape[0]) or real(ref, ins, scalars))
+    result, task = _imported(tmp_path, "kb_strided_net")
+    assert "roofline.flops is the count of the seen config" in result.report()
+    assert min(c.params["batch_size"] for c in [*task.configs("seen"), *task.configs("heldout")]) >= 4
+    assert measured and measured[0] == 1, measured
+
+
 def test_kernelbench_a_buffer_the_module_makes_from_its_sizes_is_made_by_the_reference(tmp_path):
     """A causal mask ``__init__`` registers from its largest length (no random number): the reference makes it as
     ``__init__`` does, from the constant ``get_init_inputs`` passes, and it is no input (drawn at random, its
@@ -2217,7 +2265,7 @@ def test_kernelbench_outputs_scale_is_read_on_configs_too_large_to_measure_the_r
     import arena.authoring.importers.common as common
 
     monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)
-    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config: None)   # nor a shrunk one
+    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config, count=None: None)   # nor a shrunk one
     result, task = _imported(tmp_path, "kb_wide_softmax")
     tol = task.tolerance_for("float32")
     assert tol["atol"] <= 1e-7 and tol["rtol"] == 1e-4, tol
@@ -2244,7 +2292,7 @@ def test_a_grown_configs_outputs_are_read_at_the_sizes_of_the_case_it_grew_from(
     result, task = _imported(tmp_path, "kb_wide_softmax")
     monkeypatch.setattr(common, "SPREAD_FLOPS", 1)      # no config of the task is read
     monkeypatch.setattr(common, "ROUNDING_FLOPS", 1)
-    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config: None)
+    monkeypatch.setattr(common, "_shrunk_for_rounding", lambda task, config, count=None: None)
     assert common.measured_tolerance(result.folder)[:1] == ({},)
     seen = task.configs("seen")
     d = SimpleNamespace(grown={seen[0].name: {"batch_size": 2}, seen[1].name: {"batch_size": 3, "dim": 1}})

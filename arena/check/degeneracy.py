@@ -9,6 +9,7 @@ it was is a problem too (it must update its copy in place).
 
 from __future__ import annotations
 
+import math
 import random
 from types import ModuleType
 
@@ -16,7 +17,7 @@ import torch
 
 from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one, run_reference, storage
 from arena.evaluation.sides import import_file
-from arena.taskdef.loader import Config, Task
+from arena.taskdef.loader import Config, InputSpec, Task
 
 MIN_STD = 1e-2
 # a task whose atol is scaled down to its outputs' scale (a softmax over a vocabulary: outputs near 1e-5) asks
@@ -89,6 +90,7 @@ def range_problems(name: str, ref: torch.Tensor, dtype: torch.dtype) -> list[str
 
 REDRAW = 7919      # the seed offset of the inputs drawn again
 REDRAWS = 4        # the draws of an input the outputs' dependence on it is looked for in
+GRADIENT_FROM = 3  # the inputs to show from which one backward pass is tried first (moved_by_gradient)
 
 
 def one_value_problems(name: str, value: torch.Tensor, redrawn: torch.Tensor, tol: dict) -> list[str]:
@@ -139,19 +141,27 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
             problems += one_value_problems(spec.name, o, redrawn[task.compared.index(spec)], tol)
         else:
             problems += spread_problems(spec.name, o, tol)
+    drawn: dict[int, dict[str, torch.Tensor | None]] = {}     # every input drawn again at once, by draw
+
+    def draw_again(pos: int, spec: InputSpec, k: int) -> torch.Tensor:
+        if spec.init["kind"] == "custom":
+            if k not in drawn:
+                drawn[k] = make_inputs(task, env, seed + k * REDRAW, device, ref)
+            return drawn[k][spec.name]
+        return make_one(spec, task.shape(spec, env), env, generator(input_seed(seed + k * REDRAW, pos), device),
+                        device, task.strides(spec, env))
+
+    firsts = {spec.name: draw_again(pos, spec, 1) for pos, spec in enumerate(task.inputs)
+              if ins[spec.name] is not None and ins[spec.name].is_floating_point() and not spec.inout}
+    moved = moved_by_gradient(ref, task, ins, scalars, firsts)
     for pos, spec in enumerate(task.inputs):
-        if ins[spec.name] is None:
+        if ins[spec.name] is None or spec.name in moved:
             continue
         # drawn again up to REDRAWS times: an input the outputs depend on in a few places only (a position that
         # matters where it is below a length drawn beside it) can leave them alike for one draw
         tried = depends = False
         for k in range(1, REDRAWS + 1):
-            if spec.init["kind"] == "custom":
-                other = make_inputs(task, env, seed + k * REDRAW, device, ref)[spec.name]
-            else:
-                shape = task.shape(spec, env)
-                other = make_one(spec, shape, env, generator(input_seed(seed + k * REDRAW, pos), device), device,
-                                 task.strides(spec, env))
+            other = firsts[spec.name] if k == 1 and spec.name in firsts else draw_again(pos, spec, k)
             if other.numel() == 0 or torch.equal(other, ins[spec.name]):
                 continue
             tried = True
@@ -164,3 +174,45 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
         if tried and not depends:
             problems.append(f"the outputs do not depend on input {spec.name}")
     return problems
+
+
+def moved_by_gradient(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor | None], scalars: list,
+                      redrawn: dict[str, torch.Tensor]) -> set[str]:
+    """The inputs among ``redrawn``'s (floating-point inputs the reference does not update) that one backward pass
+    shows the outputs move with; the others are drawn again and the reference run once a draw, as before.
+
+    ``s`` is the sum of the floating-point outputs weighted by one normal draw ``w``. Drawing an input again
+    moves ``s``, to first order, by its gradient times the draw's change; where that is more than the outputs'
+    rounding can move ``s`` (each output by its dtype's epsilon of itself: sum of ``|w| eps |out|``), some output
+    changes, and the outputs depend on the input. A network's hundreds of weights are so shown by one forward and
+    one backward pass instead of a forward pass each (ResNet-101: 314 inputs). A reference that cannot be
+    differentiated (it writes into its inputs, leaves the graph, fails) shows nothing here. A backward pass costs
+    about two forward passes: with fewer than ``GRADIENT_FROM`` inputs to show, the draws alone are cheaper."""
+    if len(redrawn) < GRADIENT_FROM:
+        return set()
+    leaves = {n: t.detach().clone().requires_grad_(True) for n, t in ins.items() if n in redrawn and t is not None}
+    try:
+        with torch.enable_grad():
+            outs = _run(ref, task, {**ins, **leaves}, scalars)
+            g = torch.Generator(device="cpu").manual_seed(REDRAW)
+            total, rounding = None, 0.0
+            for o in outs:
+                if o is None or not o.is_floating_point() or not o.requires_grad or o.numel() == 0:
+                    continue
+                w = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.device)
+                term = (o.double() * w).sum()
+                total = term if total is None else total + term
+                rounding += float((w.abs() * o.detach().double().abs()).sum()) * torch.finfo(o.dtype).eps
+            if total is None:
+                return set()
+            grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+    except Exception:   # noqa: BLE001 - any failure to differentiate leaves the inputs to the draws
+        return set()
+    moved = set()
+    for (name, leaf), grad in zip(leaves.items(), grads):
+        if grad is None:
+            continue
+        change = float((grad.double() * (redrawn[name].double() - leaf.detach().double())).sum())
+        if math.isfinite(change) and abs(change) > rounding:
+            moved.add(name)
+    return moved

@@ -42,6 +42,7 @@ from arena.authoring.importers.common import (
     draft_configs,
     drop_degenerate_configs,
     finish_draft,
+    flop_counter,
     free_names,
     grown_cases,
     grown_from,
@@ -3059,7 +3060,6 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     reference that does not run on the meta device runs on the CPU on the tensors the test makes."""
     import time
 
-    from torch.utils.flop_counter import FlopCounterMode
 
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
     cpu_left = [CPU_PROBE_SECONDS]      # the CPU runs of the reference, all together, stop past this
@@ -3090,7 +3090,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         try:
             try:
                 with cpu_time_limit(min(ONE_PROBE_SECONDS, meta_left[0])), OnDevice("meta"), \
-                        FlopCounterMode(display=False) as counter, peak_bytes_mode() as live:
+                        flop_counter() as counter, peak_bytes_mode() as live:
                     out = ref_fn(*ins, *[params[f] for f in fields])
             finally:
                 meta_left[0] -= time.process_time() - t0
@@ -3105,7 +3105,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                with cpu_time_limit(ONE_PROBE_SECONDS), FlopCounterMode(display=False) as counter, \
+                with cpu_time_limit(ONE_PROBE_SECONDS), flop_counter() as counter, \
                         peak_bytes_mode() as live:
                     out = ref_fn(*cpu, *[params[f] for f in fields])
                 peak = live.peak

@@ -182,6 +182,24 @@ def shapes_only(value: Any) -> Any:
     return value
 
 
+def _fused_rnn_flops(input_shape: Any, w_ih: Any, w_hh: Any, *args: Any, **kwargs: Any) -> int:
+    """FLOPs of one layer and direction of a recurrent layer fused into one operator on the CPU (an LSTM's
+    ``mkldnn_rnn_layer``): at each step of each sequence, the products of its input and of its hidden state with
+    their weights (gates x input size, gates x hidden size), a multiply and an add each."""
+    steps = math.prod(input_shape) // max(1, input_shape[-1])
+    return 2 * steps * (math.prod(w_ih) + math.prod(w_hh))
+
+
+def flop_counter() -> Any:
+    """PyTorch's FLOP counter, which also counts the recurrent layers PyTorch runs fused on the CPU (it has no
+    formula for them, and counted a 6-layer LSTM as nothing: a task of 31 GFLOP read as memory-bound, its 18 MB
+    below the timing window)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fused = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
+    return FlopCounterMode(display=False, custom_mapping={fused: _fused_rnn_flops} if fused is not None else None)
+
+
 def peak_bytes_mode() -> Any:
     """A dispatch mode that measures the bytes of the tensors made under it that are alive at once, at most
     (``.peak``): a forward pass's temporaries and outputs, run on the meta device at any size without memory
@@ -648,6 +666,8 @@ class Draft:
     spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
     grown: dict[str, dict] = field(default_factory=dict)      # seen config name -> the source's case it grew from
     cases: list[dict] = field(default_factory=list)           # the source's cases as written (the sizes each sets)
+    # a config's FLOPs counted by running the original, where the roofline's are no formula of the sizes (not written)
+    work: Callable[[dict], float | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -815,10 +835,23 @@ def _floor_ladder(v: float) -> float:
     return v
 
 
-def _reduction_length(task: Any, config: Any) -> float:
+def _work(task: Any, config: Any, count: Callable[[dict], float | None] | None = None) -> tuple[float, float]:
+    """A config's FLOPs and bytes: the roofline's, its FLOPs the importer's ``count`` of them where it has one (a
+    network whose count is no formula of its sizes: its roofline holds the seen config's number for every config).
+    A ``FormulaError`` where they cannot be had (the original does not accept the config)."""
+    flops, nbytes = task.roofline_for(config)
+    if count is not None:
+        counted = count(dict(config.params))
+        if counted is None:
+            raise formula.FormulaError(f"no FLOP count of config {config.name}")
+        flops = float(counted)
+    return flops, nbytes
+
+
+def _reduction_length(task: Any, config: Any, count: Callable[[dict], float | None] | None = None) -> float:
     """FLOPs per element of the fp32 outputs: the length of the sums each element needs (a matrix
     product's K, a reduction's row), what its rounding grows with."""
-    return task.roofline_for(config)[0] / max(1, _fp32_elements(task, config))
+    return _work(task, config, count)[0] / max(1, _fp32_elements(task, config))
 
 
 def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
@@ -837,18 +870,18 @@ def _fp32_outputs(ref: Any, ins: dict[str, Any], scalars: list) -> list:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _shrunk_for_rounding(task: Any, config: Any) -> Any:
+def _shrunk_for_rounding(task: Any, config: Any, count: Callable[[dict], float | None] | None = None) -> Any:
     """``config`` with the sizes that its longest sums do not run over halved in turn (the largest
     first) until one run of its reference fits ``ROUNDING_FLOPS`` and ``ROUNDING_BYTES``: a matrix
     product's rows halved, its K kept. None where that cannot be done (a size the sums' length
-    depends on, or work that does not shrink)."""
+    depends on, or work that does not shrink). ``count``: as for ``_work``."""
     from dataclasses import replace
 
-    length = _reduction_length(task, config)
+    length = _reduction_length(task, config, count)
     params = dict(config.params)
     for _ in range(64):
         c = replace(config, name=f"{config.name} with its other sizes shrunk", params=params)
-        flops, nbytes = task.roofline_for(c)
+        flops, nbytes = _work(task, c, count)
         if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
             return c if params != dict(config.params) else None
         for k, v in sorted(params.items(), key=lambda kv: -kv[1] if type(kv[1]) is int else 0):
@@ -857,8 +890,8 @@ def _shrunk_for_rounding(task: Any, config: Any) -> Any:
             p = {**params, k: v // 2}
             try:
                 smaller = replace(config, params=p)
-                if (abs(_reduction_length(task, smaller) - length) <= 1e-9 * length
-                        and task.roofline_for(smaller)[0] < flops):
+                if (abs(_reduction_length(task, smaller, count) - length) <= 1e-9 * length
+                        and _work(task, smaller, count)[0] < flops):
                     params = p
                     break
             except (formula.FormulaError, ZeroDivisionError):
@@ -1055,7 +1088,8 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     return out_of_range
 
 
-def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[str, Any], str | None, list[str]]:
+def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[[dict], float | None] | None = None
+                       ) -> tuple[dict[str, Any], str | None, list[str]]:
     """The fp32 tolerance a task needs at its sizes, from its reference run on the CPU in fp32 (as the
     task's eager starting point computes) and in fp64 (as the harness's reference computes), on the seen
     or held-out config with the most work up to ``ROUNDING_FLOPS``:
@@ -1069,6 +1103,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[st
       config measured and on the one of the other seen and held-out configs up to ``SPREAD_FLOPS`` and
       ``SPREAD_BYTES``, and of ``cases`` (seen configs at the sizes of the source's cases they were grown from:
       a softmax's rows as long, read on a few of them), whose outputs' scale is the smallest (``smallest_scale``).
+
+    ``count``: the importer's count of a config's FLOPs, where the roofline's is no formula of the sizes (``_work``).
 
     Returns the tolerance and its reason where it differs from the fp32 default, else {}; a note (no
     config could be run, a rounding not taken); and what the degeneracy rules find in the outputs
@@ -1086,8 +1122,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[st
     longest: tuple[float, Any] | None = None
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
-            flops, nbytes = task.roofline_for(c)
-            lengths.append(_reduction_length(task, c))
+            flops, nbytes = _work(task, c, count)
+            lengths.append(_reduction_length(task, c, count))
         except formula.FormulaError:
             continue
         if longest is None or lengths[-1] > longest[0]:
@@ -1099,8 +1135,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[st
     # the config measured: the one with the most work that fits, or the longest sums as they are, on a config with its
     # other sizes shrunk, where none that fits has them
     config = max(configs, key=lambda fbc: fbc[:2])[2] if configs else None
-    if longest is not None and all(_reduction_length(task, c) < longest[0] * (1 - 1e-9) for *_, c in configs):
-        config = _shrunk_for_rounding(task, longest[1]) or config
+    if longest is not None and all(_reduction_length(task, c, count) < longest[0] * (1 - 1e-9) for *_, c in configs):
+        config = _shrunk_for_rounding(task, longest[1], count) or config
     unmeasured = (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
                   f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
                   "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
@@ -1112,7 +1148,7 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = ()) -> tuple[dict[st
     pairs, names = [], []
     grow, note = 1.0, None if config is not None else unmeasured
     if config is not None:
-        grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config)))
+        grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config, count)))
         env = task.env(config)
         ins = make_inputs(task, env, 0, "cpu", ref)
         scalars = [task.scalar_value(sc, env) for sc in task.scalars]
@@ -1232,7 +1268,7 @@ def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
 
     try:
         with cpu_time_limit(ROUNDING_SECONDS):
-            tol, note, degenerate = measured_tolerance(folder, as_written(folder, d))
+            tol, note, degenerate = measured_tolerance(folder, as_written(folder, d), d.work)
     except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)
                 else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")

@@ -34,6 +34,7 @@ from arena.authoring.importers.common import (
     draft_configs,
     drop_degenerate_configs,
     finish_draft,
+    flop_counter,
     free_names,
     grown_cases,
     grown_from,
@@ -346,12 +347,10 @@ class ModuleProblem:
         return model, args, kwargs, ns
 
     def run(self, params: dict[str, Any], device: str = "meta") -> _Run:
-        from torch.utils.flop_counter import FlopCounterMode
-
         model, args, kwargs, ns = self._model(params, device)
         with torch.device(device), torch.no_grad():
             inputs, self.cases = _first_case(ns["get_inputs"]())
-            with FlopCounterMode(display=False) as counter, peak_bytes_mode() as peak:
+            with flop_counter() as counter, peak_bytes_mode() as peak:
                 out = model(*inputs)
         return _Run(model, args, kwargs, inputs, out, counter.get_total_flops(), peak.peak)
 
@@ -736,6 +735,56 @@ def _live_statements(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[int]]:
     return kept[::-1], sorted(dead)
 
 
+def _blank_statements(text: str, stmts: list[ast.stmt]) -> str | None:
+    """``text`` with the lines of ``stmts`` blank (every other line where it was, so that the positions the
+    problem's tree holds still read it); None where a statement shares a line with other code."""
+    lines = text.splitlines()
+    for st in stmts:
+        first, last = lines[st.lineno - 1], lines[st.end_lineno - 1]
+        rest = last.encode()[st.end_col_offset :].decode().strip()
+        if first.encode()[: st.col_offset].decode().strip() or (rest and not rest.startswith("#")):
+            return None
+        for i in range(st.lineno - 1, st.end_lineno):
+            lines[i] = ""
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def _tensors_read(base: _Run, fwd: ast.FunctionDef, original: ast.FunctionDef) -> set[tuple[str, ...]] | None:
+    """The paths of the model's parameters and buffers whose values ``fwd`` (the problem's forward, or its live
+    lines) reads, found by running it once on ``base``'s model and inputs and recording every tensor a torch
+    function is given (a recurrent layer's flat weights too); None where it cannot be run so."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_leaves
+
+    class Reads(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ids: set[int] = set()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
+            kwargs = kwargs or {}
+            self.ids.update(id(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor))
+            return func(*args, **kwargs)
+
+    model = base.model
+    fn_def = copy.deepcopy(fwd)
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in original.decorator_list)
+    fn_def.decorator_list = []
+    try:
+        scope = dict(type(model).forward.__globals__)
+        exec(compile(ast.fix_missing_locations(ast.Module(body=[fn_def], type_ignores=[])), "<forward>", "exec"),
+             scope)
+        fn = scope[fn_def.name]
+        device = next((t.device for t in model.parameters()), torch.device("meta"))
+        reads = Reads()
+        with torch.device(device), torch.no_grad(), reads:
+            fn(*base.inputs) if static else fn(model, *base.inputs)
+    except Exception:  # noqa: BLE001 - not run so: every tensor stays an input
+        return None
+    tensors = [*model.named_parameters(), *model.named_buffers()]
+    return {tuple(n.split(".")) for n, t in tensors if id(t) in reads.ids}
+
+
 def _init_fn(problem: ModuleProblem) -> ast.FunctionDef | None:
     """Model.__init__, as written, or None."""
     return next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
@@ -1018,15 +1067,17 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     translator = _Translator(base.model, fitter, names, path)
     fallback_reason = None
     made = _made_buffers(problem, base.model, fitter) if inputs else {}
+    fwd = copy.deepcopy(problem.forward)
+    fwd.body, dead = _live_statements(fwd.body)
+    dead_note = (f"{problem.cls.name}.forward computes what it does not return (line"
+                 f"{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}): left out of the reference, "
+                 "and the model's tensors only those lines use out of the signature")
+    problem_text = problem.text
     try:
-        fwd = copy.deepcopy(problem.forward)
-        fwd.body, dead = _live_statements(fwd.body)
         body = [translator.visit(s) for s in fwd.body]
         body = [ast.fix_missing_locations(s) for s in body]
-        if dead:   # said once the forward is translated (a reference through functional_call runs them all)
-            decisions.append(f"{problem.cls.name}.forward computes what it does not return (line"
-                             f"{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}): left out of the reference, "
-                             "and the model's tensors only those lines use out of the signature")
+        if dead:
+            decisions.append(dead_note)
         used_paths = [p for p in translator.used if p not in made]
         for pth in translator.used:
             if pth in made:
@@ -1038,12 +1089,20 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     except Untranslatable as exc:
         fallback_reason = str(exc)
         body = []
+        # the problem's classes go into the reference as written: its forward's dead lines blanked there (where
+        # they are lines of their own), and the model's tensors its live lines read are the inputs
+        blanked = _blank_statements(problem.text, [st for st in problem.forward.body if st.lineno in dead])
+        if blanked is not None and dead:
+            problem_text = blanked
+            decisions.append(dead_note)
+        read = _tensors_read(base, fwd if blanked is not None else problem.forward, problem.forward)
         used_paths = [
             p
             for p, t, kind in tensors
             if not (
                 p[-1] == "num_batches_tracked" or (p[-1] in ("running_mean", "running_var") and base.model.training)
             )
+            and (read is None or p in read)
         ]
     decisions += translator.notes if not fallback_reason else []
 
@@ -1180,7 +1239,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         header.append("import torch")
     if "F" not in bound:
         header.append("import torch.nn.functional as F")
-    helper_text = join_statements(problem.text, helpers)
+    helper_text = join_statements(problem_text, helpers)
     signature = ", ".join(reference_args + [s["name"] for s in scalars])
     doc = (
         f'    """{problem.cls.name}.forward of {path.name} as a function: its tensors, the model\'s parameters and '
@@ -1385,6 +1444,13 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             "forbidden": "the calls the reference makes; keep those a candidate may not make",
         },
     )
+
+    if not flops_ok:
+        def counted(cfg: dict) -> float | None:
+            r = run_at(cfg)
+            return float(r.flops) if isinstance(r, _Run) else None
+
+        d.work = counted
 
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         decisions, degenerate = rounding_tolerance(folder, d)    # what the tolerance is, or why it was not measured
