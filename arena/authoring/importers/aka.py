@@ -3060,7 +3060,6 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     reference that does not run on the meta device runs on the CPU on the tensors the test makes."""
     import time
 
-
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
     cpu_left = [CPU_PROBE_SECONDS]      # the CPU runs of the reference, all together, stop past this
     meta_left = [META_PROBE_SECONDS]    # and its runs on the meta device
