@@ -452,12 +452,14 @@ def test_the_report_counts_agent_outcomes_and_leaves_the_unserved_out(tmp_path, 
     assert "## Not scored, per agent" in md and "1 of its 3 verdicts not scored" in md
 
 
-def _alive(marker: str) -> list[int]:
+def _alive(arg: str) -> list[int]:
+    """Live processes one of whose arguments is exactly ``arg`` (a substring would match any
+    process whose temporary path or port happens to hold those digits)."""
     out = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                if marker.encode() in (p / "cmdline").read_bytes():
+                if arg.encode() in (p / "cmdline").read_bytes().split(b"\0"):
                     out.append(int(p.name))
             except OSError:
                 pass
@@ -467,7 +469,8 @@ def _alive(marker: str) -> list[int]:
 def test_budget_kill_leaves_no_process(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     # a child that leaves the session (setsid) and one in the group, then the agent hangs
-    _stand_in(tmp_path / "bin", "hangs", "setsid sleep 913 &\nsleep 914 &\nsleep 915\n")
+    waits = ("913.0417", "914.0417", "915.0417")
+    _stand_in(tmp_path / "bin", "hangs", "setsid sleep {} &\nsleep {} &\nsleep {}\n".format(*waits))
     _with_bin(monkeypatch, tmp_path / "bin")
     yaml_file = tmp_path / "hangs.yaml"
     yaml_file.write_text("name: hangs\ncommand: [hangs]\nbudget_s: 3\n")
@@ -475,7 +478,7 @@ def test_budget_kill_leaves_no_process(tmp_path, monkeypatch):
     # stopped by its budget (it would sleep for 915 s), not before it
     assert v.agent_run["exit_reason"] == "budget" and v.agent_run["wall_s"] >= 3
     time.sleep(0.3)
-    assert _alive("913") == [] and _alive("914") == [] and _alive("915") == []
+    assert [_alive(w) for w in waits] == [[], [], []]
     assert v.status.value == "PASSED"  # the kernel it left (the starting one) is still evaluated
 
 
