@@ -75,3 +75,22 @@ class ArenaErrors(ArenaError):
         first = problems[0]
         super().__init__(first.detail, path=first.path, key=first.key)
         self.problems = list(problems)
+
+
+def last_words(exc: BaseException) -> None:
+    """What ended a forked child, on its standard error before it exits: the exception's type and
+    message first, in one system call (the traceback after it may not print: printing one deep
+    in a RecursionError, or out of memory, can fail in turn, and the child would end with exit
+    code 1 and nothing said), then the traceback where it can be printed."""
+    import os
+
+    try:
+        os.write(2, f"\n{type(exc).__name__}: {exc}\n"[:4000].encode(errors="replace"))
+    except BaseException:  # noqa: BLE001 - nothing more can be said
+        pass
+    try:
+        import traceback
+
+        traceback.print_exception(exc)
+    except BaseException:  # noqa: BLE001 - the line above said what it could
+        pass

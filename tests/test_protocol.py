@@ -295,14 +295,22 @@ def test_the_candidates_memory_allowance_does_not_shrink_under_what_a_larger_con
     assert counted == [moved(small), moved(large), moved(large)]
 
 
+def _alone(code: str, *args: str, timeout: float = 300) -> str:
+    """The last line ``code`` prints, run in a process of its own (forks, signals and threads of
+    its own: a test runner's threads make its process unsound to fork); its failure fails the test."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def test_a_worker_forks_both_of_its_processes(tmp_path):
     """The candidate's process and the replay process are both forks of the trusted one: the first
     one's channel starts no thread that would make the process unsound to fork again. In a
     process of its own, as a worker's trusted process is (a test runner's threads would make
     this one unforkable whatever the channel does)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -315,9 +323,29 @@ def test_a_worker_forks_both_of_its_processes(tmp_path):
         "                                              for p in peers])\n"
         "for p in peers:\n"
         "    p.close()\n")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "['_Forked', '_Forked'] ['AckReply', 'AckReply']"
+    assert _alone(code, str(tmp_path)) == "['_Forked', '_Forked'] ['AckReply', 'AckReply']"
+
+
+def test_a_forked_process_that_dies_of_an_exception_says_which_even_without_its_stderr(tmp_path):
+    """A forked candidate process ended by an exception writes its type and message to its log
+    before it exits, even where no traceback can be printed (its ``sys.stdout`` and
+    ``sys.stderr`` taken away, as candidate code can; a traceback that fails to print in turn):
+    the death's message ("the candidate process died (exit code 1)" and the log's tail) names
+    the cause. It said nothing before. In a process of its own."""
+    code = (
+        "import sys, types\n"
+        "from pathlib import Path\n"
+        "import arena.evaluation.processes as p\n"
+        "m = types.ModuleType('lost_for_words')\n"
+        "def main(argv):\n"
+        "    sys.stderr = sys.stdout = None\n"
+        "    raise RuntimeError('lost for words')\n"
+        "m.main = main\n"
+        "sys.modules['lost_for_words'] = m\n"
+        "p.SERVERS['candidate'] = 'lost_for_words'\n"
+        "print(p._fork_candidate([], (), Path(sys.argv[1]), {}).wait(timeout=60))\n")
+    assert _alone(code, str(tmp_path)) == "1"
+    assert "RuntimeError: lost for words" in (tmp_path / "candidate.log").read_text()
 
 
 def test_after_a_notice_the_candidate_process_goes_on_only_when_the_lock_is_as_it_asked(tmp_path, monkeypatch):
@@ -472,6 +500,83 @@ def test_a_request_that_runs_no_candidate_code_runs_no_finalizer_of_the_candidat
         gc.set_threshold(*threshold)
         gc.enable()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+TIED_FINALIZER = """
+import gc, weakref
+import torch
+from arena.evaluation.buffers import Mapped, plan
+from arena.evaluation.candidate.process import CandidateProcess
+from arena.evaluation.server import between_requests
+
+proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+layout, _, size = plan([(torch.float32, (4,)), (torch.float32, (4,))])
+mapped = Mapped(torch.zeros(size, dtype=torch.uint8), layout)
+ins, outs = mapped.views()[:1], mapped.views()[1:]
+proc.slots[1] = (ins, outs, [], mapped, [])
+del ins, outs
+ran = []
+
+def side(ins, outs, scalars, copy_out=False):  # the candidate's call: on the first, a finalizer tied to its input
+    if not ran:
+        weakref.finalize(ins[0], lambda: ran.append("inside" if gc.isenabled() else "in the harness's code"))
+        ran.append("tied")
+    outs[0].copy_(ins[0])
+
+proc.side = side
+between_requests()                 # as the candidate process's main does: the collector off outside its code
+for _ in range(3):                 # three calls on one slot, as call() makes them: new tensors, then the call
+    proc.renew(1)
+    proc.invoke(1, copy_out=False)
+print(ran)
+"""
+
+
+SIGNALS_BETWEEN_REQUESTS = """
+import signal, threading, time
+from arena.evaluation.candidate.process import CandidateProcess
+from arena.evaluation.protocol import KernelsRequest
+from arena.evaluation.server import between_requests, candidate_code
+
+proc = CandidateProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+ran = []
+handler = lambda signum, frame: ran.append(signum)
+between_requests()                       # as the candidate process's main does
+with candidate_code():                   # the candidate's code: a timer, its handler, and a thread
+    signal.signal(signal.SIGALRM, handler)  # started while signals are let through (a runtime's started
+    threading.Thread(target=threading.Event().wait, daemon=True).start()   # inside a call takes them too)
+    signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+proc.answer(KernelsRequest())           # the request ends, its reply is made
+start = time.monotonic()
+while time.monotonic() - start < 0.3:   # the harness's own code until the next request, waiting in
+    time.sleep(0.0005)                  # system calls as it does (a wait checks for signals as it ends)
+outside = len(ran)
+with candidate_code():
+    inside, back = len(ran), signal.getsignal(signal.SIGALRM) is handler
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+print(outside, inside, back)
+"""
+
+
+def test_a_finalizer_the_candidate_ties_to_a_calls_tensors_runs_in_its_next_call():
+    """Each call gets new tensor objects over its slot's buffers; the last call's are let go
+    inside the next call's code, not as they are replaced: a finalizer the candidate tied to
+    them (``weakref.finalize``, a ``__del__`` of an attribute) would otherwise run in the
+    harness's code just before a timed call, work done outside the time that counts."""
+    assert _alone(TIED_FINALIZER) == "['tied', 'inside']"
+
+
+def test_no_signal_handler_of_the_candidates_runs_in_the_harnesss_code_between_requests():
+    """The main thread holds signals outside candidate code, but CPython runs a Python handler in
+    the main thread whichever thread took the signal: a thread started while the candidate's
+    code ran (with signals let through) takes its timer's signals, and its handler ran in the
+    harness's code between requests (about 150 times in 0.3 s here), where it could launch work beside
+    another side's timed calls. After each request the candidate's handlers are set aside for
+    one that notes the signal; as its code next begins they are back and what came is raised
+    again, so the handler runs there. In a process of its own."""
+    outside, inside, back = _alone(SIGNALS_BETWEEN_REQUESTS).split()
+    assert outside == "0", f"the candidate's handler ran {outside} times in the harness's code"
+    assert int(inside) >= 1 and back == "True"   # the signal that came is delivered in the candidate's code
 
 
 def test_every_reply_waits_for_the_device_and_a_failure_there_is_told_as_whose_it_is():

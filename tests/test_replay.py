@@ -642,6 +642,7 @@ def test_the_replay_process_runs_the_baseline_beside_the_replays_and_times_a_rou
 
     import torch
 
+    from arena.evaluation.buffers import Mapped, plan
     from arena.evaluation.protocol import (
         EndRequest,
         FailReply,
@@ -676,9 +677,12 @@ def test_the_replay_process_runs_the_baseline_beside_the_replays_and_times_a_rou
     proc = ReplayProcess(send=lambda f: None, notice_fd=None, mode="cpu")
     proc.spec = SimpleNamespace(trusted=True)
     proc.baseline, proc.player = Baseline(), Player()
+    layout, _, size = plan([(torch.float32, (4,)), (torch.float32, (4,))])
     for slot in (1, 2):
-        ins, outs = [torch.arange(4.0)], [torch.zeros(4)]
-        proc.slots[slot] = (ins, outs, [], None, [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs])
+        mapped = Mapped(torch.zeros(size, dtype=torch.uint8), layout)     # as the candidate's side maps a slot
+        ins, outs = mapped.views()[:1], mapped.views()[1:]
+        ins[0].copy_(torch.arange(4.0))
+        proc.slots[slot] = (ins, outs, [], mapped, [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs])
     proc.replayed.add(2)
     proc.records[2] = object()
     proc.timer = HostTimer()

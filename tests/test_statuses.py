@@ -59,6 +59,17 @@ def test_broken_triton_candidate_gets_its_status(axpy, cpu, name, status):
         assert "tl.multiple_of promises the compiler multiples of 16" in v.message, v.message
 
 
+def test_a_call_reads_the_inputs_written_for_it_whatever_the_last_call_did_to_its_tensors(axpy, cpu):
+    """A candidate that points its input tensor at a copy of its own before computing (as
+    torch's cuDNN recurrent layers do to the weights they are handed) is right on every call:
+    each call is given new tensor objects over the slot's buffers, so a copy made from the last
+    call's inputs is not what the next one reads (it was INCORRECT_NUMERICAL, every element
+    off, on the second set of inputs)."""
+    v = _one(axpy, CANDS / "repoints_input.py", cpu)
+    assert v.status is Status.PASSED, v.message
+    assert len(v.seeds) >= 3
+
+
 def test_hang_is_a_timeout_and_leaves_no_process(axpy, cpu):
     task = dataclasses.replace(axpy, timeouts={"correctness_s": 3.0})   # the kernel spins: a short limit
     v = _one(task, CANDS / "hang.py", cpu)

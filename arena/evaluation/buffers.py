@@ -69,24 +69,46 @@ def plan(specs: Sequence[TensorSpec | None]) -> tuple[list, list[tuple[int, int]
     return layout, guards, offset
 
 
+class _Viewer:
+    """The tensors of a slot as views of its byte buffer ``base`` (a uint8 tensor), None where
+    the layout has none; worked out once per layout, then each set of views is one
+    ``as_strided`` per tensor over a view of the buffer in its dtype (a slot's offsets are
+    multiples of the alignment: of every element size)."""
+
+    def __init__(self, base: torch.Tensor, layout: Sequence[Any]):
+        self._base = base
+        self._typed: dict[torch.dtype, torch.Tensor] = {}
+        self._plan: list[tuple[torch.dtype, tuple[int, ...], tuple[int, ...], int, bool] | None] = []
+        for entry in layout:
+            if entry is None:
+                self._plan.append(None)
+                continue
+            offset, dtype, shape = int(entry[0]), getattr(torch, entry[1]), tuple(int(d) for d in entry[2])
+            strides = tuple(int(s) for s in entry[3]) if len(entry) > 3 and entry[3] is not None else None
+            if strides is None:
+                strides = tuple(torch.empty(shape, dtype=dtype, device="meta").stride())
+            if dtype not in self._typed:
+                size = torch.empty((), dtype=dtype).element_size()
+                self._typed[dtype] = base[: base.numel() // size * size].view(dtype)
+            size = self._typed[dtype].element_size()
+            empty = _nbytes(dtype, shape, strides) == 0
+            self._plan.append((dtype, shape, strides, offset // size, empty))
+
+    def views(self) -> list[torch.Tensor | None]:
+        out: list[torch.Tensor | None] = []
+        for p in self._plan:
+            if p is None:
+                out.append(None)
+            elif p[4]:
+                out.append(torch.empty(p[1], dtype=p[0], device=self._base.device))
+            else:
+                out.append(self._typed[p[0]].as_strided(p[1], p[2], p[3]))
+        return out
+
+
 def _views(base: torch.Tensor, layout: Sequence[Any]) -> list[torch.Tensor | None]:
-    """The tensors of a slot as views of its byte buffer ``base`` (a uint8 tensor); None
-    where the layout has none."""
-    out: list[torch.Tensor | None] = []
-    for entry in layout:
-        if entry is None:
-            out.append(None)
-            continue
-        offset, dtype_name, shape = entry[0], entry[1], tuple(int(d) for d in entry[2])
-        strides = tuple(int(s) for s in entry[3]) if len(entry) > 3 and entry[3] is not None else None
-        dtype = getattr(torch, dtype_name)
-        n = _nbytes(dtype, shape, strides)
-        if n == 0:
-            out.append(torch.empty(shape, dtype=dtype, device=base.device))
-            continue
-        flat = base[int(offset):int(offset) + n].view(dtype)
-        out.append(flat.view(shape) if strides is None else flat.as_strided(shape, strides))
-    return out
+    """The tensors of a slot as views of its byte buffer ``base`` (``_Viewer``)."""
+    return _Viewer(base, layout).views()
 
 
 class Slot:
@@ -243,9 +265,23 @@ class SlotMaker:
         return Slot(base, layout, guards, json.dumps({"kind": "ipc", "payload": payload, "layout": layout}), names)
 
 
-def open_slot(handle: str, fd: int = -1) -> tuple[list[torch.Tensor | None], Any]:
-    """The candidate process's side: the tensors a handle (and the descriptor ``fd`` that came
-    with it) stands for, and an object that keeps their mapping alive (drop both to unmap)."""
+class Mapped:
+    """A slot as the candidate's side maps it: its byte buffer, and the layout its tensors are
+    views of. ``views`` makes new tensor objects over the same bytes each time it is asked:
+    whatever code given the last ones did to them (``set_`` to memory of its own, as torch's
+    cuDNN recurrent layers do to the weights they are handed; an in-place reshape) stays with
+    those objects and does not reach the next call. Dropping it (and every view) unmaps."""
+
+    def __init__(self, base: torch.Tensor, layout: list, keep: Any = None):
+        self._viewer, self._keep = _Viewer(base, layout), keep
+
+    def views(self) -> list[torch.Tensor | None]:
+        return self._viewer.views()
+
+
+def map_slot(handle: str, fd: int = -1) -> Mapped:
+    """The candidate process's side of a slot: the buffer a handle (and the descriptor ``fd``
+    that came with it) stands for, mapped here."""
     h = json.loads(handle)
     layout = [None if e is None else (int(e[0]), str(e[1]), [int(x) for x in e[2]],
                                       [int(x) for x in e[3]] if len(e) > 3 and e[3] is not None else None)
@@ -255,12 +291,17 @@ def open_slot(handle: str, fd: int = -1) -> tuple[list[torch.Tensor | None], Any
             mapped = mmap.mmap(fd, int(h["size"]))
         finally:
             os.close(fd)
-        return _views(torch.frombuffer(mapped, dtype=torch.uint8, count=int(h["size"])), layout), mapped
+        return Mapped(torch.frombuffer(mapped, dtype=torch.uint8, count=int(h["size"])), layout, mapped)
     if h["kind"] == "vmm":
         from arena.devices import vmm
 
-        base = vmm.open_fd(fd, int(h["size"])).tensor()
-        return _views(base, layout), base
+        return Mapped(vmm.open_fd(fd, int(h["size"])).tensor(), layout)
     rebuild, args = pickle.loads(base64.b64decode(h["payload"]))     # from the trusted process only
-    base = rebuild(*args)
-    return _views(base, layout), base
+    return Mapped(rebuild(*args), layout)
+
+
+def open_slot(handle: str, fd: int = -1) -> tuple[list[torch.Tensor | None], Mapped]:
+    """The tensors a handle (and the descriptor ``fd`` that came with it) stands for, and an
+    object that keeps their mapping alive (drop both to unmap)."""
+    mapped = map_slot(handle, fd)
+    return mapped.views(), mapped

@@ -987,10 +987,10 @@ def _fork_candidate(
         os.environ.update(env)
         tempfile.tempdir = None  # $TMPDIR is now the child's own
         code = importlib.import_module(SERVERS.get(role, SERVERS["candidate"])).main(argv) or 0
-    except BaseException:  # noqa: BLE001 - the child never returns into the parent's code
-        import traceback
+    except BaseException as exc:  # noqa: BLE001 - the child never returns into the parent's code
+        from arena.errors import last_words
 
-        traceback.print_exc()
+        last_words(exc)
     finally:
         os._exit(code)
 

@@ -5,12 +5,14 @@ process's requests (``arena.evaluation.protocol``) one at a time, one reply each
 map a call's buffers (they come as descriptors on its control socket), call, time calls.
 
 Signals are blocked and the collector is off here except while candidate code runs
-(``candidate_code``), and the device is synchronized before every reply (``settle``), so work a
+(``candidate_code``); the candidate's Python signal handlers are set aside after each request
+(``_handlers``); and the device is synchronized before every reply (``settle``), so work a
 request started is over before the trusted process goes on.
 """
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import gc
 import os
@@ -63,14 +65,71 @@ _ASYNC_SIGNALS = frozenset(signal.valid_signals()) - {
     signal.SIGTRAP, signal.SIGSYS}
 # taken before any candidate code runs: a candidate that rebinds signal.pthread_sigmask does not reach these
 _SIGMASK, _BLOCK, _UNBLOCK, _SETMASK = signal.pthread_sigmask, signal.SIG_BLOCK, signal.SIG_UNBLOCK, signal.SIG_SETMASK
+_GETSIGNAL, _SETSIGNAL, _RAISE = _signal.getsignal, _signal.signal, _signal.raise_signal
+_ASYNC_NUMBERS = tuple(sorted(int(s) for s in _ASYNC_SIGNALS))
+
+
+def _handlers() -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """(keep, set aside, put back): the harness's signal handlers kept as they are before any
+    candidate code runs; the candidate's Python handlers set aside, and put back.
+
+    Blocking signals in this thread is not enough to keep a handler out of the harness's code:
+    CPython runs a Python handler in the main thread whichever thread the signal came to, and a
+    thread started while candidate code ran (a runtime's, or one the candidate let signals
+    through to) takes them. So after a request, before the device is synchronized for its reply,
+    every Python handler that is not the harness's is set aside: the harness's own is in place
+    again where it had one, else a handler that only notes the signal. As candidate code next
+    begins, the handlers are put back and the signals noted are raised again, so a handler still
+    runs, inside the calls. The state lives in this closure, out of the candidate's reach by name."""
+    harness: dict[int, Any] = {}
+    aside: dict[int, Any] = {}
+    noted: list[int] = []
+    note_signal = noted.append
+
+    def note(signum: int, frame: Any) -> None:
+        note_signal(signum)
+
+    def keep() -> None:
+        harness.clear()
+        harness.update((s, _GETSIGNAL(s)) for s in _ASYNC_NUMBERS)
+
+    def set_aside() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for s in _ASYNC_NUMBERS:
+            h, own = _GETSIGNAL(s), harness.get(s)
+            if h is note or h is own or not callable(h):
+                continue
+            aside[s] = h
+            _SETSIGNAL(s, own if callable(own) else note)
+
+    def put_back() -> None:
+        """As candidate code begins: its handlers back, and what came meanwhile raised again
+        (delivered as signals are let through)."""
+        if not aside and not noted:
+            return
+        for s, h in aside.items():
+            _SETSIGNAL(s, h)
+        aside.clear()
+        came = list(dict.fromkeys(noted))
+        noted.clear()
+        for s in came:
+            _RAISE(s)
+
+    return keep, set_aside, put_back
+
+
+_KEEP_HANDLERS, _SET_ASIDE, _PUT_BACK = _handlers()
 
 
 def between_requests() -> None:
     """From here on, until ``candidate_code`` lets them: signals wait (in this thread, and the
     threads it starts) and the collector is off (a finalizer of the candidate's garbage runs
-    only inside its code, or where the harness collects, inside a section of the GPU's lock)."""
+    only inside its code, or where the harness collects, inside a section of the GPU's lock); the
+    signal handlers in place now are the harness's (``_handlers``)."""
     _SIGMASK(_BLOCK, _ASYNC_SIGNALS)
     gc.disable()
+    _KEEP_HANDLERS()
 
 
 @contextlib.contextmanager
@@ -81,6 +140,7 @@ def candidate_code() -> Any:
     collecting, before = gc.isenabled(), None
     try:
         gc.enable()
+        _PUT_BACK()     # what it raises again waits for the line below (between requests signals are held)
         before = _SIGMASK(_UNBLOCK, _ASYNC_SIGNALS)
         yield
     finally:
@@ -129,6 +189,8 @@ class CallServer:
         self.side: Any = None          # what makes the calls, once loaded
         self.spec: CandidateSpec | None = None
         self.slots: dict[int, tuple[list, list, list, Any, list]] = {}   # ins, outs, scalars, keep, meta
+        self.dropped: list[Any] = []     # the tensors of calls made, let go inside the next call (``renew``)
+        self.runs_candidate_code = True  # (the replay process runs none: the task's baseline and records)
         self.timer = None
         self.session = None
         self.seal = None
@@ -282,9 +344,10 @@ class CallServer:
         raise RuntimeError("a record sent to a process that does not replay")
 
     def release(self, slots: list[int]) -> None:
-        """Slots no call will use again."""
+        """Slots no call will use again (with the tensors of the calls made on them: their mappings go)."""
         for s in slots:
             self.slots.pop(s, None)
+        self.dropped.clear()
 
     def invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
         """The call on a slot's buffers (a failure raises ``Refused``)."""
@@ -340,15 +403,38 @@ class CallServer:
         watch_tuning(Autotuner, self.send, self.resume)
 
     def map(self, req: MapRequest) -> Any:
-        from arena.evaluation.buffers import open_slot
+        from arena.evaluation.buffers import map_slot
 
-        tensors, keep = open_slot(req.handle, self._fd_of(req.handle, req.slot))
+        mapped = map_slot(req.handle, self._fd_of(req.handle, req.slot))
+        tensors = mapped.views()
         n_in = self.spec.n_inputs
         ins, outs = tensors[:n_in], tensors[n_in:]
         meta = [(o.shape, o.dtype, o.stride(), o.data_ptr()) for o in outs]
-        self.slots[req.slot] = (ins, outs, list(req.scalars), keep, meta)
+        self.slots[req.slot] = (ins, outs, list(req.scalars), mapped, meta)
         self._sync()
         return AckReply()
+
+    def renew(self, slot: int) -> None:
+        """New tensor objects over a slot's buffers, for the next call on it: what the code of a
+        call did to the tensors it was given (pointed them at memory of its own with ``set_``, as
+        torch's cuDNN recurrent layers do to the weights they are handed; reshaped them in place)
+        stays with them; each call reads the inputs the trusted process wrote, where it wrote them."""
+        ins, outs, scalars, mapped, meta = self._slot(slot)
+        tensors = mapped.views()
+        self.slots[slot] = (tensors[:len(ins)], tensors[len(ins):], scalars, mapped, meta)
+        # where candidate code runs, the last call's tensors are let go inside the next call's code (``call_code``),
+        # not here: a finalizer the candidate tied to them runs in its own code and time, not in the harness's
+        # before a timed call
+        if self.runs_candidate_code:
+            self.dropped.append((ins, outs))
+
+    @contextlib.contextmanager
+    def call_code(self) -> Any:
+        """A side's call: candidate code (``candidate_code``), where the tensors of the calls made
+        before it are let go first."""
+        with candidate_code():
+            self.dropped.clear()
+            yield
 
     def _fd_of(self, handle: str, tag: int) -> int:
         """The descriptor a slot's buffers come as (sent on the control socket ahead of the
@@ -372,6 +458,7 @@ class CallServer:
         checks: nothing the harness relies on changed, no thread left, outputs the same tensors,
         and (a Python candidate) no torch operator that computes or that the task forbids."""
         trace = self.trace(req)
+        self.renew(req.slot)
         self.before()
         t0 = time.perf_counter()
         recording = contextlib.nullcontext()
@@ -426,6 +513,7 @@ class CallServer:
         t_in = time.perf_counter()
         host: list[float] = []
         for step in req.steps:
+            self.renew(step.slot)
             t0 = time.perf_counter()
             self.before()
             checks = time.perf_counter() - t0
@@ -499,6 +587,13 @@ class CallServer:
     def _sync(self) -> None:
         if self.gpu:
             self.torch.cuda.synchronize()
+
+    def answer(self, req: Any) -> Any:
+        """A request served, then its reply once no handler of the candidate's can run any more
+        (``_handlers``) and the device is idle (``settle``)."""
+        reply = self.handle(req)
+        _SET_ASIDE()
+        return self.settle(reply)
 
     def settle(self, reply: Any) -> Any:
         """The reply to a request, once the device is idle: whatever candidate code launched
@@ -608,7 +703,7 @@ def serve(argv: list[str], make: Callable[..., CallServer], preload: Callable[[]
         if isinstance(req, QuitRequest):
             break
         try:
-            reply = proc.settle(proc.handle(req))
+            reply = proc.answer(req)
         except BaseException as exc:  # noqa: BLE001 - what broke here is told, then the process ends
             send(
                 FailReply(

@@ -97,7 +97,7 @@ class CandidateProcess(CallServer):
     def invoke(self, slot: int, copy_out: bool, checked: bool = True) -> None:
         ins, outs, scalars, _, _ = self._slot(slot)
         try:
-            with candidate_code():
+            with self.call_code():
                 self.side(ins, outs, scalars, copy_out=copy_out)
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
             raise Refused(call_status(exc), describe(exc)[:2000],

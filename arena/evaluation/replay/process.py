@@ -35,6 +35,7 @@ class ReplayProcess(CallServer):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.runs_candidate_code = False
         self.player: Any = None
         self.baseline: Any = None             # the task's baseline (arena.evaluation.sides.Side), once loaded
         self.replayed: set[int] = set()       # the slots whose calls replay records
@@ -153,7 +154,7 @@ class ReplayProcess(CallServer):
         if self.baseline is None:
             raise RuntimeError("a call of the baseline in a process that runs none")
         try:
-            with candidate_code():      # the task's own code: signals and the collector as for any side's
+            with self.call_code():      # the task's own code: signals and the collector as for any side's
                 self.baseline(ins, outs, scalars, copy_out=copy_out)
         except BaseException as exc:  # noqa: BLE001 - the task's code may raise anything
             raise BaselineFailed(call_status(exc), describe(exc)[:2000], context_lost=self._lost()) from None

@@ -109,10 +109,10 @@ def _fork_worker(request: dict[str, Any], fds: list[int], mode: str) -> tuple[in
             from arena.evaluation.trusted import process
 
             code = process.main([str(job_r), str(res_w), mode, *map(str, locks[2:])]) or 0
-        except BaseException:  # noqa: BLE001 - the child never returns into the server's loop
-            import traceback
+        except BaseException as exc:  # noqa: BLE001 - the child never returns into the server's loop
+            from arena.errors import last_words
 
-            traceback.print_exc()
+            last_words(exc)
         finally:
             os._exit(code)
     os.close(sync_w)
