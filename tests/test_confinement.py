@@ -289,10 +289,11 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
                                replay_remote=types.SimpleNamespace(peer=replay_peer),
                                slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
                                _stage_now=("correctness", "heldout", "c1"), gpu=False, _reference_bytes={},
-                               config_key="c1",
+                               _unmeasured={}, config_key="c1",
                                memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
                                                     80 * 2**30))
-    for name in ("allowance", "_confined", "_over", "check_device_memory", "memory_cause", "reference_bytes"):
+    for name in ("allowance", "_confined", "_over", "check_device_memory", "memory_cause", "reference_bytes",
+                 "unmeasured_note"):
         setattr(ev, name, getattr(Evaluation, name).__get__(ev))
     ev.memory.stand(3)
     allow = allowance(2**20, 2**30)
@@ -319,40 +320,50 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
     assert isinstance(ev.memory_cause(), GateFailure)
 
 
+def _measuring_evaluation(tmp_path, used: dict, killed: list, stage: tuple, key: str, expected, **more):
+    """An ``Evaluation``'s device-memory methods on a stand-in: the candidate process 4242 (killed into
+    ``killed``), the driver's per-process counts ``used``, ``expected`` as the reference's run."""
+    import types
+
+    from arena.evaluation.gpulock import GpuLock
+    from arena.evaluation.memory import MemoryAccount
+    from arena.evaluation.trusted.process import Evaluation
+
+    peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
+    ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
+                               remote=types.SimpleNamespace(peer=peer), base_remote=None, replay_remote=None,
+                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
+                               _stage_now=stage, gpu=True, _reference_bytes={}, _unmeasured={}, config_key=key,
+                               gpu_lock=GpuLock(None, None), sync=lambda: None,
+                               memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
+                                                    80 * 2**30), **more)
+    ev.expected, ev.make_inputs = expected, lambda seed: {"seed": seed}
+    for name in ("allowance", "working_allowance", "_confined", "_over", "check_device_memory", "memory_cause",
+                 "reference_bytes", "unmeasured_note"):
+        setattr(ev, name, getattr(Evaluation, name).__get__(ev))
+    return ev
+
+
 def test_the_allowance_grows_with_what_the_reference_itself_needs(tmp_path):
     """A candidate's process over the allowance its config's inputs and outputs give is not
     stopped before the task's own reference has been measured on that config (run once now, in
     the trusted process, where it had not run yet): a chain of operators whose temporaries dwarf
     its inputs and outputs may hold twice the reference's working memory. Past that it fails, and
     the message names the reference's figure; a later config keeps the most measured."""
-    import types
-
-    from arena.evaluation.gpulock import GpuLock
-    from arena.evaluation.memory import ALLOWANCE_REFERENCE, MemoryAccount, allowance
+    from arena.evaluation.memory import ALLOWANCE_REFERENCE, allowance
     from arena.evaluation.trusted.correctness import GateFailure
-    from arena.evaluation.trusted.process import MEASURE_SEED, Evaluation
+    from arena.evaluation.trusted.process import MEASURE_SEED
 
     killed: list[int] = []
     ran: list[tuple[str, int]] = []
     used = {4242: 0}
-    peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
-    ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
-                               remote=types.SimpleNamespace(peer=peer), base_remote=None, replay_remote=None,
-                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
-                               _stage_now=("performance", "seen", "big"), gpu=True, _reference_bytes={},
-                               config_key="big", gpu_lock=GpuLock(None, None), sync=lambda: None,
-                               memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
-                                                    80 * 2**30))
 
     def expected(ins):      # the reference's upcast run, as measured in the trusted process
         ran.append((ev.config_key, ins["seed"]))
         ev._reference_bytes[ev.config_key] = 6 * 2**30
         return []
 
-    ev.expected, ev.make_inputs = expected, lambda seed: {"seed": seed}
-    for name in ("allowance", "working_allowance", "_confined", "_over", "check_device_memory", "memory_cause",
-                 "reference_bytes"):
-        setattr(ev, name, getattr(Evaluation, name).__get__(ev))
+    ev = _measuring_evaluation(tmp_path, used, killed, ("performance", "seen", "big"), "big", expected)
     from_io = allowance(2**20, 2**30)
     assert ev.allowance() == from_io and ran == []          # nothing measured, nothing run for it
     used[4242] = from_io + 4 * 2**30                          # past what the inputs and outputs allow
@@ -369,6 +380,43 @@ def test_the_allowance_grows_with_what_the_reference_itself_needs(tmp_path):
     with pytest.raises(GateFailure) as info:
         ev.check_device_memory("after its timed calls")
     assert killed == [4242] and "2x the reference's own working memory (6.00 GiB)" in info.value.message
+
+
+def test_a_candidate_that_holds_the_devices_memory_fails_though_the_reference_cannot_be_measured_beside_it(tmp_path):
+    """A process over the allowance its config's inputs and outputs give has the reference
+    measured before it is judged; where the candidate holds the device's memory, that run finds
+    none. The shortage is not the harness's failure (HARNESS_ERROR, unscored, as a hoarder of
+    device memory got on an H200): the measure is left out, the candidate fails on the allowance
+    measured so far, and the message says why the reference's figure is missing."""
+    from arena.evaluation.memory import allowance
+    from arena.evaluation.trusted.correctness import GateFailure, task_failure
+
+    killed: list[int] = []
+    released: list[int] = []
+    used = {4242: 0}
+    runs: list[int] = []
+
+    def expected(ins):      # the reference, beside a process that holds all but 24 MiB of the device
+        runs.append(1)
+        raise task_failure("the reference", RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"))
+
+    ev = _measuring_evaluation(tmp_path, used, killed, ("correctness", "heldout", "c1"), "c1", expected,
+                               release_memory=lambda: released.append(1))
+    used[4242] = 118 * 2**30
+    with pytest.raises(GateFailure) as info:
+        ev.check_device_memory("after a call")
+    assert info.value.status is Status.RUNTIME_ERROR and info.value.fatal and killed == [4242]
+    assert "118.00 GiB" in info.value.message and "could not be measured" in info.value.message
+    assert "out of memory" in info.value.message and runs == [1] and released == [1]
+    assert ev.allowance(measure=True) == allowance(2**20, 2**30) and runs == [1]    # not tried again on the config
+
+    def broken(ins):        # any other failure of the reference is still the task's
+        raise task_failure("the reference", ValueError("shapes do not match"))
+
+    ev.expected, ev.config_key = broken, "c2"
+    with pytest.raises(GateFailure) as info:
+        ev.check_device_memory("after a call")
+    assert info.value.status is Status.TASK_ERROR
 
 
 def test_a_process_stopped_as_its_timed_buffers_go_back_fails_that_split(monkeypatch):

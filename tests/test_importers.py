@@ -2695,17 +2695,37 @@ def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypa
 
 def test_kernelbench_a_forward_slow_on_the_meta_device_is_probed_on_the_cpu(tmp_path, monkeypatch):
     """A recurrence runs step by step through Python on the meta device (a 6-layer GRU over 512 steps: 12 s a
-    probe): past META_SLOW_S, where one run fits the CPU's bounds, every probe runs on the CPU, and the report
-    says so."""
+    probe): past META_SLOW_S, where one run fits the CPU's memory bound and takes less CPU time there, every probe
+    runs on the CPU, and the report says so."""
     import arena.authoring.importers.kernelbench as kb
 
     monkeypatch.setattr(kb, "META_SLOW_S", 0.0)
+    monkeypatch.setattr(kb, "CPU_PROBE_SHARE", 100.0)    # this small GRU's first CPU run has one-time costs
     result, task = _imported(tmp_path, "kb_gru")
     assert any("on the meta device, so every probe ran on the CPU at full size" in d
                for d in _decisions(result.report()))
-    monkeypatch.setattr(kb, "CPU_PROBE_FLOPS", 0)        # one run past the CPU's bound: probed on the meta device
+    monkeypatch.setattr(kb, "CPU_PROBE_SHARE", 0.0)      # the CPU no faster than the meta device: probed there
     result, task = _imported(tmp_path / "meta", "kb_gru")
     assert not any("every probe ran on the CPU" in d for d in _decisions(result.report()))
+
+
+def test_kernelbench_a_recurrences_drafts_are_held_to_the_time_its_steps_take_one_after_another(tmp_path, monkeypatch):
+    """A recurrence's time is its steps one after another, not its FLOPs: KernelBench's six-layer
+    LSTMs and GRUs over 512 steps took 48-107 ms on an H200, past the timing window, at a few
+    GFLOP. The steps each config runs (sequence length x layers x directions) are counted as the
+    forward runs; a problem past a quarter of ``MAX_SERIAL_S`` is scaled down by its sequence
+    length (not its larger hidden size, which the steps do not follow), and no draft is past it."""
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "MAX_SERIAL_S", 2e-3)      # 80 steps of 25 us: the problem's 16 x 2 layers is past
+    result, task = _imported(tmp_path, "kb_gru")           # a quarter of it
+    seen, held = task.configs("seen"), task.configs("heldout")
+    first = seen[0].params
+    assert seen[0].name == "problem-scaled" and first["seq_len"] == 8
+    assert (first["hidden_size"], first["input_size"], first["batch_size"]) == (32, 16, 4)
+    for c in seen + held:
+        assert c.params["seq_len"] * 2 * common.RECURRENT_STEP_S <= 2e-3, (c.name, c.params)
+    assert any("recurrent steps one after another" in d for d in _decisions(result.report()))
 
 
 def test_kernelbench_sizes_assigned_in_one_chain_are_constants_of_their_own(tmp_path):

@@ -546,15 +546,19 @@ with candidate_code():                   # the candidate's code: a timer, its ha
     signal.signal(signal.SIGALRM, handler)  # started while signals are let through (a runtime's started
     threading.Thread(target=threading.Event().wait, daemon=True).start()   # inside a call takes them too)
     signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+def harness(seconds):                   # the harness's own code, waiting in system calls as it does (a
+    start = time.monotonic()            # wait checks for signals as it ends)
+    while time.monotonic() - start < seconds:
+        time.sleep(0.0005)
+harness(0.3)                            # what the request does after the candidate's code, before its reply
+after_code = len(ran)
 proc.answer(KernelsRequest())           # the request ends, its reply is made
-start = time.monotonic()
-while time.monotonic() - start < 0.3:   # the harness's own code until the next request, waiting in
-    time.sleep(0.0005)                  # system calls as it does (a wait checks for signals as it ends)
+harness(0.3)                            # until the next request
 outside = len(ran)
 with candidate_code():
     inside, back = len(ran), signal.getsignal(signal.SIGALRM) is handler
 signal.setitimer(signal.ITIMER_REAL, 0, 0)
-print(outside, inside, back)
+print(after_code, outside, inside, back)
 """
 
 
@@ -571,10 +575,11 @@ def test_no_signal_handler_of_the_candidates_runs_in_the_harnesss_code_between_r
     the main thread whichever thread took the signal: a thread started while the candidate's
     code ran (with signals let through) takes its timer's signals, and its handler ran in the
     harness's code between requests (about 150 times in 0.3 s here), where it could launch work beside
-    another side's timed calls. After each request the candidate's handlers are set aside for
-    one that notes the signal; as its code next begins they are back and what came is raised
+    another side's timed calls. As its code returns (and after each request) the candidate's
+    handlers are set aside for one that notes the signal; as its code next begins they are back and what came is raised
     again, so the handler runs there. In a process of its own."""
-    outside, inside, back = _alone(SIGNALS_BETWEEN_REQUESTS).split()
+    after_code, outside, inside, back = _alone(SIGNALS_BETWEEN_REQUESTS).split()
+    assert after_code == "0", f"the candidate's handler ran {after_code} times in its request's harness code"
     assert outside == "0", f"the candidate's handler ran {outside} times in the harness's code"
     assert int(inside) >= 1 and back == "True"   # the signal that came is delivered in the candidate's code
 

@@ -334,6 +334,9 @@ def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_
         def working_allowance(self, measure=False):
             return 1 << 30
 
+        def unmeasured_note(self):
+            return " (the reference's working memory on this config could not be measured: out of memory)"
+
     rc = object.__new__(ReplayedCandidate)
     rc.ev, rc.kept = _Ev(), {}
     rc._within_allowance(CallRecord(kept=[KeptMemory(1, 600 << 20)]))
@@ -341,6 +344,7 @@ def test_a_record_asking_the_replay_for_more_memory_than_the_candidate_may_hold_
     with pytest.raises(GateFailure) as info:
         rc._within_allowance(CallRecord(ops=[RecordedOp(kind="alloc", nbytes=500 << 20)]))
     assert info.value.status is Status.RUNTIME_ERROR and "working allowance" in str(info.value)
+    assert "could not be measured" in str(info.value)     # why the allowance is what it is, where it is
     with pytest.raises(GateFailure):
         rc._within_allowance(CallRecord(kept=[KeptMemory(2, 600 << 20)]))
 

@@ -134,9 +134,9 @@ def between_requests() -> None:
 
 @contextlib.contextmanager
 def candidate_code() -> Any:
-    """Signals delivered and the collector on while candidate code runs; both as they were
-    (between requests: held) when it returns, or raises (a handler that raises as signals are
-    let through is still inside)."""
+    """Signals delivered, the candidate's handlers in place and the collector on while candidate
+    code runs; as they were (between requests: held, set aside) when it returns, or raises (a
+    handler that raises as signals are let through is still inside)."""
     collecting, before = gc.isenabled(), None
     try:
         gc.enable()
@@ -147,6 +147,7 @@ def candidate_code() -> Any:
         if not collecting:
             gc.disable()
         _SIGMASK(_SETMASK, _ASYNC_SIGNALS if before is None else before)
+        _SET_ASIDE()    # the harness's code that follows, in this request too, runs none of its handlers
 
 
 @contextlib.contextmanager
@@ -590,7 +591,8 @@ class CallServer:
 
     def answer(self, req: Any) -> Any:
         """A request served, then its reply once no handler of the candidate's can run any more
-        (``_handlers``) and the device is idle (``settle``)."""
+        (``_handlers``: set aside as its code returns, and again here for one a finalizer of its
+        set in the harness's code) and the device is idle (``settle``)."""
         reply = self.handle(req)
         _SET_ASIDE()
         return self.settle(reply)

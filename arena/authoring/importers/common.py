@@ -48,6 +48,42 @@ SCALED_BYTES = MAX_CONFIG_BYTES // 4
 SLOW_CALLS = {re.compile(r"(?i)conv(_?transpose)?[123]d|convtranspose[123]d"): 20.0}
 
 
+# A recurrence runs its steps one after another, whatever their FLOPs: on an H200 (2026-11-28, KernelBench level 3's
+# six-layer LSTMs and GRUs, hidden size 256, batch 10-40, 128-1,026 steps, eight evaluations sharing the GPU) a
+# layer's step took 14-37 us one way, 28-53 us both ways; the problems' own 512 steps took 48-107 ms, past the timing
+# window. A config's serial time is taken as its steps x layers x directions x this, and held to the window's top
+# (``MAX_SERIAL_S``; a base scaled down to a quarter of it, as for the FLOPs).
+RECURRENT_STEP_S = 25e-6
+MAX_SERIAL_S = 0.05
+
+
+def recurrent_steps(model: Any) -> Callable[[], int]:
+    """Hooks on ``model``'s recurrent modules that count the steps its forward runs one after
+    another (a layer's step in one direction each: sequence length x layers x directions for an
+    ``nn.RNN``/``LSTM``/``GRU`` call, one for a cell's); returns the count so far."""
+    count = [0]
+
+    def rnn(module: Any, args: tuple) -> None:
+        x = args[0] if args else None
+        if isinstance(x, torch.nn.utils.rnn.PackedSequence):
+            steps = len(x.batch_sizes)
+        elif isinstance(x, torch.Tensor):
+            steps = x.shape[1] if x.dim() == 3 and module.batch_first else x.shape[0]
+        else:
+            return
+        count[0] += int(steps) * module.num_layers * (2 if module.bidirectional else 1)
+
+    def cell(module: Any, args: tuple) -> None:
+        count[0] += 1
+
+    for m in model.modules():
+        if isinstance(m, torch.nn.RNNBase):
+            m.register_forward_pre_hook(rnn)
+        elif isinstance(m, torch.nn.RNNCellBase):
+            m.register_forward_pre_hook(cell)
+    return lambda: count[0]
+
+
 def work_factor(calls: Iterable[str]) -> tuple[float, str | None]:
     """How many of the FLOP bounds' FLOPs one FLOP of a reference making ``calls`` (module types, functions) costs,
     and the call that makes it so (None where it is 1)."""
@@ -1475,15 +1511,21 @@ def _prime_below(v: int) -> int:
 
 
 def _shrunk(base: dict[str, int], keys: Iterable[str], fits: Callable[[dict], bool], valid: Callable[[dict], bool],
-            floor: int = 4) -> dict[str, int]:
+            floor: int = 4, excess: Callable[[dict], float] | None = None) -> dict[str, int]:
     """``base`` with its largest sizes among ``keys`` halved, one at a time, until ``fits``
-    accepts it; a halving ``valid`` refuses freezes that size."""
+    accepts it; a halving ``valid`` refuses freezes that size. With ``excess`` (how far a config is
+    past the bounds), the size halved is the one whose halving brings it down the most (a
+    recurrence's steps, not its hidden size, where the steps are what is past)."""
     out = dict(base)
     frozen: set[str] = set()
     for _ in range(200):
         if fits(out):
             break
         cands = [k for k in sorted(keys, key=lambda k: -out[k]) if k not in frozen and out[k] > floor]
+        if excess is not None:
+            now = excess(out)
+            gain = {k: now - excess({**out, k: max(floor, out[k] // 2)}) for k in cands}
+            cands = sorted((k for k in cands if gain[k] > 0), key=lambda k: -gain[k]) or cands
         if not cands:
             break
         trial = {**out, cands[0]: max(floor, out[cands[0]] // 2)}
@@ -1585,7 +1627,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                   size: Callable[[dict], int], seen_name: str, nbytes: Callable[[dict], int] | None = None,
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,
                   calls: Iterable[str] = (), temporaries: Callable[[dict], int] | None = None,
-                  smoke_keeps: Iterable[str] = (),
+                  smoke_keeps: Iterable[str] = (), serial: Callable[[dict], float] | None = None,
                   ) -> tuple[list[dict], list[dict], list[dict], list[str], list[dict]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
     where ``valid`` accepts it; notes on what could not be drafted; spare held-out drafts (each
@@ -1598,7 +1640,8 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
     ``SCALED_FLOPS`` is scaled down first (the seen configs' first is then the scaled one), and
     no draft past ``MAX_CONFIG_BYTES`` or ``MAX_CONFIG_FLOPS`` is kept; ``calls``: what the reference calls, its
     FLOPs counted ``work_factor(calls)`` times against the bounds; ``temporaries``: the bytes the reference has alive
-    at once past its outputs', counted with the inputs' and outputs' against the bytes bounds."""
+    at once past its outputs', counted with the inputs' and outputs' against the bytes bounds; ``serial``: the seconds
+    its steps that run one after another take (a recurrence's), held to ``MAX_SERIAL_S`` as the FLOPs are."""
     notes = []
     io_b = nbytes or (lambda c: 0)
     temp_b = temporaries or (lambda c: 0)
@@ -1608,22 +1651,31 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
     def cost_b(c: dict) -> int:
         return io_b(c) + temp_b(c)
 
-    def fits(c: dict, b: float = MAX_CONFIG_BYTES, f: float = MAX_CONFIG_FLOPS) -> bool:
-        return cost_b(c) <= b and cost_f(c) * factor <= f
+    serial_s = serial or (lambda c: 0.0)
+
+    def fits(c: dict, b: float = MAX_CONFIG_BYTES, f: float = MAX_CONFIG_FLOPS, t: float = MAX_SERIAL_S) -> bool:
+        return cost_b(c) <= b and cost_f(c) * factor <= f and serial_s(c) <= t
 
     def cost(c: dict) -> str:
         temps = cost_b(c) - io_b(c)
         return (f"{io_b(c) / 2**30:.2f} GiB of inputs and outputs"
                 + (f" and {temps / 2**30:.2f} GiB of the reference's temporaries" if temps > 0 else "")
-                + (f", {cost_f(c) / 1e9:.3g} GFLOP" if work else ""))
+                + (f", {cost_f(c) / 1e9:.3g} GFLOP" if work else "")
+                + (f", {serial_s(c) / RECURRENT_STEP_S:.0f} recurrent steps one after another" if serial else ""))
 
     first: dict[str, Any] = {"name": seen_name, **base}
-    if not fits(base, SCALED_BYTES, SCALED_FLOPS) and vary:
-        scaled = _shrunk(base, vary, lambda c: fits(c, SCALED_BYTES, SCALED_FLOPS), valid, floor=MIN_VARIED)
+    def excess(c: dict) -> float:
+        return max(cost_b(c) / SCALED_BYTES, cost_f(c) * factor / SCALED_FLOPS, serial_s(c) / (MAX_SERIAL_S / 4))
+
+    if not fits(base, SCALED_BYTES, SCALED_FLOPS, MAX_SERIAL_S / 4) and vary:
+        scaled = _shrunk(base, vary, lambda c: fits(c, SCALED_BYTES, SCALED_FLOPS, MAX_SERIAL_S / 4), valid,
+                         floor=MIN_VARIED, excess=excess if serial else None)
         changed = ", ".join(f"{k} {base[k]} -> {scaled[k]}" for k in base if scaled[k] != base[k])
         bound = f"{MAX_CONFIG_BYTES / 2**30:.1f} GiB, {MAX_CONFIG_FLOPS / factor / 1e12:.3g} TFLOP" + (
             f" of {slow}, counted {factor:g} times: an H100 runs fp32 convolutions at down to 1/{factor:g} of a "
-            "matrix product's rate" if slow else "")
+            "matrix product's rate" if slow else "") + (
+            f", {MAX_SERIAL_S / RECURRENT_STEP_S:.0f} recurrent steps one after another (a layer's step in one "
+            f"direction: {RECURRENT_STEP_S * 1e6:.0f} us on an H200)" if serial else "")
         if changed and fits(scaled):
             notes.append(f"the {seen_name}'s own sizes need {cost(base)}; drafts up to 4 times that must stay within "
                          f"what the harness draws and checks beside other evaluations ({bound}): they are made around "

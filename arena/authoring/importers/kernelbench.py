@@ -18,6 +18,7 @@ from arena.authoring.importers.common import (
     MAX_CONFIG_BYTES,
     MIN_VARIED,
     RANDOM_FUNCS,
+    RECURRENT_STEP_S,
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
@@ -25,11 +26,13 @@ from arena.authoring.importers.common import (
     Fitter,
     ImportResult,
     ImportStop,
+    ProbeTimeout,
     Untranslatable,
     bound_by_imports,
     call_name,
     count_bytes,
     count_elements,
+    cpu_time_limit,
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
@@ -49,6 +52,7 @@ from arena.authoring.importers.common import (
     parse_source,
     peak_bytes_mode,
     product_formula,
+    recurrent_steps,
     resolve_task_id,
     roofline_draft,
     rounding_tolerance,
@@ -81,6 +85,7 @@ class _Run:
     output: Any
     flops: int
     peak: int = 0     # the forward pass's temporaries and outputs alive at once, at most (bytes)
+    steps: int = 0    # the recurrent steps it ran one after another (``recurrent_steps``)
 
 
 def _init_args(value: Any) -> tuple[list, dict]:
@@ -102,9 +107,10 @@ def _first_case(value: Any) -> tuple[list, int]:
 
 
 # a problem whose forward takes longer than this on the meta device is probed on the CPU instead, where its one run
-# needs at most this work and memory
+# needs at most this memory and this share of the meta run's CPU time (its probes then cost less than they would on
+# the meta device)
 META_SLOW_S = 3.0
-CPU_PROBE_FLOPS = 5 * 10**10
+CPU_PROBE_SHARE = 1.0
 CPU_PROBE_BYTES = 2 * 10**9
 RECURRENT = ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell")
 LIFTED_PREFIX = "dim"     # the names of the sizes lifted from get_inputs / get_init_inputs: dim0, dim1, ...
@@ -350,9 +356,10 @@ class ModuleProblem:
         model, args, kwargs, ns = self._model(params, device)
         with torch.device(device), torch.no_grad():
             inputs, self.cases = _first_case(ns["get_inputs"]())
+            steps = recurrent_steps(model)
             with flop_counter() as counter, peak_bytes_mode() as peak:
                 out = model(*inputs)
-        return _Run(model, args, kwargs, inputs, out, counter.get_total_flops(), peak.peak)
+        return _Run(model, args, kwargs, inputs, out, counter.get_total_flops(), peak.peak, steps())
 
     def probe(self, params: dict[str, Any], device: str = "meta") -> _Run:
         """``run`` as a probe keeps it: for its shapes, its tensors on the meta device (``shapes_only``)."""
@@ -360,7 +367,7 @@ class ModuleProblem:
         if device == "meta":
             return r
         return _Run(shapes_only(r.model), shapes_only(r.init_args), shapes_only(r.init_kwargs), shapes_only(r.inputs),
-                    shapes_only(r.output), r.flops, r.peak)
+                    shapes_only(r.output), r.flops, r.peak, r.steps)
 
     def output_tensors(self, out: Any) -> list[torch.Tensor]:
         lines = [n.lineno for n in ast.walk(self.forward) if isinstance(n, ast.Return)]
@@ -957,12 +964,17 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         base = problem.run(consts, "meta")
         problem.output_tensors(base.output)
         seconds = time.process_time() - start
-        if seconds > META_SLOW_S and base.flops <= CPU_PROBE_FLOPS and base.peak <= CPU_PROBE_BYTES:
+        if seconds > META_SLOW_S and base.peak <= CPU_PROBE_BYTES:
             # a recurrence runs step by step through Python on the meta device (a 6-layer GRU over 512 steps: 40 s a
-            # probe, of some 20); on the CPU the same run takes a second
-            slow_on_meta = seconds
-            device = "cpu"
-            base = problem.run(consts, "cpu")
+            # probe, of some 20); on the CPU the same run takes a second. Its work does not say how long the CPU
+            # takes (a bidirectional 6-layer LSTM's 89 GFLOP: 1 s), so the CPU is tried for the meta run's time.
+            try:
+                with cpu_time_limit(seconds * CPU_PROBE_SHARE):
+                    on_cpu = problem.run(consts, "cpu")
+            except ProbeTimeout:
+                pass
+            else:
+                slow_on_meta, device, base = seconds, "cpu", on_cpu
     except ImportStop:
         raise
     except Exception as first:  # noqa: BLE001 - retried on the CPU, then reported in one line
@@ -977,6 +989,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                 path=path,
             ) from None
     outs = problem.output_tensors(base.output)
+    problem_steps = base.steps      # a recurrence's: its drafts are held to what its steps take one after another
     fitter = Fitter(consts, lambda params: problem.probe(params, device))
     fitter._cache[()] = base
     decisions: list[str] = []
@@ -1349,9 +1362,15 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
                          nbytes, enough) if len(listed) >= 2 and below and (
         device == "meta" or len(below) == len(listed)) else []
     base = max((g for _, _, g in growth), key=nbytes) if growth else params
+    def serial(cfg: dict) -> float:
+        """The seconds a config's recurrent steps take one after another (``RECURRENT_STEP_S`` each)."""
+        r = run_at(cfg)
+        return r.steps * RECURRENT_STEP_S if isinstance(r, _Run) else 0.0
+
     seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
                                                 work if flops_ok else None, calls=calls, temporaries=temporaries,
-                                                smoke_from=params if growth else None)
+                                                smoke_from=params if growth else None,
+                                                serial=serial if problem_steps else None)
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to (or grown)
     if growth:
         grew = [{"name": f"case{i}", **g, **grown_from(c, g)} for i, c, g in growth]

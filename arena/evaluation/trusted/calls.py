@@ -370,7 +370,8 @@ class ReplayedCandidate:
         if asked > allow:
             raise GateFailure(Status.RUNTIME_ERROR, f"the call's record asks for {asked / 2**30:.2f} GiB of device "
                                                     f"memory (allocated in the call and kept between calls), past the "
-                                                    f"candidate's working allowance of {allow / 2**30:.2f} GiB")
+                                                    f"candidate's working allowance of {allow / 2**30:.2f} GiB"
+                                                    + self.ev.unmeasured_note())
         self.kept = kept
 
     def _make(self, slot: int, seed: int, trace: bool) -> Any:

@@ -115,6 +115,7 @@ class Evaluation:
         self._io_bytes = 0
         # per config (its key): the most device memory the reference's upcast run held beyond its inputs (``expected``)
         self._reference_bytes: dict[str, int] = {}
+        self._unmeasured: dict[str, str] = {}     # config -> why its reference's working memory was not measured
         self.held: dict[str, dict[str, float]] = {}  # per split: the candidate's most, at a check
         self._slot_ids = 0
         self._lost_at = ""
@@ -209,12 +210,31 @@ class Evaluation:
         of this evaluation so far (its process's allocator keeps what an earlier config needed),
         as this process measured it (``expected``). ``measure``: where the current config's run
         has not been measured yet, run the reference once now, on the inputs of a fixed seed (a
-        check that would otherwise stop the candidate before the reference ran on its config)."""
-        if measure and self.gpu and self.config_key not in self._reference_bytes:
-            with self.gpu_lock.shared("reference"):
-                self.expected(self.make_inputs(MEASURE_SEED))
-                self.sync()
+        check that would otherwise stop the candidate before the reference ran on its config).
+        The measure is asked for only where the candidate's process holds (or its record asks for)
+        more than the allowance without it: where the device has no memory left for that run, it
+        is not taken, and the candidate is judged on what was measured before (its hoard is what
+        the reference could not run beside, not the harness's failure)."""
+        key = self.config_key
+        if measure and self.gpu and key not in self._reference_bytes and key not in self._unmeasured:
+            from arena.evaluation.trusted.correctness import out_of_memory
+
+            try:
+                with self.gpu_lock.shared("reference"):
+                    self.expected(self.make_inputs(MEASURE_SEED))
+                    self.sync()
+            except Exception as exc:  # noqa: BLE001 - a shortage of device memory, told apart by its words
+                message = exc.message if isinstance(exc, GateFailure) else f"{type(exc).__name__}: {exc}"
+                if not out_of_memory(message):
+                    raise
+                self._unmeasured[key] = message.splitlines()[0][:300]
+                self.release_memory()
         return max(self._reference_bytes.values(), default=0)
+
+    def unmeasured_note(self) -> str:
+        """Why the current config's reference was not measured for the allowance, or nothing."""
+        why = self._unmeasured.get(self.config_key)
+        return f" (the reference's working memory on this config could not be measured: {why})" if why else ""
 
     def check_device_memory(self, where: str) -> None:
         """After the candidate's code ran: its process within its allowance, else its failure
@@ -257,7 +277,8 @@ class Evaluation:
             f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
             f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
             f"{ALLOWANCE_IO}x the config's inputs and outputs, {ALLOWANCE_REFERENCE}x the reference's own working "
-            f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most)",
+            f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most)"
+            + self.unmeasured_note(),
             fatal=True,
         )
 
