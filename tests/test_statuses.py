@@ -182,3 +182,48 @@ def test_no_compiler_on_cpu_says_so(scale, cpu, monkeypatch):
     assert v.status is Status.NOT_RUNNABLE and not v.status.scored
     assert v.message == "not compiled: no nvcc or hipcc; not run: no GPU"
     assert not any(b["ok"] for b in v.build["builds"])
+
+
+def test_an_evaluation_that_runs_out_of_device_memory_before_the_candidate_loads_starts_again(axpy, cpu,
+                                                                                               monkeypatch):
+    """Another evaluation's candidate holding the GPU's memory past its allowance (until its own
+    evaluation stops it) left a neighbour's candidate process no memory for its device context:
+    HARNESS_ERROR on an H200, a verdict the neighbour did nothing to earn. Nothing of the candidate
+    had run, so the evaluation starts again after a wait (at most ``STARVED_WAITS_S``); a shortage
+    after the candidate was loaded, or a setup that fails otherwise, is not started again."""
+    import arena.evaluation.parent as parent
+    from arena.evaluation.protocol import FailureFrame, LoadedFrame
+
+    starved = FailureFrame(status=Status.HARNESS_ERROR, message="the candidate process's setup failed: "
+                           "AcceleratorError: CUDA error: out of memory")
+    later = FailureFrame(status=Status.RUNTIME_ERROR, message="its own failure")
+    runs: list[int] = []
+    waits: list[float] = []
+    script: list[list] = []
+
+    def worker(*args, **kwargs):
+        runs.append(1)
+        frames = script.pop(0)
+        return [(0.0, f) for f in frames], {"timed_out": None, "returncode": 0, "log_tail": "", "phases": {}}
+
+    monkeypatch.setattr(parent, "_run_worker", worker)
+    monkeypatch.setattr(parent.time, "sleep", waits.append)
+    path = axpy.path / "baseline.py"
+
+    script[:] = [[starved], [starved], [LoadedFrame(), later]]
+    v = evaluate(axpy, Candidate(axpy, path, origin="test"), ["smoke"], cpu)[0]
+    assert len(runs) == 3 and waits == list(parent.STARVED_WAITS_S[:2])
+    assert v.status is Status.RUNTIME_ERROR and v.phases["starved_starts"] == 2
+
+    runs.clear(), waits.clear()
+    script[:] = [[starved]] * (len(parent.STARVED_WAITS_S) + 1)
+    v = evaluate(axpy, Candidate(axpy, path, origin="test"), ["smoke"], cpu)[0]
+    assert len(runs) == len(parent.STARVED_WAITS_S) + 1 and v.status is Status.HARNESS_ERROR   # not for ever
+
+    for frames in ([LoadedFrame(), starved],            # out of memory with the candidate's code loaded
+                   [FailureFrame(status=Status.HARNESS_ERROR, message="the candidate process's setup failed: "
+                                                                       "no such file")]):
+        runs.clear(), waits.clear()
+        script[:] = [frames]
+        evaluate(axpy, Candidate(axpy, path, origin="test"), ["smoke"], cpu)
+        assert len(runs) == 1 and waits == []

@@ -135,6 +135,18 @@ def sandbox_record(f: SandboxFrame) -> dict[str, Any]:
     return {"sandbox": ", ".join(applied) or "none", **({"sandbox_missing": missing} if missing else {})}
 
 
+def starved_before_load(frames: Sequence[Any]) -> bool:
+    """Did the evaluation's processes run out of device memory before the candidate was loaded (a
+    device context, the setup's buffers)? Nothing of the candidate had run: the harness's failure
+    (HARNESS_ERROR), which ``arena.evaluation.parent.evaluate`` answers by starting again."""
+    from arena.evaluation.trusted.correctness import out_of_memory
+
+    if any(isinstance(f, LoadedFrame) for f in frames):
+        return False
+    failure = next((f for f in frames if isinstance(f, FailureFrame)), None)
+    return failure is not None and failure.status is Status.HARNESS_ERROR and out_of_memory(failure.message)
+
+
 def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequence[Any],
              exit_info: Mapping[str, Any], base: dict[str, Any], build_info: dict[str, Any],
              device: Device) -> list[Verdict]:

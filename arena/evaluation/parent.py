@@ -29,7 +29,7 @@ from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation import memory, processes
 from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
-from arena.evaluation.decision import assemble, phase_times
+from arena.evaluation.decision import assemble, phase_times, starved_before_load
 from arena.evaluation.protocol import REPORTS, JobFrame, ProtocolError, SplitDoneFrame, StageFrame, decode, encode
 from arena.evaluation.sandbox import confine
 from arena.records import ConfigResult, Status, Verdict, file_sha256, utc_now
@@ -284,6 +284,13 @@ def configs_of_splits(
     return out
 
 
+# An evaluation whose processes ran out of device memory before the candidate was loaded (a device context, the
+# setup's buffers: another evaluation's candidate holding the GPU's memory past its allowance, until its own
+# evaluation stops it at its next check) starts again after each of these waits; nothing of the candidate had run.
+# A check that runs out of memory waits so for such a hoarder too (trusted.correctness.retry_after_oom).
+STARVED_WAITS_S = (2.0, 10.0, 30.0)
+
+
 def evaluate(
     task: Task,
     candidate: Candidate,
@@ -403,7 +410,19 @@ def evaluate(
         splits=[{"split": s, "configs": [c.as_dict() for c in cfgs]} for s, cfgs in split_configs.items()],
         timeouts=dict(timeouts),
     )
-    frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by, on_wait)
+    waits = list(STARVED_WAITS_S)
+    while True:
+        frames, exit_info = _run_worker(job, device, timeouts, work_dir, task, candidate, private_dirs, end_by,
+                                        on_wait)
+        if not waits or not starved_before_load([f for _, f in frames]) or (
+                end_by is not None and time.monotonic() + waits[0] >= end_by):
+            break
+        wait = waits.pop(0)
+        if on_wait is not None:
+            on_wait(f"out of device memory before the candidate was loaded; starting again in {wait:g} s")
+        time.sleep(wait)
+    if len(waits) < len(STARVED_WAITS_S):
+        exit_info["phases"]["starved_starts"] = len(STARVED_WAITS_S) - len(waits)
     verdicts = assemble(task, split_configs, [f for _, f in frames], exit_info, base, build_info, device)
     held = {f.split: f.memory for _, f in frames if isinstance(f, SplitDoneFrame)}
     for v in verdicts:
