@@ -53,7 +53,7 @@ from arena.evaluation.protocol import (
 )
 from arena.evaluation.sides import Side
 from arena.evaluation.trusted.calls import MESSAGE_CHARS, CandidateHandle, SharedSet
-from arena.evaluation.trusted.correctness import GateFailure, check_config, task_failure
+from arena.evaluation.trusted.correctness import GateFailure, check_config, out_of_memory, task_failure
 from arena.records import Status
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
@@ -217,8 +217,6 @@ class Evaluation:
         the reference could not run beside, not the harness's failure)."""
         key = self.config_key
         if measure and self.gpu and key not in self._reference_bytes and key not in self._unmeasured:
-            from arena.evaluation.trusted.correctness import out_of_memory
-
             try:
                 with self.gpu_lock.shared("reference"):
                     self.expected(self.make_inputs(MEASURE_SEED))
