@@ -254,6 +254,8 @@ def test_kernelbench_a_strided_windows_quotient_gets_its_phase(tmp_path):
     ("kb_group_norm", "features % num_groups == 0"),
     ("kb_avgpool", "height >= kernel_size and width >= kernel_size"),
     ("kb_padded_pool", "kernel_size >= 2 * padding"),
+    ("kb_grouped_squeeze", "in_channels % groups == 0 and out_channels % (4 * groups) == 0"),
+    ("kb_pool_unpool", "height % 4 == 0 and width % 4 == 0"),
 ])
 def test_kernelbench_a_relation_the_original_needs_becomes_the_spaces_constraint(tmp_path, fixture, constraint):
     """Draws from the draft shape_space that the original refuses: the one relation between two parameters
@@ -666,6 +668,82 @@ def test_kernelbench_a_buffer_the_module_makes_from_its_sizes_is_made_by_the_ref
     assert "the model's buffer self.mask is made by its __init__ from its sizes alone" in result.report()
     assert "reference.py computes what Model.forward computes" in result.report()
     assert not [p for p in result.report().splitlines() if "do not depend on" in p]
+
+
+def test_kernelbench_a_buffer_a_submodule_makes_from_the_sizes_it_is_given_is_made_by_the_reference(tmp_path):
+    """The mask is a submodule's (``self.attn = MaskedAttention(hidden, length=2 * max_len)``, a class of the
+    problem's file): its ``__init__``'s arguments are read through the call that makes it, and the reference makes
+    the buffer from the problem's constants. Before, only the model's own buffers were made, and KernelBench's
+    MiniGPT block's mask was an input drawn at random, on which its outputs did not depend (refused). The length
+    sizes only the mask, so it is not varied: the held-out configs vary the sizes the kernel sees."""
+    result, task = _imported(tmp_path, "kb_block_causal_mask")
+    assert "attn_bias" not in [s.name for s in task.inputs]
+    ref = (tmp_path / "torch2hip" / "kb_block_causal_mask" / "reference.py").read_text()
+    assert ("attn_bias = torch.tril(torch.ones(2 * max_seqlen, 2 * max_seqlen)).view(1, 2 * max_seqlen, "
+            "2 * max_seqlen)") in ref
+    assert "'attn.bias': attn_bias" in ref
+    report = result.report()
+    assert "the model's buffer self.attn.bias is made by its __init__ from its sizes alone" in report
+    assert "max_seqlen sizes only the buffers the reference makes" in report
+    assert "reference.py computes what Model.forward computes" in report
+    assert not [p for p in report.splitlines() if "do not depend on" in p]
+    held = task.configs("heldout")
+    assert len(held) >= 4 and {c.params["max_seqlen"] for c in [*held, *task.configs("seen")]} == {64}
+    assert len({c.params["seq_len"] for c in held}) >= 3
+
+
+def test_kernelbench_a_size_no_formula_follows_is_fixed_and_sizes_unpacked_in_one_statement_are_varied(tmp_path):
+    """A DenseNet's growth rate (a number get_init_inputs writes) sets channel counts through halving transitions no
+    formula of the importer writes, so the signature keeps them as numbers and no config that changes the growth
+    rate matches it: it is kept fixed (before, every seen draft doubled or halved it, the original refused each, and
+    the task had one seen config; the shape_space drew it too, and every draw was refused). The image's sides,
+    ``height, width = 48, 40``, are constants of their own and are varied (before, they were numbers in x's shape)."""
+    result, task = _imported(tmp_path, "kb_dense_transition")
+    report = result.report()
+    assert "dim0 changes tensors' shapes in a way no formula here writes" in report
+    assert tuple(task.inputs[0].shape) == ("batch_size", 3, "height", "width")
+    configs = [*task.configs("seen"), *task.configs("heldout")]
+    assert len(task.configs("seen")) >= 3 and len(task.configs("heldout")) >= 4
+    assert {c.params["dim0"] for c in configs} == {12}
+    assert len({(c.params["height"], c.params["width"]) for c in configs}) >= 5
+    assert task.shape_space["dim0"] == {"choices": [12]}
+    assert _refused_draws(task, FIX / "kb_dense_transition.py") == []
+
+
+def test_seen_drafts_vary_the_next_size_where_the_original_refuses_the_largests():
+    """The seen drafts double and halve the largest size; where the original refuses every such draft (a size it
+    ties to its weights), they vary the next size instead of leaving one seen config. And the held-out aspect
+    draft is the pair of sizes that keeps the work nearest the base's: a classifier's width quartered and the batch
+    quadrupled is four times a network's work (KernelBench's ShuffleNet: 53.5 ms on an H200, past the window)."""
+    from arena.authoring.importers.common import draft_configs
+
+    base = {"classes": 1000, "height": 224, "width": 224, "batch": 10}
+
+    def size(c):    # the network's activations: the batch times the image; the classifier barely counts
+        return c["batch"] * 3 * c["height"] * c["width"] + c["batch"] * c["classes"]
+
+    def valid(c):
+        return c["classes"] == 1000 or c == base
+
+    seen, held, _, _, _ = draft_configs(base, list(base), valid, size, "problem", nbytes=lambda c: 4 * size(c))
+    assert [s["name"] for s in seen] == ["problem", "draft-x2", "draft-half"]
+    assert [s["height"] for s in seen] == [224, 448, 112] and {s["classes"] for s in seen} == {1000}
+    assert [s["#"] for s in seen[1:]] == ["DRAFT: height doubled", "DRAFT: height halved"]
+    aspect = next(h for h in held if h["name"] == "draft-aspect")
+    assert 0.5 <= size(aspect) / size(base) <= 2, aspect
+
+
+def test_kernelbench_a_smoke_config_degenerate_where_it_is_shrunk_that_far_is_grown_back(tmp_path):
+    """A softmax over a width pooled eight times narrower: the smoke config shrunk to a width of 8 takes it over one
+    value, every output 1, and the convolution before it is read by nothing (the self-check refused KernelBench's
+    UNet with softmax so: "the outputs do not depend on input bottleneck_double_conv_0_weight"). Where the smoke
+    config's outputs are degenerate, one of its sizes is doubled (or made four times as large), the smallest such
+    config first, until they are not."""
+    result, task = _imported(tmp_path, "kb_pooled_softmax")
+    assert result.check_problems == [], result.check_problems
+    smoke = task.configs("smoke")[0].params
+    assert smoke["width"] // 8 >= 2 and smoke["width"] < 256, smoke
+    assert "gave degenerate outputs" in result.report() and "2 times as large, 16, they are not" in result.report()
 
 
 def test_kernelbench_fixture_with_randomness_is_refused(tmp_path):

@@ -483,12 +483,7 @@ class CallServer:
                 ) from None
         finally:
             gc.collect()  # finalizers of the candidate's garbage run now, before the checks below
-            if self.spec is not None and self.spec.trusted:
-                # the task's own eager reference, run as the torch2hip starting point, leaves its intermediates
-                # in the caching allocator; they are the harness's to give back before this process's memory is
-                # held to its allowance (a candidate's own process memory is its business). Not in timed calls.
-                if self.torch.cuda.is_initialized():
-                    self.torch.cuda.empty_cache()
+            self._release_trusted_cache()
         host_us = (time.perf_counter() - t0) * 1e6
         self.guard("the candidate's call")
         self._outputs_intact(req.slot)
@@ -555,12 +550,21 @@ class CallServer:
                 f"kernel of the candidate's named like one of them): {exc}",
             ) from None
         self.guard("the candidate's timed calls")
+        self._release_trusted_cache()
         return SessionReply(
             samples=[StepSample(span_us=s, events_us=e, activities=dict(a)) for s, e, a in samples],
             warnings=[f"{j}: {w}" for j, w in warnings],
             profiler_s=round(self.timer.profiler_s - prof0, 3),
             parts={k: round(v, 6) for k, v in self.timer.step_parts.items()},
         )
+
+    def _release_trusted_cache(self) -> None:
+        """The task's own eager reference, run as the torch2hip starting point, leaves its intermediates (and
+        cuDNN's workspaces) in the caching allocator; they are the harness's to give back before this process's
+        memory is held to its allowance, after a checked call and after the timed ones (not between timed calls:
+        a call that allocates again would be timed doing it). A candidate's own process memory is its business."""
+        if self.spec is not None and self.spec.trusted and self.torch.cuda.is_initialized():
+            self.torch.cuda.empty_cache()
 
     # -- checks --------------------------------------------------------------------------------
     def before(self) -> None:

@@ -293,6 +293,7 @@ class Fitter:
         self.used: set[str] = set()
         self.inexact: list[str] = []
         self.unwritten: list[tuple[str, list[str]]] = []     # (what, the constants it changes with) of each inexact
+        self.unwritable: set[str] = set()      # constants a dimension changes with in a way no formula here writes
         self.out_of_time: set[tuple] = set()    # the probes that ran out of CPU time (not a refusal of the sizes)
 
     def run(self, overrides: dict[str, Any] | None = None) -> Any:
@@ -367,6 +368,7 @@ class Fitter:
         if text is None:
             if what:
                 self.unwritten.append((what, list(affecting)))
+                self.unwritable.update(affecting)
                 self.inexact.append(f"{what} is {v0} here but changes with {', '.join(affecting)} in a way the "
                                     "importer cannot write: kept as the number; write it as a formula")
             return v0
@@ -1690,8 +1692,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
     seen = [first]
     big = sorted(vary, key=lambda k: -base[k])
     tried: list[tuple[str, dict, str]] = []
-    if big:
-        top = big[0]
+    for top in big[:3]:     # the largest size first; the next where the original refuses its drafts
         tried += [("draft-x2", {top: base[top] * 2}, f"{top} doubled"),
                   ("draft-half", {top: max(1, base[top] // 2)}, f"{top} halved"),
                   ("draft-x4", {top: base[top] * 4}, f"{top} x4")]
@@ -1700,6 +1701,8 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
         cfg = {**base, **over}
         if (len(seen) < 3 and cfg not in [config_params(s) for s in seen]
                 and fits(cfg) and valid(cfg)):
+            if name in [s["name"] for s in seen]:
+                name = f"{name}-{next(iter(over))}"
             seen.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
     held: list[dict] = []
     # each kind of held-out draft, on the largest size first, else on the next ones (a size the original ties to
@@ -1712,9 +1715,17 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                                             f"{k} not a multiple of 8") for k in keys]))
         kinds.append(("draft-prime", [({k: _prime_below(base[k])}, f"{k} prime") for k in keys if base[k] > 3]))
         if len(big) >= 2:
-            pairs = [(big[0], big[-1]), *((a, b) for a in keys for b in reversed(big) if a != b)][:4]
-            kinds.append(("draft-aspect", [({a: max(1, base[a] // 4), b: base[b] * 4}, f"{a} / 4, {b} x 4")
-                                           for a, b in dict.fromkeys(pairs)]))
+            pairs = list(dict.fromkeys([(big[0], big[-1]), *((a, b) for a in keys for b in reversed(big) if a != b)]))
+            aspects = [({a: max(1, base[a] // 4), b: base[b] * 4}, f"{a} / 4, {b} x 4") for a, b in pairs[:4]]
+
+            def apart(c: dict) -> float:
+                """How far a config's bytes or FLOPs are from the base's (a factor, as its log): another shape of
+                about the same work, not a quarter of the classifier's width and four times the batch (4 times
+                a network's work, past the timing window where its base is near the top of it)."""
+                ratios = [f(c) / f(base) for f in (cost_b, cost_f) if f(base) > 0 and f(c) > 0]
+                return round(max((abs(math.log(r)) for r in ratios), default=0.0), 1)
+
+            kinds.append(("draft-aspect", sorted(aspects, key=lambda ow: apart({**base, **ow[0]}))))
         kinds.append(("draft-scale-up", [({k: base[k] * 2 + 2}, f"{k} scaled up") for k in keys]))
         kinds.append(("draft-scale-down", [({k: max(1, base[k] // 3 + 1)}, f"{k} scaled down") for k in keys]))
     seen_params = [config_params(s) for s in seen]
@@ -1754,14 +1765,29 @@ def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:
     return space
 
 
+def _without_docstrings(source: str) -> str:
+    """Python source with its docstrings taken out (as ``ast.unparse`` writes it, comments gone too); the source
+    as it is where it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            body[0] = ast.Pass()
+    return ast.unparse(tree)
+
+
 def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: Callable[[dict], bool],
                      draws: int = 48, seed: int = 0, source: str = "") -> tuple[str | None, str | None]:
     """The constraint a draft shape_space needs where the original refuses configs drawn from it: up to three
-    of: a divisibility (``features % num_groups == 0``), an equality (``out_channels == in_channels``) or a
-    bound (``height >= kernel_size``, ``kernel_size >= 2 * padding``) between two of its parameters that the
-    problem's own values satisfy, kept
-    when every refused draw, adjusted to satisfy it, is accepted; another is looked for where draws that keep
-    it are still refused. ``source``: the problem's text, to choose between relations that draw alike.
+    of: a divisibility (``features % num_groups == 0``, ``out_channels % (4 * groups) == 0``), an equality
+    (``out_channels == in_channels``) or a bound (``height >= kernel_size``, ``kernel_size >= 2 * padding``)
+    between two of its parameters that the problem's own values satisfy, kept when every refused draw, adjusted
+    to satisfy it, is accepted; another is looked for where draws that keep it are still refused. ``source``: the
+    problem's text, to choose between relations that draw alike.
     Returns (constraint or None, what the author is told or None)."""
     import itertools
     import random
@@ -1769,6 +1795,7 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
     from arena.taskdef.shapes import draw_value
 
     rng = random.Random(seed)
+    code = _without_docstrings(source)
 
     def draw() -> dict:   # as the random split draws
         return {k: draw_value(rng, v) for k, v in space.items()}
@@ -1782,14 +1809,25 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
             if base[a] % base[b] == 0:
                 cands.append((f"{a} % {b} == 0",
                               lambda c, a=a, b=b: {**c, a: max(c[b], round(c[a] / c[b]) * c[b])}))
+            for m in (2, 4, 8):     # channels a quarter of which a grouped convolution splits into groups
+                if base[a] % (m * base[b]) == 0:
+                    cands.append((f"{a} % ({m} * {b}) == 0", lambda c, a=a, b=b, m=m: {
+                        **c, a: max(m * c[b], round(c[a] / (m * c[b])) * m * c[b])}))
             if base[a] == base[b] and (b not in vary or names.index(b) < names.index(a)):
                 cands.append((f"{a} == {b}", lambda c, a=a, b=b: {**c, a: c[b]}))
             elif base[a] > base[b]:
                 cands.append((f"{a} >= {b}", lambda c, a=a, b=b: {**c, a: max(c[a], c[b])}))
             if base[a] >= 2 * base[b]:      # a pooling window and its padding (at most half the window)
                 cands.append((f"{a} >= 2 * {b}", lambda c, a=a, b=b: {**c, a: max(c[a], 2 * c[b])}))
-    # a fixed divisor (groups) first, then equalities, then bounds
-    cands.sort(key=lambda t: (">=" in t[0], t[0].split()[-3] in vary if "%" in t[0] else True))
+    for a in vary:     # a size a fixed number divides (a map pooled four times: its side a multiple of 16)
+        for m in (2, 4, 8, 16, 32, 64):
+            if base[a] % m == 0 and base[a] > m:
+                cands.append((f"{a} % {m} == 0", lambda c, a=a, m=m: {**c, a: max(m, round(c[a] / m) * m)}))
+    # a fixed divisor (groups) first, then equalities, then bounds; a number of its own last (of two relations that
+    # draw alike, the one whose names the source writes on one line: ``out_channels % (4 * groups)``, not
+    # ``out_channels % 12`` where groups is 3; ``height % 16``, not ``height % (4 * out_channels)`` where
+    # out_channels happens to be 4)
+    cands.sort(key=lambda t: (">=" in t[0], re.findall(r"[A-Za-z_]\w*", t[0])[-1] in vary if "%" in t[0] else True))
     chosen: list[tuple[str, Callable[[dict], dict]]] = []
     first_bad = 0
     for _ in range(3):   # a relation, then another where draws that keep it are still refused (width, height)
@@ -1805,10 +1843,13 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
         sample = bad + [c for c in plain if c not in bad][:4]
         left = [(t, f) for t, f in cands if t not in [x for x, _ in chosen]]
         fits = [(t, f) for t, f in left if all(valid(f(c)) for c in sample)]
-        if not fits:   # two at once: a grouped convolution's channels on each side
-            exact = [(t, f) for t, f in left if ">=" not in t]
-            fits = [(f"{t1} and {t2}", lambda c, f1=f1, f2=f2: f2(f1(c)))
-                    for (t1, f1), (t2, f2) in itertools.combinations(exact, 2)]
+        if not fits:   # two at once: a grouped convolution's channels on each side; else both sides of an image
+            # a number divides (not a number with a relation between two parameters: too many pairs to run)
+            exact = [(t, f) for t, f in left if ">=" not in t and not re.search(r"% \d+ ==", t)]
+            numbers = [(t, f) for t, f in left if re.search(r"% \d+ ==", t)]
+            pairs = [*itertools.combinations(exact, 2),
+                     *((x, y) for x, y in itertools.combinations(numbers, 2) if x[0].split()[-3] == y[0].split()[-3])]
+            fits = [(f"{t1} and {t2}", lambda c, f1=f1, f2=f2: f2(f1(c))) for (t1, f1), (t2, f2) in pairs]
             fits = [(t, f) for t, f in fits if all(valid(f(c)) for c in sample)]
 
         def moved(tf: tuple[str, Callable[[dict], dict]], sample: list[dict] = sample) -> float:
@@ -1817,9 +1858,9 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
             return sum(abs(v - c[k]) / max(abs(c[k]), 1) for c in sample for k, v in tf[1](c).items())
 
         def apart(tf: tuple[str, Callable[[dict], dict]]) -> bool:   # of two that draw alike (two fixed values
-            used = set(re.findall(r"[A-Za-z_]\w*", tf[0]))            # of 4), the one whose names the source
-            return not any(used <= set(re.findall(r"[A-Za-z_]\w*", ln))  # writes on one line
-                           for ln in source.splitlines())
+            used = set(re.findall(r"[A-Za-z_]\w*", tf[0])) - {"and"}  # of 4), the one whose names the source's
+            return not any(used <= set(re.findall(r"[A-Za-z_]\w*", ln))  # code writes on one line (not a docstring)
+                           for ln in code.splitlines())
 
         found = min(fits, key=lambda tf: (round(moved(tf), 9), apart(tf))) if fits else None
         if found is None:
@@ -1903,6 +1944,24 @@ def split_chained_constants(tree: ast.Module) -> tuple[ast.Module, list[str]]:
             body.append(stmt)
     t.body = body
     return ast.fix_missing_locations(t), split
+
+
+def split_unpacked_constants(tree: ast.Module) -> ast.Module:
+    """``height, width = 224, 224`` at module level (names unpacked from as many numbers) as one statement per name:
+    each a constant of its own, read and varied as the others are."""
+    t = copy.deepcopy(tree)
+    body: list[ast.stmt] = []
+    for stmt in t.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)
+                and isinstance(stmt.value, ast.Tuple) and len(stmt.targets[0].elts) == len(stmt.value.elts)
+                and all(isinstance(x, ast.Name) for x in stmt.targets[0].elts)
+                and all(number_expression(v) is not None for v in stmt.value.elts)):
+            body += [ast.copy_location(ast.Assign(targets=[x], value=v), stmt)
+                     for x, v in zip(stmt.targets[0].elts, stmt.value.elts)]
+        else:
+            body.append(stmt)
+    t.body = body
+    return ast.fix_missing_locations(t)
 
 
 SPLIT_LIST_MOST = 8   # the longest module-level list of sizes whose elements become constants of their own

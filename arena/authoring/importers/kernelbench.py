@@ -19,6 +19,7 @@ from arena.authoring.importers.common import (
     MIN_VARIED,
     RANDOM_FUNCS,
     RECURRENT_STEP_S,
+    SMOKE_ELEMENTS,
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
@@ -30,6 +31,7 @@ from arena.authoring.importers.common import (
     Untranslatable,
     bound_by_imports,
     call_name,
+    config_params,
     count_bytes,
     count_elements,
     cpu_time_limit,
@@ -62,13 +64,20 @@ from arena.authoring.importers.common import (
     space_constraint,
     split_chained_constants,
     split_list_constants,
+    split_unpacked_constants,
     topped_up,
     with_constants,
+    write_configs,
 )
 from arena.errors import ArenaError
 from arena.taskdef import formula
 
 # KernelBench: Model.forward as a function
+
+# where the smoke config's outputs are degenerate, the larger smoke configs tried (one size doubled, or four
+# times), and how many times a smoke config's elements they may have
+SMOKE_TRIES = 6
+SMOKE_GROWTH = 64
 
 # the most work the importer's own check runs on the CPU (the reference and the module on the smoke config,
 # the degeneracy checks): about 10 s of one core; a larger smoke config is left to a GPU
@@ -293,6 +302,7 @@ class ModuleProblem:
         self.path = Path(path)
         self.eval_mode = eval_mode    # the source's harness runs the module in eval mode: its dropouts are off
         self.text, self.tree = parse_source(self.path)
+        self.tree = split_unpacked_constants(self.tree)
         self.chained: list[str] = []
         if split_chains:
             self.tree, self.chained = split_chained_constants(self.tree)
@@ -792,15 +802,16 @@ def _tensors_read(base: _Run, fwd: ast.FunctionDef, original: ast.FunctionDef) -
     return {tuple(n.split(".")) for n, t in tensors if id(t) in reads.ids}
 
 
-def _init_fn(problem: ModuleProblem) -> ast.FunctionDef | None:
-    """Model.__init__, as written, or None."""
-    return next((s for s in problem.cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+def _init_fn(problem: ModuleProblem, cls: ast.ClassDef | None = None) -> ast.FunctionDef | None:
+    """``cls.__init__`` (Model's by default), as written, or None."""
+    cls = cls or problem.cls
+    return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
 
 
-def _init_expr(problem: ModuleProblem, leaf: str) -> ast.expr | None:
-    """The expression Model.__init__ makes its tensor ``self.<leaf>`` from (``self.w = nn.Parameter(EXPR)``,
-    ``self.register_buffer("mask", EXPR)``), or None."""
-    init_fn = _init_fn(problem)
+def _init_expr(problem: ModuleProblem, leaf: str, cls: ast.ClassDef | None = None) -> ast.expr | None:
+    """The expression ``cls.__init__`` (Model's by default) makes its tensor ``self.<leaf>`` from
+    (``self.w = nn.Parameter(EXPR)``, ``self.register_buffer("mask", EXPR)``), or None."""
+    init_fn = _init_fn(problem, cls)
     for node in ast.walk(init_fn) if init_fn else []:
         expr = None
         if isinstance(node, ast.Assign) and any(self_chain(t) == [leaf] for t in node.targets):
@@ -822,33 +833,103 @@ def _init_expr(problem: ModuleProblem, leaf: str) -> ast.expr | None:
     return None
 
 
+def _init_params(init_fn: ast.FunctionDef) -> list[str] | None:
+    """An ``__init__``'s positional parameters past ``self``; None where it takes ``*args`` or ``**kwargs``."""
+    if init_fn.args.vararg or init_fn.args.kwarg:
+        return None
+    return [a.arg for a in (*init_fn.args.posonlyargs, *init_fn.args.args)][1:]
+
+
+def _bound_arguments(init_fn: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """What a call of a class gives each parameter of its ``__init__`` (the call's arguments, else the defaults);
+    None where the call cannot be bound so (``*args``, ``**kwargs``, a parameter given nothing)."""
+    pos = _init_params(init_fn)
+    if (pos is None or len(call.args) > len(pos) or any(isinstance(a, ast.Starred) for a in call.args)
+            or any(k.arg is None for k in call.keywords)):
+        return None
+    a = init_fn.args
+    bound: dict[str, ast.expr] = dict(zip(pos[len(pos) - len(a.defaults):], a.defaults))
+    bound |= {k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    bound |= dict(zip(pos, call.args)) | {k.arg: k.value for k in call.keywords if k.arg}
+    every = [*pos, *(k.arg for k in a.kwonlyargs)]
+    return bound if all(p in bound for p in every) and set(bound) <= set(every) else None
+
+
+def _submodule_scope(problem: ModuleProblem, path: tuple[str, ...]) -> tuple[ast.ClassDef, dict[str, str]] | None:
+    """The class of the problem's file that owns the tensor at ``path`` (Model for a tensor of its own; for
+    ``attn.bias``, the class ``Model.__init__`` makes ``self.attn`` with, ``self.attn = CausalSelfAttention(n_embd,
+    max_seqlen)``), and that class's ``__init__`` parameters, each as an expression (text) over Model.__init__'s
+    own; None where a link of the chain is not such a call, or an argument is not an expression of parameters
+    (``self.``, a local of ``__init__``)."""
+    classes = {s.name: s for s in problem.tree.body if isinstance(s, ast.ClassDef)}
+    cls = problem.cls
+    init_fn = _init_fn(problem, cls)
+    params = _init_params(init_fn) if init_fn else None
+    if params is None:
+        return None
+    scope = {p: p for p in params}
+    for attr in path[:-1]:
+        call = None
+        for node in ast.walk(init_fn) if init_fn else []:
+            if (isinstance(node, ast.Assign) and any(self_chain(t) == [attr] for t in node.targets)
+                    and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id in classes):
+                call = node.value
+        if call is None:
+            return None
+        cls = classes[call.func.id]   # type: ignore[union-attr] - a Name, checked above
+        sub_init = _init_fn(problem, cls)
+        given = _bound_arguments(sub_init, call) if sub_init else None
+        if given is None:
+            return None
+        local = {n.id for n in ast.walk(init_fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        next_scope = {}
+        for p, arg in given.items():
+            names = free_names([ast.Expr(arg)])
+            if "self" in names or names & (local - set(scope)):
+                return None
+            next_scope[p] = ast.unparse(_Substitute({n: scope[n] for n in names if n in scope})
+                                        .visit(copy.deepcopy(arg)))
+        scope, init_fn = next_scope, sub_init
+    return cls, scope
+
+
 def _made_buffers(problem: ModuleProblem, model: torch.nn.Module, fitter: Fitter) -> dict[tuple[str, ...], str]:
-    """The model's own buffers that ``__init__`` makes from its arguments alone, with no random number (a causal
+    """The model's buffers (its own, or a submodule's whose class the problem's file defines and ``__init__`` makes
+    from its arguments) that their ``__init__`` makes from its arguments alone, with no random number (a causal
     mask, ``torch.tril(torch.ones(max_seqlen, max_seqlen))``: structure, not data a kernel is given), as their
-    expression over the problem's constants (each ``__init__`` argument as ``get_init_inputs()`` gives it): the
-    reference makes them, and they are not inputs (drawn at random, a mask's ``== 0`` never holds)."""
+    expression over the problem's constants (each of Model.__init__'s arguments as ``get_init_inputs()`` gives it):
+    the reference makes them, and they are not inputs (drawn at random, a mask's ``== 0`` never holds)."""
     init_fn = _init_fn(problem)
-    if init_fn is None or init_fn.args.vararg or init_fn.args.kwarg:
+    params = _init_params(init_fn) if init_fn else None
+    if params is None:
         return {}
-    params = [a.arg for a in (*init_fn.args.posonlyargs, *init_fn.args.args)][1:]
-    local = {n.id for n in ast.walk(init_fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     made: dict[tuple[str, ...], str] = {}
-    for name in model._buffers:
-        expr = _init_expr(problem, name)
+    for dotted, _ in model.named_buffers():
+        path = tuple(dotted.split("."))
+        owner = _submodule_scope(problem, path)
+        if owner is None:
+            continue
+        cls, scope = owner
+        expr = _init_expr(problem, path[-1], cls)
         if expr is None or any(isinstance(n, ast.Call) and call_name(n) in RANDOM_FUNCS for n in ast.walk(expr)):
             continue
+        own_init = _init_fn(problem, cls)
+        local = {n.id for n in ast.walk(own_init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
+            if own_init else set()
         names = free_names([ast.Expr(expr)])
-        if "self" in names or names & local - set(params):
+        if "self" in names or names & local - set(scope):
             continue
+        expr = _Substitute({n: scope[n] for n in names if n in scope}).visit(copy.deepcopy(expr))
+        outer = free_names([ast.Expr(expr)]) & set(params)
         try:
             values = {}
-            for p in names & set(params):
+            for p in outer:
                 i = params.index(p)
                 values[p] = fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]")
         except Exception:  # noqa: BLE001 - an argument the fitter cannot write over the constants: an input as before
             continue
-
-        made[(name,)] = ast.unparse(_Substitute(values).visit(copy.deepcopy(expr)))
+        made[path] = ast.unparse(_Substitute(values).visit(expr))
     return made
 
 
@@ -1080,6 +1161,20 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     translator = _Translator(base.model, fitter, names, path)
     fallback_reason = None
     made = _made_buffers(problem, base.model, fitter) if inputs else {}
+    made_read: list[tuple[str, ...]] = []
+
+    def made_by_reference(paths: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """``paths`` (the model's tensors the reference reads) less those it makes as __init__ does, each made
+        in its prelude instead of given."""
+        for pth in paths:
+            if pth in made and pth not in made_read:
+                made_read.append(pth)
+                # one line: the prelude's lines are indented one by one
+                prelude.append(f"with torch.device({inputs[0]['name']}.device): {names[pth]} = {made[pth]}")
+                decisions.append(f"the model's buffer self.{'.'.join(pth)} is made by its __init__ from its sizes "
+                                 f"alone (`{made[pth]}`): the reference makes it as __init__ does, and it is not an "
+                                 "input")
+        return [p for p in paths if p not in made]
     fwd = copy.deepcopy(problem.forward)
     fwd.body, dead = _live_statements(fwd.body)
     dead_note = (f"{problem.cls.name}.forward computes what it does not return (line"
@@ -1091,14 +1186,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         body = [ast.fix_missing_locations(s) for s in body]
         if dead:
             decisions.append(dead_note)
-        used_paths = [p for p in translator.used if p not in made]
-        for pth in translator.used:
-            if pth in made:
-                # one line: the prelude's lines are indented one by one
-                prelude.append(f"with torch.device({inputs[0]['name']}.device): {names[pth]} = {made[pth]}")
-                decisions.append(f"the model's buffer self.{'.'.join(pth)} is made by its __init__ from its sizes "
-                                 f"alone (`{made[pth]}`): the reference makes it as __init__ does, and it is not an "
-                                 "input")
+        used_paths = made_by_reference(translator.used)
     except Untranslatable as exc:
         fallback_reason = str(exc)
         body = []
@@ -1117,6 +1205,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             )
             and (read is None or p in read)
         ]
+        used_paths = made_by_reference(used_paths)
     decisions += translator.notes if not fallback_reason else []
 
     params_specs: list[dict] = []
@@ -1191,7 +1280,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             (s["name"] for s in all_inputs if s["dtype"].startswith(("float", "bfloat"))),
             all_inputs[0]["name"] if all_inputs else None,
         )
-        mapping = ", ".join(f"{'.'.join(p)!r}: {names[p]}" for p in used_paths)
+        mapping = ", ".join(f"{'.'.join(p)!r}: {names[p]}" for p in [*used_paths, *made_read])
         fwd_args = ", ".join(problem.params)
         build = f"{problem.cls.name}({', '.join(init_args)})"
         lines = ["with torch.device('meta'):", f"    model = {build}"]
@@ -1340,6 +1429,21 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             "choices)"
         )
     vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
+    # a size a tensor's dimension follows in a way the signature cannot write (kept as the number): no config
+    # that changes it matches the signature
+    unwritable = [k for k in vary if k in fitter.unwritable]
+    if unwritable:
+        vary = [k for k in vary if k not in unwritable]
+        decisions.append(f"{', '.join(unwritable)} changes tensors' shapes in a way no formula here writes: kept as "
+                         "the problem has it in every config (shape_space choices)")
+    # a size no tensor of the signature follows, only a buffer the reference makes (a causal mask's largest
+    # length, of which the forward reads a corner): varied, it changes nothing a kernel is given or writes
+    shaped = {n for spec in tensors_specs for x in spec["shape"] for n in re.findall(r"[A-Za-z_]\w*", str(x))}
+    made_only = [k for k in vary if k not in shaped and any(re.search(rf"\b{k}\b", made[p]) for p in made_read)]
+    if made_only:
+        vary = [k for k in vary if k not in made_only]
+        decisions.append(f"{', '.join(made_only)} sizes only the buffers the reference makes, not a tensor of the "
+                         "signature: kept as the problem has it in every config (shape_space choices)")
     def work(cfg: dict) -> float:
         try:
             return float(formula.evaluate(flops, {**cfg, **env_floats}))
@@ -1471,11 +1575,40 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
         d.work = counted
 
+    def smoke_degenerate(found: list[str]) -> bool:
+        return any(f.startswith("on the smoke config: ") for f in found)
+
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         decisions, degenerate = rounding_tolerance(folder, d)    # what the tolerance is, or why it was not measured
         d.decisions += decisions
         degenerate, said = drop_degenerate_configs(d, folder, degenerate)
         passed, found = _module_self_check(folder, problem, names, used_paths)
+        if smoke_degenerate(found):
+            # shrunk that far, a size the forward reduces over can reach 1 (a softmax over a width pooled four
+            # times: every value 1, the weights before it read by nothing): the smoke config with one of its sizes
+            # doubled (else four times), the smallest such config first, where the CPU may still run it, if there
+            # the outputs are not degenerate
+            first = d.smoke
+            small = config_params(first[0])
+            larger = [{**small, k: small[k] * f} for f in (2, 4) for k in vary]
+            larger = sorted((c for c in larger if size(c) <= SMOKE_ELEMENTS * SMOKE_GROWTH and valid(c)), key=size)
+            for cfg in larger[:SMOKE_TRIES]:
+                grew = next(k for k in small if cfg[k] != small[k])
+                d.smoke = [{"name": "smoke", **cfg,
+                            "#": f"DRAFT: sizes halved from the seen config, {grew} {cfg[grew] // small[grew]} times "
+                                 "that (the outputs degenerate there)"}]
+                write_configs(d, folder)
+                again = _module_self_check(folder, problem, names, used_paths)
+                if not again[1]:
+                    d.decisions.append(
+                        f"the smoke config {small} gave degenerate outputs ({found[0]}); with {grew} "
+                        f"{cfg[grew] // small[grew]} times as large, {cfg[grew]}, they are not: that is the smoke "
+                        "config (the seen and held-out configs' outputs are checked on a GPU)")
+                    passed, found = again
+                    break
+            else:
+                d.smoke = first
+                write_configs(d, folder)
         passed += [said] if said else []
         found += [f"{p} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
                   for p in degenerate]
