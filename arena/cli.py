@@ -266,7 +266,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         write_files(done)
 
     try:
-        rows = check_tasks(folders, device, recorded=recorded, on_row=on_row)
+        rows = check_tasks(folders, device, recorded=recorded, on_row=on_row, jobs=args.jobs)
     except KeyboardInterrupt:
         files = " and ".join(f for f in (args.markdown, args.json) if f)
         err_console.print(f"interrupted after {len(done)} of {len(folders)} tasks"
@@ -932,6 +932,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--device", choices=("cuda", "rocm", "cpu"))
     x.add_argument("--json", help="also write the rows (with every verdict) to this file")
     x.add_argument("--markdown", help="also write the table as Markdown (for reports/validation/)")
+    x.add_argument("--jobs", type=int, default=1,
+                   help="tasks checked at once, each in a process of its own (default 1; their reference checks, and "
+                        "any evaluation not reused from --from-run, share the device)")
     x.add_argument(
         "--from-run",
         action="append",

@@ -206,3 +206,32 @@ def test_recorded_verdicts_of_other_configs_are_not_reused(tmp_path):
     ev = Evaluations(cpu, recorded)
     fresh = ev.get(load_task(folder), "baseline", ["smoke"], timing=False)
     assert ev.reused == 0 and "added-later" in [c.name for c in fresh[0].configs]
+
+
+def test_a_task_whose_reference_checks_ran_out_of_device_memory_beside_others_is_checked_again_alone(tmp_path):
+    """``arena tasks check --jobs 8`` on an H200: each process keeps the device memory its largest reference check
+    needed, and the reference checks of 8 level 1 and 2 imports ran out of it beside the others' (a row FAIL
+    "reference: OutOfMemoryError"). Such a row is checked again after the others, alone, and says so; checked
+    alone in the first place (``jobs`` 1), running out is the task's own failure. The fixture's reference runs out
+    the first time it is called (a marker file beside it remembers)."""
+    cpu = detect("cpu")
+    plain = _copy(tmp_path)
+    hungry = tmp_path / "tasks" / "triton2triton" / "axpy_hungry"
+    shutil.copytree(FIX, hungry)
+    text = (hungry / "task.yaml").read_text()
+    (hungry / "task.yaml").write_text(text.replace("id: triton2triton/axpy", "id: triton2triton/axpy_hungry"))
+    (hungry / "reference.py").write_text(
+        "from pathlib import Path\n\nimport torch\n\n\n"
+        "def reference(x, y, n, alpha):\n"
+        "    marker = Path(__file__).with_name('ran-out-once')\n"
+        "    if not marker.exists():\n"
+        "        marker.write_text('')\n"
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 12.21 GiB')\n"
+        "    return alpha * x + y\n")
+    rows = check_tasks([plain, hungry], cpu, jobs=2)
+    assert [r.task_id for r in rows] == ["triton2triton/axpy", "triton2triton/axpy_hungry"]
+    assert rows[0].ok and rows[1].ok, [r.problems for r in rows]
+    assert "out of device memory" in rows[1].details["checked_alone"] and "checked_alone" not in rows[0].details
+    (hungry / "ran-out-once").unlink()
+    (row,) = check_tasks([hungry], cpu, jobs=1)
+    assert not row.ok and row.out_of_memory and row.problems[0].startswith("reference: OutOfMemoryError")

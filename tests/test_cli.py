@@ -164,6 +164,17 @@ def test_broken_tasks_are_checked_and_run_beside_the_others(tmp_path, capsys):
         # the row says why as it is finished, not only in the summary after the last one
         assert f"  triton2triton/{name}: FAIL\n      {want[len('error: '):]}" in out
 
+    # several at once (each in a process of its own): the same rows, in the selection's order
+    one, several = tmp_path / "one.json", tmp_path / "several.json"
+    assert main([*root, "tasks", "check", selection, "--device", "cpu", "--json", str(one)]) == 1
+    assert main([*root, "tasks", "check", selection, "--device", "cpu", "--jobs", "3", "--json", str(several)]) == 1
+    out = capsys.readouterr().out
+    rows = [(r["task"], r["ok"], r["problems"]) for r in json.loads(one.read_text())]
+    assert [(r["task"], r["ok"], r["problems"]) for r in json.loads(several.read_text())] == rows
+    assert len(rows) == len(folders) + 2 and rows[0][:2] == ("triton2triton/axpy", True)
+    for name, want in zip(folders, _problem_lines(folders)):
+        assert f"  triton2triton/{name}: FAIL\n      {want[len('error: '):]}" in out
+
     assert main([*root, "run", "--agent", "baseline", "--tasks", selection, "--device", "cpu", "--no-prebuild",
                  "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out

@@ -746,6 +746,25 @@ def test_kernelbench_a_smoke_config_degenerate_where_it_is_shrunk_that_far_is_gr
     assert "gave degenerate outputs" in result.report() and "2 times as large, 16, they are not" in result.report()
 
 
+def test_kernelbench_a_memory_bound_problem_below_100_mb_gets_a_seen_config_grown_by_its_batch(tmp_path):
+    """A layer of 16.8 MB of weights at a batch of 2, as KernelBench's EfficientNetB2 is (44 MB at a batch of 2): the
+    batch, below the sizes the drafts vary, was kept, and no config reached the 100 MB a memory-bound task moves in
+    one (`arena tasks check` refused it). The batch (the leading size of every input and output, in no parameter's
+    shape) is varied, drawn no smaller than the problem's, and a seen config grown from the problem's by it sits
+    beside the problem's own."""
+    result, task = _imported(tmp_path, "kb_small_batch_layer")
+    assert result.check_problems == [], result.check_problems
+    seen = {c.name: c.params for c in task.configs("seen")}
+    assert seen["problem"]["batch_size"] == 2
+    grown = seen["draft-grown"]
+    assert grown["batch_size"] > 2 and (grown["in_features"], grown["out_features"]) == (2048, 2048), grown
+    assert max(task.roofline_for(c)[1] for s in ("seen", "heldout") for c in task.configs(s)) >= 100e6
+    assert task.roofline["bound"] == "memory"
+    assert task.shape_space["batch_size"]["min"] == 2
+    assert any(c.params["batch_size"] != 2 for c in task.configs("heldout"))
+    assert "seen.yaml has a config grown from them (batch_size 2 -> " in result.report()
+
+
 def test_kernelbench_fixture_with_randomness_is_refused(tmp_path):
     with pytest.raises(ImportStop, match=r"kb_dropout\.py: Model\.forward draws random numbers \(torch\.rand_like"):
         import_kernelbench(FIX / "kb_dropout.py", tmp_path)
@@ -2441,6 +2460,30 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
     assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == ["n_cols"]
 
 
+def test_aka_a_case_used_whole_is_named_as_the_helper_that_makes_the_inputs_unpacks_it(tmp_path):
+    """vLLM's layernorm runner loops ``for i, test_case in enumerate(TEST_CASES)``, uses ``test_case`` whole (in its
+    message), and makes the inputs in ``gen_inputs(42 + i, i, device)``, which unpacks ``M, N, has_bias, ... =
+    TEST_CASES[case_idx]``, draws ``b = ... if has_bias else None`` and returns ``(x, w, b), kwargs`` with kwargs a
+    dict it builds: the importer refused it ("the loop variable test_case is used whole"). The fields are named as
+    the helper unpacks them, the helper's statements read in place of its call without its reading of the case by
+    the counter, and a tensor made under a flag the task fixes (the first case's) is made as that case makes it."""
+    result = import_aka(FIX / "aka_vllm_case_helper", tmp_path)
+    assert result.ok and result.checks and not _found(result), result.report()
+    task = load_task(result.folder)
+    assert [(i.name, list(i.shape)) for i in task.inputs] == [("x", ["M", "N"]), ("w", ["N"]), ("b", ["N"])]
+    assert [(o.name, list(o.shape)) for o in task.outputs] == [("result", ["M", "N"])]
+    text = task.reference_path.read_text()
+    assert "TEST_CASES" not in text and "randn" not in text and "has_bias" not in text, text
+    report = result.report()
+    assert "has_bias takes the values [True, False, True]" in report and "gen_inputs(): its statements" in report
+    ref = import_file(task.reference_path, "ref_case_helper")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", ref)
+    (out,) = run_reference(ref.reference, task, ins, [env["M"], env["N"]])
+    want = ins["x"].double() * ins["w"].double() + ins["b"].double()
+    assert torch.allclose(out.double(), want, atol=1e-6)
+
+
 def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path):
     """vLLM's expert counts launch blocks of ``next_power_of_2(min(numel, 1024))``: the block follows the
     number of tokens from the smallest case, and the largest case has it at its bound already. Every grown
@@ -2705,8 +2748,8 @@ def test_kernelbench_a_convolutions_drafts_stay_within_the_bound_at_its_rate(tmp
     import arena.authoring.importers.common as common
 
     result, task = _imported(tmp_path / "plain", "kb_conv_groupnorm")
-    flops = max(task.roofline_for(c)[0] for c in [*task.configs("seen"), *task.configs("heldout")])
-    bound = flops * 4        # every draft fits it as it is; 20 times them do not
+    flops = task.roofline_for(task.configs("seen")[0])[0]      # the problem's own sizes
+    bound = flops * 4        # the problem fits it, and drafts twice as large; 20 times them do not
     monkeypatch.setattr(common, "MAX_CONFIG_FLOPS", bound)
     monkeypatch.setattr(common, "SCALED_FLOPS", bound / 4)
     result, task = _imported(tmp_path / "bounded", "kb_conv_groupnorm")

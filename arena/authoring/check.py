@@ -47,6 +47,7 @@ class CheckRow:
     problems: list[str] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    out_of_memory: bool = False     # its reference checks ran out of device memory (beside other checks: again alone)
 
     def fail(self, problem: str) -> None:
         self.ok = False
@@ -128,6 +129,7 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
             row.fail(p)
     except Exception as exc:  # noqa: BLE001 - a broken reference is a row, not a crash
         row.reference = "error"
+        row.out_of_memory = type(exc).__name__ == "OutOfMemoryError"     # torch's, on any device
         row.fail(f"reference: {type(exc).__name__}: {exc}")
         return row
     for p in size_problems(task):      # a rule of the sizes alone: the CPU reads it too
@@ -227,17 +229,72 @@ def near_roofline(verdicts: list[Verdict]) -> list[str]:
     return out
 
 
-def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iterable[Verdict] = ()) -> list[CheckRow]:
-    """Check every folder; ``recorded`` verdicts (a run of the built-in agents) are reused."""
-    rows = []
-    ev = Evaluations(device, recorded)
-    for f in folders:
+def _check_recorded(folder: Path, device: Device, recorded: list[Verdict]) -> CheckRow:
+    """``check_task`` of one folder with the verdicts recorded for it (a worker's call of ``check_tasks``); the
+    device memory its reference checks cached given back after it, for the next folder or the processes beside."""
+    try:
+        return check_task(folder, device, Evaluations(device, recorded))
+    except ArenaError as exc:
+        row = CheckRow(f"{folder.parent.name}/{folder.name}")
+        row.fail(str(exc))
+        return row
+    finally:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+
+
+def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iterable[Verdict] = (),
+                jobs: int = 1) -> list[CheckRow]:
+    """Check every folder; ``recorded`` verdicts (a run of the built-in agents) are reused. ``jobs`` > 1: that many
+    folders at once, each in a process of its own (their reference checks side by side on the device; an evaluation
+    made here, not reused, shares the device too, as ``arena run --workers-per-gpu`` does); ``on_row`` is called as
+    each is finished, the rows are returned in the folders' order."""
+    recorded = list(recorded)
+    if jobs <= 1 or len(folders) <= 1:
+        rows = []
+        for f in folders:
+            row = _check_recorded(f, device, recorded)
+            rows.append(row)
+            if on_row:
+                on_row(row)
+        return rows
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    def own(folder: Path) -> list[Verdict]:
+        task_id = f"{folder.parent.name}/{folder.name}"
+        return [v for v in recorded if v.task_id == task_id]
+
+    done: dict[int, CheckRow] = {}
+    # a folder whose reference checks ran out of device memory beside the others' (each process keeps what its
+    # largest config needed) is checked again after them, alone: the memory was theirs, not its want
+    again: list[int] = []
+
+    def run(indices: list[int], workers: int) -> None:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:
-            row = check_task(f, device, ev)
-        except ArenaError as exc:
-            row = CheckRow(f"{f.parent.name}/{f.name}")
-            row.fail(str(exc))
-        rows.append(row)
-        if on_row:
-            on_row(row)
-    return rows
+            futures = {pool.submit(_check_recorded, folders[i], device, own(folders[i])): i for i in indices}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    row = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a worker that died is that folder's row, not the check's
+                    row = CheckRow(f"{folders[i].parent.name}/{folders[i].name}")
+                    row.fail(f"the check's process for this task failed: {type(exc).__name__}: {exc}")
+                if row.out_of_memory and workers > 1:
+                    again.append(i)
+                    continue
+                if i in again:
+                    row.details["checked_alone"] = "its reference checks ran out of device memory beside others'"
+                done[i] = row
+                if on_row:
+                    on_row(row)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    run(list(range(len(folders))), min(jobs, len(folders)))
+    if again:
+        run(sorted(again), 1)
+    return [done[i] for i in range(len(folders))]

@@ -337,6 +337,70 @@ def _fields_from_comment(text: str, line: int) -> list[str] | None:
     return None
 
 
+def _flags_resolved(stmts: list[ast.stmt], flags: dict[str, Any]) -> list[ast.stmt]:
+    """``stmts`` with each ``A if flag else B`` whose flag is a case's value the task fixes (``has_bias``, the first
+    case's True: ``b = torch.randn(N) if has_bias else None``) read as the branch it takes, so that what it makes is
+    seen as the test makes it for that case (an input drawn, or none). A flag the statements bind is left alone."""
+    bound = {t.id for st in stmts for n in ast.walk(st) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(t)
+             if isinstance(t, ast.Name)}
+    fixed = {n: v for n, v in flags.items() if n not in bound and isinstance(v, (bool, type(None)))}
+    if not fixed:
+        return stmts
+
+    class _Taken(ast.NodeTransformer):
+        def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+            self.generic_visit(node)
+            if isinstance(node.test, ast.Name) and node.test.id in fixed:
+                return node.body if fixed[node.test.id] else node.orelse
+            return node
+
+    return [ast.fix_missing_locations(_Taken().visit(st)) for st in stmts]
+
+
+def _list_name(e: ast.expr) -> str | None:
+    """The name of the list a loop is over (``CASES``, ``enumerate(CASES)``), or None."""
+    if isinstance(e, ast.Call) and call_name(e) == "enumerate" and e.args:
+        e = e.args[0]
+    return e.id if isinstance(e, ast.Name) else None
+
+
+def _fields_unpacked(tree: ast.Module, text: str, iterable: ast.expr, n: int) -> list[str] | None:
+    """The names of a case list's fields where a loop over it uses each case whole: as the module unpacks a case
+    of the same list elsewhere (``M, N, has_bias = TEST_CASES[case_idx]`` in the helper that makes the inputs, ``for
+    M, N, has_bias in TEST_CASES`` in the benchmark), else as a comment on the list's first line names them
+    (``# (M, N, has_bias)``); None where nothing names ``n`` fields."""
+    listed = _list_name(iterable)
+    if listed is None or n <= 0:
+        return None
+
+    def of_list(e: ast.expr) -> bool:
+        return _list_name(e) == listed
+
+    def names_of(t: ast.expr) -> list[str] | None:
+        if isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(t.elts[1], ast.Tuple):
+            t = t.elts[1]       # for i, (a, b) in enumerate(CASES)
+        if isinstance(t, ast.Tuple) and len(t.elts) == n and all(isinstance(e, ast.Name) for e in t.elts):
+            return [e.id for e in t.elts if isinstance(e, ast.Name)]
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Subscript) \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == listed:
+            got = names_of(node.targets[0])
+        elif isinstance(node, (ast.For, ast.comprehension)) and of_list(node.iter):
+            got = names_of(node.target)
+        else:
+            continue
+        if got:
+            return got
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == listed for t in node.targets):
+            got = _fields_from_comment(text, node.lineno + 2)
+            return got if got and len(got) == n else None
+    return None
+
+
 def _tuple_or_whole(node: ast.AST, names: set[str]) -> bool:
     """``r[0] if isinstance(r, tuple) else r`` (or list) with ``r`` one of ``names``: the first value of what a
     launcher returns where it returns several, else the whole."""
@@ -669,6 +733,10 @@ def _inlined_inputs(stmts: list[ast.stmt], call: ast.Call, tree: ast.Module, not
                 isinstance(e, ast.Starred) for e in parts[0].elts):
             return stmts
         kw = parts[1] if dstar else ast.Dict([], [])
+        if isinstance(kw, ast.Name):       # ``kwargs = {"z": z, ...}`` in the helper, then ``return (x, w), kwargs``
+            made_kw = [b for b in fn.body[:-1] if isinstance(b, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == kw.id for t in b.targets)]
+            kw = made_kw[0].value if len(made_kw) == 1 and len(made_kw[0].targets) == 1 else kw
         if not isinstance(kw, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
                                                    for k in kw.keys):
             return stmts
@@ -1145,6 +1213,9 @@ def read_harness(
                 item_of = lambda params, first=raw[0]: params.get(var, first)  # noqa: E731 - as above
             else:
                 names = _fields_from_comment(text, where.lineno) if isinstance(where, ast.For) else None
+                if (names is None or any(len(names) != len(item) for item in raw)) and isinstance(where, ast.For):
+                    names = _fields_unpacked(tree, text, where.iter, len(raw[0]) if isinstance(raw[0], (list, tuple))
+                                             else -1)
                 if names is None or any(len(names) != len(item) for item in raw):
                     return (
                         None,
@@ -1195,6 +1266,15 @@ def read_harness(
                  if a.arg not in fields and a.arg not in bound and isinstance(d, ast.Attribute)
                  and dotted_name(d).startswith("torch.")] + stmts
     stmts = _inlined_inputs(_made_again(stmts, call, tree, notes, path.name), call, tree, notes, path.name)
+    if found is not None and isinstance(found[4], ast.For) and names:
+        # a helper that makes the inputs reads the case again from its list by the loop's counter (``M, N, has_bias
+        # = TEST_CASES[case_idx]``, read in place above): the fields are the config's already
+        listed = _list_name(found[4].iter)
+        stmts = [st for st in stmts if not (
+            isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Tuple)
+            and [e.id if isinstance(e, ast.Name) else "" for e in st.targets[0].elts] == names
+            and isinstance(st.value, ast.Subscript) and _list_name(st.value.value) == listed is not None)]
+    stmts = _flags_resolved(stmts, {n: v for n, v in values.items() if n not in fields})
     stmts = _copied_arguments(stmts, call)
     if (found is None or seed_loop) and not fields:
         fields, cases, stmts = _lifted_sizes(stmts, call, notes, path.name)

@@ -1271,8 +1271,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
         for name, w in zip(cnames, ws):
             if w.numel() > 1:
                 problems += [f"on {c.split} config {c.name}: {p}" for p in spread_problems(name, w, final)]
-    if final == dict(base):
-        return {}, (why[0] if why else note), problems
+    if final == dict(base):     # (the last reason: a rounding not taken, where one was measured)
+        return {}, (why[-1] if why else note), problems
     if (rtol, norm_tol) != (base["rtol"], base["norm"]) or atol_needed > (scaled or base["atol"]):
         why.insert(0, f"the reference's own fp32 rounding ({where}), {ROUNDING_MARGIN} times over"
                    + (f" and grown {grow:.3g} times for the longest sums of the task's configs" if grow > 1 else "")
@@ -1567,6 +1567,17 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     return out
 
 
+def leading_size(inputs: list[dict], outputs: list[dict], params: list[dict]) -> str | None:
+    """The name of the size that leads the shape of every input and every output and is in no parameter's shape (a
+    batch), or None."""
+    lead = {str(t["shape"][0]) if t["shape"] else "" for t in [*inputs, *outputs]}
+    name = lead.pop() if len(lead) == 1 else ""
+    if not inputs or not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None
+    in_params = {n for t in params for x in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", str(x))}
+    return None if name in in_params else name
+
+
 def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float]) -> Callable[[dict], bool]:
     """Whether a config is inside the timing window, by its bytes or its work (``WINDOW_BYTES``, ``WINDOW_FLOPS``)."""
     return lambda c: nbytes(c) >= WINDOW_BYTES or work(c) >= WINDOW_FLOPS
@@ -1630,6 +1641,7 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
                   work: Callable[[dict], float] | None = None, smoke_from: dict | None = None,
                   calls: Iterable[str] = (), temporaries: Callable[[dict], int] | None = None,
                   smoke_keeps: Iterable[str] = (), serial: Callable[[dict], float] | None = None,
+                  min_bytes: float = 0.0, grow_first: Iterable[str] = (),
                   ) -> tuple[list[dict], list[dict], list[dict], list[str], list[dict]]:
     """Seen (the base config and drafts around it), held-out and smoke drafts, each kept only
     where ``valid`` accepts it; notes on what could not be drafted; spare held-out drafts (each
@@ -1643,7 +1655,10 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
     no draft past ``MAX_CONFIG_BYTES`` or ``MAX_CONFIG_FLOPS`` is kept; ``calls``: what the reference calls, its
     FLOPs counted ``work_factor(calls)`` times against the bounds; ``temporaries``: the bytes the reference has alive
     at once past its outputs', counted with the inputs' and outputs' against the bytes bounds; ``serial``: the seconds
-    its steps that run one after another take (a recurrence's), held to ``MAX_SERIAL_S`` as the FLOPs are."""
+    its steps that run one after another take (a recurrence's), held to ``MAX_SERIAL_S`` as the FLOPs are;
+    ``min_bytes``: where no seen or held-out draft moves that many bytes (a memory-bound task's rule), a seen config
+    grown from the base (``grown``: its sizes doubled, those of ``grow_first`` first, within the bounds above) until
+    one does, beside the base."""
     notes = []
     io_b = nbytes or (lambda c: 0)
     temp_b = temporaries or (lambda c: 0)
@@ -1742,6 +1757,25 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
             elif fits(cfg) and valid(cfg):
                 held.append({"name": name, **cfg, "#": f"DRAFT: {why}"})
                 taken = True
+    most = max((io_b(c) for c in [*seen, *held]), default=0)
+    if min_bytes and nbytes and vary and most < min_bytes:
+        def takes(c: dict) -> bool:
+            return fits(c) and valid(c)
+
+        def moves(c: dict) -> bool:
+            return io_b(c) >= min_bytes
+
+        first_keys = [k for k in grow_first if k in vary]
+        g = grown(base, first_keys or vary, takes, io_b, moves)
+        if not moves(g) and first_keys:
+            g = grown(g, vary, takes, io_b, moves)
+        if moves(g) and g != base and takes(g):
+            seen = [seen[0], {"name": "draft-grown", **g, **grown_from(base, g)}, *seen[1:]][:max(3, len(seen))]
+            changed = ", ".join(f"{k} {base[k]} -> {g[k]}" for k in base if g[k] != base[k])
+            notes.append(f"the {seen_name}'s sizes and the drafts around them move at most {most / 1e6:.0f} MB, below "
+                         f"the {min_bytes / 1e6:.0f} MB a memory-bound task moves in one config: seen.yaml has a "
+                         f"config grown from them ({changed}; {io_b(g) / 1e6:.0f} MB), each size accepted by the "
+                         "original")
     if not vary:
         notes.append("no constant of the problem is a size (>= 8) the importer could vary: the seen and held-out "
                      "drafts could not be made; write them")

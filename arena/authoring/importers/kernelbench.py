@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from arena.authoring.check import MIN_BYTES_MEMORY_BOUND
 from arena.authoring.importers.common import (
     DTYPE_NAMES,
     MAX_CONFIG_BYTES,
@@ -48,6 +49,7 @@ from arena.authoring.importers.common import (
     in_window,
     init_from_expr,
     join_statements,
+    leading_size,
     literal_constants,
     module_defs,
     once_per_config,
@@ -1429,6 +1431,11 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             "choices)"
         )
     vary = [k for k in used_ints if params[k] >= MIN_VARIED and k not in structural]
+    # a batch below MIN_VARIED (EfficientNetB2's 2) is varied as the larger sizes are: the leading size of every
+    # input and output and of no parameter's shape, it changes what a kernel is given, not the model
+    batch = leading_size(inputs, outputs, params_specs)
+    if batch in used_ints and batch not in vary and batch not in structural and params[batch] >= 1:
+        vary.insert(0, batch)
     # a size a tensor's dimension follows in a way the signature cannot write (kept as the number): no config
     # that changes it matches the signature
     unwritable = [k for k in vary if k in fitter.unwritable]
@@ -1471,10 +1478,19 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         r = run_at(cfg)
         return r.steps * RECURRENT_STEP_S if isinstance(r, _Run) else 0.0
 
+    # a memory-bound problem whose one set of sizes, and every draft around it, moves less than the rules ask
+    # (EfficientNetB2 at a batch of 2: 44 MB, its weights): a seen config grown from it, its batch first (a network's
+    # work grows with it, the network unchanged)
+    roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
+    # (not a loss's one value: over 100 MB of inputs, drawing them again moves it within float32's tolerance, and the
+    # degeneracy rules refuse what this rule asks)
+    grow_bytes = (MIN_BYTES_MEMORY_BOUND if roofline["bound"] == "memory" and device == "meta" and not growth
+                  and len(listed) < 2 and any(o["shape"] for o in outputs) else 0.0)
     seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
                                                 work if flops_ok else None, calls=calls, temporaries=temporaries,
                                                 smoke_from=params if growth else None,
-                                                serial=serial if problem_steps else None)
+                                                serial=serial if problem_steps else None,
+                                                min_bytes=grow_bytes, grow_first=[batch] if batch else [])
     scaled = {k: seen[0][k] for k in params}      # the problem's sizes, or what they were scaled down to (or grown)
     if growth:
         grew = [{"name": f"case{i}", **g, **grown_from(c, g)} for i, c, g in growth]
@@ -1494,9 +1510,12 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     decisions += notes
     if len(held) < 4:
         decisions.append(f"only {len(held)} held-out drafts were accepted by the original: write at least 4")
-    roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
     decisions += rnotes
     space = shape_space_draft(scaled, vary)
+    if batch in vary and scaled[batch] < MIN_VARIED:
+        # a batch that small is the problem's choice (a training-mode BatchNorm of 1x1 maps refuses a batch of 1):
+        # drawn no smaller
+        space[batch]["min"] = scaled[batch]
     if device == "meta":   # on the CPU each probe runs at full size: the self-check reports what is refused
         constraint, note = space_constraint(scaled, vary, space, valid, source=path.read_text())
         if constraint:
