@@ -250,20 +250,31 @@ def test_kernelbench_a_strided_windows_quotient_gets_its_phase(tmp_path):
     assert _refused_draws(task, FIX / "kb_strided_conv.py") == []
 
 
-@pytest.mark.parametrize("fixture, constraint", [
-    ("kb_group_norm", "features % num_groups == 0"),
-    ("kb_avgpool", "height >= kernel_size and width >= kernel_size"),
-    ("kb_padded_pool", "kernel_size >= 2 * padding"),
-    ("kb_grouped_squeeze", "in_channels % groups == 0 and out_channels % (4 * groups) == 0"),
-    ("kb_pool_unpool", "height % 4 == 0 and width % 4 == 0"),
+@pytest.mark.parametrize("fixture, constraint, multiples", [
+    ("kb_group_norm", "features % num_groups == 0", {}),
+    ("kb_avgpool", "height >= kernel_size and width >= kernel_size", {}),
+    ("kb_padded_pool", "kernel_size >= 2 * padding", {}),
+    ("kb_grouped_squeeze", "in_channels % groups == 0 and out_channels % (4 * groups) == 0", {}),
+    ("kb_pool_unpool", None, {"height": 4, "width": 4}),
+    ("kb_depthwise", None, {"out_channels": 128}),
 ])
-def test_kernelbench_a_relation_the_original_needs_becomes_the_spaces_constraint(tmp_path, fixture, constraint):
+def test_kernelbench_a_relation_the_original_needs_becomes_the_spaces_constraint(tmp_path, fixture, constraint,
+                                                                                   multiples):
     """Draws from the draft shape_space that the original refuses: the one relation between two parameters
-    that makes every refused draw valid is written as shape_space.constraint, and the author told."""
+    that makes every refused draw valid is written as shape_space.constraint, and the author told; a size a number
+    divides is drawn as a multiple of it (a depthwise convolution's output channels of 128 input channels: as a
+    constraint, the random split's draws, which shun powers of two, met it in 1 of 5000 tries)."""
+    from arena.taskdef.shapes import draw_configs
+
     result, task = _imported(tmp_path, fixture)
-    assert task.shape_space["constraint"] == constraint
-    assert any(constraint in d and "confirm it" in d for d in _decisions(result.report()))
+    assert task.shape_space.get("constraint") == constraint
+    assert {k: v["multiple_of"] for k, v in task.shape_space.items() if isinstance(v, dict) and "multiple_of" in v} \
+        == multiples
+    said = [f"shape_space.{k}.multiple_of {m}" for k, m in multiples.items()] + \
+        ([f"shape_space.constraint {constraint!r}"] if constraint else [])
+    assert any(all(x in d for x in said) and "confirm" in d for d in _decisions(result.report())), said
     assert _refused_draws(task, FIX / f"{fixture}.py") == []
+    assert len(draw_configs(task, 24, 5)) == 24
     assert len(task.configs("heldout")) >= 4
 
 

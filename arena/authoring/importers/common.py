@@ -1853,9 +1853,10 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
                 cands.append((f"{a} >= {b}", lambda c, a=a, b=b: {**c, a: max(c[a], c[b])}))
             if base[a] >= 2 * base[b]:      # a pooling window and its padding (at most half the window)
                 cands.append((f"{a} >= 2 * {b}", lambda c, a=a, b=b: {**c, a: max(c[a], 2 * c[b])}))
-    for a in vary:     # a size a fixed number divides (a map pooled four times: its side a multiple of 16)
-        for m in (2, 4, 8, 16, 32, 64):
-            if base[a] % m == 0 and base[a] > m:
+    for a in vary:     # a size a fixed number divides (a map pooled four times: its side a multiple of 16; a
+        # depthwise convolution's output channels a multiple of its input channels, kept as the number 128)
+        for m in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+            if base[a] % m == 0 and (base[a] > m or (m > 64 and base[a] == m)):
                 cands.append((f"{a} % {m} == 0", lambda c, a=a, m=m: {**c, a: max(m, round(c[a] / m) * m)}))
     # a fixed divisor (groups) first, then equalities, then bounds; a number of its own last (of two relations that
     # draw alike, the one whose names the source writes on one line: ``out_channels % (4 * groups)``, not
@@ -1905,10 +1906,21 @@ def space_constraint(base: dict[str, int], vary: list[str], space: dict, valid: 
         chosen.append(found)
     if not chosen:
         return None, None
-    text = " and ".join(t for t, _ in chosen)
-    return text, (f"shape_space.constraint {text!r} is the importer's: the original refused {first_bad} of {draws} "
-                  "configs drawn from the draft space without it and accepted every one adjusted to it; confirm "
-                  "it, and add the bounds the kernel needs")
+    # a size a number divides is drawn as a multiple of it (``multiple_of``): as a constraint, the draws that miss
+    # it are thrown away, and of out_channels' draws over 16-512 few are multiples of 128 (the draws shun powers of
+    # two): the random split found no config
+    parts = [t for found, _ in chosen for t in found.split(" and ")]
+    multiples = {m.group(1): int(m.group(2)) for t in parts if (m := re.fullmatch(r"(\w+) % (\d+) == 0", t))}
+    for a, m in multiples.items():
+        space[a]["multiple_of"] = m
+        space[a]["max"] = max(space[a]["max"], m)
+    text = " and ".join(t for t in parts if not re.fullmatch(r"\w+ % \d+ == 0", t)) or None
+    said = " and ".join([*(f"shape_space.{a}.multiple_of {m}" for a, m in multiples.items()),
+                         *([f"shape_space.constraint {text!r}"] if text else [])])
+    return text, (f"{said} {'is' if len(parts) == 1 else 'are'} the importer's: the original refused {first_bad} of "
+                  f"{draws} configs drawn from the draft space without {'it' if len(parts) == 1 else 'them'} and "
+                  f"accepted every one adjusted to {'it' if len(parts) == 1 else 'them'}; confirm "
+                  f"{'it' if len(parts) == 1 else 'them'}, and add the bounds the kernel needs")
 
 
 def schema_supports(key: str) -> bool:
