@@ -882,10 +882,8 @@ def _case_fields(cases: list[dict], names: list[str], values: dict[str, Any], no
 
 def _over_module_list(loop: ast.For, values: dict[str, Any]) -> bool:
     """Is ``loop`` over a list or tuple the module binds (``for i, (M, N) in enumerate(TEST_SHAPES)``)?"""
-    it = loop.iter
-    if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
-        it = it.args[0]
-    return isinstance(it, ast.Name) and isinstance(values.get(it.id), (list, tuple))
+    listed = _list_name(loop.iter)
+    return listed is not None and isinstance(values.get(listed), (list, tuple))
 
 
 def _unwrapped(node: ast.AST) -> ast.AST:

@@ -1480,10 +1480,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     # a memory-bound problem whose one set of sizes, and every draft around it, moves less than the rules ask
     # (EfficientNetB2 at a batch of 2: 44 MB, its weights): a seen config grown from it, its batch first (a network's
-    # work grows with it, the network unchanged)
+    # work grows with it, the network unchanged); not a loss's one value (over 100 MB of inputs, drawing them again
+    # moves it within float32's tolerance: the degeneracy rules refuse what this rule asks)
     roofline, rnotes = roofline_draft(tensors_specs, flops, {**params, **env_floats})
-    # (not a loss's one value: over 100 MB of inputs, drawing them again moves it within float32's tolerance, and the
-    # degeneracy rules refuse what this rule asks)
     grow_bytes = (MIN_BYTES_MEMORY_BOUND if roofline["bound"] == "memory" and device == "meta" and not growth
                   and len(listed) < 2 and any(o["shape"] for o in outputs) else 0.0)
     seen, held, smoke, notes, _ = draft_configs(base, vary, valid, size, "problem", nbytes,
