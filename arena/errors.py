@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -27,23 +28,38 @@ class Interruption(BaseException):
     BaseException, because that code's ``except Exception`` would otherwise swallow it."""
 
 
+REPEAT_SECONDS = 1.0
+
+
 @contextlib.contextmanager
 def interrupted_after(seconds: float, interruption: Callable[[], Interruption], cpu: bool = False) -> Iterator[None]:
     """Raise ``interruption()`` in the block once ``seconds`` have passed: of the wall clock (SIGALRM), or with
     ``cpu`` of this process's CPU time (SIGPROF). From the main thread only (a signal's handler runs there); the
-    signal's handler and timer are put back as found after the block."""
+    signal's handler and timer are put back as found after the block. The signal comes again every
+    ``REPEAT_SECONDS`` after the first until the block ends: an exception raised where Python only prints it (a
+    weakref's finalizer, a ``__del__``) or code that catches it would otherwise leave the block to run on unbounded."""
     sig, timer = (signal.SIGPROF, signal.ITIMER_PROF) if cpu else (signal.SIGALRM, signal.ITIMER_REAL)
 
+    raised: list[BaseException] = []
+    hook = sys.unraisablehook
+
     def expire(signum: int, frame: Any) -> None:
-        raise interruption()
+        raised.append(interruption())
+        raise raised[-1]
+
+    def unraisable(what: Any) -> None:   # one that landed in a finalizer: not printed (the next one ends the block)
+        if not any(what.exc_value is r for r in raised):
+            hook(what)
 
     before = signal.signal(sig, expire)
-    signal.setitimer(timer, seconds)
+    sys.unraisablehook = unraisable
+    signal.setitimer(timer, seconds, REPEAT_SECONDS)
     try:
         yield
     finally:
         signal.setitimer(timer, 0)
         signal.signal(sig, before)
+        sys.unraisablehook = hook
 
 
 class ArenaError(ArenaException):

@@ -1158,12 +1158,8 @@ def test_aka_inputs_made_again_on_the_cpu_for_the_reference_are_the_tasks_inputs
     the reference (``args_cpu, _ = gen_inputs(seed, "cpu")``): the second call is the first's values, and the
     reference is handed the task's inputs. Before, the reference made its own and read none of them (refused as
     "the outputs do not depend on input g")."""
-    src = tmp_path / "src" / "aka_vllm_seed_chunks"
-    shutil.copytree(FIX / "aka_vllm_seed_chunks", src)
-    runner = src / "scripts" / "task_runner.py"
-    copied = "            args_cpu = tuple(a.float().cpu() if isinstance(a, torch.Tensor) else a for a in args)\n"
-    assert copied in runner.read_text()
-    runner.write_text(runner.read_text().replace(copied, '            args_cpu, _ = gen_inputs(seed, "cpu")\n'))
+    src = _seed_chunks_with(tmp_path, "            args_cpu = tuple(a.float().cpu() if isinstance(a, torch.Tensor) "
+                                      "else a for a in args)\n", '            args_cpu, _ = gen_inputs(seed, "cpu")\n')
     result = import_aka(src, tmp_path / "out")
     assert result.ok and result.checks and not _found(result), result.report()
     assert any("makes the kernel's inputs again on another device (args_cpu, _ = gen_inputs(seed, 'cpu')): the "
@@ -1188,6 +1184,16 @@ def test_only_a_helper_that_seeds_itself_makes_the_same_inputs_twice():
     assert got[3] == "x_cpu = x" and got[4] == "out_cpu = alloc(n, 'cpu')", got
     assert notes == ["t.py makes the kernel's inputs again on another device (x_cpu = make(n, 'cpu')): the same "
                      "values, read as x_cpu = x"]
+
+
+def _seed_chunks_with(tmp_path: Path, written: str, instead: str) -> Path:
+    """A copy of the aka_vllm_seed_chunks fixture whose runner has ``instead`` where it has ``written``."""
+    src = tmp_path / "src" / "aka_vllm_seed_chunks"
+    shutil.copytree(FIX / "aka_vllm_seed_chunks", src)
+    runner = src / "scripts" / "task_runner.py"
+    assert written in runner.read_text()
+    runner.write_text(runner.read_text().replace(written, instead))
+    return src
 
 
 def _computes_chunked_cumsum(task) -> None:
@@ -2644,6 +2650,64 @@ def test_aka_cases_below_the_timing_window_are_grown_into_it(tmp_path, monkeypat
         assert c.params["K"] % c.params["group_size"] == 0, c
 
 
+def test_a_growth_stopped_short_of_the_window_is_kept_where_it_passed_the_floor():
+    """``grown_cases``: a case whose growth the original stops short of the window (a size past the reference's cost)
+    is kept where what it reached passes ``floor`` (the check's own 100 MB, a third of the window), and left out
+    where it does not; without a floor, as before, only a case that reaches the window is."""
+    from arena.authoring.importers.common import grown_cases
+
+    def nbytes(c: dict) -> int:
+        return 8 * c["T"]
+
+    def enough(c: dict) -> bool:
+        return nbytes(c) >= 3000
+
+    def floor(c: dict) -> bool:
+        return nbytes(c) >= 1000
+
+    cases = [{"T": 10}, {"T": 12}]
+    assert grown_cases(cases, ["T"], lambda c: c["T"] <= 160, nbytes, enough, floor) == [(0, {"T": 10}, {"T": 160})]
+    assert grown_cases(cases, ["T"], lambda c: c["T"] <= 160, nbytes, enough) == []
+    assert grown_cases(cases, ["T"], lambda c: c["T"] <= 80, nbytes, enough, floor) == []
+    assert grown_cases(cases, ["T"], lambda c: True, nbytes, enough, floor) == [(0, {"T": 10}, {"T": 640}),
+                                                                               (1, {"T": 12}, {"T": 384})]
+
+
+def test_aka_a_reference_that_loops_over_chunks_on_the_cpu_is_grown_by_its_cost_there(tmp_path, monkeypatch):
+    """vLLM's FLA runners' references copy the inputs to the CPU and loop over chunks there. On the meta device each
+    of their operations costs tens of times what it does on the CPU (its shapes worked out in Python: 3.4 s against
+    0.08 s for one at 16,384 steps), and a draft was refused wherever its meta run took past REFERENCE_PROBE_SECONDS,
+    so their cases were never grown (FLA's chunked cumsum at 67 MB). Now a meta run is cut there and the reference
+    judged by its run on the CPU, grown while that takes a third of the limit at most (the held-out drafts around it
+    go to twice its sizes); and where that stops the growth short of the window but past the check's own floor (a
+    third of it, the 100 MB rule), the cases grown that far are the seen configs."""
+    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
+
+    # the window scaled down (30 MB): the same growth at a tenth of the sizes; with the limit at 1.5 s, on the meta
+    # device it stops near 4 MB, on the CPU (held to a third of the limit) at 25-50 MB, or at 12 MB where the machine
+    # is four times slower: past the floor of 10 MB either way
+    monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
+    monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
+    monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 1.5)
+    # its accumulator made like the CPU copy, as FLA's are (`torch.zeros_like(g_c)`): it runs on the meta device
+    src = _seed_chunks_with(tmp_path, '    out = torch.empty_like(g, device="cpu")\n    gc = g.float().cpu()\n',
+                            "    gc = g.float().cpu()\n    out = torch.empty_like(gc)\n")
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+
+    def moved(c) -> int:
+        return 2 * 4 * c["B"] * c["T"] * c["H"]     # g and the result, fp32
+
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert len(seen) >= 3 and all(moved(c) >= 10 * 10**6 for c in seen), seen
+    assert all(moved(c) <= common.MAX_CONFIG_BYTES for c in seen)
+    notes = _decisions(result.report())
+    assert any("grown into it" in d for d in notes), notes
+    _computes_chunked_cumsum(task)
+
+
 def test_aka_cases_partly_inside_the_timing_window_grow_the_ones_below_it(tmp_path, monkeypatch):
     """Where some of a test's cases are inside the timing window and some below it, the ones below are grown into
     it (the harness could not time them as they are), the ones inside kept as they are; the report names the cases
@@ -3019,7 +3083,8 @@ def test_aka_drafts_a_reference_runs_too_slowly_for_are_not_kept(tmp_path, monke
 
     monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", -1.0)
     result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path)
-    said = [d for d in result.decisions if "the reference took more than -1 CPU seconds on the meta device" in d]
+    said = [d for d in result.decisions
+            if "the reference took more than -1 CPU seconds on the meta device or the CPU" in d]
     assert said and any("vectorise it" in d for d in said), result.report()
     assert any(d.startswith("0 held-out configs could be drafted: at the sizes tried, the reference took more") and
                "make it vectorised" in d for d in said), result.report()
@@ -3201,6 +3266,47 @@ def test_one_probe_is_stopped_past_its_cpu_seconds():
     with pytest.raises(ProbeTimeout):
         with cpu_time_limit(0):
             pass
+
+
+def test_a_probes_time_limit_that_the_code_swallows_comes_again():
+    """An interruption raised where Python only prints it (a weakref's finalizer: the importer's byte-counting mode
+    keeps them) or that the code catches does not leave the run unbounded: the signal comes again until the block
+    ends (a meta run cut at 2 s ran 48 s when the first landed in a finalizer)."""
+    import time
+    import weakref
+
+    from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
+    from arena.errors import Interruption, interrupted_after
+
+    class Wall(Interruption):
+        pass
+
+    swallowed = []
+    t0 = time.process_time()
+    with interrupted_after(20, Wall):   # the test's own bound, on the wall clock
+        with pytest.raises(ProbeTimeout):
+            with cpu_time_limit(0.2):
+                while True:
+                    try:
+                        while True:
+                            sum(range(1000))
+                    except ProbeTimeout:
+                        if swallowed:
+                            raise
+                        swallowed.append(time.process_time() - t0)
+    assert len(swallowed) == 1 and time.process_time() - t0 < 5.0
+
+    class Held:
+        pass
+
+    t0 = time.process_time()
+    with interrupted_after(20, Wall):
+        with pytest.raises(ProbeTimeout):
+            with cpu_time_limit(0.2):
+                while True:   # finalizers run all the time: a signal may land in one
+                    weakref.finalize(Held(), lambda: sum(range(200)))
+                    sum(range(2000))
+    assert time.process_time() - t0 < 5.0
 
 
 def test_seen_configs_are_topped_up_inside_the_timing_window():

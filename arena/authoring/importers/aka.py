@@ -27,6 +27,7 @@ from arena.authoring.importers.common import (
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
+    WINDOW_MARGIN,
     Draft,
     Fitter,
     ImportResult,
@@ -3124,6 +3125,9 @@ CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta 
 # it (a recurrence over T): each call is a launch on a GPU, and the harness runs the reference for every config
 REFERENCE_PROBE_SECONDS = 2.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
+# a case is grown only as far as the reference, judged on the CPU, takes at most REFERENCE_PROBE_SECONDS / this: the
+# held-out drafts around the grown case go to twice its sizes, and a run's CPU seconds vary by a third
+GROWTH_HEADROOM = 3
 # and one run of the reference, on the meta device or the CPU, at most (the budgets above are counted between runs:
 # a reference that loops in Python over every element, at a size a probe tries, runs for hours)
 ONE_PROBE_SECONDS = CPU_PROBE_SECONDS * GROWN_BUDGET
@@ -3141,6 +3145,8 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
     cpu_left = [CPU_PROBE_SECONDS]      # the CPU runs of the reference, all together, stop past this
     meta_left = [META_PROBE_SECONDS]    # and its runs on the meta device
+    meta_cut = [False]                  # a run there was cut for time: the CPU judges the reference from then on
+    judged = [False]                    # the probes are growth's and the drafts' (not the formulas' of the cases)
 
     def probe(params: dict) -> Any:
         env = dict(params)
@@ -3163,37 +3169,60 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             return {"outputs": [], "flops": 0}
         t0 = time.process_time()
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
+        cpu_seconds: float | None = None      # its run on the CPU, where the meta device was cut short for time
         peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
+        # where the test runs here, a meta run is cut at REFERENCE_PROBE_SECONDS and the reference judged by a run on
+        # the CPU instead: an operation on the meta device costs tens of times what it does on the CPU or as a launch
+        # on a GPU (its shapes worked out in Python), and a loop over chunks the CPU ran in 0.08 s took 3.4 s there
+        on_cpu_after = observer is not None and cpu_left[0] > 0
         try:
+            if on_cpu_after and meta_cut[0]:   # cut once: the larger configs after it would be too
+                raise ProbeTimeout("the meta device was cut short for time at a config before")
             try:
-                with cpu_time_limit(min(ONE_PROBE_SECONDS, meta_left[0])), OnDevice("meta"), \
-                        flop_counter() as counter, peak_bytes_mode() as live:
+                with cpu_time_limit(min(ONE_PROBE_SECONDS, meta_left[0],
+                                        REFERENCE_PROBE_SECONDS if on_cpu_after else ONE_PROBE_SECONDS)), \
+                        OnDevice("meta", factories=True), flop_counter() as counter, peak_bytes_mode() as live:
                     out = ref_fn(*ins, *[params[f] for f in fields])
             finally:
                 meta_left[0] -= time.process_time() - t0
             meta_seconds = time.process_time() - t0
             peak = live.peak
-        except Exception:  # noqa: BLE001 - on the CPU, on the test's own tensors, where it runs here
-            if observer is None or cpu_left[0] <= 0:
+        except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - on the CPU, on the test's own tensors
+            if observer is None or cpu_left[0] <= 0 or (isinstance(exc, ProbeTimeout) and not on_cpu_after):
                 raise
+            cut = isinstance(exc, ProbeTimeout)
+            meta_cut[0] = meta_cut[0] or cut
             t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
             seen = observer.observe(params, "cpu")
             got = {t: v for t, v in seen.args} | dict(seen.kwargs)
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                with cpu_time_limit(ONE_PROBE_SECONDS), flop_counter() as counter, \
-                        peak_bytes_mode() as live:
-                    out = ref_fn(*cpu, *[params[f] for f in fields])
-                peak = live.peak
+                if cut:
+                    # timed as the harness would run it: with no mode watching each operation (they cost it tens of
+                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time).
+                    # A case's run, for the formulas, goes to its end (its outputs give them their shapes); a
+                    # growth's or a draft's is cut at the limit that judges it
+                    t1 = time.process_time()
+                    with cpu_time_limit(REFERENCE_PROBE_SECONDS if judged[0] else ONE_PROBE_SECONDS):
+                        out = ref_fn(*cpu, *[params[f] for f in fields])
+                    cpu_seconds, counter = time.process_time() - t1, None
+                else:
+                    with cpu_time_limit(ONE_PROBE_SECONDS), flop_counter() as counter, \
+                            peak_bytes_mode() as live:
+                        out = ref_fn(*cpu, *[params[f] for f in fields])
+                    peak = live.peak
             finally:
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return {"outputs": shapes_only(outs), "flops": counter.get_total_flops(), "meta_seconds": meta_seconds,
+        return {"outputs": shapes_only(outs), "flops": None if counter is None else counter.get_total_flops(),
+                "meta_seconds": meta_seconds,
+                "cpu_seconds": cpu_seconds,
                 "temporaries": None if peak is None else max(0, peak - sum(
                     o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
     probe.cpu_left = cpu_left  # type: ignore[attr-defined]  # the caller gives the drafts' checks a budget anew
+    probe.judged = judged  # type: ignore[attr-defined]  # set by the caller once the formulas are read
     probe.meta_left = meta_left  # type: ignore[attr-defined]
     return probe
 
@@ -3612,8 +3641,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         o.pop("_key", None)
     decisions += fitter.inexact
     flops: str | int | None = None
-    if ref_fn is not None and run is not None:
-        flops, ok = fitter.number_formula(lambda r: r["flops"])
+    if ref_fn is not None and run is not None and run.get("flops") is None:
+        decisions.append("roofline.flops was not counted: the reference's run on the meta device was cut for time, "
+                         "and its run on the CPU is not watched (a loop over chunks): write the count")
+    elif ref_fn is not None and run is not None:
+        flops, ok = fitter.number_formula(lambda r: int(r["flops"]))
         if not ok:
             decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
 
@@ -3635,7 +3667,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return False
         if isinstance(got, BaseException):
             return False
-        if got is not None and (got.get("meta_seconds") or 0) > REFERENCE_PROBE_SECONDS:
+        if got is not None and max(got.get("meta_seconds") or 0,
+                                   got.get("cpu_seconds") or 0) > REFERENCE_PROBE_SECONDS:
             slow.append(cfg)
             return False
         return got is not None
@@ -3667,6 +3700,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         return 0 if got is None or isinstance(got, BaseException) else got.get("temporaries") or 0
 
     enough = in_window(nbytes, work)
+    floor = in_window(nbytes, work, 1 / WINDOW_MARGIN)    # the check's own 100 MB
 
     # a case past the bytes bound, the reference's temporaries counted (an attention's scores at the test's longest
     # sequence), is no seen config: the others are, or, where every case is past it, the largest scaled down. Only
@@ -3680,6 +3714,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     vary = [f for f in h.fields if base_case[f] >= MIN_VARIED]
     budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS
+    probe_fn.judged[0] = True
     # the test's cases check correctness: they are often far below the timing window. The seen configs are the cases
     # below it grown into it (where the reference accepts the sizes), those inside it as they are, the held-out ones
     # drafts around the largest of them
@@ -3706,18 +3741,29 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return f"the reference raised {what} there"
         if got is None:
             return "the reference did not run there"
+        if costly(cfg) is not None:
+            return (f"the reference took {costly(cfg):.2g} CPU seconds there, on the CPU (its operations a chunk at a "
+                    f"time): the held-out drafts around a grown config, up to twice its sizes, are held to "
+                    f"{REFERENCE_PROBE_SECONDS:g}")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 
+    def costly(cfg: dict) -> float | None:
+        """The CPU seconds of the reference at ``cfg`` where they leave the drafts around it no room (judged on the
+        CPU: the meta device was cut short), else None."""
+        got = probe_at(cfg)
+        cpu = got.get("cpu_seconds") if isinstance(got, dict) else None
+        return cpu if cpu is not None and cpu > REFERENCE_PROBE_SECONDS / GROWTH_HEADROOM else None
+
     def grows(cfg: dict) -> bool:
-        ok = valid(cfg) and nbytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES
+        ok = valid(cfg) and nbytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES and costly(cfg) is None
         if not ok:
             stopped.append((cfg, refusal(cfg)))
         return ok
 
     if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
-                  grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough)]
+                  grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough, floor)]
         if growth:
             # the largest grown case, of those with no size of 1 where there is one: drafts around a softmax over
             # one column are as degenerate as it
@@ -3751,8 +3797,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     elif vary and len(held) < 4 and (slow or slow_made):
         why = ("the test's statements before its kernel call ran past the CPU seconds an observation may take "
                "(a loop in Python over a size is as slow where the harness makes the inputs)" if slow_made else
-               f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device, an "
-               "operation at a time (a loop in Python over a size is as slow on a GPU, where each is a launch)")
+               f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or the "
+               "CPU, an operation at a time (a loop in Python over a size is as slow on a GPU, where each is a launch)")
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: at the sizes tried, {why}: make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
@@ -3770,7 +3816,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     if growth:
         seen = [{"name": f"case{i}", **{k: g[k] for k in c}, **grown_from(c, g)} for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
-        seen = topped_up(seen, seen_drafts[1:], growing, valid, nbytes, enough,
+        short = [g for _, _, g in growth if not enough(g)]
+        seen = topped_up(seen, seen_drafts[1:], growing, valid, nbytes,
+                         (lambda c: enough(c) or floor(c)) if short else enough,
                          fallback=[{"name": f"case{i}", **c} for i, c in enumerate(h.cases)])
         small = [{**base_case, **h.cases[i]} for i in below]
         notes.insert(0, f"the cases of {h.path.name}"
@@ -3781,6 +3829,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                         f"until a case moves {WINDOW_BYTES / 1e6:.0f} MB or needs {WINDOW_FLOPS / 1e9:.0f} GFLOP, each "
                         "size accepted by the reference), heldout.yaml drafts around the largest; the smallest "
                         "case is the smoke config"
+                        + (f"; {len(short)} stopped short of that at {max(nbytes(g) for g in short) / 1e6:.0f} MB "
+                           f"or less, inside the check's {WINDOW_BYTES / WINDOW_MARGIN / 1e6:.0f} MB still ("
+                           + (stopped[-1][1] if stopped else "the reference refused a larger size") + ")"
+                           if short else "")
                         + (f" ({', '.join(kept)} kept as the cases have them: the starting kernel's "
                            "compile-time block sizes follow them)" if kept else ""))
     while len(seen) < 3 and h.cases:
@@ -3794,9 +3846,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     if smoke_case is not None and config_params(smoke[0]) == {**base_case, **smoke_case}:
         smoke[0]["#"] = f"the smallest case of {h.path.name}"
     for refused, why in (
-            (slow, f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device there, an "
-                   "operation at a time (a loop in Python over a size is as slow on a GPU, where each operation is a "
-                   "launch): vectorise it"),
+            (slow, f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or the "
+                   "CPU there, an operation at a time (a loop in Python over a size is as slow on a GPU, where each "
+                   "operation is a launch): vectorise it"),
             (slow_made, "{} there (a loop in Python over a size is as slow where the harness makes the inputs): "
                         "vectorise the test's statements that make them")):
         if refused:

@@ -1541,7 +1541,8 @@ def _shrunk(base: dict[str, int], keys: Iterable[str], fits: Callable[[dict], bo
 # A config inside the timing window (arena.authoring.check: every seen and held-out config's baseline 20 us or
 # more; a memory-bound task moves 100 MB in one config at least): three times the check's 100 MB, so that the
 # drafts around it (halved, a third) stay above it, or this much work
-WINDOW_BYTES = 300 * 10**6
+WINDOW_MARGIN = 3
+WINDOW_BYTES = WINDOW_MARGIN * 100 * 10**6
 WINDOW_FLOPS = 2 * 10**10
 
 
@@ -1578,25 +1579,30 @@ def leading_size(inputs: list[dict], outputs: list[dict], params: list[dict]) ->
     return None if name in in_params else name
 
 
-def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float]) -> Callable[[dict], bool]:
-    """Whether a config is inside the timing window, by its bytes or its work (``WINDOW_BYTES``, ``WINDOW_FLOPS``)."""
-    return lambda c: nbytes(c) >= WINDOW_BYTES or work(c) >= WINDOW_FLOPS
+def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float], share: float = 1.0
+              ) -> Callable[[dict], bool]:
+    """Whether a config is inside the timing window, by its bytes or its work (``WINDOW_BYTES``, ``WINDOW_FLOPS``;
+    ``share`` of them: a third, the check's own 100 MB, is the floor where a reference's cost stops the growth)."""
+    return lambda c: nbytes(c) >= WINDOW_BYTES * share or work(c) >= WINDOW_FLOPS * share
 
 
 def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
-                enough: Callable[[dict], bool]) -> list[tuple[int, dict, dict]]:
+                enough: Callable[[dict], bool], floor: Callable[[dict], bool] | None = None
+                ) -> list[tuple[int, dict, dict]]:
     """Where a source's ``cases`` (full configs) are below the timing window (``enough``), all or some: each one
     below it grown into it by its sizes among ``keys`` (``grown``), each inside it as it is, as (its number, the case,
     the config), those that reach it and differ from the ones before in a size the bytes follow (a case below the
     window is a config the harness cannot time; cases that grow into one set of sizes, a seed apart, are one
-    config); [] where every case is inside it already."""
+    config); [] where every case is inside it already. ``floor``: where ``valid`` stops a growth short of the window
+    (a reference whose cost grows with a size), what it reached is kept if ``floor`` accepts it."""
     if not keys or not cases or all(enough(c) for c in cases):
         return []
     out: list[tuple[int, dict, dict]] = []
     sizes = [k for k in keys if nbytes({**cases[0], k: cases[0][k] * 2}) != nbytes(cases[0])]   # not a seed
     for i, c in enumerate(cases):
         g = c if enough(c) else grown(c, keys, valid, nbytes, enough)
-        if enough(g) and all(any(g[k] != o[k] for k in sizes) for _, _, o in out):
+        if (enough(g) or (floor is not None and floor(g))) and all(any(g[k] != o[k] for k in sizes)
+                                                                   for _, _, o in out):
             out.append((i, c, g))
     return out
 
@@ -1612,7 +1618,7 @@ def topped_up(seen: list[dict], drafts: list[dict], keys: list[str], valid: Call
               want: int = 3) -> list[dict]:
     """``seen`` (named configs inside the timing window: the cases grown) topped up to ``want`` with configs that
     differ from them: the ``drafts`` inside the window, then a seen config with one size among ``keys`` times 3/2,
-    2 or 1/2 (inside the window, within ``SCALED_BYTES``, accepted by ``valid``; cases that grew into one set of
+    2, 1/2 or 5/4 (inside the window, within ``SCALED_BYTES``, accepted by ``valid``; cases that grew into one set of
     sizes leave room: a power-of-two grid has few sizes between the window and the bound), then ``fallback``
     (the cases as written)."""
     out = list(seen)
@@ -1625,7 +1631,7 @@ def topped_up(seen: list[dict], drafts: list[dict], keys: list[str], valid: Call
             out.append(d)
     for base in list(out):
         for k in keys:
-            for factor, tag in ((1.5, "x 3/2"), (2, "doubled"), (0.5, "halved")):
+            for factor, tag in ((1.5, "x 3/2"), (2, "doubled"), (0.5, "halved"), (1.25, "x 5/4")):
                 c = {**config_params(base), k: max(1, int(config_params(base)[k] * factor))}
                 if (len(out) < want and new(c) and enough(c) and nbytes(c) <= SCALED_BYTES and valid(c)):
                     out.append({"name": f"draft-{len(out)}", **c,

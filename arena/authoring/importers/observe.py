@@ -52,15 +52,21 @@ def _is_gpu(d: Any) -> bool:
 
 
 _RANDOM_MAKERS = {torch.randn, torch.rand, torch.randn_like, torch.rand_like, torch.empty}
+# what a reference makes with no device (its accumulator, ``torch.zeros(B, T, H, V)`` beside its inputs' CPU copies)
+# (or on the CPU by name, ``torch.zeros_like(A, device='cpu')``)
+_FACTORIES = {torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.empty, torch.zeros_like,
+              torch.ones_like, torch.full_like, torch.empty_like}
 
 
 class OnDevice(TorchFunctionMode):
     """Every tensor the test makes for ``cuda`` is made on ``device`` instead (a generator it
-    makes for ``cuda``, on the CPU)."""
+    makes for ``cuda``, on the CPU). ``factories``: on the meta device, where a reference runs on the inputs'
+    shapes alone, what it makes with no device is made there too (its CPU copies of its inputs are)."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, factories: bool = False):
         super().__init__()
         self.device = device
+        self.factories = factories and device == "meta"
         self._generator: Any = None
 
     def __enter__(self) -> Any:
@@ -86,6 +92,8 @@ class OnDevice(TorchFunctionMode):
             kwargs["device"] = self.device
         elif self.device == "meta" and func in _RANDOM_MAKERS and kwargs.get("device") is None:
             kwargs["device"] = "meta"  # a random CPU tensor the test moves to the GPU: its values are not needed
+        elif self.factories and func in _FACTORIES and str(kwargs.get("device")).split(":")[0] in ("None", "cpu"):
+            kwargs["device"] = "meta"
         if func in (torch.Tensor.cuda,):
             return args[0].to(self.device) if self.device == "meta" else args[0]
         if func is torch.Tensor.cpu and self.device == "meta" and args[0].is_meta:
