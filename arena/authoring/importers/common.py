@@ -18,6 +18,7 @@ from typing import Any, Callable, Collection, Iterable, Iterator, Sequence
 
 import torch
 import yaml
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from arena.errors import ArenaError, ArenaException, Interruption, interrupted_after
 from arena.taskdef import formula
@@ -243,7 +244,6 @@ def peak_bytes_mode() -> Any:
     has, until the last tensor on it is gone."""
     import weakref
 
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
 
     class PeakBytes(TorchDispatchMode):
@@ -824,6 +824,9 @@ TAIL_MARGIN = 4
 # the rounding is not loosened past these: an fp32 reference on the CPU that rounds more (a norm summed over
 # 2e8 elements is 2% off there, and within 1e-6 on a GPU) measures the CPU's summation, not the task's need
 MAX_ROUNDING_TOL = {"elementwise": 2e-3, "norm": 1e-3}
+# and where the starting kernel's products run in TF32 (``tf32_dots``), the bounds of fp16's default tolerance, whose
+# mantissa is TF32's 10 bits
+MAX_ROUNDING_TOL_TF32 = {"elementwise": 2e-2, "norm": 1e-2}
 _LADDER = (1, 2, 5)
 
 
@@ -900,12 +903,158 @@ def _median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
     return float(flat.median()) if flat.numel() else 0.0
 
 
-def _fp32_outputs(ref: Any, ins: dict[str, Any], scalars: list) -> list:
+def _fp32_outputs(ref: Any, ins: dict[str, Any], scalars: list, tf32: bool = False) -> list:
     """The reference run as the task's eager starting point computes: on clones of the inputs, in
-    their own precision; its outputs as a list."""
-    with torch.no_grad():
+    their own precision (``tf32``: its matrix products' operands cut to TF32, ``TF32Products``); its outputs as a
+    list."""
+    with torch.no_grad(), (TF32Products() if tf32 else contextlib.nullcontext()):
         out = ref.reference(*[None if t is None else t.clone() for t in ins.values()], *scalars)
     return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+class TF32Products(TorchDispatchMode):
+    """Matrix products and convolutions whose fp32 operands are cut to TF32 (a 10-bit mantissa), as a GPU's tensor
+    cores compute Triton's ``tl.dot`` on fp32 at its default precision on NVIDIA (``default_dot_input_precision``
+    "tf32"; "ieee" on AMD): the 13 low bits of each operand dropped, the products summed in fp32. Dropped, not
+    rounded: the tensor cores read the top 19 bits (the larger error of the two, and one sign: it does not cancel
+    over a long sum)."""
+
+    # the operands of each: a product's two factors, not the sum it is added to (``addmm``'s first argument)
+    OPERANDS = {"mm": (0, 1), "bmm": (0, 1), "mv": (0, 1), "dot": (0, 1), "addmm": (1, 2), "baddbmm": (1, 2),
+                "addbmm": (1, 2), "addmv": (1, 2), "convolution": (0, 1)}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        which = self.OPERANDS.get(func.overloadpacket.__name__, ())
+        args = tuple(tf32_cut(a) if i in which else a for i, a in enumerate(args))
+        return func(*args, **(kwargs or {}))
+
+
+def tf32_cut(t: Any) -> Any:
+    """An fp32 tensor with the 13 low bits of each value's mantissa dropped (TF32's 10 bits kept); anything else as
+    it is."""
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+        return t
+    return t.contiguous().view(torch.int32).bitwise_and(-(1 << 13)).view(torch.float32).reshape(t.shape)
+
+
+def tf32_dots(kernel: Path | None) -> list[int]:
+    """The lines of a Triton kernel file's ``tl.dot`` calls that run at Triton's default precision for fp32 operands
+    (TF32 on an NVIDIA GPU): no ``input_precision="ieee"`` and no ``allow_tf32=False``; a precision named by a
+    variable counts (it may be TF32); none where the file is not Python or does not parse."""
+    if kernel is None or kernel.suffix != ".py":
+        return []
+    try:
+        tree = ast.parse(kernel.read_text(errors="replace"))
+    except SyntaxError:
+        return []
+    lines = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot"
+                and ast.unparse(node.func.value) in ("tl", "triton.language", "language")):
+            continue
+        said = {k.arg: k.value for k in node.keywords if k.arg}
+        if len(node.args) > 3:     # tl.dot(a, b, acc, input_precision, ...)
+            said.setdefault("input_precision", node.args[3])
+        precision, allow = said.get("input_precision"), said.get("allow_tf32")
+        if isinstance(precision, ast.Constant) and precision.value is not None:
+            if str(precision.value).lower() == "ieee":
+                continue
+        elif isinstance(allow, ast.Constant) and allow.value is False:
+            continue
+        lines.append(node.lineno)
+    return sorted(lines)
+
+
+def _rounding_config(task: Any, count: Callable[[dict], float | None] | None = None
+                     ) -> tuple[Any, float, list[tuple[float, float, Any]], list[tuple[float, float, Any]]]:
+    """The seen or held-out config whose reference's rounding is measured: the one with the most work up to
+    ``ROUNDING_FLOPS`` and ``ROUNDING_BYTES``, or the longest sums as they are, on a config with its other sizes shrunk
+    (``_shrunk_for_rounding``), where none that fits has them; None where neither. With it: how many times the
+    task's longest sums are longer than its own, the configs that fit (flops, bytes, config), and those within
+    ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` past them. A FLOP count that is one number for every config (an
+    importer's count of one case, ``roofline.flops`` not yet a formula) tells no sum's length: the configs' sums are
+    taken as long as each other's."""
+    configs, larger = [], []
+    lengths: dict[int, float] = {}
+    known = count is not None or bool(formula.names_in(str(task.roofline["flops"])))
+    longest: tuple[float, Any] | None = None
+    for c in [*task.configs("seen"), *task.configs("heldout")]:
+        try:
+            flops, nbytes = _work(task, c, count)
+            lengths[id(c)] = _reduction_length(task, c, count) if known else 1.0
+        except formula.FormulaError:
+            continue
+        if longest is None or lengths[id(c)] > longest[0]:
+            longest = (lengths[id(c)], c)
+        if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
+            configs.append((flops, nbytes, c))
+        elif flops <= SPREAD_FLOPS and nbytes <= SPREAD_BYTES:
+            larger.append((flops, nbytes, c))
+    config = max(configs, key=lambda fbc: fbc[:2])[2] if configs else None
+    if longest is not None and all(lengths[id(c)] < longest[0] * (1 - 1e-9) for *_, c in configs):
+        config = _shrunk_for_rounding(task, longest[1], count) or config
+    grow = 1.0 if config is None or not known else max(
+        1.0, max(lengths.values()) / max(1e-300, _reduction_length(task, config, count)))
+    return config, grow, configs, larger
+
+
+def _atol_left(task: Any, pairs: list[tuple[torch.Tensor, torch.Tensor]], rtol: float) -> tuple[float, float]:
+    """What atol must hold of the rounding measured (``_rounding_errors``' pairs) past ``rtol``: the largest error
+    left, and the errors of the outputs below the median |ref| as a normal tail over the elements the check compares
+    (``_tail_error``)."""
+    compared = _compared(task)
+    return (max(float((d - rtol * w.abs()).max()) for d, w in pairs),
+            max(_tail_error(d * (TAIL_MARGIN / ROUNDING_MARGIN), w, compared) for d, w in pairs))
+
+
+def _rounding_where(config: Any, dots: list[int]) -> str:
+    """Where ``_rounding_errors`` measured, in words."""
+    return (f"{config.split} config {config.name}, on the CPU, fp32 against fp64"
+            + (f", its matrix products' operands cut to TF32 as the starting kernel's tl.dot (line "
+               f"{', '.join(map(str, dots))}) computes them on an NVIDIA GPU" if dots else ""))
+
+
+def rounding_floor(task: Any, ref: Any, rtol: float, count: Callable[[dict], float | None] | None = None
+                   ) -> tuple[float, str]:
+    """The atol a task's fp32 outputs need for its reference's rounding past ``rtol`` (``_rounding_errors`` on
+    ``_rounding_config``'s config, as the starting kernel rounds: its products in TF32 where ``tf32_dots`` finds
+    them; ``_atol_left``), and where it was measured (``_rounding_where``); 0 where nothing could be measured within
+    ``ROUNDING_SECONDS``."""
+    config, grow, _, _ = _rounding_config(task, count)
+    if config is None:
+        return 0.0, ""
+    dots = tf32_dots(task.kernel_file("baseline"))
+    try:
+        with cpu_time_limit(ROUNDING_SECONDS):
+            pairs = [dw for _, dw in _rounding_errors(task, ref, config, grow, bool(dots))]
+    except (Exception, ProbeTimeout):  # noqa: BLE001 - the scale stands; a GPU's check shows
+        return 0.0, ""
+    left = max(_atol_left(task, pairs, rtol)) if pairs else 0.0
+    return (_ceil_ladder(left) if left > 0 else 0.0), _rounding_where(config, dots)
+
+
+def _rounding_errors(task: Any, ref: Any, config: Any, grow: float, tf32: bool = False
+                     ) -> list[tuple[str, tuple[torch.Tensor, torch.Tensor]]]:
+    """For each fp32 output of the reference on ``config`` (seed 0, on the CPU): its name, and its error in fp32
+    (``tf32``: with the matrix products' operands cut to TF32) against the harness's fp64 reference,
+    ``ROUNDING_MARGIN`` and ``grow`` times over, beside that reference's values (in fp64)."""
+    from arena.check.inputs import make_inputs, run_reference
+
+    env = task.env(config)
+    ins = make_inputs(task, env, 0, "cpu", ref)
+    scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+    got = _fp32_outputs(ref, ins, scalars, tf32)
+    with torch.no_grad():
+        want = run_reference(ref.reference, task, ins, scalars)
+    out = []
+    for spec, g, w in zip(task.outputs, got, want):
+        if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
+            continue
+        w = w.double()
+        d = (g.double() - w).abs()
+        if bool(torch.isfinite(d).all()) and bool(torch.isfinite(w).all()):
+            out.append((spec.name, (d * (ROUNDING_MARGIN * grow), w)))
+    return out
 
 
 def _shrunk_for_rounding(task: Any, config: Any, count: Callable[[dict], float | None] | None = None) -> Any:
@@ -1102,7 +1251,8 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     from arena.check.degeneracy import spread_problems
     from arena.taskdef.loader import DEFAULT_TOLERANCE
 
-    scaled = []
+    scaled: list[str] = []
+    held: list[str] = []
     for dtype, t in d.tolerance.items():
         ws = [o.double() for outs in runs for spec, o in zip(task.compared, outs) if spec.dtype == dtype and
               isinstance(o, torch.Tensor) and o.numel() > 1 and bool(torch.isfinite(o).all())]
@@ -1114,12 +1264,20 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         if not MIN_SCALED_ATOL <= scale < math.inf:
             continue
         atol = max(_floor_ladder(scale), _ceil_ladder(rounding) if rounding else 0.0)
+        if dtype == "float32" and MIN_SCALED_ATOL <= atol < t["atol"]:
+            # no lower than the reference's own rounding where |ref| is small, as the starting kernel rounds it
+            floor, measured_on = rounding_floor(task, ref, t["rtol"], getattr(d, "work", None))
+            if floor > atol:
+                atol = floor
+                held.append(f"no lower than the reference's rounding past rtol {t['rtol']:g} ({measured_on}, "
+                            f"{ROUNDING_MARGIN} times over: {floor:g})")
         if MIN_SCALED_ATOL <= atol < t["atol"]:
             scaled.append(f"{dtype} {t['atol']:g} -> {atol:g}")
             t["atol"] = atol
     if scaled:
         why = (f"atol scaled to the outputs' scale ({', '.join(scaled)}; {where}, on the CPU): at the "
-               "test's own atol its outputs would be near-constant for the comparison")
+               "test's own atol its outputs would be near-constant for the comparison"
+               + "".join(f"; {h}" for h in held))
         d.tolerance["reason"] = f"{d.tolerance['reason']}; {why}"
         decisions.append(f"the tolerance's {why}: confirm it")
         write_configs(d, folder)
@@ -1156,25 +1314,7 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     task = load_task(folder)
     if not any(o.dtype == "float32" for o in task.outputs):
         return {}, None, []
-    configs, lengths, larger = [], [], []
-    longest: tuple[float, Any] | None = None
-    for c in [*task.configs("seen"), *task.configs("heldout")]:
-        try:
-            flops, nbytes = _work(task, c, count)
-            lengths.append(_reduction_length(task, c, count))
-        except formula.FormulaError:
-            continue
-        if longest is None or lengths[-1] > longest[0]:
-            longest = (lengths[-1], c)
-        if flops <= ROUNDING_FLOPS and nbytes <= ROUNDING_BYTES:
-            configs.append((flops, nbytes, c))
-        elif flops <= SPREAD_FLOPS and nbytes <= SPREAD_BYTES:
-            larger.append((flops, nbytes, c))
-    # the config measured: the one with the most work that fits, or the longest sums as they are, on a config with its
-    # other sizes shrunk, where none that fits has them
-    config = max(configs, key=lambda fbc: fbc[:2])[2] if configs else None
-    if longest is not None and all(_reduction_length(task, c, count) < longest[0] * (1 - 1e-9) for *_, c in configs):
-        config = _shrunk_for_rounding(task, longest[1], count) or config
+    config, grow, configs, larger = _rounding_config(task, count)
     unmeasured = (f"no seen or held-out config needs less than {ROUNDING_FLOPS / 1e9:.0f} GFLOP and "
                   f"{ROUNDING_BYTES / 1e6:.0f} MB: the fp32 rounding of the reference at the task's sizes was not "
                   "measured; `arena tasks check` on a GPU shows whether the default fp32 tolerance holds the task's "
@@ -1183,24 +1323,14 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
         return {}, unmeasured, []
     ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
     base = DEFAULT_TOLERANCE["float32"]
+    dots = tf32_dots(task.kernel_file("baseline"))
     pairs, names = [], []
-    grow, note = 1.0, None if config is not None else unmeasured
+    note = None if config is not None else unmeasured
     if config is not None:
-        grow = max(1.0, max(lengths) / max(1e-300, _reduction_length(task, config, count)))
         env = task.env(config)
-        ins = make_inputs(task, env, 0, "cpu", ref)
         scalars = [task.scalar_value(sc, env) for sc in task.scalars]
-        got = _fp32_outputs(ref, ins, scalars)
-        with torch.no_grad():
-            want = run_reference(ref.reference, task, ins, scalars)
-        for spec, g, w in zip(task.outputs, got, want):
-            if spec.dtype != "float32" or not isinstance(g, torch.Tensor) or g.shape != w.shape or not g.numel():
-                continue
-            w = w.double()
-            d = (g.double() - w).abs()
-            if bool(torch.isfinite(d).all()) and bool(torch.isfinite(w).all()):
-                pairs.append((d * (ROUNDING_MARGIN * grow), w))
-                names.append(spec.name)
+        measured = _rounding_errors(task, ref, config, grow, bool(dots))
+        names, pairs = [n for n, _ in measured], [dw for _, dw in measured]
         if not pairs:
             return {}, None, []
     # the outputs whose scale is read: those measured, and of the other seen and held-out configs within SPREAD_*,
@@ -1223,7 +1353,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     if not scaled_on:
         return {}, note, []
     outs = [w for _, _, ws in scaled_on for w in ws]
-    where = f"{config.split} config {config.name}, on the CPU, fp32 against fp64" if config is not None else ""
+    where = "" if config is None else _rounding_where(config, dots)
+    cap = MAX_ROUNDING_TOL_TF32 if dots else MAX_ROUNDING_TOL
     where_scale = "; ".join([where] * bool(pairs) + [
         f"{c.split} config {c.name}"
         + (" at the sizes of the case it grew from (" + ", ".join(f"{k} = {v}" for k, v in c.params.items()) + ")"
@@ -1233,24 +1364,21 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
     if pairs:
         rtol = max(base["rtol"], _ceil_ladder(max(float((d / (1 + w.abs())).max()) for d, w in pairs) or 1e-300))
-        compared = _compared(task)
-        left = max(float((d - rtol * w.abs()).max()) for d, w in pairs)
-        tail = max(_tail_error(d * (TAIL_MARGIN / ROUNDING_MARGIN), w, compared) for d, w in pairs)
+        left, tail = _atol_left(task, pairs, rtol)
         if tail > max(left, base["atol"]):
             why.append(f"atol holds the errors of the outputs below the median |ref| as a normal tail over the "
-                       f"{compared} elements the check compares ({tail:.3g})")
+                       f"{_compared(task)} elements the check compares ({tail:.3g})")
         left = max(left, tail)
         atol_needed = _ceil_ladder(left) if left > 0 else 0.0
         norm = max(float(d.norm() / w.norm().clamp_min(1e-300)) for d, w in pairs)
         norm_tol = max(base["norm"], _ceil_ladder(norm) if norm else 0.0)
     # atol against the outputs' magnitude (a sum of 8192 products is thousands: 0.05 off is 2e-5 of it)
     magnitude = max(1.0, min(_median_nonzero(w) for _, w in pairs)) if pairs else 1.0
-    if (max(rtol, atol_needed / magnitude) > MAX_ROUNDING_TOL["elementwise"]
-            or norm_tol > MAX_ROUNDING_TOL["norm"]):
+    if max(rtol, atol_needed / magnitude) > cap["elementwise"] or norm_tol > cap["norm"]:
         why.append(f"the reference's fp32 rounding ({where}; {ROUNDING_MARGIN} times over"
                    + (f", grown {grow:.3g} times for the longest sums" if grow > 1 else "")
                    + f": rtol {rtol:g}, atol {atol_needed:g}, norm {norm_tol:g}) is past what the importer loosens "
-                   f"the tolerance to ({MAX_ROUNDING_TOL}): not taken; `arena tasks check` on a GPU shows whether "
+                   f"the tolerance to ({cap}): not taken; `arena tasks check` on a GPU shows whether "
                    "the task's starting point passes")
         rtol, atol_needed, norm_tol = base["rtol"], 0.0, base["norm"]
     scale = outputs_scale(outs)
