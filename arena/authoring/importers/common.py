@@ -916,8 +916,9 @@ class TF32Products(TorchDispatchMode):
     """Matrix products and convolutions whose fp32 operands are cut to TF32 (a 10-bit mantissa), as a GPU's tensor
     cores compute Triton's ``tl.dot`` on fp32 at its default precision on NVIDIA (``default_dot_input_precision``
     "tf32"; "ieee" on AMD): the 13 low bits of each operand dropped, the products summed in fp32. Dropped, not
-    rounded: the tensor cores read the top 19 bits (the larger error of the two, and one sign: it does not cancel
-    over a long sum)."""
+    rounded: the tensor cores read the top 19 bits, and Triton does not round before them (triton-lang/triton#4574
+    measured its TF32 dots less accurate than PyTorch's TF32 and than fp16's, of the same mantissa; an option to
+    round came later, triton-lang/triton#9295). Of the two, the larger error, of one sign."""
 
     # the operands of each: a product's two factors, not the sum it is added to (``addmm``'s first argument)
     OPERANDS = {"mm": (0, 1), "bmm": (0, 1), "mv": (0, 1), "dot": (0, 1), "addmm": (1, 2), "baddbmm": (1, 2),
