@@ -1272,6 +1272,12 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
                 atol = floor
                 held.append(f"no lower than the reference's rounding past rtol {t['rtol']:g} ({measured_on}, "
                             f"{ROUNDING_MARGIN} times over: {floor:g})")
+                if any(spread_problems("", w, {**t, "atol": atol}) for w in ws):
+                    decisions.append(
+                        f"atol {atol:g} holds the starting kernel's own rounding, and at it the outputs are degenerate "
+                        "for the comparison (the degeneracy rules of CONTRIBUTING.md): draw the inputs larger (their "
+                        "`init` in task.yaml)" + (", or have the kernel's dots compute in fp32 "
+                                                  "(`input_precision=\"ieee\"`)" if "TF32" in measured_on else ""))
         if MIN_SCALED_ATOL <= atol < t["atol"]:
             scaled.append(f"{dtype} {t['atol']:g} -> {atol:g}")
             t["atol"] = atol
