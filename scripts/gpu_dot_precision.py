@@ -1,7 +1,7 @@
 """Whether a Triton task's starting kernel passes its configs as a GPU's dots compute at Triton's default precision,
 and with fp32 dots (``TRITON_F32_DEFAULT=ieee``): each task folder given is evaluated twice, in a process of its own
 each (the variable is read when Triton loads), through the harness without timing, on its smoke config, its first
-seen and its first held-out configs. One row per task, config and precision:
+seen and its first held-out configs. One row per task and config, a column per precision:
     python3 scripts/gpu_dot_precision.py TASK_FOLDER [TASK_FOLDER ...] [--device cuda]
 On an NVIDIA GPU the default for fp32 operands is TF32 (a 10-bit mantissa); on AMD it is fp32 ("ieee")."""
 
