@@ -935,7 +935,7 @@ def tf32_cut(t: Any) -> Any:
     it is."""
     if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
         return t
-    return t.contiguous().view(torch.int32).bitwise_and(-(1 << 13)).view(torch.float32).reshape(t.shape)
+    return t.contiguous().view(torch.int32).bitwise_and(-(1 << 13)).view(torch.float32)
 
 
 def tf32_dots(kernel: Path | None) -> list[int]:
