@@ -287,7 +287,7 @@ def test_the_candidates_device_memory_is_held_to_its_allowance(tmp_path):
                                remote=types.SimpleNamespace(peer=peer),
                                base_remote=types.SimpleNamespace(peer=replay_peer),
                                replay_remote=types.SimpleNamespace(peer=replay_peer),
-                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
+                               slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, local_bytes=0, held={},
                                _stage_now=("correctness", "heldout", "c1"), gpu=False, _reference_bytes={},
                                _unmeasured={}, config_key="c1",
                                memory=MemoryAccount(os.open(tmp_path / "acct", os.O_RDWR | os.O_CREAT, 0o600),
@@ -330,6 +330,7 @@ def _measuring_evaluation(tmp_path, used: dict, killed: list, stage: tuple, key:
     from arena.evaluation.trusted.process import Evaluation
 
     peer = types.SimpleNamespace(pid=4242, kill=lambda: killed.append(4242))
+    more.setdefault("local_bytes", 0)
     ev = types.SimpleNamespace(usage=types.SimpleNamespace(handle=object(), by_pid=lambda: dict(used)),
                                remote=types.SimpleNamespace(peer=peer), base_remote=None, replay_remote=None,
                                slots=types.SimpleNamespace(live_bytes=2**30), _io_bytes=2**20, held={},
@@ -380,6 +381,57 @@ def test_the_allowance_grows_with_what_the_reference_itself_needs(tmp_path):
     with pytest.raises(GateFailure) as info:
         ev.check_device_memory("after its timed calls")
     assert killed == [4242] and "2x the reference's own working memory (6.00 GiB)" in info.value.message
+
+
+def test_the_allowance_counts_the_local_memory_the_candidates_replayed_kernels_take(tmp_path, monkeypatch):
+    """A process that launched a kernel whose threads spill holds that kernel's local memory for every thread the
+    GPU can hold, for as long as it lives (an H200: 16,528 bytes a thread, 3.90 GiB held past the allocator's;
+    AKA's triton_fla_chunk_fwd_o's starting kernel failed its allowance so). What a thread of the kernels takes is
+    read off the replay process's compile of them (``TakenReply``); the allowance counts it, up to
+    ``ALLOWANCE_LOCAL_MOST``, and the message says so past it."""
+    import types
+
+    import torch
+
+    from arena.evaluation.memory import ALLOWANCE_LOCAL_MOST, allowance, local_reserved
+    from arena.evaluation.protocol import CallRecord, TakenReply
+    from arena.evaluation.trusted.calls import ReplayedCandidate, SharedSet
+    from arena.evaluation.trusted.correctness import GateFailure
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    h200 = types.SimpleNamespace(multi_processor_count=132, max_threads_per_multi_processor=2048)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: h200)
+    assert local_reserved(0) == 0 and local_reserved(16528) == 16528 * 132 * 2048
+    assert local_reserved(1 << 20) == ALLOWANCE_LOCAL_MOST
+    killed: list[int] = []
+    used = {4242: allowance(2**20, 2**30) + 3 * 2**30}      # a spilling kernel's 3.9 GiB past the rest
+    ev = _measuring_evaluation(tmp_path, used, killed, ("correctness", "seen", "c1"), "c1", lambda ins: [],
+                               structural_inputs=lambda: False)
+
+    class Handle:           # the replay process, answering as its compile of a record's kernels says
+        def __init__(self, local):
+            self.local, self.peer = local, types.SimpleNamespace(pid=4343)
+
+        def request(self, frame, expect):
+            return TakenReply(local_bytes=self.local)
+
+    rc = ReplayedCandidate(ev, Handle(0), Handle(16528))
+    rc.compiled = set()
+    rc.sets[1] = SharedSet(1, None, [], [], rc)
+    rc.records[rc.key(7)] = CallRecord(ops=[])
+    rc.refs[rc.key(7)] = 1
+    rc.record_for(1, 7)
+    assert ev.local_bytes == 16528 and ev.allowance() == allowance(2**20, 2**30) + 16528 * 132 * 2048
+    ev.check_device_memory("after its calls")
+    assert not killed
+    ev.local_bytes = 0          # the same process without the kernels' local memory counted: over
+    with pytest.raises(GateFailure):
+        ev.check_device_memory("after its calls")
+    ev.local_bytes = 8192       # counted, and still over: the message says what was
+    used[4242] = ev.allowance() + 1
+    with pytest.raises(GateFailure) as info:
+        ev.check_device_memory("after its calls")
+    assert "the local memory its kernels take (8,192 bytes a thread, 2.06 GiB" in info.value.message
 
 
 def test_a_candidate_that_holds_the_devices_memory_fails_though_the_reference_cannot_be_measured_beside_it(tmp_path):

@@ -307,6 +307,50 @@ def test_a_one_value_output_is_degenerate_only_where_drawing_the_inputs_again_le
     assert len(problems) == 1 and "is one value" in problems[0] and "a constant would pass" in problems[0]
 
 
+def test_a_config_whose_few_values_several_draws_move_by_about_their_tolerance_is_refused(tmp_path):
+    """Whether one redraw moves a one-value output past its tolerance is itself a draw: a mean squared error over
+    1,048,576 uniform draws spreads by about 1.6 times its tolerance across draws, so one redraw passes it in some
+    draws and not in others (rmsnorm's rsigma of one row so passed the CPU and failed an H200). The check reads it
+    over several draws and refuses it where its spread is below 3 times the tolerance; it keeps it at 4,096 elements,
+    where the spread is 25 times. The importer reads the rule at the configs' own sizes on the CPU and drops the
+    configs it refuses; an output of many values is read by the spread rule, on one draw."""
+    from arena.authoring.importers.common import drop_degenerate, few_values_at_sizes
+    from arena.check.degeneracy import FEW_VALUES_MARGIN, REDRAW, load_reference, reference_problems
+
+    _imported(tmp_path, "kb_mse")
+    folder = tmp_path / "torch2hip" / "kb_mse"
+    sizes = {"small": (64, 64), "big": (1024, 1024), "bigger": (2048, 2048)}
+    (folder / "configs" / "seen.yaml").write_text(
+        "".join(f"- {{name: {n}, batch_size: {b}, dim: {d}}}\n" for n, (b, d) in sizes.items()))
+    task = load_task(folder)
+    ref = load_reference(task)
+    small, big = task.configs("seen")[:2]
+    env = task.env(big)
+    scalars = [task.scalar_value(s, env) for s in task.scalars]
+    once = [float(run_reference(ref.reference, task, make_inputs(task, env, seed, "cpu", ref), scalars)[0])
+            for seed in (1234, 1234 + REDRAW)]
+    tol = task.tolerance_for("float32")
+    # the check's seed and one redraw: moved past the tolerance, which one redraw alone would let through
+    assert abs(once[0] - once[1]) > tol["atol"] + tol["rtol"] * abs(once[1])
+    problems = reference_problems(task, big, "cpu", ref)
+    assert len(problems) == 1 and "draws of the inputs move by" in problems[0], problems
+    assert "a constant would pass" in problems[0]
+    assert reference_problems(task, small, "cpu", ref) == []
+    found = few_values_at_sizes(folder)
+    assert [p.split(":")[0] for p in found] == ["on seen config big", "on seen config bigger"], found
+    times = [float(re.search(r"([\d.]+) times its tolerance", p).group(1)) for p in found]
+    assert all(t < FEW_VALUES_MARGIN for t in times), found
+    draft = types.SimpleNamespace(seen=[{"name": n} for n in [*sizes, "a", "b"]],
+                                  heldout=[{"name": f"h{i}"} for i in range(4)])
+    assert drop_degenerate(draft, found) == [("seen", "big"), ("seen", "bigger")]
+    # an output of many values is read by the spread rule, on one draw
+    (folder / "reference.py").write_text((folder / "reference.py").read_text().replace(
+        "torch.mean((predictions - targets) ** 2)", "((predictions - targets) ** 2).mean(-1)"))
+    (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace(
+        "{name: out, dtype: float32, shape: []}", "{name: out, dtype: float32, shape: [batch_size]}"))
+    assert few_values_at_sizes(folder) == []
+
+
 def test_kernelbench_constants_written_as_arithmetic_are_read_and_varied(tmp_path):
     """``M = 64 * 2`` and ``K = 2**7`` are the problem's constants like ``M = 128`` (before, a
     problem writing its sizes so had one seen config and no held-out one)."""
@@ -1919,6 +1963,15 @@ def test_aka_configs_whose_output_is_degenerate_are_dropped_where_enough_remain(
     d = draft()
     assert drop_degenerate(d, problems + ["on seen config case1: y: std 0 <= 0.01"]) == []
     assert len(d.seen) == 4 and len(d.heldout) == 5
+    # where the importer can draft seen configs around those left (rmsnorm's cases of one and two rows, grown to 67 M
+    # columns: three of five refused), they are topped up to 3; none with a refused config's sizes or a name taken
+    d = draft()
+    d.top_up_seen = lambda kept: kept + [{"name": "draft-9", "M": 8, "N": 1}, {"name": "case3", "M": 16, "N": 4},
+                                         {"name": "draft-2", "M": 8, "N": 64}]
+    refused = problems + [f"on seen config case{i}: y: one value" for i in (1, 2)]
+    assert drop_degenerate(d, refused) == [("heldout", "draft-3"), ("seen", "case0"), ("seen", "case1"),
+                                           ("seen", "case2")]
+    assert [(c["name"], c["N"]) for c in d.seen] == [("case3", 4), ("case3-9", 4), ("draft-2-10", 64)]
 
 
 def test_observing_leaves_torch_generator_a_class():

@@ -390,11 +390,10 @@ class _Handle:
         self.stopped_at_call: list[bool] = []
 
     def request(self, frame, expect):
-        from arena.evaluation.protocol import AckReply
 
         self.frames.append(frame)
         self.stopped_at_call.append(self.peer.stopped)
-        return CalledReply(host_us=1.0, record=CallRecord(ops=[])) if expect is CalledReply else AckReply()
+        return CalledReply(host_us=1.0, record=CallRecord(ops=[])) if expect is CalledReply else expect()
 
     def call(self, slot, **kw):
         self.frames.append(("call", slot))
@@ -415,6 +414,7 @@ class _Ev:
         self.gpu_lock = GpuLock(None, None)  # no lock to take: one evaluation
         self.filled: list[int] = []
         self.rng = random.Random(0)
+        self.local_bytes = 0
 
     def working_allowance(self, measure=False):
         return 1 << 30
@@ -524,13 +524,17 @@ def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no
             if record.refused == "bad":
                 raise RecordRefused("a launch outside the call's memory")
 
+        def local_bytes(self, record):
+            return 16528
+
     proc = ReplayProcess(send=lambda f: None, notice_fd=None, mode="cpu")
     proc.player = Player()
     for slot, n in ((1, 4), (2, 4), (3, 8)):
         proc.slots[slot] = ([torch.zeros(n)], [torch.zeros(n)], [], None, [])
     rec = CallRecord(ops=[], kernels=[])
-    proc.take_record(ReplayRequest(slot=1, ref=1, record=rec))
-    proc.take_record(ReplayRequest(slot=2, ref=1))  # named: the same sizes, not checked again
+    # the record sent: the local memory of its kernels as compiled here said; named again: nothing new
+    assert proc.take_record(ReplayRequest(slot=1, ref=1, record=rec)).local_bytes == 16528
+    assert proc.take_record(ReplayRequest(slot=2, ref=1)).local_bytes == 0  # named: the same sizes, not checked again
     proc.take_record(ReplayRequest(slot=3, ref=1))  # other sizes: checked on them
     assert Player.checks == [[16, 16], [32, 32]]
     assert proc.records == {1: rec, 2: rec, 3: rec}

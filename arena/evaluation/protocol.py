@@ -556,7 +556,7 @@ class ReplayRequest:
     """To the replay process: the record its calls on ``slot`` replay from now on (checked, its
     new kernels compiled, before the reply). A record is sent once, with the first slot that
     replays it, under a number of its own (``ref``); the replay process keeps it while a slot
-    replays it, and a later slot names it by ``ref`` alone."""
+    replays it, and a later slot names it by ``ref`` alone. Answered with ``TakenReply``."""
 
     type: ClassVar[str] = "replay"
     slot: int
@@ -685,6 +685,18 @@ class AckReply:
 
 @frame
 @dataclass
+class TakenReply:
+    """The replay process's answer to a ``ReplayRequest``: the record taken, and the most local memory a thread of
+    the kernels it launches takes (``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`` of its compile of them: register spills, a
+    stack; 0 for a record named by its number alone). A process that launched them holds that much for every thread
+    the GPU can hold, for as long as it lives: the candidate's device-memory allowance counts it."""
+
+    type: ClassVar[str] = "taken"
+    local_bytes: int = 0
+
+
+@frame
+@dataclass
 class FailReply:
     """The request failed through the candidate's fault (its import raised, its call raised,
     it changed what the harness relies on, it called what it may not)."""
@@ -778,6 +790,7 @@ CANDIDATE_REPLIES = (
     SetupFailReply,
     LoadedReply,
     AckReply,
+    TakenReply,
     FailReply,
     CalledReply,
     SampledReply,

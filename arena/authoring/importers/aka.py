@@ -42,6 +42,7 @@ from arena.authoring.importers.common import (
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
+    few_values_at_sizes,
     finish_draft,
     flop_counter,
     free_names,
@@ -3877,8 +3878,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
     cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
+    short = [g for _, _, g in growth if not enough(g)]
+
+    def top_up(kept: list[dict]) -> list[dict]:
+        """The grown seen configs the degeneracy rules left, topped up to 3 as the growth's were (``topped_up``)."""
+        return topped_up(kept, seen_drafts[1:], growing, valid, nbytes,
+                         (lambda c: enough(c) or floor(c)) if short else enough) if growth else kept
+
     return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases,
-                                                                                           list(h.cases))
+                                                                                           list(h.cases), top_up)
 
 
 def _not_grown(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
@@ -3940,9 +3948,10 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
         spare: list[dict] = []
         cases: dict[str, dict] = {}
         written: list[dict] = []
+        top_up = None
     else:
         (inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space,
-         (grew, spare, cases, written)) = _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
+         (grew, spare, cases, written, top_up)) = _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
@@ -3974,6 +3983,7 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
                    scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
                    heldout=held, smoke=smoke, files={"baseline.py": baseline}, decisions=decisions)
     d.spare_heldout = spare
+    d.top_up_seen = top_up
     d.grown = {c["name"]: cases[c["name"]] for c in seen if c["name"] in cases}
     d.cases = written
     if h is not None:
@@ -4044,6 +4054,7 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                     out_of_range = []
             degenerate += out_of_range
             degenerate += _degenerate_as_written(task, draft)
+            degenerate += few_values_at_sizes(folder)
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         return [], [
             f"the reference does not run on the smoke config ({type(exc).__name__}: "

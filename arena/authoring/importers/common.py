@@ -702,6 +702,8 @@ class Draft:
     notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
     tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
     spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
+    # the seen configs the degeneracy rules leave, topped up to 3 as the importer drafted them (``drop_degenerate``)
+    top_up_seen: Callable[[list[dict]], list[dict]] | None = None
     grown: dict[str, dict] = field(default_factory=dict)      # seen config name -> the source's case it grew from
     cases: list[dict] = field(default_factory=list)           # the source's cases as written (the sizes each sets)
     # a config's FLOPs counted by running the original, where the roofline's are no formula of the sizes (not written)
@@ -1205,6 +1207,54 @@ def _out_of_range(task: Any, config: Any, outs: list) -> list[str]:
             for p in range_problems(spec.name, o, DTYPES[spec.dtype])]
 
 
+FEW_VALUES_SECONDS = 60.0    # CPU seconds the importer's reads of outputs of few values may take in all
+
+
+def few_values_at_sizes(folder: Path, seconds: float | None = None) -> list[str]:
+    """The degeneracy rule on outputs of a few values (``arena.check.degeneracy.few_values_problems``: read over
+    several draws of the inputs, a loss's or one row's norm, whose one redraw is itself a draw) on the seen and
+    held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` whose outputs have so few values, at their own sizes,
+    on the CPU, within ``seconds`` (``FEW_VALUES_SECONDS``) of CPU time (``runs_within``); said as "on SPLIT config
+    NAME: ..." for ``drop_degenerate``. A config the reads do not reach is left to a GPU's check."""
+    from arena.check.degeneracy import FEW_VALUES, FEW_VALUES_DRAWS, REDRAW, few_values_problems
+    from arena.check.inputs import make_inputs, run_reference
+    from arena.evaluation.sides import import_file
+    from arena.taskdef.loader import load_task
+
+    task = load_task(folder)
+
+    def few(config: Any) -> bool:
+        env = task.env(config)
+        return any(task.tolerance_for(spec.dtype) is not None and task.present(spec, env)
+                   and 0 < math.prod(task.shape(spec, env)) <= FEW_VALUES for spec in task.compared)
+
+    configs = [c for c in configs_within(task, SPREAD_FLOPS, SPREAD_BYTES) if few(c)]
+    if not configs:
+        return []
+    ref = import_file(task.reference_path, f"arena_import_few_{abs(hash(str(folder)))}")
+
+    def read(config: Any) -> list[str]:
+        env = task.env(config)
+        scalars = [task.scalar_value(sc, env) for sc in task.scalars]
+
+        def run(k: int) -> list:
+            with torch.no_grad():
+                return run_reference(ref.reference, task, make_inputs(task, env, k * REDRAW, "cpu", ref), scalars)
+
+        return few_values_problems(task, run(0), run)
+
+    found: list[str] = []
+    seconds = FEW_VALUES_SECONDS if seconds is None else seconds
+    try:
+        with cpu_time_limit(2 * seconds):   # a first config's runs, which nothing before them could price
+            for c, problems in runs_within(configs, read, seconds,
+                                           nbytes=lambda c: FEW_VALUES_DRAWS[1] * task.roofline_for(c)[1]):
+                found += [f"on {c.split} config {c.name}: {p}" for p in problems]
+    except ProbeTimeout:
+        pass
+    return found
+
+
 def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[str] | None:
     """A source test's own atol (``test_tolerance``) that leaves the outputs near-constant for the comparison (a
     recurrence whose outputs are 1e-3, compared with atol 0.05): scaled down to the outputs' scale as read from the
@@ -1313,8 +1363,8 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     config could be run, a rounding not taken); and what the degeneracy rules find in the outputs
     measured, at the tolerance the task gets (a loss over millions of elements is one value that
     drawing the inputs again hardly moves: a constant passes)."""
-    from arena.check.degeneracy import REDRAW, STD_OVER_ATOL, one_value_problems, spread_problems
-    from arena.check.inputs import make_inputs, run_reference
+    from arena.check.degeneracy import STD_OVER_ATOL, spread_problems
+    from arena.check.inputs import make_inputs
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import DEFAULT_TOLERANCE, load_task
 
@@ -1334,8 +1384,6 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     pairs, names = [], []
     note = None if config is not None else unmeasured
     if config is not None:
-        env = task.env(config)
-        scalars = [task.scalar_value(sc, env) for sc in task.scalars]
         measured = _rounding_errors(task, ref, config, grow, bool(dots))
         names, pairs = [n for n, _ in measured], [dw for _, dw in measured]
         if not pairs:
@@ -1392,16 +1440,13 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     scaled = _floor_ladder(scale) if MIN_SCALED_ATOL <= scale < base["atol"] else None
     atol = max(atol_needed, scaled if scaled is not None else base["atol"])
     final = {"atol": atol, "rtol": rtol, "norm": norm_tol}
-    # the degeneracy rules on the outputs measured, at the tolerance the task gets
-    problems, redrawn = [], None
+    # the degeneracy rules on the outputs measured, at the tolerance the task gets (an output of a few values is read
+    # over several draws, on the configs of such outputs: ``few_values_at_sizes``)
+    problems = []
     for name, (_, w) in zip(names, pairs):
-        if w.numel() == 1:
-            if redrawn is None:
-                redrawn = run_reference(ref.reference, task, make_inputs(task, env, REDRAW, "cpu"), scalars)
-            found = one_value_problems(name, w, redrawn[[o.name for o in task.outputs].index(name)], final)
-        else:
-            found = spread_problems(name, w, final)
-        problems += [f"on {config.split} config {config.name}: {p}" for p in found]   # type: ignore[union-attr]
+        if w.numel() > 1:
+            problems += [f"on {config.split} config {config.name}: {p}"       # type: ignore[union-attr]
+                         for p in spread_problems(name, w, final)]
     for c, cnames, ws in scaled_on[bool(pairs):]:
         for name, w in zip(cnames, ws):
             if w.numel() > 1:
@@ -1483,13 +1528,24 @@ def write_draft(d: Draft, root: Path) -> Path:
 def drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:
     """The seen and held-out configs the degeneracy rules refused (``problems``: "on SPLIT config NAME: ..."), taken
     out of ``d`` where the rest are still enough (3 seen, 4 held-out; a test's case of a size of 1 that growth keeps:
-    a softmax over one column is ones). Returns (split, name) of those taken out; none where either split would be
-    left short."""
+    a softmax over one column is ones; the seen configs left topped up to 3 by ``d.top_up_seen`` where the draft has
+    one). Returns (split, name) of those taken out; none where either split would be left short."""
     named = {(m.group(1), m.group(2)) for p in problems if (m := re.match(r"on (seen|heldout) config (\S+): ", p))}
     if not named:
         return []
     keep = {"seen": [c for c in d.seen if ("seen", c["name"]) not in named],
             "heldout": [c for c in d.heldout if ("heldout", c["name"]) not in named]}
+    top_up = getattr(d, "top_up_seen", None)
+    if len(keep["seen"]) < 3 and top_up is not None and keep["seen"]:
+        # drafted anew around the seen configs left, as the importer drafted the seen configs: none a refused one's
+        # sizes, none a name taken
+        refused = [config_params(c) for c in d.seen if ("seen", c["name"]) in named]
+        taken = {c["name"] for c in [*d.seen, *d.heldout]}
+        for c in top_up(list(keep["seen"]))[len(keep["seen"]):]:
+            if config_params(c) not in refused:
+                c = {**c, "name": c["name"] if c["name"] not in taken else f"{c['name']}-{len(taken)}"}
+                taken.add(c["name"])
+                keep["seen"].append(c)
     if len(keep["seen"]) < 3 or len(keep["heldout"]) < 4:
         return []
     d.seen[:], d.heldout[:] = keep["seen"], keep["heldout"]
@@ -1499,13 +1555,16 @@ def drop_degenerate(d: Draft, problems: list[str]) -> list[tuple[str, str]]:
 def drop_degenerate_configs(d: Draft, folder: Path, problems: list[str]) -> tuple[list[str], str | None]:
     """``drop_degenerate`` on a written draft: its configs written again where some were taken out. Returns the
     problems left and what was done (None where nothing was)."""
+    before = {c["name"] for c in d.seen}
     dropped = drop_degenerate(d, problems)
     if not dropped:
         return problems, None
     write_configs(d, folder)
     left = [p for p in problems if not any(p.startswith(f"on {k} config {n}: ") for k, n in dropped)]
+    added = [c["name"] for c in d.seen if c["name"] not in before]
     return left, (f"{len(dropped)} config{'s' if len(dropped) != 1 else ''} whose output is degenerate dropped "
-                  f"({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the others are enough")
+                  f"({', '.join(f'{k} {n}' for k, n in dropped)}; the rules of CONTRIBUTING.md): the others are enough"
+                  + (f", with {', '.join(added)} drafted around the seen configs left" if added else ""))
 
 
 def write_configs(d: Draft, folder: Path) -> None:

@@ -39,6 +39,7 @@ from arena.authoring.importers.common import (
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
+    few_values_at_sizes,
     finish_draft,
     flop_counter,
     free_names,
@@ -1599,6 +1600,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     def self_check(folder: Path) -> tuple[list[str], list[str]]:
         decisions, degenerate = rounding_tolerance(folder, d)    # what the tolerance is, or why it was not measured
         d.decisions += decisions
+        degenerate += few_values_at_sizes(folder)
         degenerate, said = drop_degenerate_configs(d, folder, degenerate)
         passed, found = _module_self_check(folder, problem, names, used_paths)
         if smoke_degenerate(found):

@@ -31,6 +31,7 @@ from arena.evaluation.replay.player import (
     check_stream,
     check_view,
     declared_kept,
+    local_size,
 )
 
 MAX_BLOCK = (1024, 1024, 64)
@@ -204,6 +205,11 @@ class NativePlayer(NativeChecks):
 
     def params(self, name: str) -> list[tuple[int, int]]:
         return self.function(name)[1]
+
+    def local_bytes(self, record: CallRecord) -> int:
+        """The most local memory a thread of the build's kernels ``record`` launches takes (``local_size``)."""
+        names = sorted({op.kernel for op in record.ops if op.kind == "launch"})
+        return max([local_size(self.function(n)[0].value or 0) for n in names], default=0)
 
     def make_kept(self, serial: int, nbytes: int) -> None:
         t = self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")

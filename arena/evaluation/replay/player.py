@@ -44,6 +44,28 @@ class Refused(ArenaException):
     """A record the replay will not run; the message says which part and why."""
 
 
+_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+_libcuda: Any = None
+
+
+def local_size(function: int) -> int:
+    """The local memory a thread of a loaded kernel takes (register spills, a stack: the driver's
+    ``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES``), 0 where the driver does not say. A process that launches the kernel holds
+    that much for every thread the GPU can hold, for as long as it lives (on an H200, a kernel of 16,528 bytes a
+    thread: 3.90 GiB held past the allocator's, against 16,528 x 132 SMs x 2,048 threads = 4.16 GiB; held still after
+    a kernel of none ran: ``scripts/gpu_local_memory.py``)."""
+    import ctypes
+
+    global _libcuda
+    if _libcuda is None:
+        _libcuda = ctypes.CDLL("libcuda.so.1")
+        _libcuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+    value = ctypes.c_int(0)
+    got = _libcuda.cuFuncGetAttribute(ctypes.byref(value), _CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                                      ctypes.c_void_p(int(function)))
+    return max(0, int(value.value)) if got == 0 else 0
+
+
 class Player:
     """The kernels of an evaluation's records, compiled here, and the replays of records."""
 
@@ -104,6 +126,17 @@ class Player:
     def params(self, kid: str) -> list[str]:
         """The parameter types of a compiled kernel (Triton's names: *f32, i32, ...)."""
         return [str(t) for t in self.compiled[kid].src.signature.values()]
+
+    def local_bytes(self, record: CallRecord) -> int:
+        """The most local memory a thread of the kernels ``record`` launches takes, as compiled here (``local_size``;
+        a checked record: each is compiled)."""
+        most = 0
+        for kid in sorted({op.kernel for op in record.ops if op.kind == "launch"}):
+            kernel = self.compiled.get(kid)
+            if kernel is not None:
+                kernel._init_handles()       # loaded on the device, as its first launch would
+                most = max(most, local_size(kernel.function))
+        return most
 
     # -- records ----------------------------------------------------------------------------
     def check(self, record: CallRecord, regions: Sequence[tuple[int, int]]) -> None:

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arena.evaluation.protocol import AckReply, LoadedReply, MapRequest, ReplayRequest, SetupRequest
+from arena.evaluation.protocol import LoadedReply, MapRequest, ReplayRequest, SetupRequest, TakenReply
 from arena.evaluation.replay.player import Refused as RecordRefused
 from arena.evaluation.server import CallServer, Refused, candidate_code, serve
 from arena.evaluation.tracebacks import describe
@@ -106,6 +106,7 @@ class ReplayProcess(CallServer):
             record, checked = self.held[req.ref]
         else:
             raise RuntimeError(f"slot {req.slot} names record {req.ref}, which this process does not hold")
+        local = 0
         if checked != sizes:
             try:
                 if req.record is not None:
@@ -113,10 +114,12 @@ class ReplayProcess(CallServer):
                 self.player.check(record, regions)
             except RecordRefused as exc:
                 raise Refused(Status.FORBIDDEN_CALL, f"the record of the candidate's call was refused: {exc}") from None
+            if req.record is not None:
+                local = self.player.local_bytes(record)
         self.records[req.slot], self.refs[req.slot] = record, req.ref
         self.held[req.ref] = (record, sizes)
         self._let_go()
-        return AckReply()
+        return TakenReply(local_bytes=local)
 
     def release(self, slots: list[int]) -> None:
         super().release(slots)

@@ -41,6 +41,7 @@ from arena.evaluation.protocol import (
     SessionReply,
     SetupFailReply,
     SetupRequest,
+    TakenReply,
     TimedStep,
     TuningNotice,
 )
@@ -409,15 +410,18 @@ class ReplayedCandidate:
         ref = self.refs[key]
         t0 = time.perf_counter()
         if key in self.sent.values():             # the replay process holds it (while a slot replays it): named alone
-            self.replay.request(ReplayRequest(slot=slot, ref=ref), AckReply)
+            self.replay.request(ReplayRequest(slot=slot, ref=ref), TakenReply)
         else:
             record = self.records[key]
             new = {k.id for k in record.kernels} - self.compiled
             # the replay process compiles the kernels it has not yet: host work of the harness's own code, with the
             # GPU's lock let go meanwhile (inside a shared section; nothing inside an exclusive one)
             with self.ev.gpu_lock.off_gpu() if new else contextlib.nullcontext():
-                self.replay.request(ReplayRequest(slot=slot, ref=ref, record=record), AckReply)
+                taken = self.replay.request(ReplayRequest(slot=slot, ref=ref, record=record), TakenReply)
             self.compiled |= new
+            # the local memory its kernels take, read off the replay process's compile of them: the candidate's
+            # process, which launched them, holds it for every thread the GPU can hold (its allowance counts it)
+            self.ev.local_bytes = max(self.ev.local_bytes, int(taken.local_bytes))
             self.given["sent_n"] += 1
         self.given["given_n"] += 1
         self.given["given_s"] += time.perf_counter() - t0

@@ -113,6 +113,7 @@ class Evaluation:
             DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) if self.gpu else None
         )
         self._io_bytes = 0
+        self.local_bytes = 0        # the most local memory a thread of the candidate's replayed kernels takes
         # per config (its key): the most device memory the reference's upcast run held beyond its inputs (``expected``)
         self._reference_bytes: dict[str, int] = {}
         self._unmeasured: dict[str, str] = {}     # config -> why its reference's working memory was not measured
@@ -196,7 +197,7 @@ class Evaluation:
         from arena.evaluation.memory import allowance
 
         live = self.slots.live_bytes if self.slots is not None else 0
-        return allowance(self._io_bytes, live, self.reference_bytes(measure))
+        return allowance(self._io_bytes, live, self.reference_bytes(measure), self.local_bytes)
 
     def working_allowance(self, measure: bool = False) -> int:
         """The working memory the candidate may hold beside its context and buffers (a
@@ -267,16 +268,19 @@ class Evaluation:
         return [p.pid for p in peers.values() if p.pid]
 
     def _over(self, held: int, allow: int, where: str) -> GateFailure:
-        from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO, ALLOWANCE_REFERENCE
+        from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO, ALLOWANCE_REFERENCE, local_reserved
 
         self.remote.peer.kill()
+        local = (f", and the local memory its kernels take ({self.local_bytes:,} bytes a thread, "
+                 f"{local_reserved(self.local_bytes) / 2**30:.2f} GiB for every thread the GPU holds)"
+                 if self.local_bytes else "")
         return GateFailure(
             Status.RUNTIME_ERROR,
             f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
-            f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
+            f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, "
             f"{ALLOWANCE_IO}x the config's inputs and outputs, {ALLOWANCE_REFERENCE}x the reference's own working "
-            f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most)"
-            + self.unmeasured_note(),
+            f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most"
+            f"{local})" + self.unmeasured_note(),
             fatal=True,
         )
 
