@@ -5,7 +5,8 @@ to most spilled, launched in turn in one process. For each: Triton's spill count
 thread (``cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)``), the device memory in use after its launch
 (``cudaMemGetInfo``, with torch's allocator's reserved bytes taken out: the process's memory outside the allocator)
 and what a reservation of local memory for every thread the GPU can hold would be (local bytes x SMs x threads an SM
-holds). Then a kernel with no local memory again: whether the reservation stays. The table answers whether a process
+holds). Then a kernel with no local memory again: whether the reservation stays; and whether setting the context's
+stack size limit gives it back. The table answers whether a process
 whose kernels spill holds memory past its allocator's (the device-memory allowance of arena.evaluation.memory counts
 the process's whole memory)."""
 
@@ -21,6 +22,7 @@ import triton
 import triton.language as tl
 
 CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+CU_LIMIT_STACK_SIZE = 0
 
 
 @triton.jit
@@ -55,6 +57,9 @@ def main() -> None:
     x = torch.randn(2048, device="cuda")
     rows = []
     base = outside_allocator()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    initial = ctypes.c_size_t(0)
+    cuda.cuCtxGetLimit(ctypes.byref(initial), CU_LIMIT_STACK_SIZE)
     for bm, bn, warps in ((16, 16, 4), (64, 64, 4), (64, 128, 2), (128, 128, 1), (128, 256, 1), (256, 256, 1)):
         out = torch.empty(bm * bn, device="cuda")
         k = tile[(1,)](x, out, 8, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps)
@@ -66,6 +71,20 @@ def main() -> None:
     small = torch.empty(16 * 16, device="cuda")
     tile[(1,)](x, small, 8, BLOCK_M=16, BLOCK_N=16, num_warps=4)
     after = outside_allocator()
+    # whether setting the context's stack size limit (CU_LIMIT_STACK_SIZE) gives the reservation back: to the value it
+    # has, to twice it, back, and to the value it had before the first kernel
+    stack = ctypes.c_size_t(0)
+    cuda.cuCtxGetLimit(ctypes.byref(stack), CU_LIMIT_STACK_SIZE)
+    resets = []
+    for value in (stack.value, 2 * stack.value, stack.value, initial.value):
+        rc = cuda.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, ctypes.c_size_t(value))
+        resets.append((value, rc, (outside_allocator() - base) / 2**30))
+    tile[(1,)](x, small, 8, BLOCK_M=16, BLOCK_N=16, num_warps=4)
+    again = (outside_allocator() - base) / 2**30
+    mid = torch.empty(128 * 128, device="cuda")
+    tile[(1,)](x, mid, 8, BLOCK_M=128, BLOCK_N=128, num_warps=1)
+    regrown = (outside_allocator() - base) / 2**30
+    del mid
     lines = [
         f"# Local memory a process holds for its kernels' spills ({datetime.date.today()})",
         "",
@@ -81,6 +100,13 @@ def main() -> None:
         "",
         f"After the 16 x 16 tile again (no local memory): {(after - base) / 2**30:.3f} GiB held past the first "
         "kernel's.",
+        "",
+        "| cuCtxSetLimit(CU_LIMIT_STACK_SIZE, bytes) | result | held past the first kernel's (GiB) |",
+        "|---|---|---|",
+        *[f"| {v} | {rc} | {h:.3f} |" for v, rc, h in resets],
+        "",
+        f"The 16 x 16 tile once more after them: {again:.3f} GiB held; then the 128 x 128 tile: {regrown:.3f} GiB "
+        f"(the limit before the first kernel: {initial.value} bytes).",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

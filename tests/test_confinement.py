@@ -434,6 +434,30 @@ def test_the_allowance_counts_the_local_memory_the_candidates_replayed_kernels_t
     assert "the local memory its kernels take (8,192 bytes a thread, 2.06 GiB" in info.value.message
 
 
+def test_the_candidate_process_gives_back_its_kernels_local_memory_after_its_code_ran(monkeypatch):
+    """An autotuner launches each of its variants once to time them, and the candidate's process then holds the local
+    memory of the one that spills most for every thread of the GPU (AKA's ``triton_fla_chunk_fwd_o``: 2.3 GiB, its
+    chosen variant 72 bytes a thread). Where its calls are recorded, the process sets the context's stack size limit
+    back to what it was before any candidate code after each request that ran its code, the trusted (starting
+    kernel's) too, before its memory is held to its allowance; where the driver cannot be reached, nothing is set."""
+    import types
+
+    import arena.evaluation.candidate.process as cp
+
+    assert cp.stack_limit() is None or callable(cp.stack_limit())   # no libcuda on a CPU machine: None
+    proc = cp.CandidateProcess.__new__(cp.CandidateProcess)
+    given: list[int] = []
+    proc.stack_limit = lambda: given.append(1)
+    for trusted in (True, False):
+        proc.spec, proc.seal = types.SimpleNamespace(trusted=trusted), None
+        proc.threads = types.SimpleNamespace(after=lambda: [])
+        proc.guard("the candidate's call")
+    assert given == [1, 1]
+    proc.stack_limit = None              # calls not recorded (timed here): nothing set between timed calls
+    proc.guard("the candidate's timed calls")
+    assert given == [1, 1]
+
+
 def test_a_candidate_that_holds_the_devices_memory_fails_though_the_reference_cannot_be_measured_beside_it(tmp_path):
     """A process over the allowance its config's inputs and outputs give has the reference
     measured before it is judged; where the candidate holds the device's memory, that run finds

@@ -56,10 +56,11 @@ ALLOWANCE_REFERENCE = 2
 # thread holds about L times every thread the GPU can hold (its SMs times the threads an SM holds), outside its
 # allocator, for as long as it lives. Measured on an H200 (scripts/gpu_local_memory.py): 3,400, 8,192 and 16,528
 # bytes a thread held 0.60, 1.81 and 3.90 GiB past the process's first kernel's, against 0.86, 2.06 and 4.16 GiB so
-# counted, and a kernel of none run after them left it held. AKA's triton_fla_chunk_fwd_o, whose starting kernel
-# autotunes 36 variants that spill, held 4.00 GiB against an allowance of 3.71 without it. L is read off the replay
-# process's compile of the kernels the candidate's records launch (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES), never off the
-# candidate's word; counted up to this much (a kernel of 31 KB a thread on an H200)
+# counted, and a kernel of none run after them left it held. L is read off the replay process's compile of the kernels
+# the candidate's records launch (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES), never off the candidate's word; counted up to
+# this much (a kernel of 31 KB a thread on an H200). What kernels launched and not recorded left (an autotuner's
+# variants: AKA's triton_fla_chunk_fwd_o held 4.00 GiB against 3.73, its chosen variant 72 bytes a thread) the
+# candidate's process gives back after its code ran (arena.evaluation.candidate.process.stack_limit)
 ALLOWANCE_LOCAL_MOST = 8 * 2**30
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
 _ids = itertools.count()

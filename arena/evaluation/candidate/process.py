@@ -34,6 +34,7 @@ class CandidateProcess(CallServer):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.record_calls = False     # its calls are recorded (the setup says so)
+        self.stack_limit: Any = None  # gives back the local memory its kernels made this process reserve
 
     def prepare(self, req: SetupRequest) -> None:
         from arena.evaluation.candidate.guard import OpTrace, Seal, ThreadWatch
@@ -43,6 +44,7 @@ class CandidateProcess(CallServer):
         if self.gpu:
             self._watch_tuning()
         self.record_calls = bool(req.record and self.gpu)
+        self.stack_limit = stack_limit() if self.record_calls else None
         if self.record_calls and self.spec.language == "triton":
             # the candidate's calls recorded: Triton wrapped before its import (a HIP library's recorder is linked
             # into it: arena.evaluation.candidate.native_recorder)
@@ -108,9 +110,11 @@ class CandidateProcess(CallServer):
         return candidate_traceback(exc, self.own_files, Path(self.spec.path).name if self.spec else "")
 
     def guard(self, when: str) -> None:
-        """After candidate code ran: what the harness here relies on is as sealed, and no
-        thread it started is still running. (The task's own reference, run as the torch2hip
-        starting point, is trusted code and not checked.)"""
+        """After candidate code ran: the local memory its kernels made this process reserve given back
+        (``stack_limit``); what the harness here relies on is as sealed, and no thread it started is still running.
+        (The task's own reference, run as the torch2hip starting point, is trusted code and not checked.)"""
+        if self.stack_limit is not None:
+            self.stack_limit()
         if self.spec is None or self.spec.trusted:
             return
         broken = self.seal.broken() if self.seal is not None else []
@@ -120,6 +124,41 @@ class CandidateProcess(CallServer):
         threads = self.threads.after()
         if threads:
             raise Refused(Status.INTEGRITY_VIOLATION, f"{when} left threads running: {', '.join(threads[:8])}")
+
+
+CU_LIMIT_STACK_SIZE = 0
+
+
+def stack_limit() -> Any:
+    """A function that sets the current CUDA context's stack size limit back to what it is now (before any candidate
+    code: 1,024 bytes), or None where the driver cannot be reached. A kernel of more local memory a thread (register
+    spills) than the limit raises it at its launch, and the process then holds that much for every thread the GPU
+    can hold, for as long as it lives: an autotuner's variants, launched once each to time them, leave the most of
+    them held (AKA's ``triton_fla_chunk_fwd_o``: 2.3 GiB, its chosen variant 72 bytes a thread). Set back, the
+    memory is given back, and a later launch takes what it needs again (on an H200: 3.90 GiB held after a kernel of
+    16,528 bytes a thread, 0.002 GiB once set back to 1,024, 0.60 GiB after a kernel of 3,400 then:
+    ``scripts/gpu_local_memory.py``). Called where the candidate's calls are recorded, after its code ran and
+    before the trusted process holds this process's memory to its allowance; never between timed calls (none are
+    made here then). The function is found now, before the audit hook is armed: calling it later raises no event.
+    The candidate can stop it; what it holds then is its own, as before."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    get, put = lib.cuCtxGetLimit, lib.cuCtxSetLimit
+    get.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
+    put.argtypes = [ctypes.c_int, ctypes.c_size_t]
+    value = ctypes.c_size_t(0)
+    if get(ctypes.byref(value), CU_LIMIT_STACK_SIZE) != 0:
+        return None
+    limit = int(value.value)
+
+    def set_back() -> None:
+        put(CU_LIMIT_STACK_SIZE, limit)      # where the driver refuses, the memory stays held, as before
+
+    return set_back
 
 
 def preload() -> None:
