@@ -279,9 +279,9 @@ def test_the_candidates_memory_allowance_does_not_shrink_under_what_a_larger_con
     from arena.taskdef.shapes import tensor_bytes
 
     counted = []
-    monkeypatch.setattr(memory, "allowance", lambda io, live, ref, local: counted.append(io) or io)   # the I/O
+    monkeypatch.setattr(memory, "allowance", lambda io, live, ref: counted.append(io) or io)   # the I/O it counts
     ev = Evaluation.__new__(Evaluation)
-    ev.task, ev._io_bytes, ev._reference_bytes, ev.slots, ev.gpu, ev.local_bytes = axpy, 0, {}, None, False, 0
+    ev.task, ev._io_bytes, ev._reference_bytes, ev.slots, ev.gpu = axpy, 0, {}, None, False
     small, _, large = axpy.configs("seen")
 
     def moved(c):

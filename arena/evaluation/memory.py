@@ -52,16 +52,15 @@ ALLOWANCE_FLOOR = 2 * 2**30
 # 87 imports stopped). The upcast run keeps twice the bytes of the task's own precision for the same steps; twice
 # that again is room for another algorithm's workspace (cuDNN's in fp32 is not fp64's) and the allocator's cache.
 ALLOWANCE_REFERENCE = 2
-# and the local memory its kernels take (register spills, a stack): a process that launched a kernel of L bytes a
-# thread holds about L times every thread the GPU can hold (its SMs times the threads an SM holds), outside its
-# allocator, for as long as it lives. Measured on an H200 (scripts/gpu_local_memory.py): 3,400, 8,192 and 16,528
-# bytes a thread held 0.60, 1.81 and 3.90 GiB past the process's first kernel's, against 0.86, 2.06 and 4.16 GiB so
-# counted, and a kernel of none run after them left it held. L is read off the replay process's compile of the kernels
-# the candidate's records launch (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES), never off the candidate's word; counted up to
-# this much (a kernel of 31 KB a thread on an H200). What kernels launched and not recorded left (an autotuner's
-# variants: AKA's triton_fla_chunk_fwd_o held 4.00 GiB against 3.73, its chosen variant 72 bytes a thread) the
-# candidate's process gives back after its code ran (arena.evaluation.candidate.process.stack_limit)
-ALLOWANCE_LOCAL_MOST = 8 * 2**30
+# Not counted: the local memory a process's kernels take (register spills, a stack). A process that launched a kernel
+# of L bytes a thread holds about L times every thread the GPU can hold (its SMs times the threads an SM holds), outside
+# its allocator, for as long as it lives. Measured on an H200 (scripts/gpu_local_memory.py): 3,400, 8,192 and 16,528
+# bytes a thread held 0.60, 1.81 and 3.90 GiB past the process's first kernel's (L times the threads: 0.86, 2.06 and
+# 4.16 GiB), and a kernel of none run after them left it held; AKA's triton_fla_chunk_fwd_o held 4.00 GiB against 3.73
+# for its autotuner's variants (its chosen one 72 bytes a thread). The candidate's process gives it back after its
+# code ran (arena.evaluation.candidate.process.stack_limit). Counted here, read off the replay process's compile of the
+# kernels its records launch, it would let a kernel that declares local memory it never touches buy that much memory
+# to hold; the figure is named where a process is past its allowance (``local_reserved``)
 ENV_CAPACITY = "ARENA_GPU_MEMORY_GIB"
 _ids = itertools.count()
 
@@ -371,25 +370,22 @@ class MemoryAccount:
                 self._exclusive = None
 
 
-def allowance(io_bytes: int, mapped_bytes: int, reference_bytes: int = 0, local_bytes: int = 0) -> int:
+def allowance(io_bytes: int, mapped_bytes: int, reference_bytes: int = 0) -> int:
     """Device memory a candidate's process may hold: its context, the buffers mapped to it
-    (``mapped_bytes``), its own working memory, from the config's inputs and outputs
-    (``io_bytes``) and the reference's measured working memory (``reference_bytes``), and the
-    local memory its kernels take (``local_reserved`` of ``local_bytes``, the most a thread of them takes)."""
-    return CONTEXT_ALLOWANCE + int(mapped_bytes) + working_allowance(io_bytes, reference_bytes) + local_reserved(
-        local_bytes)
+    (``mapped_bytes``) and its own working memory, from the config's inputs and outputs
+    (``io_bytes``) and the reference's measured working memory (``reference_bytes``)."""
+    return CONTEXT_ALLOWANCE + int(mapped_bytes) + working_allowance(io_bytes, reference_bytes)
 
 
 def local_reserved(local_bytes: int) -> int:
     """What a process that launched a kernel of ``local_bytes`` of local memory a thread holds for it: that much for
-    every thread the current CUDA device can hold, up to ``ALLOWANCE_LOCAL_MOST``; 0 for none."""
+    every thread the current CUDA device can hold; 0 for none."""
     if local_bytes <= 0:
         return 0
     import torch
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    threads = int(props.multi_processor_count) * int(props.max_threads_per_multi_processor)
-    return min(ALLOWANCE_LOCAL_MOST, int(local_bytes) * threads)
+    return int(local_bytes) * int(props.multi_processor_count) * int(props.max_threads_per_multi_processor)
 
 
 def working_allowance(io_bytes: int, reference_bytes: int = 0) -> int:

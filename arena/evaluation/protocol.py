@@ -689,7 +689,8 @@ class TakenReply:
     """The replay process's answer to a ``ReplayRequest``: the record taken, and the most local memory a thread of
     the kernels it launches takes (``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`` of its compile of them: register spills, a
     stack; 0 for a record named by its number alone). A process that launched them holds that much for every thread
-    the GPU can hold, for as long as it lives: the candidate's device-memory allowance counts it."""
+    the GPU can hold until its stack size limit is set back: named where the candidate's process is past its
+    device-memory allowance."""
 
     type: ClassVar[str] = "taken"
     local_bytes: int = 0

@@ -419,8 +419,8 @@ class ReplayedCandidate:
             with self.ev.gpu_lock.off_gpu() if new else contextlib.nullcontext():
                 taken = self.replay.request(ReplayRequest(slot=slot, ref=ref, record=record), TakenReply)
             self.compiled |= new
-            # the local memory its kernels take, read off the replay process's compile of them: the candidate's
-            # process, which launched them, holds it for every thread the GPU can hold (its allowance counts it)
+            # the local memory its kernels take, read off the replay process's compile of them (named where the
+            # candidate's process is past its allowance: arena.evaluation.trusted.process)
             self.ev.local_bytes = max(self.ev.local_bytes, int(taken.local_bytes))
             self.given["sent_n"] += 1
         self.given["given_n"] += 1

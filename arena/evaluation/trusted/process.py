@@ -113,7 +113,7 @@ class Evaluation:
             DeviceUsage(self.device["kind"], self.device.get("uuid"), self.device.get("index")) if self.gpu else None
         )
         self._io_bytes = 0
-        self.local_bytes = 0        # the most local memory a thread of the candidate's replayed kernels takes
+        self.local_bytes = 0        # the most local memory a thread of the candidate's replayed kernels takes (named)
         # per config (its key): the most device memory the reference's upcast run held beyond its inputs (``expected``)
         self._reference_bytes: dict[str, int] = {}
         self._unmeasured: dict[str, str] = {}     # config -> why its reference's working memory was not measured
@@ -197,7 +197,7 @@ class Evaluation:
         from arena.evaluation.memory import allowance
 
         live = self.slots.live_bytes if self.slots is not None else 0
-        return allowance(self._io_bytes, live, self.reference_bytes(measure), self.local_bytes)
+        return allowance(self._io_bytes, live, self.reference_bytes(measure))
 
     def working_allowance(self, measure: bool = False) -> int:
         """The working memory the candidate may hold beside its context and buffers (a
@@ -271,13 +271,14 @@ class Evaluation:
         from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO, ALLOWANCE_REFERENCE, local_reserved
 
         self.remote.peer.kill()
-        local = (f", and the local memory its kernels take ({self.local_bytes:,} bytes a thread, "
-                 f"{local_reserved(self.local_bytes) / 2**30:.2f} GiB for every thread the GPU holds)"
-                 if self.local_bytes else "")
+        reserved = local_reserved(self.local_bytes) / 2**30
+        local = (f"; its replayed kernels take {self.local_bytes:,} bytes of local memory a thread, which a process "
+                 f"that launched them holds for every thread of the GPU ({reserved:.2f} GiB) unless it sets the stack "
+                 "size limit back, as the harness does in it after its code ran" if self.local_bytes else "")
         return GateFailure(
             Status.RUNTIME_ERROR,
             f"the candidate's process held {held / 2**30:.2f} GiB of device memory {where}, past its "
-            f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, "
+            f"allowance of {allow / 2**30:.2f} GiB (its context, the buffers it was given, and "
             f"{ALLOWANCE_IO}x the config's inputs and outputs, {ALLOWANCE_REFERENCE}x the reference's own working "
             f"memory ({self.reference_bytes() / 2**30:.2f} GiB) or {ALLOWANCE_FLOOR / 2**30:g} GiB, whichever is most"
             f"{local})" + self.unmeasured_note(),

@@ -43,7 +43,7 @@ class EvaluationState(Protocol):
     stage_limit: float
     _scalars: list  # the current config's scalar arguments
     config_key: str  # ... and what tells it from another config (its shapes and scalars)
-    local_bytes: int  # the most local memory a thread of the candidate's replayed kernels takes (its allowance's)
+    local_bytes: int  # the most local memory a thread of the candidate's replayed kernels takes (named)
 
     @property
     def lost(self) -> bool:
