@@ -548,6 +548,10 @@ def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no
     with pytest.raises(Refused) as refused:
         proc.take_record(ReplayRequest(slot=1, ref=2, record=CallRecord(ops=[], kernels=[], refused="bad")))
     assert "outside the call's memory" in refused.value.message and 1 not in proc.records and proc.held == {}
+    # a kernel that does not load here (more shared memory than the device has) is not read: it fails where it is
+    # launched, in the replay, as the candidate's failure, not as this process's
+    Player.local_bytes = lambda self, record: (_ for _ in ()).throw(RuntimeError("out of resources: shared memory"))
+    assert proc.take_record(ReplayRequest(slot=1, ref=3, record=rec)).local_bytes == 0 and proc.records == {1: rec}
 
 
 def test_each_set_has_its_own_record_where_the_config_has_structural_inputs():
