@@ -108,6 +108,14 @@ FEW_VALUES_DRAWS = (4, 8)    # the draws of the inputs it is read over, at least
 FEW_VALUES_MARGIN = 3        # its values' spread across draws, in times their tolerance, at least
 
 
+def has_few_values(task: Task, config: Config) -> bool:
+    """Whether a compared floating-point output of ``config`` has at most ``FEW_VALUES`` values (by its shape, before
+    any run: the configs ``few_values_problems`` reads over several draws)."""
+    env = task.env(config)
+    return any(task.tolerance_for(spec.dtype) is not None and task.present(spec, env)
+               and 0 < math.prod(task.shape(spec, env)) <= FEW_VALUES for spec in task.compared)
+
+
 def draws_spread(draws: list[torch.Tensor], tol: dict) -> tuple[float, float] | None:
     """(spread, times its tolerance) of an output read over ``draws`` (its values, one tensor a draw): the median over
     its values of their standard deviation across the draws, and of that over atol + rtol * |value|; None where it

@@ -3878,10 +3878,10 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     )
     grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
     cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
-    short = [g for _, _, g in growth if not enough(g)]
 
     def top_up(kept: list[dict]) -> list[dict]:
-        """The grown seen configs the degeneracy rules left, topped up to 3 as the growth's were (``topped_up``)."""
+        """The grown seen configs the degeneracy rules left, topped up to 3 as the growth's were (``topped_up``;
+        ``short``: the growths that stopped short of the window, where there was growth)."""
         return topped_up(kept, seen_drafts[1:], growing, valid, nbytes,
                          (lambda c: enough(c) or floor(c)) if short else enough) if growth else kept
 

@@ -1161,14 +1161,14 @@ def smallest_scale(configs: Sequence[Any], run: Callable[[Any], list[tuple[str, 
     return {g: b[1:] for g, b in best.items()}
 
 
-def reference_on_cpu(task: Any, ref: Any, config: Any) -> list:
+def reference_on_cpu(task: Any, ref: Any, config: Any, seed: int = 0) -> list:
     """The task's reference on ``config``, on the CPU, as the harness runs it (``run_reference``), on the inputs
-    ``make_inputs`` makes from seed 0: its outputs, then its inout inputs (``Task.compared``)."""
+    ``make_inputs`` makes from ``seed``: its outputs, then its inout inputs (``Task.compared``)."""
     from arena.check.inputs import make_inputs, run_reference
 
     env = task.env(config)
     with torch.no_grad():
-        return run_reference(ref.reference, task, make_inputs(task, env, 0, "cpu", ref),
+        return run_reference(ref.reference, task, make_inputs(task, env, seed, "cpu", ref),
                              [task.scalar_value(sc, env) for sc in task.scalars])
 
 
@@ -1216,32 +1216,19 @@ def few_values_at_sizes(folder: Path, seconds: float | None = None) -> list[str]
     held-out configs up to ``SPREAD_FLOPS`` and ``SPREAD_BYTES`` whose outputs have so few values, at their own sizes,
     on the CPU, within ``seconds`` (``FEW_VALUES_SECONDS``) of CPU time (``runs_within``); said as "on SPLIT config
     NAME: ..." for ``drop_degenerate``. A config the reads do not reach is left to a GPU's check."""
-    from arena.check.degeneracy import FEW_VALUES, FEW_VALUES_DRAWS, REDRAW, few_values_problems
-    from arena.check.inputs import make_inputs, run_reference
+    from arena.check.degeneracy import FEW_VALUES_DRAWS, REDRAW, few_values_problems, has_few_values
     from arena.evaluation.sides import import_file
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
-
-    def few(config: Any) -> bool:
-        env = task.env(config)
-        return any(task.tolerance_for(spec.dtype) is not None and task.present(spec, env)
-                   and 0 < math.prod(task.shape(spec, env)) <= FEW_VALUES for spec in task.compared)
-
-    configs = [c for c in configs_within(task, SPREAD_FLOPS, SPREAD_BYTES) if few(c)]
+    configs = [c for c in configs_within(task, SPREAD_FLOPS, SPREAD_BYTES) if has_few_values(task, c)]
     if not configs:
         return []
     ref = import_file(task.reference_path, f"arena_import_few_{abs(hash(str(folder)))}")
 
     def read(config: Any) -> list[str]:
-        env = task.env(config)
-        scalars = [task.scalar_value(sc, env) for sc in task.scalars]
-
-        def run(k: int) -> list:
-            with torch.no_grad():
-                return run_reference(ref.reference, task, make_inputs(task, env, k * REDRAW, "cpu", ref), scalars)
-
-        return few_values_problems(task, run(0), run)
+        return few_values_problems(task, reference_on_cpu(task, ref, config),
+                                   lambda k: reference_on_cpu(task, ref, config, k * REDRAW))
 
     found: list[str] = []
     seconds = FEW_VALUES_SECONDS if seconds is None else seconds
