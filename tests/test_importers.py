@@ -2892,6 +2892,58 @@ def test_aka_a_reference_that_loops_over_chunks_on_the_cpu_is_grown_by_its_cost_
     _computes_chunked_cumsum(task)
 
 
+def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_path, monkeypatch):
+    """With a reference that runs on the host (vLLM's per-token quantisation loops over rows there), the held-out
+    drafts' checks spend the CPU budget the probes share (80 CPU seconds where it was 60), and the seen configs'
+    top-up, after them, had each of its candidates refused for the budget alone: it fell back to the test's cases as
+    written, below the window (a GPU's check fails them), or to a config doubled that the reference never ran. The
+    top-up has a budget of its own: the seen configs are the case grown and drafts beside it the reference ran."""
+    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
+
+    monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
+    monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
+    monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 1.5)
+    monkeypatch.setattr(aka, "GROWN_BUDGET", 1e-6)      # the drafts' checks find their budget spent
+    # the runner as written: its reference makes its accumulator on the CPU, so it does not run on the meta device
+    result = import_aka(FIX / "aka_vllm_seed_chunks", tmp_path)   # no held-out draft is checked: not a task to load
+    text = (result.folder / "configs" / "seen.yaml").read_text()
+    seen = yaml.safe_load(text)
+
+    def moved(c) -> int:
+        return 2 * 4 * c["B"] * c["T"] * c["H"]     # g and the result, fp32
+
+    assert len(seen) >= 3 and all(moved(c) >= 10 * 10**6 for c in seen), seen
+    assert "grown from" in text and "the config before it doubled" not in text, text
+
+
+def test_the_importers_probe_on_one_thread(tmp_path, monkeypatch):
+    """The importers' budgets are the process's CPU seconds, which count every thread's: both run torch's operators
+    on one thread (an operator split over two cores beside other work took 16.5 CPU seconds where it took 0.95 at
+    half the size), and give the caller's setting back."""
+    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.kernelbench as kb
+
+    seen: list[int] = []
+
+    def stop(*_args, **_kwargs):
+        seen.append(torch.get_num_threads())
+        raise ArenaError("stopped here")
+
+    monkeypatch.setattr(aka.AkaFolder, "read", staticmethod(stop))
+    monkeypatch.setattr(kb, "ModuleProblem", stop)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(ArenaError):
+            import_aka(FIX / "aka_triton_scaled_softmax", tmp_path)
+        with pytest.raises(ArenaError):
+            import_kernelbench(FIX / "kb_gru.py", tmp_path)
+        assert seen == [1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_aka_cases_partly_inside_the_timing_window_grow_the_ones_below_it(tmp_path, monkeypatch):
     """Where some of a test's cases are inside the timing window and some below it, the ones below are grown into
     it (the harness could not time them as they are), the ones inside kept as they are; the report names the cases

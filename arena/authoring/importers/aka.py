@@ -55,6 +55,7 @@ from arena.authoring.importers.common import (
     literal,
     module_defs,
     number_of,
+    on_one_thread,
     once_per_config,
     parse_source,
     peak_bytes_mode,
@@ -2731,6 +2732,7 @@ def translate_torch_host(
 # -- the importer -----------------------------------------------------------------------------
 
 
+@on_one_thread
 def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
     """An AgentKernelArena-style task folder -> a triton2triton or hip2hip task folder under
     ``root`` (default: the repository's tasks/), the kernel kept as written."""
@@ -3135,6 +3137,20 @@ ONE_PROBE_SECONDS = CPU_PROBE_SECONDS * GROWN_BUDGET
 # the reference's runs on the meta device, all together: a reference that loops in Python over a size (a recurrence
 # over chunks) takes seconds a run there, and the formulas' and the drafts' probes are dozens of runs
 META_PROBE_SECONDS = 60.0
+# the seen configs' top-up, after the drafts (a case grown into the window beside drafts around it), has budgets of
+# its own, this much on the CPU: with a reference that loops over rows on the host, the held-out drafts' checks spend
+# theirs, and a top-up refused for the budget alone fell back to the test's cases as written, below the window
+TOP_UP_SECONDS = CPU_PROBE_SECONDS
+
+
+def _budgets_anew(probe_fn: Callable, obs: Observer | None, cpu_seconds: float) -> float:
+    """Give the probes of ``probe_fn`` (``_formula_probe``) and the test's observations (``obs``) budgets anew, the
+    CPU runs of the reference ``cpu_seconds``; returns that."""
+    probe_fn.cpu_left[0] = cpu_seconds  # type: ignore[attr-defined]
+    probe_fn.meta_left[0] = META_PROBE_SECONDS  # type: ignore[attr-defined]
+    if obs is not None:
+        obs.renew()
+    return cpu_seconds
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -3771,10 +3787,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             base_case = max((g for _, _, g in growth), key=lambda g: (all(g[f] > 1 for f in vary), nbytes(g)))
         # the drafts' checks get a budget of their own, for configs the size of the grown ones (and the test's
         # statements, and the reference on the meta device, theirs anew)
-        budget = probe_fn.cpu_left[0] = CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1)
-        probe_fn.meta_left[0] = META_PROBE_SECONDS
-        if obs is not None:
-            obs.renew()
+        budget = _budgets_anew(probe_fn, obs, CPU_PROBE_SECONDS * (GROWN_BUDGET if growth else 1))
     # a case with a size of 1 (softmax over one column) often gives an output the degeneracy checks refuse
     smoke_case = min([c for c in h.cases if all(v > 1 for v in c.values())] or h.cases,
                      key=lambda c: size({**base_case, **c})) if h.cases else None
@@ -3818,6 +3831,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         seen = [{"name": f"case{i}", **{k: g[k] for k in c}, **grown_from(c, g)} for i, c, g in growth]
         # cases that grow into the same config (sizes in one proportion) leave room for drafts around the largest
         short = [g for _, _, g in growth if not enough(g)]
+        _budgets_anew(probe_fn, obs, TOP_UP_SECONDS)
         seen = topped_up(seen, seen_drafts[1:], growing, valid, nbytes,
                          (lambda c: enough(c) or floor(c)) if short else enough,
                          fallback=[{"name": f"case{i}", **c} for i, c in enumerate(h.cases)])
@@ -3881,9 +3895,12 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     def top_up(kept: list[dict]) -> list[dict]:
         """The grown seen configs the degeneracy rules left, topped up to 3 as the growth's were (``topped_up``;
-        ``short``: the growths that stopped short of the window, where there was growth)."""
+        ``short``: the growths that stopped short of the window, where there was growth), its budgets anew."""
+        if not growth:
+            return kept
+        _budgets_anew(probe_fn, obs, TOP_UP_SECONDS)
         return topped_up(kept, seen_drafts[1:], growing, valid, nbytes,
-                         (lambda c: enough(c) or floor(c)) if short else enough) if growth else kept
+                         (lambda c: enough(c) or floor(c)) if short else enough)
 
     return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases,
                                                                                            list(h.cases), top_up)

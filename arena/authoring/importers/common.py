@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import functools
 import json
 import math
 import re
@@ -178,6 +179,23 @@ def cpu_time_limit(seconds: float) -> Iterator[None]:
         return
     with interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
         yield
+
+
+def on_one_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run with torch's operators on one thread. The importers' budgets are this process's CPU seconds, which
+    count the time of every thread: an operator split over the cores counts their waits for one another too, and how
+    long those are depends on the machine and on what else runs there (on 2 cores beside two other imports, a test's
+    statements and reference that took 0.95 CPU seconds at one size took 16.5 at twice it), so one import grew its
+    cases to other sizes from run to run, and would on a machine of more cores."""
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return wrapped
 
 
 def once_per_config(probe: Callable[[dict], Any]) -> Callable[[dict], Any]:

@@ -53,6 +53,7 @@ from arena.authoring.importers.common import (
     leading_size,
     literal_constants,
     module_defs,
+    on_one_thread,
     once_per_config,
     parse_source,
     peak_bytes_mode,
@@ -1002,6 +1003,7 @@ def _init_for_param(
     return {"kind": "normal"}, f"a {kind}.{leaf}: its initialisation is not known to the importer; drawn normal(0, 1)"
 
 
+@on_one_thread
 def import_kernelbench(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
     """A KernelBench-style problem file -> a torch2hip task folder under ``root`` (default:
     the repository's tasks/)."""
