@@ -1310,8 +1310,10 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     scaled: list[str] = []
     held: list[str] = []
     for dtype, t in d.tolerance.items():
-        ws = [o.double() for outs in runs for spec, o in zip(task.compared, outs) if spec.dtype == dtype and
-              isinstance(o, torch.Tensor) and o.numel() > 1 and bool(torch.isfinite(o).all())]
+        named = [(spec.name, o.double()) for outs in runs for spec, o in zip(task.compared, outs)
+                 if spec.dtype == dtype and isinstance(o, torch.Tensor) and o.numel() > 1
+                 and bool(torch.isfinite(o).all())]
+        ws = [w for _, w in named]
         if dtype == "reason" or not ws or not any(spread_problems("", w, t) for w in ws):
             continue
         # where the test has a smaller rtol than the dtype's default (``rtol=0``), atol holds the rounding too
@@ -1320,6 +1322,20 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         if not MIN_SCALED_ATOL <= scale < math.inf:
             continue
         atol = max(_floor_ladder(scale), _ceil_ladder(rounding) if rounding else 0.0)
+        # an output of whole numbers of this dtype (quantised values compared as floats) that the test's atol lets be
+        # off by one (a tie rounded the other way): scaled below 1, it is held exact; one tolerance per dtype cannot
+        # hold it and the outputs that are near-constant at the test's atol both
+        whole = list(dict.fromkeys(n for n, w in named if _whole_steps(w)))
+        if whole and t["atol"] >= 1 > atol:
+            near = list(dict.fromkeys(n for n, w in named if n not in whole and spread_problems("", w, t)))
+            decisions.append(
+                f"the test's atol {t['atol']:g} lets {', '.join(whole)} (whole numbers, as {dtype}) be off by "
+                f"{t['atol']:g}, as a tie rounded the other way is, and leaves {', '.join(near) or 'the others'} "
+                f"near-constant for the comparison: a tolerance is one per dtype, and scaled to the scale of "
+                f"{', '.join(near) or 'the others'} it would hold {', '.join(whole)} exact; left at the test's (the "
+                f"task format holds no tolerance per output): write the tolerance, or compare {', '.join(whole)} "
+                "another way (dequantised, times its scales)")
+            continue
         if dtype == "float32" and MIN_SCALED_ATOL <= atol < t["atol"]:
             # no lower than the reference's own rounding where |ref| is small, as the starting kernel rounds it
             floor, measured_on = rounding_floor(task, ref, t["rtol"], getattr(d, "work", None))
@@ -1344,6 +1360,11 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         decisions.append(f"the tolerance's {why}: confirm it")
         write_configs(d, folder)
     return out_of_range
+
+
+def _whole_steps(w: torch.Tensor) -> bool:
+    """Whether an output holds whole numbers only, more than one of them (quantised values compared as floats)."""
+    return bool((w == w.round()).all()) and int(w.unique().numel()) > 1
 
 
 def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[[dict], float | None] | None = None
