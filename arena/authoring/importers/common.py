@@ -1327,14 +1327,14 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         # hold it and the outputs that are near-constant at the test's atol both
         whole = list(dict.fromkeys(n for n, w in named if _whole_steps(w)))
         if whole and t["atol"] >= 1 > atol:
-            near = list(dict.fromkeys(n for n, w in named if n not in whole and spread_problems("", w, t)))
+            steps = ", ".join(whole)
+            near = ", ".join(dict.fromkeys(n for n, w in named if n not in whole and spread_problems("", w, t)))
             decisions.append(
-                f"the test's atol {t['atol']:g} lets {', '.join(whole)} (whole numbers, as {dtype}) be off by "
-                f"{t['atol']:g}, as a tie rounded the other way is, and leaves {', '.join(near) or 'the others'} "
-                f"near-constant for the comparison: a tolerance is one per dtype, and scaled to the scale of "
-                f"{', '.join(near) or 'the others'} it would hold {', '.join(whole)} exact; left at the test's (the "
-                f"task format holds no tolerance per output): write the tolerance, or compare {', '.join(whole)} "
-                "another way (dequantised, times its scales)")
+                f"the test's atol {t['atol']:g} lets {steps} (whole numbers, as {dtype}) be off by {t['atol']:g}, as "
+                f"a tie rounded the other way is, and leaves {near or 'the others'} near-constant for the comparison: "
+                f"a tolerance is one per dtype, and scaled to the scale of {near or 'the others'} it would hold "
+                f"{steps} exact; left at the test's (the task format holds no tolerance per output): write the "
+                f"tolerance, or compare {steps} another way (dequantised, times its scales)")
             continue
         if dtype == "float32" and MIN_SCALED_ATOL <= atol < t["atol"]:
             # no lower than the reference's own rounding where |ref| is small, as the starting kernel rounds it
