@@ -227,9 +227,16 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     from arena.authoring.importers.aka import import_aka
     from arena.authoring.importers.kernelbench import import_kernelbench
 
-    importer = import_kernelbench if args.import_format == "kernelbench" else import_aka
     out = Path(args.out) if args.out else _tasks_root(args)
-    result = importer(Path(args.path), out, task_id=args.id)
+    if args.import_format == "kernelbench":
+        device = "cpu"
+        if args.device != "cpu":
+            from arena.devices import detect
+            detect(args.device)     # a GPU this machine does not have: one line that says so
+            device = "cuda"         # ROCm's torch names its GPUs cuda too
+        result = import_kernelbench(Path(args.path), out, task_id=args.id, device=device)
+    else:
+        result = import_aka(Path(args.path), out, task_id=args.id)
     console.print(result.report(), markup=False, highlight=False, soft_wrap=True)
     return 0 if result.ok else 1
 
@@ -926,6 +933,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--tasks-dir, else tasks/ of this repository)",
         )
         y.add_argument("--id", metavar="ID", help=f"NAME or {ids} (default: from the file or folder name)")
+        if fmt == "kernelbench":
+            y.add_argument("--device", choices=("cpu", "cuda", "rocm"), default="cpu",
+                           help="where the importer's own check of the reference against the original model runs "
+                           "(default cpu, where a network past 10 GFLOP is left unchecked; its probes stay on the CPU)")
         y.set_defaults(fn=cmd_tasks_import)
     x = tsub.add_parser("check", help="the author's validator (baseline, degeneracy, timing window, solution)")
     x.add_argument("selector", nargs="?")

@@ -1,7 +1,7 @@
-"""Import every problem of a suite's folders and tabulate what came out (CPU only; an AKA task is
-every folder holding a config.yaml beneath the folders given):
+"""Import every problem of a suite's folders and tabulate what came out (on the CPU; a KernelBench import's own
+check on a GPU with --device cuda; an AKA task is every folder holding a config.yaml beneath the folders given):
     python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N] [--json ROWS.json]
-        [--keep ROOT] [--resume]
+        [--keep ROOT] [--resume] [--device cuda]
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
 import, does the folder validate as written, how many seen and held-out configs it has, whether
 it is complete (validates, >= 3 seen and >= 4 held-out configs, and neither its reference nor its
@@ -36,8 +36,8 @@ def stubs(folder: Path) -> list[str]:
     return out
 
 
-def one(args: tuple[str, str, str]) -> dict:
-    kind, path, keep = args
+def one(args: tuple[str, str, str] | tuple[str, str, str, str]) -> dict:
+    kind, path, keep, device = (*args, "cpu")[:4]
     t0 = time.perf_counter()
     row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "complete": False,
            "checked": False, "why": "", "folder": ""}
@@ -54,10 +54,12 @@ def one(args: tuple[str, str, str]) -> dict:
             index = re.match(r"\d+", Path(path).name)
             if any((root / c / name).exists() for c in ("torch2hip", "hip2hip", "triton2triton")):
                 task_id = f"{name}_{index.group() if index else 2}"
-        result = (import_kernelbench if kind == "kernelbench" else import_aka)(Path(path), root, task_id=task_id)
+        result = import_kernelbench(Path(path), root, task_id=task_id, device=device) if kind == "kernelbench" else \
+            import_aka(Path(path), root, task_id=task_id)
         row["imported"] = result.folder is not None and result.folder.is_dir()
         # the import's whole account, for the JSON rows (the table keeps the first open point)
         row["decisions"] = [*getattr(result, "check_problems", []), *getattr(result, "decisions", [])]
+        row["checks"] = list(getattr(result, "checks", []))     # what its own check found right
         if row["imported"]:
             row["folder"] = str(result.folder)
             problems = validate_task_dir(result.folder)
@@ -103,7 +105,8 @@ def _worker(args: tuple[str, str, str], queue: mp.Queue, threads: int = 0) -> No
 
 
 def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = "",
-            done: dict[str, dict] | None = None, on_row: Callable[[dict[str, dict]], None] | None = None) -> list[dict]:
+            done: dict[str, dict] | None = None, on_row: Callable[[dict[str, dict]], None] | None = None,
+            device: str = "cpu") -> list[dict]:
     """Each problem in a process of its own, ``jobs`` at a time, killed past ``timeout``; the rows
     of ``done`` are kept as they are, and ``on_row`` is told of every row as it comes."""
     ctx = mp.get_context("spawn")
@@ -114,7 +117,7 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = 
         while todo and len(running) < jobs:
             p = todo.pop(0)
             q = ctx.Queue()
-            proc = ctx.Process(target=_worker, args=((kind, p, keep), q, max(1, (os.cpu_count() or 1) // jobs)),
+            proc = ctx.Process(target=_worker, args=((kind, p, keep, device), q, max(1, (os.cpu_count() or 1) // jobs)),
                                daemon=True)
             proc.start()
             running[p] = (proc, q, time.perf_counter())
@@ -174,6 +177,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
                     "check --tasks-root` on a GPU); each problem goes to a scratch root otherwise")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="kernelbench: where each import's own "
+                    "check of its reference against the original runs (`arena tasks import kernelbench --device`)")
     ap.add_argument("--from-json", action="store_true", help="write the tables of the rows --json holds (an "
                     "interrupted run's), importing nothing")
     a = ap.parse_args()
@@ -196,7 +201,7 @@ def main() -> int:
             tmp.write_text(json.dumps([rows[p] for p in paths if p in rows], indent=1))
             tmp.replace(a.json)
 
-    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep, done, keep_rows)
+    rows = run_all(a.kind, paths, a.jobs, a.timeout, a.keep, done, keep_rows, a.device)
     lines, folders = table(rows)
     Path(a.out).write_text("\n".join(lines) + "\n")
     keep_rows({r["problem"]: r for r in rows})

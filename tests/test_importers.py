@@ -615,6 +615,18 @@ def test_kernelbench_bad_problems_stop_in_one_line_naming_the_file(tmp_path, cap
     assert len(out.err.strip().splitlines()) == 1 and "bad_problem.py" in out.err and "Traceback" not in out.err
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine with a GPU runs the check there")
+def test_kernelbench_import_on_a_gpu_this_machine_lacks_says_so_in_one_line(tmp_path, capsys):
+    """``arena tasks import kernelbench --device cuda`` runs the importer's own check on a GPU (a network past what a
+    CPU core checks: KernelBench's VGGs); on a machine without one it says so in one line and writes nothing."""
+    rc = main(["tasks", "import", "kernelbench", str(FIX / "kb_mse.py"), "--out", str(tmp_path / "out"),
+               "--device", "cuda"])
+    out = capsys.readouterr()
+    assert rc == 2 and len(out.err.strip().splitlines()) == 1, out.err
+    assert "cuda" in out.err and "not available" in out.err and "Traceback" not in out.err
+    assert not (tmp_path / "out").exists()
+
+
 def test_kernelbench_a_forward_whose_star_args_are_never_read_imports_with_its_named_parameters(tmp_path):
     """AKA's gpumode modules take ``forward(self, x_1, x_2, *args, fn=None)``: what get_inputs() gives fills the
     named parameters, ``*args`` and ``fn`` stay empty, and the task's inputs are the named ones (the forward that
@@ -691,6 +703,61 @@ def test_kernelbench_a_forward_run_as_written_leaves_out_its_dead_lines_and_the_
     assert flops >= 2 * steps * (4 * h * i + 4 * h * h + 4 * h * h + 4 * h * h), (flops, env)
 
 
+def test_kernelbench_a_first_meta_run_slowed_by_one_time_costs_keeps_the_probes_on_the_meta_device(tmp_path,
+                                                                                                  monkeypatch):
+    """A forward slower than META_SLOW_S on the meta device is probed on the CPU; the first run in a process counts
+    one-time costs (the operators' first dispatch, the FLOP counter's first use): KernelBench's VGG16 took 1.5 CPU s
+    on one machine and 4 on another, where its second run took 0.02, and on the second its probes ran on the CPU and
+    its outputs' scale went unmeasured (then refused as near-constant at the default atol). Such a run is timed
+    again: here the first costs 0.5 CPU s more, the bound is 0.2 s, and the probes stay on the meta device."""
+    import time
+
+    import arena.authoring.importers.kernelbench as kb
+
+    monkeypatch.setattr(kb, "META_SLOW_S", 0.2)
+    real, first = kb.ModuleProblem.run, []
+
+    def run(self, params, device="meta"):
+        if device == "meta" and not first:
+            first.append(True)
+            t = time.process_time()
+            while time.process_time() - t < 0.5:
+                pass
+        return real(self, params, device)
+
+    monkeypatch.setattr(kb.ModuleProblem, "run", run)
+    result, _ = _imported(tmp_path, "kb_linear_gelu")
+    assert first and "every probe ran on the CPU" not in result.report(), result.report()
+
+
+@pytest.mark.parametrize("fixture", ["kb_lstm_hidden", "kb_attention_widths"])
+def test_kernelbench_a_reference_that_calls_the_model_builds_it_once_for_its_sizes(tmp_path, fixture):
+    """A forward that is not translated runs through the problem's own Model, which the reference built on every
+    call: a network's __init__ (KernelBench's SwinV2: 29-58 ms on an H200, its weights drawn there) was timed as
+    part of its forward, and its eager starting point was past the timing window at every batch. The model is now
+    built once for a config's sizes (and the inputs' device and dtype) and kept, the last one only; what the
+    reference computes is the same call after call. Sizes given as a list (a ResNet's layers) key it too."""
+    result, task = _imported(tmp_path, fixture)
+    assert "through torch.func.functional_call" in result.report()
+    ref = import_file(task.reference_path, "arena_test_built_once")
+    built = []
+    init = ref.Model.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(args)
+        init(self, *args, **kwargs)
+
+    ref.Model.__init__ = counted
+    outs = []
+    for config in [task.configs("seen")[0], task.configs("seen")[0], task.configs("heldout")[0]]:
+        env = task.env(config)
+        ins = make_inputs(task, env, 0, "cpu", ref)
+        outs.append(run_reference(ref.reference, task, ins, [task.scalar_value(s, env) for s in task.scalars])[0])
+    assert len(built) == 2, built       # the first config's model once, then the held-out config's
+    assert torch.equal(outs[0], outs[1])
+    assert len(ref._built) == 1
+
+
 def test_kernelbench_rounding_is_measured_on_a_config_shrunk_by_the_importers_own_count_of_its_flops(tmp_path,
                                                                                                         monkeypatch):
     """A network's FLOP count is no formula of its sizes (a strided convolution's output is (size - 3) // 2 + 1
@@ -745,6 +812,43 @@ def test_kernelbench_a_buffer_a_submodule_makes_from_the_sizes_it_is_given_is_ma
     held = task.configs("heldout")
     assert len(held) >= 4 and {c.params["max_seqlen"] for c in [*held, *task.configs("seen")]} == {64}
     assert len({c.params["seq_len"] for c in held}) >= 3
+
+
+def test_kernelbench_an_argument_the_forward_draws_where_it_is_not_given_is_an_input(tmp_path):
+    """KernelBench's level-3 LSTM draws its initial state, ``if h0 is None: h0 = torch.randn(...)``, and get_inputs()
+    does not give it: the forward's output was random, and the import was refused. The argument is now an input,
+    drawn as the forward draws it (its shape read off the forward's own lines), and the reference is the forward
+    given it, with no draw of its own."""
+    result, task = _imported(tmp_path, "kb_drawn_initial_state")
+    assert [s.name for s in task.inputs][:2] == ["x", "h0"], task.inputs
+    h0 = task.inputs[1]
+    assert tuple(h0.shape) == ("batch_size", "hidden_size") and h0.init["kind"] == "normal", h0
+    report = result.report()
+    assert "get_inputs() does not give forward's h0, which forward draws at random where it is not given (line " \
+        in report, report
+    assert "reference.py computes what Model.forward computes" in report
+    ref = (tmp_path / "torch2hip" / "kb_drawn_initial_state" / "reference.py").read_text()
+    assert "randn" not in ref and "h0" in ref
+
+
+def test_kernelbench_module_state_the_forward_overwrites_before_it_reads_it_is_a_local(tmp_path):
+    """KernelBench's level-3 VanillaRNN keeps its hidden state on the module, but copies the ``initial_hidden``
+    get_inputs() gives into it before reading it: no value passes from one call to the next, and the state is a
+    local of the reference (the import was refused: "updates module state in place"). Where get_inputs() does not
+    give it, the state made in __init__ and written by the last call is read: still refused."""
+    result, task = _imported(tmp_path, "kb_overwritten_state")
+    assert [s.name for s in task.inputs][:2] == ["x", "initial_hidden"], task.inputs
+    report = result.report()
+    assert "forward overwrites the module state self.hidden from its inputs before it reads it" in report, report
+    assert "reference.py computes what Model.forward computes" in report
+    ref = (tmp_path / "torch2hip" / "kb_overwritten_state" / "reference.py").read_text()
+    assert "self.hidden" not in ref and "initial_hidden.clone()" in ref
+    carried = tmp_path / "carried_state.py"
+    carried.write_text((FIX / "kb_overwritten_state.py").read_text().replace(
+        "return [torch.rand(batch_size, input_size), torch.rand(batch_size, hidden_size)]",
+        "return [torch.rand(batch_size, input_size)]"))
+    with pytest.raises(ImportStop, match=r"Model\.forward assigns self\.hidden \(line \d+\): that is module state"):
+        import_kernelbench(carried, tmp_path / "out")
 
 
 def test_kernelbench_a_size_no_formula_follows_is_fixed_and_sizes_unpacked_in_one_statement_are_varied(tmp_path):
@@ -2905,6 +3009,9 @@ def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_p
     monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
     monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 1.5)
     monkeypatch.setattr(aka, "GROWN_BUDGET", 1e-6)      # the drafts' checks find their budget spent
+    # and the top-up's own is ample: beside a full suite on 2 cores, one of its candidates was refused for it (what is
+    # asserted is that the top-up has a budget of its own, not how large it is)
+    monkeypatch.setattr(aka, "TOP_UP_SECONDS", 4 * aka.TOP_UP_SECONDS)
     # the runner as written: its reference makes its accumulator on the CPU, so it does not run on the meta device
     result = import_aka(FIX / "aka_vllm_seed_chunks", tmp_path)   # no held-out draft is checked: not a task to load
     text = (result.folder / "configs" / "seen.yaml").read_text()
