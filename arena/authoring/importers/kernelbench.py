@@ -336,9 +336,9 @@ def _none_test(test: ast.expr) -> tuple[str, bool] | None:
 
 
 def _self_attr(node: ast.AST, attr: str | None = None) -> bool:
-    """``self.<attr>`` (any attribute where ``attr`` is None)."""
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and \
-        (attr is None or node.attr == attr)
+    """``self.<attr>`` (any attribute where ``attr`` is None), not ``self.a.b``."""
+    chain = self_chain(node)
+    return chain is not None and len(chain) == 1 and attr in (None, chain[0])
 
 
 def _mentions(node: ast.AST, attr: str) -> bool:
