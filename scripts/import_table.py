@@ -36,8 +36,8 @@ def stubs(folder: Path) -> list[str]:
     return out
 
 
-def one(args: tuple[str, str, str] | tuple[str, str, str, str]) -> dict:
-    kind, path, keep, device = (*args, "cpu")[:4]
+def one(args: tuple[str, str, str, str]) -> dict:
+    kind, path, keep, device = args
     t0 = time.perf_counter()
     row = {"problem": path, "imported": False, "valid": False, "seen": 0, "heldout": 0, "complete": False,
            "checked": False, "why": "", "folder": ""}
@@ -94,7 +94,7 @@ def one(args: tuple[str, str, str] | tuple[str, str, str, str]) -> dict:
     return row
 
 
-def _worker(args: tuple[str, str, str], queue: mp.Queue, threads: int = 0) -> None:
+def _worker(args: tuple[str, str, str, str], queue: mp.Queue, threads: int = 0) -> None:
     if threads:
         # its share of the cores: torch's threads of several imports at once on too few cores wait on each other
         # (a 6-layer GRU's forward on 2 cores took 0.6 s alone and 46 s beside another import's)
