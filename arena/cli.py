@@ -158,7 +158,7 @@ def _task_lines(t) -> list[str]:
 
     for kind, specs in (("input", t.inputs), ("output", t.outputs)):
         for s in specs:
-            extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_for(s.dtype)}"
+            extra = f"  init {dict(s.init)}" if kind == "input" else f"  tolerance {t.tolerance_of(s)}"
             if kind == "input" and input_role(s) != "input":
                 extra += f"  ({input_role(s).removeprefix('input, ')})"
             out.append(_lit(f"  {kind:6s} {s.name}: {s.dtype} {list(s.shape)}{extra}"))

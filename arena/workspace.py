@@ -42,7 +42,7 @@ def render_readme(task: Task) -> str:
     lines += [f"| {t.name} | output | {t.dtype} | {list(t.shape)} |" for t in task.outputs]
     lines += ["", "Scalars: " + ", ".join(f"{s.name} ({s.type}{'' if s.value is None else ' = ' + str(s.value)})"
                                           for s in task.scalars), ""]
-    tol = {o.name: task.tolerance_for(o.dtype) for o in task.compared}
+    tol = {o.name: task.tolerance_of(o) for o in task.compared}
     inout = [i.name for i in task.inout_inputs]
     lines += ["Correctness: every output" + (" and every input updated in place (its value after your call)"
                                              if inout else "") +

@@ -87,7 +87,7 @@ def main() -> int:
                         continue
                     parts = []
                     for spec, g, w in zip(task.outputs, got, want):
-                        tol = task.tolerance_for(spec.dtype)
+                        tol = task.tolerance_of(spec)
                         if tol is None:
                             continue
                         tol_txt = f"atol {tol['atol']:.1e}, rtol {tol['rtol']:.1e}, norm {tol['norm']:.1e}"

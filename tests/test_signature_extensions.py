@@ -443,3 +443,63 @@ def test_randint_draws_float_inputs_of_integer_values_but_not_fp8_or_bool(copy):
     edit(copy / "task.yaml", "{name: x, dtype: float32,", "{name: x, dtype: float8_e4m3fn,")
     e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.inputs.x.init")
     assert "randint is for integer inputs and float inputs of integer values" in str(e)
+
+
+# -- a compared tensor's own tolerance -------------------------------------------------------------
+
+OWN_Y = ("{name: y, dtype: float32, shape: [rows], "
+         "tolerance: {atol: 0.5, norm: 0.5, reason: the row sums may be off by a step}}")
+Y_OFF = BASELINE.replace("    tl.store(y_ptr + r, tl.sum(acc, axis=0))",
+                         "    tl.store(y_ptr + r, tl.sum(acc, axis=0) + 0.25)")
+S_OFF = BASELINE.replace(STORE_S, "        tl.store(S_ptr + r * cols + c, new + 0.25, mask=m)\n")
+
+
+def test_an_outputs_own_tolerance_holds_it_and_leaves_the_others_at_their_dtypes(copy, cpu, tmp_path):
+    """Quantised values beside their scales, in one dtype: a tolerance per output. y's own atol (0.5) holds y; the
+    state S, of the same dtype, is still held to float32's; the workspace's README says each."""
+    assert Y_OFF != BASELINE and S_OFF != BASELINE
+    plain = load_task(copy)
+    v = _smoke(plain, _candidate(tmp_path, Y_OFF, "y_off.py"), cpu)
+    assert v.status is Status.INCORRECT_NUMERICAL and v.message.startswith("y: "), v.message
+    edit(copy / "task.yaml", "{name: y, dtype: float32, shape: [rows]}", OWN_Y)
+    assert validate_task_dir(copy) == []
+    task = load_task(copy)
+    y, s = task.compared
+    assert task.tolerance_of(y) == {**task.tolerance_for("float32"), "atol": 0.5, "norm": 0.5}
+    assert task.tolerance_of(s) == task.tolerance_for("float32")
+    v = _smoke(task, _candidate(tmp_path, Y_OFF, "y_off.py"), cpu)
+    assert v.status is Status.PASSED, v.message
+    v = _smoke(task, _candidate(tmp_path, S_OFF, "s_off.py"), cpu)
+    assert v.status is Status.INCORRECT_NUMERICAL and v.message.startswith("S: "), v.message
+    from arena.workspace import render_readme
+    readme = render_readme(task)
+    assert "y: {'atol': 0.5, 'rtol': 0.0001, 'norm': 0.5}" in readme
+    assert "S: {'atol': 0.0001, 'rtol': 0.0001, 'norm': 1e-05}" in readme
+
+
+def test_an_inout_inputs_own_tolerance_holds_its_update(copy, cpu, tmp_path):
+    edit(copy / "task.yaml", "{name: S, dtype: float32, shape: [rows, cols], inout: true}",
+         "{name: S, dtype: float32, shape: [rows, cols], inout: true, "
+         "tolerance: {atol: 0.5, norm: 0.5, reason: a test of it}}")
+    task = load_task(copy)
+    v = _smoke(task, _candidate(tmp_path, S_OFF, "s_off.py"), cpu)
+    assert v.status is Status.PASSED, v.message
+
+
+def test_a_tolerance_where_nothing_is_compared_or_compared_with_one_is_named(copy):
+    edit(copy / "task.yaml", "{name: x, dtype: float32, shape: [rows, cols]}",
+         "{name: x, dtype: float32, shape: [rows, cols], tolerance: {atol: 0.5, reason: an input not compared}}")
+    e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.inputs.x.tolerance")
+    assert "an output, or an input with inout: true" in str(e)
+    edit(copy / "task.yaml", ", tolerance: {atol: 0.5, reason: an input not compared}}", "}")
+    edit(copy / "task.yaml", "{name: y, dtype: float32, shape: [rows]}",
+         "{name: y, dtype: int32, shape: [rows], tolerance: {atol: 1, reason: counts that may be off by one}}")
+    e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.outputs.y.tolerance")
+    assert "int32 is compared exactly" in str(e)
+    edit(copy / "task.yaml", "{name: y, dtype: int32, shape: [rows], tolerance: {atol: 1, reason: counts that may be "
+                             "off by one}}", "{name: y, dtype: float32, shape: [rows], tolerance: {atol: 1}}")
+    e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.outputs.0.tolerance.reason")
+    assert "required key is missing" in str(e)
+    edit(copy / "task.yaml", "tolerance: {atol: 1}}", "tolerance: {reason: a reason and nothing else}}")
+    e = one_error(validate_task_dir(copy), copy / "task.yaml", "signature.outputs.y.tolerance")
+    assert "sets none of atol, rtol, norm" in str(e)

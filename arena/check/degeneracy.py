@@ -112,7 +112,7 @@ def has_few_values(task: Task, config: Config) -> bool:
     """Whether a compared floating-point output of ``config`` has at most ``FEW_VALUES`` values (by its shape, before
     any run: the configs ``few_values_problems`` reads over several draws)."""
     env = task.env(config)
-    return any(task.tolerance_for(spec.dtype) is not None and task.present(spec, env)
+    return any(task.tolerance_of(spec) is not None and task.present(spec, env)
                and 0 < math.prod(task.shape(spec, env)) <= FEW_VALUES for spec in task.compared)
 
 
@@ -136,7 +136,7 @@ def few_values_problems(task: Task, outs: list, again: Callable[[int], list]) ->
     draw after it, k = 1, 2, ...; ``FEW_VALUES_DRAWS``) below ``FEW_VALUES_MARGIN`` times their tolerance (a constant
     passes), or one value below atol."""
     few = [(i, spec, tol) for i, spec in enumerate(task.compared)
-           if (tol := task.tolerance_for(spec.dtype)) is not None and isinstance(outs[i], torch.Tensor)
+           if (tol := task.tolerance_of(spec)) is not None and isinstance(outs[i], torch.Tensor)
            and 0 < outs[i].numel() <= FEW_VALUES]
     if not few:
         return []
@@ -184,7 +184,7 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
             continue
         if getattr(spec, "inout", False) and torch.equal(o, ins[spec.name].to(o.dtype)):
             problems.append(f"the reference leaves inout input {spec.name} as it was: it must update it in place")
-        tol = task.tolerance_for(spec.dtype)
+        tol = task.tolerance_of(spec)
         problems += range_problems(spec.name, o, DTYPES[spec.dtype])
         if o.numel() == 0:
             problems.append(f"{spec.name} is empty")

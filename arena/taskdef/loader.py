@@ -52,6 +52,7 @@ class InputSpec:
     inout: bool = False
     optional: bool = False
     stride: tuple[Any, ...] | None = None
+    tolerance: Mapping[str, float] | None = None    # an inout input's own (``Task.tolerance_of``)
 
     @property
     def presence(self) -> str:
@@ -61,9 +62,12 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """An output tensor. ``tolerance``: its own atol/rtol/norm, over its dtype's (``Task.tolerance_of``)."""
+
     name: str
     dtype: str
     shape: tuple[Any, ...]
+    tolerance: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,15 @@ class Task:
         tol.update(self.tolerance.get(dtype, {}))
         return tol
 
+    def tolerance_of(self, spec: InputSpec | OutputSpec) -> dict[str, float] | None:
+        """atol/rtol/norm a compared tensor (an output, an inout input) is held to: its dtype's
+        (``tolerance_for``) with what its own ``tolerance`` in the signature sets over it (quantised
+        values that may be off by one step beside their scales, in one dtype); None: exact."""
+        tol = self.tolerance_for(spec.dtype)
+        if tol is not None and spec.tolerance:
+            tol.update(spec.tolerance)
+        return tol
+
     def roofline_for(self, config: Config) -> tuple[float, float]:
         env = self.env(config)
         return (float(formula.evaluate(self.roofline["flops"], env)),
@@ -347,6 +360,12 @@ def _init_spec(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
+def _own_tolerance(spec: Mapping[str, Any]) -> dict[str, float] | None:
+    """A signature tensor's own ``tolerance`` less its reason."""
+    own = spec.get("tolerance")
+    return {k: float(v) for k, v in own.items() if k != "reason"} if own else None
+
+
 def _build_task(data: Mapping[str, Any], path: Path) -> Task:
     sig = data["signature"]
     return Task(
@@ -359,9 +378,11 @@ def _build_task(data: Mapping[str, Any], path: Path) -> Task:
         entry=data["entry"],
         inputs=tuple(InputSpec(i["name"], i["dtype"], tuple(i["shape"]), _init_spec(i.get("init")),
                                inout=bool(i.get("inout", False)), optional=bool(i.get("optional", False)),
-                               stride=tuple(i["stride"]) if i.get("stride") is not None else None)
+                               stride=tuple(i["stride"]) if i.get("stride") is not None else None,
+                               tolerance=_own_tolerance(i))
                      for i in sig["inputs"]),
-        outputs=tuple(OutputSpec(o["name"], o["dtype"], tuple(o["shape"])) for o in sig.get("outputs") or ()),
+        outputs=tuple(OutputSpec(o["name"], o["dtype"], tuple(o["shape"]), _own_tolerance(o))
+                      for o in sig.get("outputs") or ()),
         scalars=tuple(ScalarSpec(s["name"], s["type"], s.get("value")) for s in sig.get("scalars", ())),
         tolerance={k: v for k, v in (data.get("tolerance") or {}).items() if k != "reason"},
         roofline=dict(data["roofline"]),
@@ -520,6 +541,18 @@ def validate_task_dir(path: Path | str) -> list[ArenaError]:
         errors.append(ArenaError("no outputs and no input with inout: true: a kernel must produce something",
                                  path=yml, key="signature.outputs"))
     errors.extend(_input_form_errors(task, yml))
+    for spec in (*task.inputs, *task.outputs):
+        where = f"signature.{'inputs' if isinstance(spec, InputSpec) else 'outputs'}.{spec.name}.tolerance"
+        if spec.tolerance is None:
+            continue
+        if isinstance(spec, InputSpec) and not spec.inout:
+            errors.append(ArenaError("a tolerance is for what is compared: an output, or an input with inout: true",
+                                     path=yml, key=where))
+        elif not spec.tolerance:
+            errors.append(ArenaError("sets none of atol, rtol, norm", path=yml, key=where))
+        elif spec.dtype in INTEGER_DTYPES:
+            errors.append(ArenaError(f"{spec.dtype} is compared exactly: an integer {spec.name!r} takes no tolerance",
+                                     path=yml, key=where))
     if not task.reference_path.is_file():
         errors.append(ArenaError("reference.py is missing", path=path / "reference.py"))
     elif any(i.init["kind"] == "custom" for i in task.inputs) and \

@@ -7,6 +7,7 @@ import builtins
 import contextlib
 import copy
 import dataclasses
+import json
 import math
 import re
 import tempfile
@@ -65,6 +66,7 @@ from arena.authoring.importers.common import (
     rounding_tolerance,
     scaled_test_tolerance,
     schema_supports,
+    self_chain,
     shape_space_draft,
     shapes_only,
     test_tolerance,
@@ -2229,6 +2231,14 @@ def shape_cpp(expr: Any, names: dict[str, str]) -> str | None:
     return walk(tree.body)
 
 
+def _past_literal(text: str, at: int) -> int:
+    """The index just after the C++ string or character literal that opens at ``at``."""
+    j = at + 1
+    while j < len(text) and text[j] != text[at]:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def _balanced(text: str, open_at: int) -> int:
     """The index just after the bracket that closes the one at ``open_at``; -1 if none."""
     pairs = {"(": ")", "{": "}", "[": "]"}
@@ -2236,10 +2246,7 @@ def _balanced(text: str, open_at: int) -> int:
     while i < len(text):
         c = text[i]
         if c in "\"'":
-            j = i + 1
-            while j < len(text) and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
+            i = _past_literal(text, i)
             continue
         if c in pairs:
             stack.append(pairs[c])
@@ -2317,7 +2324,9 @@ def _drop_calls(text: str, pattern: str) -> str:
     return _rewrite_calls(text, pattern, lambda _: "")
 
 
-_TORCH_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+_TORCH_DTYPES = {"Float": "float32", "Float32": "float32", "Double": "float64", "Float64": "float64",
+                 "Float16": "float16", "Int32": "int32", "Int64": "int64",
+                 "Half": "float16", "BFloat16": "bfloat16",
                  "Int": "int32", "Long": "int64", "Bool": "bool", "Char": "int8", "Byte": "uint8"}
 _HOST_LEFT = re.compile(
     r"\b(torch::|at::|c10::|py::|std::vector|std::string|TORCH_|AT_|C10_)|\.item\s*[<(]|\.(view|reshape|permute|"
@@ -2326,11 +2335,203 @@ _HOST_LEFT = re.compile(
 )
 
 
-def host_call_args(module: Path) -> list[tuple[str, Any]] | None:
+_CPP_NUMBER_TYPES = (r"(?:(?:const|constexpr|static)\s+)*(?:int|int64_t|int32_t|uint32_t|uint64_t|long(?:\s+long)?|"
+                     r"unsigned(?:\s+int)?|size_t|bool|auto)")
+
+
+def cpp_value(expr: str, known: dict[str, Any]) -> Any:
+    """The value of a C++ host expression of whole numbers, bools and strings over the host locals in ``known``
+    (``axis == ndim - 1 && true``, ``mode == std::string("forward")``); None where it is not such an expression or
+    names something else. Integer division truncates, as C++'s does."""
+    e = re.sub(r"\bstd::string\s*\(\s*(\"(?:[^\"\\]|\\.)*\")\s*\)", r"\1", expr.strip())
+    e = re.sub(r"\bstatic_cast\s*<\s*(?:const\s+)?[\w:]+\s*>", "", e)
+    e = re.sub(r"\(\s*(?:int|int64_t|int32_t|long|size_t|unsigned|bool)\s*\)", "", e)
+    e = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", e))
+    e = e.replace("&&", " and ").replace("||", " or ")
+    e = re.sub(r"!(?!=)", " not ", e)
+    try:
+        tree = ast.parse(" ".join(e.split()), mode="eval")
+    except SyntaxError:
+        return None
+    ops: dict[type, Callable[[Any, Any], Any]] = {
+        ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.Div: lambda a, b: int(a / b) if b else None, ast.Mod: lambda a, b: math.fmod(a, b) if b else None,
+        ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+        ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+    def ev(n: ast.AST) -> Any:
+        if isinstance(n, ast.Constant) and isinstance(n.value, (bool, int, str)):
+            return n.value
+        if isinstance(n, ast.Name):
+            if n.id not in known:
+                raise KeyError(n.id)
+            return known[n.id]
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.Not, ast.USub, ast.UAdd)):
+            v = ev(n.operand)
+            return (not v) if isinstance(n.op, ast.Not) else (-v if isinstance(n.op, ast.USub) else v)
+        if isinstance(n, ast.BoolOp):
+            vals = [ev(v) for v in n.values]
+            return all(vals) if isinstance(n.op, ast.And) else any(vals)
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            a, b = ev(n.left), ev(n.right)
+            if not (isinstance(a, int) and isinstance(b, int)):
+                raise TypeError
+            v = ops[type(n.op)](a, b)
+            if v is None:
+                raise ZeroDivisionError
+            return int(v)
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in ops:
+            a, b = ev(n.left), ev(n.comparators[0])
+            if isinstance(a, str) != isinstance(b, str):
+                raise TypeError
+            return ops[type(n.ops[0])](a, b)
+        raise TypeError
+
+    try:
+        return ev(tree.body)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def host_constants(text: str, known: dict[str, Any]) -> dict[str, Any]:
+    """``known`` with the host locals of ``text`` that are set once, in their declaration, to an expression
+    ``cpp_value`` reads (``const int64_t ndim = 3;``, ``bool fast_path = (axis == ndim - 1) && true;``)."""
+    found = dict(known)
+    decls = list(re.finditer(rf"(?<![\w.:]){_CPP_NUMBER_TYPES}\s+(\w+)\s*=\s*([^;{{}}]+);", text))
+    while True:
+        more = False
+        for m in decls:
+            name = m.group(1)
+            if name in found:
+                continue
+            writes = re.findall(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                                rf"(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*(?:\+\+|--)", text)
+            if len(writes) != 1:
+                continue
+            v = cpp_value(m.group(2), found)
+            if v is not None:
+                found[name] = v
+                more = True
+        if not more:
+            return found
+
+
+def _statement_end(text: str, at: int) -> int:
+    """The index just after the C++ statement that starts at or after ``at``: a braced block, an ``if`` with its
+    ``else``s, or a simple statement up to its ``;``; -1 where it is not read."""
+    m = re.compile(r"\s*").match(text, at)
+    i = m.end() if m else at
+    if text.startswith("{", i):
+        return _balanced(text, i)
+    cond = re.compile(r"if\s*\(").match(text, i)
+    if cond:
+        close = _balanced(text, cond.end() - 1)
+        end = _statement_end(text, close) if close > 0 else -1
+        if end < 0:
+            return -1
+        other = re.compile(r"\s*else\b").match(text, end)
+        return _statement_end(text, other.end()) if other else end
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c in "\"'":
+            i = _past_literal(text, i)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return -1
+        elif c == ";" and depth == 0:
+            return i + 1
+        i += 1
+    return -1
+
+
+def fold_host_branches(text: str, known: dict[str, Any]) -> str:
+    """``text`` with each ``if``/``else`` whose condition ``cpp_value`` reads over the host constants
+    (``host_constants``) reduced to the branch taken, and each ``c ? a : b`` whose ``c`` is such a constant to
+    ``a`` or ``b``: the host code as it runs for the task's one dtype, device and constant arguments (a fallback
+    for a CPU tensor or another dtype, a fast path for the last axis)."""
+    consts = host_constants(text, known)
+    pos = 0
+    while True:
+        m = re.compile(r"(?<![\w.])if\s*\(").search(text, pos)
+        if m is None:
+            break
+        close = _balanced(text, m.end() - 1)
+        value = cpp_value(text[m.end() : close - 1], consts) if close > 0 else None
+        then_end = _statement_end(text, close) if close > 0 else -1
+        if value is None or then_end < 0:
+            pos = m.end()
+            continue
+        other = re.compile(r"\s*else\b").match(text, then_end)
+        end = _statement_end(text, other.end()) if other else then_end
+        if end < 0:
+            pos = m.end()
+            continue
+        # the branch taken, its braces kept (its declarations stay its own)
+        kept = text[close:then_end] if value else (text[other.end() : end] if other else ";")
+        text = text[: m.start()] + kept.strip() + text[end:]
+        pos = m.start()
+        consts = host_constants(text, known)
+    operand = r"[\w.:]+(?:\s*\([^()]*\))?"
+    truth = {**{k: v for k, v in consts.items() if isinstance(v, bool)}, "true": True, "false": False}
+    text = re.sub(rf"(?<![\w.])({'|'.join(map(re.escape, truth))})\s*\?\s*({operand})\s*:\s*({operand})",
+                  lambda m: m.group(2) if truth[m.group(1)] else m.group(3), text)
+    return re.sub(r"(?<=[=(,\s])\(\s*(\w+)\s*\)(?=\s*\.)", r"\1", text)
+
+
+def _resolve_dtypes(text: str, dtype_of: dict[str, str]) -> str:
+    """``text`` with each ``t.scalar_type() == at::kFloat`` (``!=``, ``dtype()``) of a tensor whose dtype the task
+    fixes (``dtype_of``) resolved to ``true`` or ``false``, and so each comparison of a local that holds one
+    (``auto st = t.scalar_type();``, the local dropped)."""
+    names = "|".join(map(re.escape, dtype_of))
+    if not names:
+        return text
+
+    def same(tensor: str, op: str, torch_name: str) -> str:
+        equal = _TORCH_DTYPES.get(torch_name) == dtype_of[tensor]
+        return "true" if equal == (op == "==") else "false"
+
+    compared = r"\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)"
+    text = re.sub(rf"\b({names})\s*\.\s*(?:scalar_type|dtype)\s*\(\s*\)" + compared,
+                  lambda m: same(m.group(1), m.group(2), m.group(3)), text)
+    held: dict[str, str] = {}
+
+    def hold(m: re.Match) -> str:
+        held[m.group(1)] = m.group(2)
+        return ""
+
+    text = re.sub(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+(\w+)\s*=\s*({names})\s*\.\s*"
+                  r"scalar_type\s*\(\s*\)\s*;", hold, text)
+    if held:
+        text = re.sub(rf"\b({'|'.join(held)})" + compared, lambda m: same(held[m.group(1)], m.group(2), m.group(3)),
+                      text)
+    return text
+
+
+def _answered_queries(text: str, spec_of: dict[str, dict]) -> str:
+    """``text`` with what its host code asks of the tensors in ``spec_of`` that the task fixes answered: their
+    device (the GPU), layout (contiguous), presence (defined), rank and dtype."""
+    names = "|".join(map(re.escape, spec_of))
+    if not names:
+        return text
+    text = re.sub(rf"\b({names})\s*\.\s*device\s*\(\s*\)\s*\.\s*is_(?:hip|cuda)\s*\(\s*\)", "true", text)
+    text = re.sub(rf"\b({names})\s*\.\s*(?:is_contiguous|is_cuda|is_hip|defined)\s*\(\s*\)", "true", text)
+    text = re.sub(rf"\b({names})\s*\.\s*(?:dim|ndimension)\s*\(\s*\)",
+                  lambda m: str(len(spec_of[m.group(1)]["shape"])), text)
+    return _resolve_dtypes(text, {t: spec["dtype"] for t, spec in spec_of.items()})
+
+
+def host_call_args(module: Path) -> tuple[list[tuple[str, Any]], dict[str, tuple[str, Any]]] | None:
     """What a module's forward hands its ``fn`` (AKA's harness passes the extension's function
-    as ``fn``), one per argument: ('tensor', the signature's input name) for a forward
-    parameter or a tensor attribute, ('value', number) for a number attribute or literal; None
-    where the forward does not ``return fn(...)`` or the model does not run on the meta device."""
+    as ``fn``), by position and by keyword: ('tensor', the signature's input name) for a forward
+    parameter or a tensor of the module (``self.scale``, ``self.proj.weight``: ``proj_weight``, as the
+    module's importer names it), ('value', its value) for a number, bool or string of the module or a
+    literal; None where the forward does not ``return fn(...)`` or the model does not run on the meta
+    device."""
     try:
         mp = ModuleProblem(module, any_module=True)
     except ImportStop:
@@ -2346,29 +2547,35 @@ def host_call_args(module: Path) -> list[tuple[str, Any]] | None:
         ),
         None,
     )
-    if call is None or call.keywords:
+    if call is None or any(k.arg is None for k in call.keywords):
         return None
     try:
-        model = mp.run(dict(mp.constants)).model
+        model = mp._model(dict(mp.constants), "meta")[0]    # made, not run: its attributes are what is read
     except Exception:  # noqa: BLE001 - the model's own code: no mapping then
         return None
-    out: list[tuple[str, Any]] = []
-    for arg in call.args:
+
+    def given(arg: ast.expr) -> tuple[str, Any] | None:
         if isinstance(arg, ast.Name) and arg.id in mp.params:
-            out.append(("tensor", arg.id))
-        elif isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "self":
-            value = getattr(model, arg.attr, None)
+            return ("tensor", arg.id)
+        chain = self_chain(arg)
+        if chain is not None:
+            value: Any = model
+            for attr in chain:
+                value = getattr(value, attr, None)
             if isinstance(value, torch.Tensor):
-                out.append(("tensor", arg.attr))
-            elif isinstance(value, (int, float)):
-                out.append(("value", value))
-            else:
-                return None
-        elif isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float)):
-            out.append(("value", arg.value))
-        else:
+                return ("tensor", "_".join(chain))
+            if isinstance(value, (int, float, str)):        # bool is an int
+                return ("value", value)
             return None
-    return out
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float, str)):
+            return ("value", arg.value)
+        return None
+
+    out = [given(arg) for arg in call.args]
+    named = {k.arg: given(k.value) for k in call.keywords if k.arg is not None}
+    if any(g is None for g in out) or any(g is None for g in named.values()):
+        return None
+    return [g for g in out if g is not None], {k: g for k, g in named.items() if g is not None}
 
 
 def translate_torch_host(
@@ -2377,7 +2584,7 @@ def translate_torch_host(
     inputs: list[dict],
     outputs: list[dict],
     scalars: list[dict],
-    call_args: list[tuple[str, Any]] | None = None,
+    call_args: tuple[list[tuple[str, Any]], dict[str, tuple[str, Any]]] | None = None,
 ) -> tuple[list[str] | None, list[str], list[str], str]:
     """The body of the task's entry translated from an extension's PyTorch host function, for
     the common pattern (tensors and scalars in, sizes read off the tensors, one output
@@ -2412,13 +2619,19 @@ def translate_torch_host(
     if len(tensors) != len(inputs):
         return None, [], [], f"{cpp} takes {len(tensors)} tensors, the task {len(inputs)} inputs"
     scalar_names = {s["name"] for s in scalars}
-    given = dict(zip([n for _, n in params], call_args)) if call_args and len(call_args) == len(params) else {}
+    given: dict[str, tuple[str, Any]] = {}
+    if call_args is not None:
+        by_position, by_name = call_args
+        names_in_order = [n for _, n in params]
+        if len(by_position) <= len(names_in_order) and set(by_name) <= set(names_in_order[len(by_position):]):
+            given = {**dict(zip(names_in_order, by_position)), **by_name}
     defaults: list[str] = []
     for t, n in others:
         if n in scalar_names:
             continue
         if given.get(n, ("",))[0] == "value":
-            value = repr(given[n][1]) if not isinstance(given[n][1], bool) else str(given[n][1]).lower()
+            v = given[n][1]
+            value = str(v).lower() if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else repr(v)
             defaults.append(f"    const {t.replace('const', '').replace('&', '').strip()} {n} = {value};")
             continue
         d = re.search(rf"\b{re.escape(n)}\s*=\s*([-+\w.]+)\s*[,)]", head)
@@ -2459,12 +2672,26 @@ def translate_torch_host(
         semi = re.match(r"\s*;", text[end:])
         text = (text[: m.start()] + "[&]() { using scalar_t = " + dtype + ";" + text[open_at + 1 : close - 1]
                 + "}();" + text[end + (semi.end() if semi else 0):])
+    # what the host code asks of its tensors that the task fixes, answered, and the branches that then go one way
+    # taken (a fallback for a CPU tensor or another dtype, a fast path for the last axis)
+    text = _answered_queries(text, {t: spec_of[t] for t in tensors})
+    known = {n: given[n][1] for _, n in others if given.get(n, ("",))[0] == "value"}
+    text = fold_host_branches(text, known)
     task_dtype = (inputs[0] if inputs else out_spec)["dtype"]
     # allocations, and aliases (a tensor another names, `.contiguous()` of it, a view of it: the same memory);
     # the returned one (or a view of it) is the output, the others are scratch the entry allocates and frees
     tensor_decl = r"(?:const\s+)?(?:auto|(?:torch|at)::Tensor)\s*&?\s*"
-    view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\}|\w+)\s*\))?"
-            r"(?:\s*\.\s*contiguous\s*\(\s*\))?")
+    view = (r"(?:\s*\.\s*contiguous\s*\(\s*\))?(?:\s*\.\s*(?:view|reshape)\s*\(\s*(\{[^{};]*\}|\w+"
+            r"(?:\s*\.\s*sizes\s*\(\s*\))?)\s*\))?(?:\s*\.\s*contiguous\s*\(\s*\))?")
+    # a tensor declared empty and set once (`at::Tensor out; ... out = y.view(...);`, what is left of its branches)
+    # is declared where it is set
+    at = 0
+    while (decl := re.compile(r"(?:at|torch)::Tensor\s+(\w+)\s*;").search(text, at)) is not None:
+        sets = list(re.finditer(rf"(?<![\w.:]){re.escape(decl.group(1))}\s*=(?!=)", text))
+        at = decl.end()
+        if len(sets) == 1 and sets[0].start() > decl.end():
+            text = (text[: decl.start()] + text[decl.end() : sets[0].start()] + "auto " + text[sets[0].start() :])
+            at = decl.start()
     # `x.is_contiguous() ? x : x.contiguous()` is x (the harness's tensors are contiguous)
     text = re.sub(r"\b(\w+)\s*\.\s*is_contiguous\s*\(\s*\)\s*\?\s*\1\s*:\s*\1\s*\.\s*contiguous\s*\(\s*\)",
                   r"\1", text)
@@ -2484,7 +2711,11 @@ def translate_torch_host(
             a = f"{b}__view{sum(k.startswith(b + '__view') for k in root_of) + 1}"
             text = text[: m.end()] + re.sub(rf"(?<![\w.>:]){re.escape(b)}\b", a, text[m.end() :])
         root_of[a] = root_of.get(b, b)
-        if shape and not shape.startswith("{"):
+        sized = re.fullmatch(r"(\w+)\s*\.\s*sizes\s*\(\s*\)", shape or "")
+        if sized and (sized.group(1) in dims_of or sized.group(1) in spec_of):
+            src = sized.group(1)        # `y.view(x.sizes())`: x's shape
+            dims_of[a] = dims_of.get(src) or [f"@size:{src}:{k}@" for k in range(len(spec_of[src]["shape"]))]
+        elif shape and not shape.startswith("{"):
             viewed_in_place.add(a)      # its shape unknown here (one computed, a vector): no size of it is read
             dims_of.pop(a, None)
         elif shape:
@@ -2614,33 +2845,27 @@ def translate_torch_host(
         if meth == "numel":
             return product(dims_of[t]) if t in dims_of else f"@numel:{t}@"
         if meth in ("size", "stride"):
-            if not re.fullmatch(r"-?\d+", arg) or not -len(shape) <= int(arg) < len(shape):
+            k = int(arg) if re.fullmatch(r"-?\d+", arg) else cpp_value(arg, consts) if arg else None
+            if isinstance(k, bool) or not isinstance(k, int):
+                if not arg or not shape:
+                    return m.group(0)
+                # an index the host computes as it runs (a loop over the dimensions): one of them, picked then
+                every = ", ".join(size_of(t, meth, j) for j in range(len(shape)))
+                return (f"[&](int64_t arena_k) {{ const int64_t arena_d[] = {{{every}}}; "
+                        f"return arena_d[arena_k]; }}({arg})")
+            if not -len(shape) <= k < len(shape):
                 return m.group(0)
-            return size_of(t, meth, int(arg) % len(shape))
+            return size_of(t, meth, k % len(shape))
         return m.group(0)
 
+    consts = host_constants(text, known)
+
+    # `torch::elementSize(x.scalar_type())`: the size of x's elements
+    text = re.sub(rf"\b(?:torch|at|c10)::elementSize\s*\(\s*({names})\s*\.\s*scalar_type\s*\(\s*\)\s*\)",
+                  lambda m: f"{m.group(1)}.element_size()", text)
     text = re.sub(rf"\b({names})\s*\.\s*(\w+)\s*(?:<\s*([\w: ]+)\s*>)?\s*\(([^()]*)\)", method, text)
 
-    def scalar_type(tensor: str, op: str, torch_name: str) -> str:
-        """``tensor.scalar_type() op at::k<torch_name>`` resolved for the tensor's dtype."""
-        same = _TORCH_DTYPES.get(torch_name) == spec_of[tensor]["dtype"]
-        return "true" if same == (op == "==") else "false"
-
-    compared = r"\s*(==|!=)\s*(?:at|torch|c10)::(?:k|ScalarType::)(\w+)"
-    text = re.sub(rf"\b({names})\s*\.\s*scalar_type\s*\(\s*\)" + compared,
-                  lambda m: scalar_type(m.group(1), m.group(2), m.group(3)), text)
-    # a tensor's dtype kept in a local (`auto st = y.scalar_type();`), compared later: the same, resolved
-    held_types: dict[str, str] = {}
-
-    def hold(m: re.Match) -> str:
-        held_types[m.group(1)] = m.group(2)
-        return ""
-
-    text = re.sub(rf"(?:const\s+)?(?:auto|(?:at|c10|torch)::ScalarType)\s+(\w+)\s*=\s*({names})\s*\.\s*"
-                  r"scalar_type\s*\(\s*\)\s*;", hold, text)
-    if held_types:
-        text = re.sub(rf"\b({'|'.join(held_types)})" + compared,
-                      lambda m: scalar_type(held_types[m.group(1)], m.group(2), m.group(3)), text)
+    text = _resolve_dtypes(text, {t: spec_of[t]["dtype"] for t in ptr_of})
     text = re.sub(rf"\b({names})\s*\.\s*(?:sizes|size)\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]",
                   lambda m: size_of(m.group(1), "size",
                                     int(m.group(2)) % len(dims_of.get(m.group(1)) or spec_of[m.group(1)]["shape"])),
@@ -4493,4 +4718,35 @@ def _aka_hip(aka: AkaFolder, source: Path, name: str, decisions: list[str]):
     d = _aka_draft(aka, source, name, category="hip2hip", entry=entry, inputs=inputs, outputs=outputs,
                    scalars=scalars, roofline=roofline, shape_space=space, reference=reference, seen=seen,
                    heldout=held, smoke=smoke, files={"baseline.hip": baseline}, decisions=decisions)
-    return d, check
+    return d, (_built_too(check) if check is not None else None)
+
+
+def _built_too(check: Callable[[Path], tuple[list[str], list[str]]]) -> Callable[[Path], tuple[list[str], list[str]]]:
+    """``check``, then, where it found nothing, the HIP starting kernel built as the harness builds it on the CPU
+    (compile-only, for each vendor whose compiler is here): an entry translated from host code that does not
+    compile (a branch taken that redeclares a local) shows here, not on a GPU."""
+
+    def run(folder: Path) -> tuple[list[str], list[str]]:
+        passed, found = check(folder)
+        if found:
+            return passed, found
+        from arena.devices import detect
+        from arena.evaluation.parent import Candidate, evaluate
+        from arena.records import Status
+        from arena.taskdef.loader import load_task
+
+        try:
+            task = load_task(folder)
+            (v,) = evaluate(task, Candidate(task, None, "baseline"), ["smoke"], detect("cpu"), timing=False)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the folder is written
+            return passed, [f"the starting kernel could not be built on the CPU ({type(exc).__name__}: {exc})"[:400]]
+        if v.status is Status.COMPILE_ERROR:
+            errors = [ln.strip() for ln in v.message.splitlines() if "error" in ln][:2]
+            return passed, [f"the starting kernel does not build ({'; '.join(errors) or v.message[:200]}): "
+                            "correct baseline.hip"]
+        built = [f"{b['target']} {b['arch']}" for b in (v.build or {}).get("builds", []) if b.get("ok")]
+        if built:
+            passed.append(f"the starting kernel builds for {' and '.join(built)} (compile-only on the CPU)")
+        return passed, found
+
+    return run

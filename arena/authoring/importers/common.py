@@ -1309,6 +1309,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
 
     scaled: list[str] = []
     held: list[str] = []
+    own: list[str] = []
     for dtype, t in d.tolerance.items():
         named = [(spec.name, o.double()) for outs in runs for spec, o in zip(task.compared, outs)
                  if spec.dtype == dtype and isinstance(o, torch.Tensor) and o.numel() > 1
@@ -1316,26 +1317,31 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         ws = [w for _, w in named]
         if dtype == "reason" or not ws or not any(spread_problems("", w, t) for w in ws):
             continue
+        # an output of whole numbers of this dtype (quantised values compared as floats) that the test's atol lets be
+        # off by one (a tie rounded the other way) keeps the test's tolerance as its own; the others are scaled
+        whole = list(dict.fromkeys(n for n, w in named if _whole_steps(w)))
+        if whole and t["atol"] >= 1:
+            near = [(n, w) for n, w in named if n not in whole]
+            if not near or not any(spread_problems("", w, t) for _, w in near):
+                continue
+            steps = ", ".join(whole)
+            reason = (f"the source test's own atol={t['atol']:g}, rtol={t['rtol']:g}: whole numbers (as {dtype}) that "
+                      f"may be off by one step, as a tie rounded the other way is; the task's {dtype} tolerance is "
+                      "scaled to the other outputs")
+            for spec in (*d.outputs, *d.inputs):
+                if spec["name"] in whole:
+                    spec["tolerance"] = {"atol": t["atol"], "rtol": t["rtol"], "reason": reason}
+            own.append(f"{steps} (whole numbers, as {dtype}) keep{'s' if len(whole) == 1 else ''} the test's atol "
+                       f"{t['atol']:g} as {'its' if len(whole) == 1 else 'their'} own tolerance (off by one step, as "
+                       f"a tie rounded the other way is)")
+            named = near
+            ws = [w for _, w in named]
         # where the test has a smaller rtol than the dtype's default (``rtol=0``), atol holds the rounding too
         rounding = max(0.0, DEFAULT_TOLERANCE[dtype]["rtol"] - t["rtol"]) * max(float(w.abs().max()) for w in ws)
         scale = outputs_scale(ws)
         if not MIN_SCALED_ATOL <= scale < math.inf:
             continue
         atol = max(_floor_ladder(scale), _ceil_ladder(rounding) if rounding else 0.0)
-        # an output of whole numbers of this dtype (quantised values compared as floats) that the test's atol lets be
-        # off by one (a tie rounded the other way): scaled below 1, it is held exact; one tolerance per dtype cannot
-        # hold it and the outputs that are near-constant at the test's atol both
-        whole = list(dict.fromkeys(n for n, w in named if _whole_steps(w)))
-        if whole and t["atol"] >= 1 > atol:
-            steps = ", ".join(whole)
-            near = ", ".join(dict.fromkeys(n for n, w in named if n not in whole and spread_problems("", w, t)))
-            decisions.append(
-                f"the test's atol {t['atol']:g} lets {steps} (whole numbers, as {dtype}) be off by {t['atol']:g}, as "
-                f"a tie rounded the other way is, and leaves {near or 'the others'} near-constant for the comparison: "
-                f"a tolerance is one per dtype, and scaled to the scale of {near or 'the others'} it would hold "
-                f"{steps} exact; left at the test's (the task format holds no tolerance per output): write the "
-                f"tolerance, or compare {steps} another way (dequantised, times its scales)")
-            continue
         if dtype == "float32" and MIN_SCALED_ATOL <= atol < t["atol"]:
             # no lower than the reference's own rounding where |ref| is small, as the starting kernel rounds it
             floor, measured_on = rounding_floor(task, ref, t["rtol"], getattr(d, "work", None))
@@ -1352,10 +1358,11 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
         if MIN_SCALED_ATOL <= atol < t["atol"]:
             scaled.append(f"{dtype} {t['atol']:g} -> {atol:g}")
             t["atol"] = atol
-    if scaled:
-        why = (f"atol scaled to the outputs' scale ({', '.join(scaled)}; {where}, on the CPU): at the "
-               "test's own atol its outputs would be near-constant for the comparison"
-               + "".join(f"; {h}" for h in held))
+    if scaled or own:
+        why = ((f"atol scaled to the outputs' scale ({', '.join(scaled)}; {where}, on the CPU): at the "
+                "test's own atol its outputs would be near-constant for the comparison" if scaled else
+                "atol left at the test's")
+               + "".join(f"; {h}" for h in held) + "".join(f"; {o}" for o in own))
         d.tolerance["reason"] = f"{d.tolerance['reason']}; {why}"
         decisions.append(f"the tolerance's {why}: confirm it")
         write_configs(d, folder)
@@ -1771,10 +1778,13 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     """``base`` with the sizes among ``keys`` doubled one at a time until ``enough`` accepts it, within
     ``SCALED_BYTES``: each time the size whose doubling moves the most bytes (a histogram's tokens, not its count
     of experts, which only makes its reference loop longer), among sizes alike in that the one doubled least (a
-    matrix keeps its aspect); a doubling ``valid`` refuses freezes that size."""
+    matrix keeps its aspect); a doubling ``valid`` refuses, or that passes ``SCALED_BYTES``, freezes that size. Where
+    the doublings stop short of the window, a size whose doubling passed that bound (a size three dimensions follow:
+    eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes."""
     out = dict(base)
     live = [k for k in keys if out[k] > 0]
     doubled = dict.fromkeys(live, 0)
+    overshot: list[str] = []
     while live and not enough(out):
         gain = {k: nbytes({**out, k: out[k] * 2}) for k in live}
         top = max(gain.values())
@@ -1782,9 +1792,18 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
         trial = {**out, k: out[k] * 2}
         if gain[k] > SCALED_BYTES or not valid(trial):
             live.remove(k)
+            if gain[k] > SCALED_BYTES:
+                overshot.append(k)
             continue
         out = trial
         doubled[k] += 1
+    for k in overshot:
+        while not enough(out):
+            step = next((t for t in ({**out, k: out[k] * 3 // 2}, {**out, k: out[k] * 5 // 4})
+                         if out[k] < t[k] and nbytes(t) <= SCALED_BYTES and valid(t)), None)
+            if step is None:
+                break
+            out = step
     return out
 
 

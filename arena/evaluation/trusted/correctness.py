@@ -181,7 +181,7 @@ def _check_once(ev: EvaluationState, config: Any) -> CorrectnessResult:
                 for spec, out, ref in zip(ev.task.compared, ev.compared(slot.ins, slot.outs), expected):
                     if out is None:       # an inout input the config leaves out
                         continue
-                    res = compare_output(spec.name, out, ref, ev.task.tolerance_for(spec.dtype),
+                    res = compare_output(spec.name, out, ref, ev.task.tolerance_of(spec),
                                          poisoned=not getattr(spec, "inout", False))
                     stats = {k: v for k, v in asdict(res).items() if k != "status"}
                     if res.status is not Status.PASSED:

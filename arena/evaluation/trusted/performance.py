@@ -389,7 +389,7 @@ class ConfigTiming:
         self.plain = None  # the trusted host-bound sides' item, timed without the profiler
         self.per_set = 0
         self.room: Callable[[ConfigTiming, int], None] | None = None  # makes room for a round's kept sets
-        self.tolerances = [ev.task.tolerance_for(s.dtype) for s in ev.task.compared]
+        self.tolerances = [ev.task.tolerance_of(s) for s in ev.task.compared]
         self.poisoned = [not getattr(s, "inout", False) for s in ev.task.compared]
         self.inout = bool(ev.task.inout_inputs)
         self.called: dict[str, dict[int, int]] = {name: {} for name, _ in side_list}  # side -> set -> its seed
