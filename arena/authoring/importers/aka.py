@@ -2483,6 +2483,42 @@ def fold_host_branches(text: str, known: dict[str, Any]) -> str:
     return re.sub(r"(?<=[=(,\s])\(\s*(\w+)\s*\)(?=\s*\.)", r"\1", text)
 
 
+def inlined_size_helpers(text: str, pieces: list[str]) -> str:
+    """``text`` with each ``auto [B, M, N] = helper(x, y);`` whose helper is a host function of the extension that
+    returns what it reads off its tensors in one ``return {B, M, N};`` (or ``std::make_tuple``) replaced by the
+    helper's body, its parameters named as the call names them and the values it returns bound to the call's names."""
+    helpers: dict[str, tuple[str, str]] = {}
+    for piece in pieces:
+        for decl, brace, end in _cpp_blocks(piece):
+            head = re.sub(r"//[^\n]*|/\*.*?\*/", "", piece[decl:brace], flags=re.S).strip()
+            name = re.search(r"(\w+)\s*\([^()]*\)\s*(?:const\s*)?$", head)
+            if name is not None and "PYBIND11_MODULE" not in head:
+                helpers[name.group(1)] = (head, piece[brace + 1 : end - 1])
+    if not helpers:
+        return text
+
+    def inline(m: re.Match) -> str:
+        names = [n.strip() for n in m.group(1).split(",")]
+        head, body = helpers[m.group(2)]
+        args = [a.strip() for a in split_params(m.group(3))]
+        params = _cpp_params(head, m.group(2)) or []
+        body = re.sub(r"//[^\n]*|/\*.*?\*/", "", body, flags=re.S)
+        ret = re.search(r"\breturn\s*(?:std::make_tuple\s*\(|\{)([^;{}]*)[)}]\s*;\s*$", body)
+        if (ret is None or len(re.findall(r"\breturn\b", body)) != 1 or len(params) != len(args)
+                or not all(re.fullmatch(r"\w+", a) for a in args)):
+            return m.group(0)
+        values = [v.strip() for v in split_params(ret.group(1))]
+        if len(values) != len(names):
+            return m.group(0)
+        inner = body[: ret.start()]
+        for (_, p), a in zip(params, args):
+            inner = re.sub(rf"(?<![\w.:]){re.escape(p)}\b", a, inner)
+        return inner + "".join(f"\n    auto {n} = {v};" for n, v in zip(names, values) if n != v)
+
+    return re.sub(rf"\bauto\s*&?\s*\[\s*([\w\s,]+)\]\s*=\s*({'|'.join(map(re.escape, helpers))})\s*\(([^;]*)\)\s*;",
+                  inline, text)
+
+
 def _resolve_dtypes(text: str, dtype_of: dict[str, str]) -> str:
     """``text`` with each ``t.scalar_type() == at::kFloat`` (``!=``, ``dtype()``) of a tensor whose dtype the task
     fixes (``dtype_of``) resolved to ``true`` or ``false``, and so each comparison of a local that holds one
@@ -2646,6 +2682,13 @@ def translate_torch_host(
     ptr_of: dict[str, str] = {t: f"@{spec_of[t]['name']}@" for t in tensors}
     text = re.sub(r"/\*.*?\*/", " ", body, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
+    text = inlined_size_helpers(text, pieces)
+    # the last error read into a local nothing reads (what a check of it read, the check dropped): the entry reads it
+    # at its end, and read here it would be cleared
+    for err in re.finditer(r"(?:hipError_t|cudaError_t|auto)\s+(\w+)\s*=\s*(?:hip|cuda)(?:GetLastError|PeekAtLastError)"
+                           r"\s*\(\s*\)\s*;", text):
+        if len(re.findall(rf"\b{re.escape(err.group(1))}\b", _drop_calls(text, r"TORCH_CHECK\w*"))) == 1:
+            text = text.replace(err.group(0), "", 1)
     # checks, guards and synchronisation go; the harness checks and synchronises
     text = _drop_calls(text, r"TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_\w*CHECK\w*|"
                              r"hipDeviceSynchronize|hipStreamSynchronize")
@@ -2851,8 +2894,8 @@ def translate_torch_host(
                     return m.group(0)
                 # an index the host computes as it runs (a loop over the dimensions): one of them, picked then
                 every = ", ".join(size_of(t, meth, j) for j in range(len(shape)))
-                return (f"[&](int64_t arena_k) {{ const int64_t arena_d[] = {{{every}}}; "
-                        f"return arena_d[arena_k]; }}({arg})")
+                return (f"[&](int64_t arena__k) {{ const int64_t arena__d[] = {{{every}}}; "
+                        f"return arena__d[arena__k]; }}({arg})")
             if not -len(shape) <= k < len(shape):
                 return m.group(0)
             return size_of(t, meth, k % len(shape))
