@@ -2548,6 +2548,11 @@ def _resolve_dtypes(text: str, dtype_of: dict[str, str]) -> str:
     return text
 
 
+# what host code asks of a tensor that the task fixes: always so (the GPU, contiguous, given), and its rank
+_ALWAYS_TRUE = ("is_contiguous", "is_cuda", "is_hip", "defined")
+_RANK = ("dim", "ndimension")
+
+
 def _answered_queries(text: str, spec_of: dict[str, dict]) -> str:
     """``text`` with what its host code asks of the tensors in ``spec_of`` that the task fixes answered: their
     device (the GPU), layout (contiguous), presence (defined), rank and dtype."""
@@ -2555,8 +2560,8 @@ def _answered_queries(text: str, spec_of: dict[str, dict]) -> str:
     if not names:
         return text
     text = re.sub(rf"\b({names})\s*\.\s*device\s*\(\s*\)\s*\.\s*is_(?:hip|cuda)\s*\(\s*\)", "true", text)
-    text = re.sub(rf"\b({names})\s*\.\s*(?:is_contiguous|is_cuda|is_hip|defined)\s*\(\s*\)", "true", text)
-    text = re.sub(rf"\b({names})\s*\.\s*(?:dim|ndimension)\s*\(\s*\)",
+    text = re.sub(rf"\b({names})\s*\.\s*(?:{'|'.join(_ALWAYS_TRUE)})\s*\(\s*\)", "true", text)
+    text = re.sub(rf"\b({names})\s*\.\s*(?:{'|'.join(_RANK)})\s*\(\s*\)",
                   lambda m: str(len(spec_of[m.group(1)]["shape"])), text)
     return _resolve_dtypes(text, {t: spec["dtype"] for t, spec in spec_of.items()})
 
@@ -2879,9 +2884,9 @@ def translate_torch_host(
         shape = dims_of.get(t) or list(spec_of[t]["shape"])
         if meth in ("data_ptr", "mutable_data_ptr", "const_data_ptr"):
             return f"(({targ.strip() if targ else 'void'}*){ptr_of[t]})"
-        if meth in ("is_contiguous", "is_cuda", "is_hip", "defined"):
+        if meth in _ALWAYS_TRUE:
             return "true"
-        if meth in ("dim", "ndimension"):
+        if meth in _RANK:
             return str(len(shape))
         if meth in ("element_size", "itemsize"):
             return f"sizeof(*{ptr_of[t]})"
