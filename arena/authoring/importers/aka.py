@@ -2341,56 +2341,28 @@ _CPP_NUMBER_TYPES = (r"(?:(?:const|constexpr|static)\s+)*(?:int|int64_t|int32_t|
 
 def cpp_value(expr: str, known: dict[str, Any]) -> Any:
     """The value of a C++ host expression of whole numbers, bools and strings over the host locals in ``known``
-    (``axis == ndim - 1 && true``, ``mode == std::string("forward")``); None where it is not such an expression or
-    names something else. Integer division truncates, as C++'s does."""
+    (``axis == ndim - 1 && true``, ``mode == std::string("forward")``), by the tasks' own formula evaluator; None
+    where it is not such an expression or names something else. Sizes are not negative: C++'s integer division is a
+    floor division on them."""
     e = re.sub(r"\bstd::string\s*\(\s*(\"(?:[^\"\\]|\\.)*\")\s*\)", r"\1", expr.strip())
     e = re.sub(r"\bstatic_cast\s*<\s*(?:const\s+)?[\w:]+\s*>", "", e)
     e = re.sub(r"\(\s*(?:int|int64_t|int32_t|long|size_t|unsigned|bool)\s*\)", "", e)
     e = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", e))
     e = e.replace("&&", " and ").replace("||", " or ")
     e = re.sub(r"!(?!=)", " not ", e)
-    try:
-        tree = ast.parse(" ".join(e.split()), mode="eval")
-    except SyntaxError:
+    # a string local compared with a literal: its truth, before the numbers go to the evaluator
+    strings = {k: v for k, v in known.items() if isinstance(v, str)}
+    e = re.sub(r"\b(\w+)\s*(==|!=)\s*\"((?:[^\"\\]|\\.)*)\"",
+               lambda m: str((strings[m.group(1)] == m.group(3)) == (m.group(2) == "==")) if m.group(1) in strings
+               else m.group(0), e)
+    if '"' in e or "'" in e:
         return None
-    ops: dict[type, Callable[[Any, Any], Any]] = {
-        ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.Div: lambda a, b: int(a / b) if b else None, ast.Mod: lambda a, b: math.fmod(a, b) if b else None,
-        ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-        ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
-
-    def ev(n: ast.AST) -> Any:
-        if isinstance(n, ast.Constant) and isinstance(n.value, (bool, int, str)):
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in known:
-                raise KeyError(n.id)
-            return known[n.id]
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.Not, ast.USub, ast.UAdd)):
-            v = ev(n.operand)
-            return (not v) if isinstance(n.op, ast.Not) else (-v if isinstance(n.op, ast.USub) else v)
-        if isinstance(n, ast.BoolOp):
-            vals = [ev(v) for v in n.values]
-            return all(vals) if isinstance(n.op, ast.And) else any(vals)
-        if isinstance(n, ast.BinOp) and type(n.op) in ops:
-            a, b = ev(n.left), ev(n.right)
-            if not (isinstance(a, int) and isinstance(b, int)):
-                raise TypeError
-            v = ops[type(n.op)](a, b)
-            if v is None:
-                raise ZeroDivisionError
-            return int(v)
-        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in ops:
-            a, b = ev(n.left), ev(n.comparators[0])
-            if isinstance(a, str) != isinstance(b, str):
-                raise TypeError
-            return ops[type(n.ops[0])](a, b)
-        raise TypeError
-
+    e = re.sub(r"(?<!/)/(?!/)", "//", " ".join(e.split()))
     try:
-        return ev(tree.body)
-    except (KeyError, TypeError, ZeroDivisionError):
+        value = formula.evaluate(e, {k: v for k, v in known.items() if not isinstance(v, str)})
+    except (formula.FormulaError, ArithmeticError, TypeError, ValueError):
         return None
+    return value if isinstance(value, int) else None
 
 
 def host_constants(text: str, known: dict[str, Any]) -> dict[str, Any]:
