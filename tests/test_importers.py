@@ -1334,6 +1334,57 @@ def test_only_a_helper_that_seeds_itself_makes_the_same_inputs_twice():
                      "values, read as x_cpu = x"]
 
 
+def test_aka_inputs_read_by_position_and_state_handed_to_the_reference_are_inout_inputs(tmp_path):
+    """vllm's eagle runners make every tensor the kernel is handed in one helper, read its tuple by position
+    (``mod.update(inputs[0], ..., inputs[4])``), make it again on the CPU for their reference, which updates clones
+    of three of them, and compare those by position (``torch.equal(inputs[2].cpu(), ref[0])``); refused before:
+    "the comparison after the kernel call does not name its result". The tuple's values are read as the names its
+    helper returns, and a tensor the kernel is handed, the reference is handed too and the test compares after the
+    call is state the kernel updates: an inout input (before, such a tensor was an output the entry filled, and
+    the reference made the inputs again on its own)."""
+    result = import_aka(FIX / "aka_vllm_positional_state", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_positional_state"
+    assert result.ok and result.checks and not _found(result), result.report()
+    notes = _decisions(result.report())
+    assert any("reads the 5 values make_inputs() returns by position (gpu_inputs[i]): read as tokens, hidden_new, "
+               "ids, pos, state" in d for d in notes), notes
+    assert any(re.match(r"\d+\. pos is given to the kernel and to the reference, and compared after the call", d) and
+               "inout input" in d for d in notes), notes
+    task = load_task(folder)
+    assert not task.outputs
+    assert {i.name: (list(i.shape), i.inout) for i in task.inputs} == {
+        "ids": (["2 * nr"], True), "pos": (["nr"], True), "state": (["2 * nr", "hs"], True),
+        "tokens": (["nr"], False), "hidden_new": (["nr", "hs"], False)}
+    ref = import_file(task.reference_path, "ref_positional_state")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 7, "cpu", ref)
+    nr, cap = env["nr"], env["cap"]
+    ids, pos, state = run_reference(ref.reference, task, ins, [env["nr"], env["hs"], env["cap"]])
+    # the first nr rows updated from the task's own inputs, the rows past them as they were drawn
+    assert torch.equal(ids[:nr], ins["tokens"]) and torch.equal(ids[nr:], ins["ids"][nr:])
+    assert torch.equal(pos.long(), torch.clamp(ins["pos"].long() + 1, max=cap - 1))
+    assert torch.equal(state[:nr].half(), ins["hidden_new"]) and torch.equal(state[nr:].half(), ins["state"][nr:])
+    assert any("the starting kernel passes the smoke config on the CPU" in c for c in result.checks), result.checks
+
+
+def test_a_tuple_read_whole_or_sliced_is_left_as_written():
+    """Only a tuple read by constant positions alone is bound as names: one also read whole (handed on as it is),
+    or indexed by a variable, is left as the test wrote it."""
+    import ast
+
+    from arena.authoring.importers.aka import _positions_named
+
+    tree = ast.parse("def make(n):\n    return a, b\n")
+    for body, named in (("t = make(n)\nk(t[0], t[1])\n", True), ("t = make(n)\nk(t[0], t)\n", False),
+                        ("t = make(n)\nk(t[i], t[1])\n", False), ("t = make(n)\nk(t[0], t[2])\n", False)):
+        fn = ast.parse("def f(n, i):\n" + "".join(f"    {ln}\n" for ln in body.splitlines())).body[0]
+        notes: list[str] = []
+        _positions_named(fn, tree, notes, "t.py")
+        assert bool(notes) == named, (body, notes)
+        if named:
+            assert ast.unparse(fn).splitlines()[1:] == ["    a, b = make(n)", "    k(a, b)"]
+
+
 def _seed_chunks_with(tmp_path: Path, written: str, instead: str) -> Path:
     """A copy of the aka_vllm_seed_chunks fixture whose runner has ``instead`` where it has ``written``."""
     src = tmp_path / "src" / "aka_vllm_seed_chunks"

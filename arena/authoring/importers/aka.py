@@ -954,14 +954,62 @@ def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.
 ZIP_UNROLL_MOST = 8   # the most outputs a loop over zip(kernel's results, reference's) is unrolled into
 
 
-def _tuple_length(tree: ast.Module, fn_name: str) -> int | None:
+def _tuple_length(tree: ast.Module, fn_name: str, most: int = ZIP_UNROLL_MOST) -> int | None:
     """How many values the module's function ``fn_name`` returns, where each of its returns is a tuple
-    literal of one length (``return (A, Aqk)``); else None."""
+    literal of one length (``return (A, Aqk)``), at most ``most``; else None."""
     fn = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == fn_name), None)
     lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) and
                not any(isinstance(e, ast.Starred) for e in r.value.elts) else -1
                for r in ast.walk(fn) if isinstance(r, ast.Return)} if fn is not None else set()
-    return lengths.pop() if len(lengths) == 1 and 0 < min(lengths) <= ZIP_UNROLL_MOST else None
+    return lengths.pop() if len(lengths) == 1 and 0 < min(lengths) <= most else None
+
+
+def _positions_named(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], where: str) -> None:
+    """``inputs = make_inputs(...)`` read only by position (``inputs[2]``), where ``make_inputs`` is the test's own
+    function and returns a tuple literal of n values: bound as n names instead, each ``inputs[i]`` read as the i-th
+    (the name ``make_inputs`` returns there, where it is a plain name the function uses nowhere else; else
+    ``inputs_i``), so that what the kernel is handed, what it changes and what the test compares are named as if
+    the test had unpacked the tuple. ``fn`` is changed in place; a tuple read whole, sliced, or bound twice is
+    left as written."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn)
+                                                                     if isinstance(a, ast.arg)}
+    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    for st in [s for s in ast.walk(fn) if isinstance(s, ast.Assign)]:
+        if not (len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call)
+                and isinstance(st.value.func, ast.Name)):
+            continue
+        var, count = st.targets[0].id, _tuple_length(tree, st.value.func.id, most=64)
+        reads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load)]
+        at = [parents.get(id(n)) for n in reads]
+        if count is None or stores.get(var) != 1 or not reads or not all(
+                isinstance(p, ast.Subscript) and p.value is n and isinstance(p.slice, ast.Constant)
+                and type(p.slice.value) is int and 0 <= p.slice.value < count for n, p in zip(reads, at)):
+            continue
+        maker = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == st.value.func.id)
+        returned = [r.value.elts for r in ast.walk(maker) if isinstance(r, ast.Return)][0]   # type: ignore[union-attr]
+        names = []
+        for i, e in enumerate(returned):
+            own = e.id if isinstance(e, ast.Name) else None
+            name = own if own and own not in used and own not in names else f"{var}_{i}"
+            names.append(name)
+        used |= set(names)
+        st.targets = [ast.copy_location(ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store()),
+                                        st.targets[0])]
+        for p in at:
+            holder = parents[id(p)]
+            new = ast.copy_location(ast.Name(names[p.slice.value], ast.Load()), p)   # type: ignore[union-attr]
+            for field, value in ast.iter_fields(holder):
+                if value is p:
+                    setattr(holder, field, new)
+                elif isinstance(value, list):
+                    setattr(holder, field, [new if v is p else v for v in value])
+        ast.fix_missing_locations(st)
+        notes.append(f"{where} reads the {count} values {st.value.func.id}() returns by position ({var}[i]): "
+                     f"read as {', '.join(names)}")
 
 
 def _unrolled_zips(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], where: str) -> None:
@@ -1114,6 +1162,7 @@ def read_harness(
         )
     fn = copy.deepcopy(ranked[0])  # the case's fields read by name are rewritten in this copy
     notes: list[str] = []
+    _positions_named(fn, tree, notes, path.name)
     _unrolled_zips(fn, tree, notes, path.name)
     call = calls_launcher(fn)
     assert call is not None
@@ -1693,6 +1742,31 @@ def _drawn_state(t: HTensor | None) -> bool:
     """Whether a tensor the test makes filled, and the kernel updates, is drawn at random instead: a float one made
     by a maker whose arguments a random draw takes as they are."""
     return t is not None and t.maker in FILLED_DRAWN and t.dtype not in (*INTEGER_DTYPES, "bool")
+
+
+def _read_by_reference(h: Harness, n: str) -> bool:
+    """Whether the reference's side of the test's comparisons reads ``n`` as the test made it: the statements after
+    the kernel call that compute what the comparisons read (the reference's call) are handed ``n``, or a name bound
+    to it before the call (``cpu_inputs_2`` of ``cpu_inputs_0, ... = (draft_tokens, ..., input_ids, ...)``). Then
+    ``n``, handed to the kernel and compared after, is state the kernel updates (vllm's eagle inputs), not an output
+    it writes whole."""
+    at = h.stmts.index(h.call_stmt)
+    names = {n}
+    for st in h.stmts[:at]:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            tg, v = st.targets[0], st.value
+            if isinstance(v, ast.Name) and v.id in names and isinstance(tg, ast.Name):
+                names.add(tg.id)
+            elif isinstance(v, ast.Tuple) and isinstance(tg, ast.Tuple) and len(v.elts) == len(tg.elts):
+                names |= {t.id for t, e in zip(tg.elts, v.elts)
+                          if isinstance(t, ast.Name) and isinstance(e, ast.Name) and e.id in names}
+    compared = {id(s) for _, _, s in h.compared}
+    need = free_names([e for _, e, _ in h.compared])
+    for st in reversed(h.stmts[at + 1:]):
+        if id(st) in compared or not (_bound_names(st) & need):
+            continue
+        need |= free_names([st.value] if isinstance(st, (ast.Assign, ast.AugAssign)) else [st])
+    return bool(names & need)
 
 
 def _copied_before_call(h: Harness, n: str) -> bool:
@@ -3107,7 +3181,15 @@ def _harness_signature(h: Harness, decisions: list[str], scratch: Iterable[str] 
         # a copy of a tensor the test made (``logits_gpu = logits.clone()``): made as that tensor is
         t = h.tensors.get(n) or h.tensors.get(_copy_source(h, n) or "")
         if t is None:
-            if n in compared_names and n not in h.results and n not in [o["name"] for o in outputs]:
+            if n in compared_names and n not in h.results and inout_ok and _read_by_reference(h, n) and \
+                    n not in [i["name"] for i in inputs]:
+                # handed to the kernel and to the reference, compared after: state the kernel updates, its shape
+                # and dtype as the test's run shows them
+                inputs.append({"name": n, "dtype": "float32", "shape": [f"TODO_{n}_shape"], "inout": True})
+                decisions.append(f"{n} is given to the kernel and to the reference, and compared after the call: "
+                                 "the kernel updates it in place; it is an inout input, and the reference must "
+                                 "update its copy in place")
+            elif n in compared_names and n not in h.results and n not in [o["name"] for o in outputs]:
                 # handed to the kernel and compared after, made by code the importer does not read: an output
                 # argument, its shape and dtype as the test's run shows them
                 outputs.append({"name": n, "dtype": "float32", "shape": None, "_key": n})
