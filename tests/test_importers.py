@@ -1385,6 +1385,61 @@ def test_a_tuple_read_whole_or_sliced_is_left_as_written():
             assert ast.unparse(fn).splitlines()[1:] == ["    a, b = make(n)", "    k(a, b)"]
 
 
+def test_aka_a_reference_right_only_in_the_tests_dtype_is_called_in_it(tmp_path):
+    """vllm's MRoPE runner reads each half of a half-precision row with ``.float()`` and writes the first half
+    before reading it again: in float16, ``.float()`` is a copy and the reference is right; called with the upcast
+    (float32) copies the harness hands a reference, ``.float()`` is the tensor itself, and the second half is
+    computed from the first's new values. The starting kernel failed the import's check (and, on an H200, every
+    config, 47% of the elements off). The reference's results on upcast copies and on the test's dtypes are now
+    compared at the smallest case: apart beyond rounding, it is called on its inputs cast back to the test's."""
+    result = import_aka(FIX / "aka_vllm_rotate_halves", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_rotate_halves"
+    assert result.ok and result.checks and not _found(result), result.report()
+    assert any("computes another result when called with upcast copies of the inputs (normwise" in d
+               for d in _decisions(result.report())), result.report()
+    task = load_task(folder)
+    ref = import_file(task.reference_path, "ref_rotate_halves")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", ref)
+    (q,) = run_reference(ref.reference, task, ins, [env["num_tokens"], env["dim"]])
+    half = env["dim"] // 2
+    x1, x2 = ins["q_triton"][:, :half].float(), ins["q_triton"][:, half:].float()
+    c, s = ins["cos"].float(), ins["sin"].float()
+    want = torch.cat([(x1 * c - x2 * s).half(), (x2 * c + x1 * s).half()], dim=1)
+    assert torch.equal(q.half(), want)
+
+
+def test_a_reference_is_kept_in_the_upcast_dtypes_where_they_change_only_its_rounding():
+    """The check behind the last test says nothing of a reference whose upcast run differs from its run in the
+    test's dtypes by rounding alone, or that draws random numbers (both runs draw alike); it names one that fails
+    for a dtype mismatch on the upcast dtypes, as before."""
+    from arena.authoring.importers.aka import _needs_given_dtypes
+
+    spec = [{"name": "x", "dtype": "float16", "shape": ["n", "n"]}]
+    case = {"n": 16}
+
+    def softmax(x, n):
+        return torch.softmax(x, -1)
+
+    def sampled(x, n):
+        return x + torch.rand(x.shape, dtype=x.dtype)
+
+    def mixed(x, n):
+        return x @ torch.ones(n, n, dtype=torch.float16)
+
+    def aliased(x, n):
+        out = x.clone()
+        a = out[:, :8].float()
+        out[:, :8] = a * 2
+        out[:, 8:] = a
+        return out
+
+    assert _needs_given_dtypes(softmax, spec, ["n"], case) is None
+    assert _needs_given_dtypes(sampled, spec, ["n"], case) is None
+    assert "mixes dtypes" in (_needs_given_dtypes(mixed, spec, ["n"], case) or "")
+    assert "computes another result" in (_needs_given_dtypes(aliased, spec, ["n"], case) or "")
+
+
 def _seed_chunks_with(tmp_path: Path, written: str, instead: str) -> Path:
     """A copy of the aka_vllm_seed_chunks fixture whose runner has ``instead`` where it has ``written``."""
     src = tmp_path / "src" / "aka_vllm_seed_chunks"

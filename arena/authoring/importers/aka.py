@@ -3571,30 +3571,70 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     return probe
 
 
-def _needs_given_dtypes(ref_fn: Callable, inputs: list[dict], fields: list[str], case: dict) -> bool:
-    """Does the reference fail for a dtype mismatch on the upcast dtypes the harness calls it with
-    (CONTRIBUTING.md: fp32 -> fp64, half -> fp32), yet run on the dtypes the test gives? Run on the
-    CPU on zeros (the meta device does not check the dtypes of a matrix product), at ``case``: the smallest."""
+def _needs_given_dtypes(ref_fn: Callable, inputs: list[dict], fields: list[str], case: dict) -> str | None:
+    """Why the reference must compute in the dtypes the test gives, not the upcast ones the harness calls it with
+    (CONTRIBUTING.md: fp32 -> fp64, half -> fp32), or None. Run on the CPU at ``case`` (the smallest; the meta device
+    does not check the dtypes of a matrix product), on the same draw both ways (integers zero: indices stay valid):
+    it fails for a dtype mismatch on the upcast dtypes yet runs on the given ones, or its results differ beyond
+    rounding (normwise by more than ``GIVEN_DTYPES_APART``): what the test wrote works only in its dtypes (vllm's
+    MRoPE reference reads ``x1 = q_out[...].float()``, a copy of half values but the tensor itself in fp32, and
+    writes ``q_out`` before reading ``x1`` again)."""
     from arena.check.inputs import upcast
 
     dtypes = {v: k for k, v in DTYPE_NAMES.items()}
-
-    def call(up: bool) -> BaseException | None:
-        try:
-            ins = []
-            for spec in inputs:
-                t = torch.zeros([int(formula.evaluate(x, case)) for x in spec["shape"]], dtype=dtypes[spec["dtype"]])
-                ins.append(upcast(t) if up else t)
-            ref_fn(*ins, *[case[f] for f in fields])
-        except Exception as exc:  # noqa: BLE001 - what the reference does
-            return exc
+    if not any(dtypes.get(i["dtype"]) in (torch.float32, torch.float16, torch.bfloat16) for i in inputs):
+        return None
+    try:
+        gen = torch.Generator().manual_seed(0)
+        drawn = []
+        for spec in inputs:
+            shape, dt = [int(formula.evaluate(x, case)) for x in spec["shape"]], dtypes[spec["dtype"]]
+            drawn.append(torch.randn(shape, generator=gen).to(dt) if dt.is_floating_point else
+                         torch.zeros(shape, dtype=dt))
+    except Exception:  # noqa: BLE001 - a shape the case does not give: nothing to run
         return None
 
-    if not any(dtypes.get(i["dtype"]) in (torch.float32, torch.float16, torch.bfloat16) for i in inputs):
-        return False
-    err = call(True)
-    return (isinstance(err, RuntimeError) and re.search(r"dtype|Double|Float|Half|scalar type", str(err)) is not None
-            and call(False) is None)
+    def call(up: bool) -> BaseException | list:
+        ins = [upcast(t.clone()) if up else t.clone() for t in drawn]
+        try:
+            with torch.random.fork_rng(devices=[]):    # a reference that draws (a sampler's) draws alike both ways
+                torch.manual_seed(0)
+                got = ref_fn(*ins, *[case[f] for f in fields])
+        except Exception as exc:  # noqa: BLE001 - what the reference does
+            return exc
+        got = list(got) if isinstance(got, (tuple, list)) else [] if got is None else [got]
+        return got + [t for t, spec in zip(ins, inputs) if spec.get("inout")]
+
+    up, given = call(True), call(False)
+    if isinstance(up, RuntimeError) and re.search(r"dtype|Double|Float|Half|scalar type", str(up)) is not None \
+            and not isinstance(given, BaseException):
+        return ("mixes dtypes when called with upcast copies of the inputs (it computes in the dtypes the test "
+                "gives)")
+    if isinstance(up, BaseException) or isinstance(given, BaseException) or len(up) != len(given):
+        return None
+    worst = 0.0
+    for a, b in zip(up, given):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and a.is_floating_point() and b.is_floating_point()):
+            continue
+        a64, b64 = a.detach().double(), b.detach().double()
+        fa, fb = torch.isfinite(a64), torch.isfinite(b64)
+        if not torch.equal(fa, fb):
+            worst = math.inf
+            continue
+        scale = float(b64[fb].norm()) if bool(fb.any()) else 0.0
+        if scale > 0:
+            worst = max(worst, float((a64[fb] - b64[fb]).norm()) / scale)
+    if worst > GIVEN_DTYPES_APART:
+        return (f"computes another result when called with upcast copies of the inputs (normwise {worst:.3g} from "
+                "its result in the dtypes the test gives, far past their rounding: what it writes works only in "
+                "those)")
+    return None
+
+
+# how far apart (normwise) the reference's results on upcast copies and on the test's own dtypes may be before the
+# reference is taken to work only in the latter: bfloat16's rounding is about 4e-3, ten times its tolerance's 1e-2
+GIVEN_DTYPES_APART = 0.1
 
 
 def _in_given_dtypes(reference: str, inputs: list[dict], fields: list[str]) -> str:
@@ -3931,13 +3971,12 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         )
     ref_fn = _load_reference_text(reference, name) if "NotImplementedError" not in reference else None
     smallest = min(h.cases, key=lambda c: math.prod(c.values())) if h.cases else base_case
-    if ref_fn is not None and _needs_given_dtypes(ref_fn, inputs, h.fields, smallest):
+    given_why = _needs_given_dtypes(ref_fn, inputs, h.fields, smallest) if ref_fn is not None else None
+    if given_why is not None:
         reference = _in_given_dtypes(reference, inputs, h.fields)
         ref_fn = _load_reference_text(reference, name)
-        decisions.append(
-            "the reference copied from the test mixes dtypes when called with upcast copies of the inputs (it "
-            "computes in the dtypes the test gives): reference() casts its inputs back to those first"
-        )
+        decisions.append(f"the reference copied from the test {given_why}: reference() casts its inputs back to "
+                         "those first")
     if maker is not None:
         # the test's imports make_inputs reads that the reference's own statements do not (``RandomState``)
         have = bound_by_imports([ln for ln in reference.splitlines() if ln.startswith(("import ", "from "))])
