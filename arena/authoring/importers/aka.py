@@ -952,6 +952,7 @@ def _same_transform(a: ast.expr, b: ast.expr, kernel: set[str], after: list[ast.
 
 
 ZIP_UNROLL_MOST = 8   # the most outputs a loop over zip(kernel's results, reference's) is unrolled into
+POSITIONS_MOST = 64   # the most values of a tuple read by position that are bound as names
 
 
 def _tuple_length(tree: ast.Module, fn_name: str, most: int = ZIP_UNROLL_MOST) -> int | None:
@@ -982,7 +983,7 @@ def _positions_named(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], wh
         if not (len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call)
                 and isinstance(st.value.func, ast.Name)):
             continue
-        var, count = st.targets[0].id, _tuple_length(tree, st.value.func.id, most=64)
+        var, count = st.targets[0].id, _tuple_length(tree, st.value.func.id, most=POSITIONS_MOST)
         reads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load)]
         at = [parents.get(id(n)) for n in reads]
         if count is None or stores.get(var) != 1 or not reads or not all(
