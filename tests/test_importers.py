@@ -1385,6 +1385,72 @@ def test_a_tuple_read_whole_or_sliced_is_left_as_written():
             assert ast.unparse(fn).splitlines()[1:] == ["    a, b = make(n)", "    k(a, b)"]
 
 
+def test_aka_a_scalar_the_tests_input_maker_returns_is_computed_from_the_tasks_scalars(tmp_path):
+    """vllm's decode attention runners write ``q, k, ..., sm_scale = make_inputs(bs, ..., head_dim, ...)``, where
+    make_inputs draws the tensors and computes ``sm_scale = 1.0 / (head_dim ** 0.5)``, and hand the kernel and the
+    reference that scale. The entry could not make it (a stub: "uses make_inputs, which the importer cannot
+    trace"), and the reference copied the call, making its inputs again, a draw of its own. The value is now
+    arithmetic on the call's arguments, computed where it is needed: the import is complete, its kernel passes,
+    and the reference reads the inputs it is handed."""
+    import math
+
+    result = import_aka(FIX / "aka_vllm_returned_scale", tmp_path)
+    folder = tmp_path / "triton2triton" / "aka_vllm_returned_scale"
+    assert result.ok and result.checks and not _found(result), result.report()
+    assert any("takes scale = 1.0 / math.sqrt(dim) from what make_inputs() returns" in d
+               for d in _decisions(result.report())), result.report()
+    baseline = (folder / "baseline.py").read_text()
+    entry = baseline.split("# ---- entry added by", 1)[1]
+    assert "import math" in entry and "scale = 1.0 / math.sqrt(dim)" in entry and "make_inputs" not in entry
+    task = load_task(folder)
+    ref = import_file(task.reference_path, "ref_returned_scale")
+    env = task.env(task.configs("smoke")[0])
+    ins = make_inputs(task, env, 3, "cpu", ref)
+    (out,) = run_reference(ref.reference, task, ins, [env["num_rows"], env["dim"]])
+    assert torch.allclose(out.float(), ins["x"].float() / math.sqrt(env["dim"]), rtol=1e-6, atol=0)
+
+
+def test_aka_a_reference_that_would_make_its_inputs_again_is_refused(tmp_path):
+    """Where the value the input maker returns is read from a tensor it draws (not arithmetic on its arguments),
+    the reference would need the call that makes the inputs, which draws them anew: the import says so instead
+    of writing a reference that ignores its inputs."""
+    src = tmp_path / "src" / "aka_vllm_returned_scale"
+    shutil.copytree(FIX / "aka_vllm_returned_scale", src)
+    runner = src / "scripts" / "task_runner.py"
+    text = runner.read_text()
+    assert "    scale = 1.0 / math.sqrt(width)\n" in text
+    runner.write_text(text.replace("    scale = 1.0 / math.sqrt(width)\n",
+                                   "    scale = 1.0 / float(x.float().abs().max())\n"))
+    result = import_aka(src, tmp_path / "root")
+    assert "the reference in task_runner.py uses scale, which the statement that makes x binds: copied into " \
+           "the reference, it would make them anew" in result.report(), result.report()
+    ref = (tmp_path / "root" / "triton2triton" / "aka_vllm_returned_scale" / "reference.py").read_text()
+    assert "NotImplementedError" in ref
+
+
+def test_arithmetic_of_a_functions_parameters_is_read_where_it_is_only_that():
+    """What ``_scalars_returned`` takes: arithmetic on the function's parameters, its locals bound once inlined;
+    not a tensor's shape, a call outside the scalar ones, a parameter the function binds again, a module name."""
+    import ast
+
+    from arena.authoring.importers.aka import _arithmetic_of_parameters
+
+    def read(body: str, expr: str) -> str | None:
+        fn = ast.parse("def f(n, d, x, dtype=None):\n" + "".join(f"    {ln}\n" for ln in body.splitlines())
+                       + "    return 0\n").body[0]
+        got = _arithmetic_of_parameters(fn, ast.parse(expr, mode="eval").body)
+        return None if got is None else ast.unparse(got)
+
+    assert read("w = d * 2\nh = w + 1", "1.0 / math.sqrt(h)") == "1.0 / math.sqrt(d * 2 + 1)"
+    assert read("", "triton.cdiv(n, 64) * max(d, 1)") == "triton.cdiv(n, 64) * max(d, 1)"
+    assert read("", "x.shape[1]") is None
+    assert read("", "torch.finfo(dtype).max") is None
+    assert read("if dtype is None:\n    dtype = 1", "dtype * 2") is None
+    assert read("w = d\nw = w * 2", "w") is None
+    assert read("", "SCALE / n") is None
+    assert read("", "'a' + 'b'") is None
+
+
 def test_aka_a_reference_right_only_in_the_tests_dtype_is_called_in_it(tmp_path):
     """vllm's MRoPE runner reads each half of a half-precision row with ``.float()`` and writes the first half
     before reading it again: in float16, ``.float()`` is a copy and the reference is right; called with the upcast

@@ -34,6 +34,7 @@ from arena.authoring.importers.common import (
     ImportResult,
     ImportStop,
     ProbeTimeout,
+    Substitute,
     bound_by_imports,
     call_name,
     config_params,
@@ -1013,6 +1014,106 @@ def _positions_named(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], wh
                      f"read as {', '.join(names)}")
 
 
+# the calls a value a test's function returns may make and still be arithmetic on the function's arguments
+SCALAR_CALLS = frozenset({"int", "float", "min", "max", "abs", "round", "math.sqrt", "math.ceil", "math.floor",
+                          "math.log", "math.log2", "math.exp", "triton.cdiv", "triton.next_power_of_2"})
+SCALAR_NODES = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Constant, ast.Name, ast.Call,
+                ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
+
+
+def _arithmetic_of_parameters(maker: ast.FunctionDef, e: ast.expr) -> ast.expr | None:
+    """``e``, an expression of the function ``maker``, as arithmetic on its parameters and constants alone (its
+    locals bound once by a plain assignment inlined, ``1.0 / (head_dim ** 0.5)``), where it is that; else None
+    (a tensor's shape, a call of anything but ``SCALAR_CALLS``, a parameter ``maker`` binds again)."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(maker):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    params = {a.arg for a in maker.args.posonlyargs + maker.args.args + maker.args.kwonlyargs}
+    once = {s.targets[0].id: s.value for s in maker.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and stores.get(s.targets[0].id) == 1}
+
+    def inline(node: ast.expr, depth: int) -> ast.expr | None:
+        if depth > 16:
+            return None
+        for sub in ast.walk(node):
+            if not isinstance(sub, SCALAR_NODES) or isinstance(sub, ast.Constant) and not isinstance(
+                    sub.value, (int, float, bool)):
+                if not (isinstance(sub, ast.Attribute) and dotted_name(sub) in SCALAR_CALLS):
+                    return None
+            if isinstance(sub, ast.Call) and (dotted_name(sub.func) not in SCALAR_CALLS or sub.keywords):
+                return None
+        called = {id(x) for c in ast.walk(node) if isinstance(c, ast.Call) for x in ast.walk(c.func)}
+        values: dict[str, str] = {}
+        for name in {s.id for s in ast.walk(node) if isinstance(s, ast.Name) and id(s) not in called}:
+            if name in params and not stores.get(name):
+                continue
+            got = inline(once[name], depth + 1) if name in once and name not in params else None
+            if got is None:
+                return None
+            values[name] = ast.unparse(got)
+        return Substitute(values).visit(copy.deepcopy(node))
+
+    return inline(e, 0)
+
+
+def _scalars_returned(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], where: str) -> None:
+    """``q, k, sm_scale = make_inputs(bs, hd, ...)``, where ``make_inputs`` is the test's own function, returns one
+    tuple literal and computes ``sm_scale`` from its arguments alone (``1.0 / (head_dim ** 0.5)``): the value is
+    bound by a statement of its own after the call, that arithmetic on the call's arguments (``sm_scale = 1.0 / hd
+    ** 0.5``), and the tuple's place for it left unnamed. So the entry and the reference compute it from the
+    task's scalars instead of calling the function that makes the inputs again. ``fn`` is changed in place; a
+    value the function reads from a tensor, or whose arguments are not plain names and constants, is left."""
+    makers = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    for parent in [n for n in ast.walk(fn) if isinstance(getattr(n, "body", None), list)]:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list):
+                continue
+            for st in [s for s in block if isinstance(s, ast.Assign)]:
+                call = st.value
+                if not (len(st.targets) == 1 and isinstance(st.targets[0], ast.Tuple) and isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Name) and call.func.id in makers
+                        and _tuple_length(tree, call.func.id, most=POSITIONS_MOST) == len(st.targets[0].elts)):
+                    continue
+                maker = makers[call.func.id]
+                a = maker.args
+                if a.vararg or a.kwarg or any(isinstance(x, ast.Starred) for x in call.args) or any(
+                        k.arg is None for k in call.keywords) or len(call.args) > len(a.posonlyargs + a.args):
+                    continue
+                targets = {t.id for t in ast.walk(st.targets[0]) if isinstance(t, ast.Name)}
+                positional = a.posonlyargs + a.args
+                given: dict[str, ast.expr] = dict(zip((p.arg for p in positional), call.args))
+                given |= {k.arg: k.value for k in call.keywords if k.arg}
+                given |= {p.arg: d for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)
+                          if p.arg not in given}
+                given |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None and p.arg not in given}
+                returned = next(r.value.elts for r in ast.walk(maker) if isinstance(r, ast.Return))  # type: ignore
+                added: list[ast.stmt] = []
+                for i, (t, e) in enumerate(zip(st.targets[0].elts, returned)):
+                    if not isinstance(t, ast.Name):
+                        continue
+                    value = _arithmetic_of_parameters(maker, e)
+                    if value is None:
+                        continue
+                    read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & {
+                        p.arg for p in positional + a.kwonlyargs}
+                    if not all(p in given and isinstance(given[p], (ast.Name, ast.Constant)) and not (
+                            isinstance(given[p], ast.Name) and given[p].id in targets) for p in read):
+                        continue
+
+                    value = Substitute({p: ast.unparse(given[p]) for p in read}).visit(value)
+                    added.append(ast.fix_missing_locations(ast.copy_location(
+                        ast.Assign([ast.Name(t.id, ast.Store())], value), st)))
+                    st.targets[0].elts[i] = ast.copy_location(ast.Name("_", ast.Store()), t)
+                if added:
+                    at = block.index(st) + 1
+                    block[at:at] = added
+                    notes.append(f"{where} takes {', '.join(ast.unparse(s) for s in added)} from what "
+                                 f"{call.func.id}() returns: computed from the arguments of its call, as "
+                                 f"{call.func.id}() computes it")
+
+
 def _unrolled_zips(fn: ast.FunctionDef, tree: ast.Module, notes: list[str], where: str) -> None:
     """``for idx, (r, ref) in enumerate(zip(results, refs)): ...`` where ``refs`` is bound to a call of the
     test's own function that returns a tuple of n values: the loop becomes its body n times, the i-th with
@@ -1164,6 +1265,7 @@ def read_harness(
     fn = copy.deepcopy(ranked[0])  # the case's fields read by name are rewritten in this copy
     notes: list[str] = []
     _positions_named(fn, tree, notes, path.name)
+    _scalars_returned(fn, tree, notes, path.name)
     _unrolled_zips(fn, tree, notes, path.name)
     call = calls_launcher(fn)
     assert call is not None
@@ -1871,6 +1973,11 @@ def _reference_from_harness(
                            call_name(s.value) in loaders for s in assigns):
             kernel_module.add(n)   # ``mod = load_module()``: the kernel's file, loaded by its path
             continue
+        anew = sorted(set().union(*(_bound_names(s) for s in assigns)) & set(inputs))
+        if anew:   # ``q, k, sm_scale = make_inputs(...)``: copied, it would make the inputs again, a draw of its own
+            return None, (f"the reference in {h.path.name} uses {n}, which the statement that makes "
+                          f"{', '.join(anew)} binds: copied into the reference, it would make them anew instead of "
+                          "reading the inputs it is handed")
         if assigns:
             for s in assigns:
                 if s not in chosen:
@@ -4334,6 +4441,11 @@ def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], k
          (grew, spare, cases, written, top_up)) = _harness_task(aka, h, name, decisions, keep=keep, scratch=True)
         body, complete = _entry_call(h, roles, entry, inputs, outputs, scalars, decisions, (source,))
         launcher = h.launcher
+        # the test's modules the entry's statements read (``1.0 / math.sqrt(dim)``) where the kernel's file has not
+        # imported them
+        have = bound_by_imports(import_lines(tree))
+        used = free_names(ast.parse("\n".join(body)).body)
+        body = [f"import {m}" for m in ("math", "torch") if m in used and m not in have] + body
     params = ", ".join(s["name"] for s in inputs + outputs + scalars)
     entry_text = "\n".join(
         [

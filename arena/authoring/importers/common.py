@@ -2442,6 +2442,18 @@ def self_chain(node: ast.AST) -> list[str] | None:
     return None
 
 
+class Substitute(ast.NodeTransformer):
+    """Names replaced by the expressions given (as text)."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.values:
+            return ast.copy_location(ast.parse(f"({self.values[node.id]})", mode="eval").body, node)
+        return node
+
+
 def free_names(nodes: Iterable[ast.AST]) -> set[str]:
     loaded, stored = set(), set()
     for n in nodes:

@@ -29,6 +29,7 @@ from arena.authoring.importers.common import (
     ImportResult,
     ImportStop,
     ProbeTimeout,
+    Substitute,
     Untranslatable,
     bound_by_imports,
     call_name,
@@ -1073,7 +1074,7 @@ def _submodule_scope(problem: ModuleProblem, path: tuple[str, ...]) -> tuple[ast
             names = free_names([ast.Expr(arg)])
             if "self" in names or names & (local - set(scope)):
                 return None
-            next_scope[p] = ast.unparse(_Substitute({n: scope[n] for n in names if n in scope})
+            next_scope[p] = ast.unparse(Substitute({n: scope[n] for n in names if n in scope})
                                         .visit(copy.deepcopy(arg)))
         scope, init_fn = next_scope, sub_init
     return cls, scope
@@ -1105,7 +1106,7 @@ def _made_buffers(problem: ModuleProblem, model: torch.nn.Module, fitter: Fitter
         names = free_names([ast.Expr(expr)])
         if "self" in names or names & local - set(scope):
             continue
-        expr = _Substitute({n: scope[n] for n in names if n in scope}).visit(copy.deepcopy(expr))
+        expr = Substitute({n: scope[n] for n in names if n in scope}).visit(copy.deepcopy(expr))
         outer = free_names([ast.Expr(expr)]) & set(params)
         try:
             values = {}
@@ -1114,20 +1115,8 @@ def _made_buffers(problem: ModuleProblem, model: torch.nn.Module, fitter: Fitter
                 values[p] = fitter.render(lambda r, i=i: r.init_args[i], f"get_init_inputs()[{i}]")
         except Exception:  # noqa: BLE001 - an argument the fitter cannot write over the constants: an input as before
             continue
-        made[path] = ast.unparse(_Substitute(values).visit(expr))
+        made[path] = ast.unparse(Substitute(values).visit(expr))
     return made
-
-
-class _Substitute(ast.NodeTransformer):
-    """Names replaced by the expressions given (as text)."""
-
-    def __init__(self, values: dict[str, str]):
-        self.values = values
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id in self.values:
-            return ast.copy_location(ast.parse(f"({self.values[node.id]})", mode="eval").body, node)
-        return node
 
 
 def _init_for_param(
