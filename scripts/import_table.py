@@ -128,12 +128,17 @@ def run_all(kind: str, paths: list[str], jobs: int, timeout: float, keep: str = 
             except Exception:  # noqa: BLE001 - not finished yet
                 if time.perf_counter() - t0 <= timeout and proc.is_alive():
                     continue
-                if proc.is_alive():
+                killed = proc.is_alive()    # past the timeout: killed here
+                if killed:
                     proc.kill()
+                proc.join(timeout=5)
                 rows[p] = {"problem": p, "imported": False, "valid": False, "seen": 0, "heldout": 0,
                            "complete": False, "checked": False, "folder": "",
                            "seconds": round(time.perf_counter() - t0, 1),
-                           "why": f"TimeoutError: more than {timeout:g} s" if proc.exitcode in (None, -9)
+                           "why": f"TimeoutError: more than {timeout:g} s" if killed
+                           # a SIGKILL it was not sent here: the kernel's, for memory, most likely
+                           else "the import process was killed (SIGKILL) within the timeout: out of memory, most "
+                                "likely" if proc.exitcode == -9
                            else f"the import process died (exit code {proc.exitcode})"}
             proc.join(timeout=5)
             del running[p]
