@@ -1668,28 +1668,6 @@ def test_aka_a_test_that_fills_its_inputs_a_value_at_a_time_is_observed_within_a
     assert [(i.name, list(i.shape)) for i in task.inputs] == [("table", [512, 64]), ("idx", ["n"])]
     assert [dict(c.params) for c in task.configs("seen")][:2] == [{"n": 1024}, {"n": 4096}]
     assert "for i in range(n):" in (result.folder / "reference.py").read_text()     # make_inputs fills it so
-    # ... on the CPU, where the import measured its cost (on a GPU each element written is a launch: vllm's decode
-    # attention block tables of 524,288 entries ran past the harness's 300 s), handed on on the device asked for
-    assert any("its statements loop in Python, so make_inputs runs them on the CPU" in d
-               for d in _decisions(result.report())), result.report()
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Writes(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.devices: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func._schema.name.endswith("_") and args and isinstance(args[0], torch.Tensor):
-                self.devices.append(args[0].device.type)
-            return func(*args, **(kwargs or {}))
-
-    ref = import_file(task.reference_path, "ref_filled_index")
-    env = task.env(task.configs("smoke")[0])
-    with Writes() as writes:
-        made = ref.make_inputs(env, torch.Generator().manual_seed(0), "meta")
-    assert len(writes.devices) >= env["n"] and set(writes.devices) == {"cpu"}, writes.devices[:8]
-    assert {t.device.type for t in made.values()} == {"meta"}
     (note,) = [d for d in _decisions(result.report()) if "production shapes" in d]
     assert re.search(r"the largest growth refused is n = \d+ \([\d.]+ MB\): the test's statements up to its kernel "
                      r"call ran (more than 2 CPU seconds|past the 4 CPU seconds the observations of an import may "

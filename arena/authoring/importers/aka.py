@@ -3857,18 +3857,14 @@ def _observed_inputs(
     decisions[:] = [d for d in decisions if not (d.startswith("input ") and "the importer does not read" in d)]
     decisions.append(
         f"the inputs are made by make_inputs in reference.py: the statements of {h.path.name} that make them, copied "
-        "(seeded from the harness's generator): read it" + (f"; {why}" if why else "")
+        "(seeded from the harness's generator): read it"
     )
     return obs, text
 
 
 def _make_inputs_text(h: Harness, names: list[str], drawn: Collection[str] = ()) -> tuple[str | None, str]:
     """make_inputs(config, generator, device): the test's statements that make ``names``, in order; those of
-    ``drawn`` that the test makes filled (``torch.zeros(...)``) drawn instead (``torch.randn(...)``). Returns (the
-    text, "") or (None, why not); or, where the statements loop in Python, (the text, what that changes): they run
-    on the CPU, as the importer's observation of them did, and the inputs are moved to the device after (on a GPU,
-    each element a loop writes is a launch: a block table of 524,288 entries took longer than the harness's 300 s
-    time limit, where the CPU that the import measured it on writes it in under a second)."""
+    ``drawn`` that the test makes filled (``torch.zeros(...)``) drawn instead (``torch.randn(...)``)."""
     order = {id(s): i for i, s in enumerate(h.stmts)}
     last = order[id(h.call_stmt)]
     # the loop's whole item (``for shape in SHAPES: M, N = shape``): its fields come from the config instead
@@ -4012,9 +4008,6 @@ def _make_inputs_text(h: Harness, names: list[str], drawn: Collection[str] = ())
                 "differ between seeds." if zeroed else "") + '"""']
     moved = [_HelperDevice().visit(copy.deepcopy(s)) for s in helpers]
     on_device = [ast.dump(a) for a in moved] != [ast.dump(b) for b in helpers]
-    looped = any(isinstance(n, (ast.For, ast.While)) for s in body + helpers for n in ast.walk(s))
-    if looped:   # made on the CPU, where the import measured them, and moved to the device after
-        lines += ["    _harness_device, device = device, 'cpu'"]
     if on_device:
         lines += ["    global _DEVICE", "    _DEVICE = device"]
     lines += [f"    {f} = config[{f!r}]" for f in h.fields]
@@ -4032,17 +4025,14 @@ def _make_inputs_text(h: Harness, names: list[str], drawn: Collection[str] = ())
         lines += ["        finally:", "            numpy.random.set_state(numpy_state)"]
     else:
         lines += [f"        {ln}" for ln in stmts_text]
-    to = "_harness_device" if looped else "device"
-    lines.append("    return {" + ", ".join(f"{n!r}: {n}.to({to}).contiguous()" for n in names) + "}")
+    lines.append("    return {" + ", ".join(f"{n!r}: {n}.to(device).contiguous()" for n in names) + "}")
     text = "\n".join(lines) + "\n"
     if on_device:
         text = ('\n\n_DEVICE = "cuda"  # the helpers below make tensors here (set by make_inputs)\n'
                 + "".join("\n\n" + ast.unparse(s) + "\n" for s in moved) + text)
     elif helpers:
         text = "\n\n" + join_statements(h.text, helpers) + "\n" + text
-    return text, ("its statements loop in Python, so make_inputs runs them on the CPU, where the importer measured "
-                  "their cost, and moves the inputs to the device after: on a GPU each element a loop writes is a "
-                  "launch" if looped else "")
+    return text, ""
 
 
 def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], stub_reason: str = "",
