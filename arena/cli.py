@@ -236,7 +236,10 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
             device = "cuda"         # ROCm's torch names its GPUs cuda too
         result = import_kernelbench(Path(args.path), out, task_id=args.id, device=device)
     else:
-        result = import_aka(Path(args.path), out, task_id=args.id)
+        from arena.devices import detect
+
+        gpu = detect(args.device) if args.device != "cpu" else None
+        result = import_aka(Path(args.path), out, task_id=args.id, device=gpu)
     console.print(result.report(), markup=False, highlight=False, soft_wrap=True)
     return 0 if result.ok else 1
 
@@ -263,17 +266,20 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
             Path(args.json).write_text(json.dumps([{
                 "task": r.task_id, "ok": r.ok, "schema": r.schema, "reference": r.reference, "baseline": r.baseline,
                 "baseline_window_us": r.window_us, "solution": r.solution, "specialised": r.specialised,
-                "problems": r.problems, "details": r.details, "verdicts": [v.to_dict() for v in r.verdicts],
+                "problems": r.problems, "dropped": r.dropped, "details": r.details,
+                "verdicts": [v.to_dict() for v in r.verdicts],
             } for r in rows], indent=1, default=str))
 
     def on_row(r) -> None:     # each row as it is finished: said with its reasons, and kept in the files asked for
         done.append(r)
-        console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}" + "".join(f"\n      {p}" for p in r.problems),
-                      highlight=False, markup=False, soft_wrap=True)
+        console.print(f"  {r.task_id}: {'ok' if r.ok else 'FAIL'}" + "".join(f"\n      {p}" for p in r.problems)
+                      + "".join(f"\n      dropped {d}" for d in r.dropped), highlight=False, markup=False,
+                      soft_wrap=True)
         write_files(done)
 
     try:
-        rows = check_tasks(folders, device, recorded=recorded, on_row=on_row, jobs=args.jobs)
+        rows = check_tasks(folders, device, recorded=recorded, on_row=on_row, jobs=args.jobs,
+                           fit=args.drop_failing_drafts)
     except KeyboardInterrupt:
         files = " and ".join(f for f in (args.markdown, args.json) if f)
         err_console.print(f"interrupted after {len(done)} of {len(folders)} tasks"
@@ -320,6 +326,9 @@ def check_markdown(rows, device, of: int | None = None) -> str:
     problems = [(r.task_id, p) for r in rows for p in r.problems]
     if problems:
         lines += ["", "## Problems", ""] + [f"- {t}: {p}" for t, p in problems]
+    dropped = [(r.task_id, d) for r in rows for d in r.dropped]
+    if dropped:
+        lines += ["", "## Drafts dropped (`--drop-failing-drafts`)", ""] + [f"- {t}: {d}" for t, d in dropped]
     return "\n".join(lines) + "\n"
 
 
@@ -937,6 +946,12 @@ def build_parser() -> argparse.ArgumentParser:
             y.add_argument("--device", choices=("cpu", "cuda", "rocm"), default="cpu",
                            help="where the importer's own check of the reference against the original model runs "
                            "(default cpu, where a network past 10 GFLOP is left unchecked; its probes stay on the CPU)")
+        else:
+            y.add_argument("--device", choices=("cpu", "cuda", "rocm"), default="cpu",
+                           help="a GPU the finished task is then checked on, as `arena tasks check "
+                           "--drop-failing-drafts` does: the configs the importer drafted that the starting kernel "
+                           "fails there, or runs outside the timing window, are taken out (default cpu: the "
+                           "importer's own check on the CPU alone; its probes stay on the CPU)")
         y.set_defaults(fn=cmd_tasks_import)
     x = tsub.add_parser("check", help="the author's validator (baseline, degeneracy, timing window, solution)")
     x.add_argument("selector", nargs="?")
@@ -952,6 +967,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="reuse the verdicts of a run of the built-in agents "
         "(same files, same device) instead of evaluating again; repeatable",
     )
+    x.add_argument("--drop-failing-drafts", action="store_true",
+                   help="take out of each task the configs an importer drafted (marked DRAFT) that fail on their own "
+                        "(the starting kernel wrong there, or its time outside the window), and check again; the "
+                        "task's own configs are never taken out")
     x.set_defaults(fn=cmd_tasks_check)
 
     e = sub.add_parser("eval", help="run the gates on one kernel file")

@@ -117,6 +117,10 @@ _KIND = {
     Status.HARNESS_ERROR: "infra",
 }
 
+# How a config's message begins where it was never run: its candidate's process was lost at another config first
+# (the status is that loss's; ``arena.evaluation.trusted.process``)
+NOT_RUN = "not run:"
+
 # Flags that make a PASSED verdict count as a failure: its time cannot be trusted.
 SUSPICIOUS_FLAGS = ("above_roofline", "no_device_work")
 

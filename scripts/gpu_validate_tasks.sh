@@ -4,7 +4,8 @@
 # (WORKERS=N: N evaluations side by side on the GPU, default 1; TASKS_DIR=DIR: the tasks of another folder,
 # e.g. imported ones carried to the machine, whose baselines are then timed, as tasks with no solution need;
 # SPLITS=seen,heldout: the splits run, default seen,heldout,random; TIMING_CAP=S: the baselines' timing cap per config,
-# default 4 s; CHECK_JOBS=N: tasks whose reference checks run at once, default 8)
+# default 4 s; CHECK_JOBS=N: tasks whose reference checks run at once, default 8; DROP_DRAFTS=1: the check takes out
+# the importer's drafts that fail on their own and checks again, `arena tasks check --drop-failing-drafts`)
 # The built-in agents run once (baseline for correctness; solution and specialised timed, on
 # seen, held-out and random shapes) and `arena tasks check` reuses their verdicts, adding
 # the reference checks; OUTDIR gets check.md / check.json / records.jsonl.gz / the logs / time.txt.
@@ -31,7 +32,9 @@ python3 -m arena "${TD[@]}" run --agent solution,specialised --tasks "$SEL" --sp
   --device cuda --workers-per-gpu "$W" --quiet >> "$OUT/run.txt" 2>&1
 echo "solution,specialised exit $? after $(mins)" | tee -a "$OUT/time.txt"
 gzip -c "$RUN/records.jsonl" > "$OUT/records.jsonl.gz"
-python3 -m arena "${TD[@]}" tasks check "$SEL" --device cuda --from-run "$RUN" --jobs "${CHECK_JOBS:-8}" --json "$OUT/check.json" \
+FIT=()
+[ -z "${DROP_DRAFTS:-}" ] || FIT=(--drop-failing-drafts)
+python3 -m arena "${TD[@]}" tasks check "$SEL" --device cuda --from-run "$RUN" --jobs "${CHECK_JOBS:-8}" "${FIT[@]}" --json "$OUT/check.json" \
   --markdown "$OUT/check.md" > "$OUT/check.txt" 2>&1
 echo "tasks check exit $? after $(mins)" | tee -a "$OUT/time.txt"
 tail -n 60 "$OUT/check.txt"

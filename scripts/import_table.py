@@ -1,5 +1,6 @@
 """Import every problem of a suite's folders and tabulate what came out (on the CPU; a KernelBench import's own
-check on a GPU with --device cuda; an AKA task is every folder holding a config.yaml beneath the folders given):
+check on a GPU with --device cuda, an AKA import's finished task checked there, its failing drafts taken out; an
+AKA task is every folder holding a config.yaml beneath the folders given):
     python3 scripts/import_table.py kernelbench|aka FOLDER [FOLDER ...] --out TABLE.md [--jobs N] [--json ROWS.json]
         [--keep ROOT] [--resume] [--device cuda]
 Each problem is imported into a scratch task root (``arena tasks import``'s code), then: did it
@@ -36,6 +37,15 @@ def stubs(folder: Path) -> list[str]:
     return out
 
 
+def _gpu(device: str):
+    """The device an AKA import's finished task is checked on (`arena tasks import aka --device`): none on the CPU."""
+    if device == "cpu":
+        return None
+    from arena.devices import detect
+
+    return detect(device)
+
+
 def one(args: tuple[str, str, str, str]) -> dict:
     kind, path, keep, device = args
     t0 = time.perf_counter()
@@ -55,7 +65,7 @@ def one(args: tuple[str, str, str, str]) -> dict:
             if any((root / c / name).exists() for c in ("torch2hip", "hip2hip", "triton2triton")):
                 task_id = f"{name}_{index.group() if index else 2}"
         result = import_kernelbench(Path(path), root, task_id=task_id, device=device) if kind == "kernelbench" else \
-            import_aka(Path(path), root, task_id=task_id)
+            import_aka(Path(path), root, task_id=task_id, device=_gpu(device))
         row["imported"] = result.folder is not None and result.folder.is_dir()
         # the import's whole account, for the JSON rows (the table keeps the first open point)
         row["decisions"] = [*getattr(result, "check_problems", []), *getattr(result, "decisions", [])]
@@ -183,7 +193,9 @@ def main() -> int:
     ap.add_argument("--keep", default="", help="import into this task root and keep the folders (for `arena tasks "
                     "check --tasks-root` on a GPU); each problem goes to a scratch root otherwise")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="kernelbench: where each import's own "
-                    "check of its reference against the original runs (`arena tasks import kernelbench --device`)")
+                    "check of its reference against the original runs (`arena tasks import kernelbench --device`); "
+                    "aka: the GPU each finished task is checked on, its failing drafts taken out (`arena tasks "
+                    "import aka --device`)")
     ap.add_argument("--from-json", action="store_true", help="write the tables of the rows --json holds (an "
                     "interrupted run's), importing nothing")
     a = ap.parse_args()

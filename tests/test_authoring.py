@@ -9,6 +9,7 @@ import torch
 
 from arena.authoring.check import Evaluations, check_task, check_tasks
 from arena.devices import detect
+from arena.records import Status
 from arena.runner import run
 from arena.units import RunPlan
 
@@ -235,3 +236,192 @@ def test_a_task_whose_reference_checks_ran_out_of_device_memory_beside_others_is
     (hungry / "ran-out-once").unlink()
     (row,) = check_tasks([hungry], cpu, jobs=1)
     assert not row.ok and row.out_of_memory and row.problems[0].startswith("reference: OutOfMemoryError")
+
+
+def _four_blocks() -> str:
+    """The fixture's starting kernel launching 4 programs at most: right up to n = 4096, the rest of the output never
+    written."""
+    text = (FIX / "baseline.py").read_text()
+    grid = "[(triton.cdiv(n, BLOCK),)]"
+    assert grid in text
+    return text.replace(grid, "[(min(triton.cdiv(n, BLOCK), 4),)]")
+
+
+def _drafted(tmp_path, seen: str, heldout: str) -> Path:
+    """The axpy fixture with the four-block starting kernel and config files as an importer writes them (its drafts
+    marked DRAFT); read as compute-bound, so that the sizes' rule (a memory-bound task moves 100 MB somewhere) does not
+    fail it at these sizes."""
+    folder = _copy(tmp_path)
+    (folder / "baseline.py").write_text(_four_blocks())
+    yaml_path = folder / "task.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("bound: memory", "bound: compute"))
+    (folder / "configs" / "seen.yaml").write_text("# Seen configs. Entries marked DRAFT were drafted.\n" + seen)
+    (folder / "configs" / "heldout.yaml").write_text("# DRAFT held-out configs.\n" + heldout)
+    return folder
+
+
+def _names(folder: Path, split: str) -> list[str]:
+    import yaml
+
+    return [c["name"] for c in yaml.safe_load((folder / "configs" / f"{split}.yaml").read_text()) or []]
+
+
+def test_drafts_the_starting_kernel_fails_are_taken_out_and_the_task_checked_again(tmp_path):
+    """An importer's drafts are guesses the CPU's probes could not refute (here: sizes past the four blocks the
+    starting kernel launches). ``check_and_fit`` takes out those that fail on their own, keeps every other line of the
+    files, and checks the task again: the row is the last check's."""
+    from arena.authoring.check import check_and_fit
+
+    folder = _drafted(
+        tmp_path,
+        "- {name: s1, n: 3000}\n- {name: s2, n: 4000}\n"
+        "- {name: s3, n: 2048}   # DRAFT: grown from n 256\n- {name: draft-x2, n: 8000}   # DRAFT: n doubled\n",
+        "- {name: h1, n: 1037}\n- {name: draft-odd, n: 3001}   # DRAFT: odd\n"
+        "- {name: draft-prime, n: 2003}   # DRAFT: prime\n- {name: draft-scale-up, n: 6001}   # DRAFT: scaled up\n"
+        "- {name: draft-not-mult-8, n: 1001}   # DRAFT: not a multiple of 8\n")
+    cpu = detect("cpu")
+    assert not check_task(folder, cpu, splits=["seen", "heldout"]).ok
+    row = check_and_fit(folder, cpu, splits=["seen", "heldout"])
+    assert row.ok, row.problems
+    assert [d.split(":")[0] for d in row.dropped] == ["seen/draft-x2", "heldout/draft-scale-up"]
+    assert all("OUTPUT_UNWRITTEN" in d for d in row.dropped), row.dropped
+    assert _names(folder, "seen") == ["s1", "s2", "s3"]
+    assert _names(folder, "heldout") == ["h1", "draft-odd", "draft-prime", "draft-not-mult-8"]
+    text = (folder / "configs" / "heldout.yaml").read_text()
+    assert text.startswith("# DRAFT held-out configs.\n") and "# DRAFT: prime" in text
+
+
+def test_a_config_of_the_sources_own_is_never_taken_out(tmp_path):
+    """A failing config the importer did not draft (no DRAFT mark) stays, and the row fails on it; the drafts that
+    fail beside it are taken out still."""
+    from arena.authoring.check import check_and_fit
+
+    folder = _drafted(
+        tmp_path,
+        "- {name: s1, n: 3000}\n- {name: s2, n: 9000}\n- {name: s3, n: 2048}\n"
+        "- {name: draft-x2, n: 8000}   # DRAFT: n doubled\n",
+        "- {name: h1, n: 1037}\n- {name: h2, n: 3001}\n- {name: h3, n: 2003}\n- {name: h4, n: 1001}\n")
+    row = check_and_fit(folder, detect("cpu"), splits=["seen", "heldout"])
+    assert not row.ok
+    assert any(p.startswith("baseline seen: OUTPUT_UNWRITTEN") for p in row.problems), row.problems
+    assert [d.split(":")[0] for d in row.dropped] == ["seen/draft-x2"]
+    assert _names(folder, "seen") == ["s1", "s2", "s3"]
+
+
+def test_drafts_are_left_in_where_taking_them_out_would_leave_fewer_configs_than_the_rules_ask(tmp_path):
+    """Where the drafts left would be fewer than the rules ask (4 held-out), none is taken out: the row fails on the
+    configs themselves, and says which drafts failed and why they stay."""
+    from arena.authoring.check import check_and_fit
+
+    folder = _drafted(
+        tmp_path, "- {name: s1, n: 3000}\n- {name: s2, n: 4000}\n- {name: s3, n: 2048}\n",
+        "- {name: draft-odd, n: 3001}   # DRAFT: odd\n- {name: draft-prime, n: 2003}   # DRAFT: prime\n"
+        "- {name: draft-scale-up, n: 6001}   # DRAFT: scaled up\n- {name: draft-big, n: 9001}   # DRAFT: larger\n")
+    before = (folder / "configs" / "heldout.yaml").read_text()
+    row = check_and_fit(folder, detect("cpu"), splits=["seen", "heldout"])
+    assert not row.ok and row.dropped == []
+    assert any(p.startswith("baseline heldout: OUTPUT_UNWRITTEN") for p in row.problems), row.problems
+    assert any("heldout/draft-scale-up, heldout/draft-big) were left in: taking them out would leave 2 heldout "
+               "configs, fewer than the 4" in p for p in row.problems), row.problems
+    assert (folder / "configs" / "heldout.yaml").read_text() == before
+
+
+def test_a_starting_kernel_wrong_on_every_config_has_no_draft_taken_out(tmp_path):
+    """A kernel that fails every config is wrong as a whole, not at its sizes: nothing is taken out."""
+    from arena.authoring.check import check_and_fit
+
+    folder = _drafted(
+        tmp_path, "- {name: s1, n: 5000}\n- {name: s2, n: 6000}\n- {name: s3, n: 7000}\n"
+                  "- {name: draft-x2, n: 9000}   # DRAFT: doubled\n",
+        "- {name: h1, n: 5001}\n- {name: h2, n: 6003}\n- {name: h3, n: 7001}\n"
+        "- {name: draft-a, n: 9001}   # DRAFT: a\n")
+    row = check_and_fit(folder, detect("cpu"), splits=["seen", "heldout"])
+    assert not row.ok and row.dropped == []
+    assert _names(folder, "seen")[-1] == "draft-x2" and _names(folder, "heldout")[-1] == "draft-a"
+
+
+def test_a_config_never_run_or_a_death_its_split_shares_names_no_config():
+    """A timeout names its config only where it is its own: the configs after it, never run (their process was lost
+    at it), and configs that all say one death of their evaluation, are none of them a config's failure."""
+    from arena.authoring.check import CheckRow, failing_configs
+    from arena.records import NOT_RUN, ConfigResult, Verdict
+
+    def verdict(split, *configs):
+        return Verdict("triton2triton/axpy", "triton2triton", split, Status.TIMEOUT, {"origin": "baseline"}, {},
+                       configs=[ConfigResult(n, {}, Status[s], m) for n, s, m in configs])
+
+    lost = f"{NOT_RUN} the candidate process was killed after a call did not finish in time (at seen/c0)"
+    died = "no progress for the correctness time limit; the evaluation was killed"
+    row = CheckRow("triton2triton/axpy", verdicts=[
+        verdict("seen", ("c0", "PASSED", ""), ("draft-a", "TIMEOUT", "no progress within 120 s"),
+                ("draft-b", "TIMEOUT", lost)),
+        verdict("heldout", ("h0", "TIMEOUT", died), ("draft-c", "TIMEOUT", died)),
+    ])
+    assert list(failing_configs(row, detect("cpu"))) == [("seen", "draft-a")]
+
+
+def test_a_failure_of_the_whole_task_takes_out_no_draft(tmp_path):
+    """A starting kernel that fails everywhere (here it does not compile) names no config: nothing is taken out."""
+    from arena.authoring.check import check_and_fit
+
+    folder = _drafted(
+        tmp_path, "- {name: s1, n: 3000}\n- {name: s2, n: 4000}\n- {name: draft-x2, n: 2048}   # DRAFT: doubled\n",
+        "- {name: draft-odd, n: 3001}   # DRAFT: odd\n- {name: draft-prime, n: 2003}   # DRAFT: prime\n"
+        "- {name: draft-a, n: 1001}   # DRAFT: a\n- {name: draft-b, n: 1501}   # DRAFT: b\n")
+    before = {s: (folder / "configs" / f"{s}.yaml").read_text() for s in ("seen", "heldout")}
+    (folder / "baseline.py").write_text(_four_blocks().replace("def axpy(", "def axpy(:"))
+    row = check_and_fit(folder, detect("cpu"), splits=["seen", "heldout"])
+    assert not row.ok and row.dropped == []
+    assert {s: (folder / "configs" / f"{s}.yaml").read_text() for s in ("seen", "heldout")} == before
+
+
+def test_a_split_whose_every_config_is_taken_out_is_left_empty_for_the_rules_to_refuse(tmp_path):
+    from arena.authoring.drafts import drop_draft_configs
+    from arena.taskdef.loader import validate_task_dir
+
+    folder = _drafted(tmp_path, "- {name: s1, n: 3000}\n- {name: s2, n: 4000}\n- {name: s3, n: 2048}\n",
+                      "- {name: draft-a, n: 3001}   # DRAFT: a\n- {name: h2, n: 2003}\n")
+    assert drop_draft_configs(folder, "heldout", ["h2"]) == []          # not a draft: kept
+    assert drop_draft_configs(folder, "heldout", ["draft-a", "nothing"]) == ["draft-a"]
+    assert _names(folder, "heldout") == ["h2"]
+    assert drop_draft_configs(folder, "seen", ["s1"]) == []
+    (folder / "configs" / "heldout.yaml").write_text("# held-out\n- {name: draft-a, n: 3001}   # DRAFT: a\n")
+    assert drop_draft_configs(folder, "heldout", ["draft-a"]) == ["draft-a"]
+    assert _names(folder, "heldout") == []
+    assert any("should be non-empty" in str(e) for e in validate_task_dir(folder))
+
+
+def test_the_check_table_says_which_drafts_were_taken_out():
+    from arena.authoring.check import CheckRow
+    from arena.cli import check_markdown
+
+    row = CheckRow("triton2triton/axpy", dropped=["heldout/draft-big: OUTPUT_UNWRITTEN out: 10 of 20 never written"])
+    text = check_markdown([row], detect("cpu"))
+    assert "## Drafts dropped" in text and "- triton2triton/axpy: heldout/draft-big: OUTPUT_UNWRITTEN" in text
+
+
+def test_an_evaluation_that_died_at_one_config_names_that_config_alone():
+    """An evaluation killed at one config (its correctness ran past its limit) records the end there; the configs it
+    never reached, in its split and in the next (whose first config carries the end for the record), are said never
+    run (``NOT_RUN``, with where it stopped): ``failing_configs`` names the one config."""
+    from arena.authoring.check import CheckRow, failing_configs
+    from arena.evaluation.decision import assemble
+    from arena.evaluation.protocol import CorrectnessFrame, CorrectnessResult, StageFrame
+    from arena.records import NOT_RUN
+    from arena.taskdef.loader import load_task
+
+    task = load_task(FIX)
+    cfgs = {"seen": task.configs("seen"), "heldout": task.configs("heldout")}
+    first, stuck, never = (c.name for c in cfgs["seen"])
+    frames = [StageFrame(stage="correctness", split="seen", config=first),
+              CorrectnessFrame(split="seen", config=first, result=CorrectnessResult(status=Status.PASSED)),
+              StageFrame(stage="correctness", split="seen", config=stuck)]
+    exit_info = {"timed_out": "correctness", "returncode": -9, "log_tail": ""}
+    base = {"task_id": task.id, "category": task.category, "candidate": {"origin": "baseline"}, "device": {}}
+    seen, held = assemble(task, cfgs, frames, exit_info, base, {}, detect("cpu"))
+    by = {(v.split, c.name): c for v in (seen, held) for c in v.configs}
+    assert by[("seen", stuck)].status is Status.TIMEOUT and not by[("seen", stuck)].message.startswith(NOT_RUN)
+    assert by[("seen", never)].message == f"{NOT_RUN} the evaluation stopped earlier, at seen/{stuck}"
+    lead = by[("heldout", cfgs["heldout"][0].name)].message
+    assert lead.startswith(f"{NOT_RUN} the evaluation stopped at seen/{stuck}: ") and "correctness" in lead
+    assert list(failing_configs(CheckRow(task.id, verdicts=[seen, held]), detect("cpu"))) == [("seen", stuck)]

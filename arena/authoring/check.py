@@ -16,7 +16,7 @@ from arena.check.degeneracy import load_reference, reference_problems
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation.parent import Candidate, evaluate
-from arena.records import Status, Verdict
+from arena.records import NOT_RUN, Status, Verdict
 from arena.taskdef.loader import Task, load_task, validate_task_dir
 from arena.timing.stats import geomean
 
@@ -48,6 +48,9 @@ class CheckRow:
     verdicts: list[Verdict] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     out_of_memory: bool = False     # its reference checks ran out of device memory (beside other checks: again alone)
+    # the configs whose reference the degeneracy rules refused: (split, name) -> why (``failing_configs``)
+    refused: dict[tuple[str, str], str] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)   # "SPLIT/NAME: why" of the drafts ``check_and_fit`` dropped
 
     def fail(self, problem: str) -> None:
         self.ok = False
@@ -79,7 +82,10 @@ class Evaluations:
             self.recorded[(v.agent, v.task_id, v.split)] = v
         self.reused = 0
 
-    def get(self, task: Task, role: str, splits: list[str], *, timing: bool | None = None) -> list[Verdict]:
+    def get(self, task: Task, role: str, splits: list[str], *, timing: bool | None = None,
+            as_given: bool = False) -> list[Verdict]:
+        """``as_given``: the splits' configs run on this device whatever their sizes (the caller named them: a
+        test's small seen and held-out configs on the CPU), where the harness runs only smoke on a CPU."""
         cand = Candidate(task, task.kernel_file(role) if role != "baseline" else None, role)
         sha = cand.sha256()
         found = [self.recorded.get((role, task.id, s)) for s in splits]
@@ -91,7 +97,8 @@ class Evaluations:
         if usable:
             self.reused += len(found)
             return [v for v in found if v is not None]
-        return evaluate(task, cand, splits, self.device, timing=timing)
+        return evaluate(task, cand, {s: task.configs(s) for s in splits} if as_given else splits, self.device,
+                        timing=timing)
 
 
 def size_problems(task: Task) -> list[str]:
@@ -104,7 +111,11 @@ def size_problems(task: Task) -> list[str]:
         if most < MIN_BYTES_MEMORY_BOUND else []
 
 
-def check_task(folder: Path, device: Device, evaluations: Evaluations | None = None) -> CheckRow:
+def check_task(folder: Path, device: Device, evaluations: Evaluations | None = None,
+               splits: list[str] | None = None) -> CheckRow:
+    """One task's row. ``splits``: the splits its kernels run on, their configs as given on any device (default:
+    seen and held-out on a GPU, smoke on the CPU, whose interpreter is slow at a GPU's sizes)."""
+    as_given = splits is not None
     task_id = f"{folder.parent.name}/{folder.name}"
     row = CheckRow(task_id)
     errors = validate_task_dir(folder)
@@ -114,7 +125,7 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
             row.fail(str(e))
         return row
     task = load_task(folder)
-    splits = ["seen", "heldout"] if device.runs_kernels else ["smoke"]
+    splits = list(splits or (["seen", "heldout"] if device.runs_kernels else ["smoke"]))
     torch_device = device.torch_device
 
     # reference: non-degenerate, depends on every input
@@ -123,7 +134,10 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
         bad = []
         for split in splits:
             for c in task.configs(split):
-                bad += [f"{split}/{c.name}: {p}" for p in reference_problems(task, c, torch_device, ref)]
+                found = reference_problems(task, c, torch_device, ref)
+                bad += [f"{split}/{c.name}: {p}" for p in found]
+                if found:
+                    row.refused[(split, c.name)] = "; ".join(found)
         row.reference = "ok" if not bad else f"{len(bad)} problems"
         for p in bad:
             row.fail(p)
@@ -137,14 +151,14 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
 
     ev = evaluations or Evaluations(device)
     solution = task.kernel_file("solution")
-    base_verdicts = ev.get(task, "baseline", splits, timing=False if solution else None)
+    base_verdicts = ev.get(task, "baseline", splits, timing=False if solution else None, as_given=as_given)
     row.verdicts += base_verdicts
     row.baseline = _summary(base_verdicts)
     for v in base_verdicts:
         if not _acceptable(v, device):
             row.fail(f"baseline {v.split}: {v.status.value} {v.message[:300]}")
 
-    timed = ev.get(task, "solution", splits) if solution else base_verdicts
+    timed = ev.get(task, "solution", splits, as_given=as_given) if solution else base_verdicts
     if solution:
         row.verdicts += timed
     if device.runs_kernels:
@@ -170,7 +184,7 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
 
     special = task.kernel_file("specialised")
     if special:
-        sv = ev.get(task, "specialised", splits)
+        sv = ev.get(task, "specialised", splits, as_given=as_given)
         row.verdicts += sv
         row.specialised = _summary(sv)
         by_split = {v.split: v for v in sv}
@@ -184,6 +198,89 @@ def check_task(folder: Path, device: Device, evaluations: Evaluations | None = N
                 row.fail(f"specialised is not faster on seen ({seen.speedup:.2f}x)")
         elif not all(_acceptable(v, device) or v.status.kind == "incorrect" for v in sv):
             row.fail("specialised: " + "; ".join(f"{v.split} {v.status.value}" for v in sv))
+    return row
+
+
+# how many times ``check_and_fit`` drops drafts and checks again: the first check shows the configs the starting
+# kernel computes wrong (a split that fails is not timed), the second times the rest, the third confirms
+FIT_ROUNDS = 3
+
+
+def failing_configs(row: CheckRow, device: Device) -> dict[tuple[str, str], str]:
+    """The configs a check's row shows failing on their own, (split, name) -> why: a reference the degeneracy rules
+    refuse there, the starting kernel's wrong outputs there (incorrect: each config is compared apart), an error or
+    a timeout there that no other config shares (a config never run, its process lost at another, is not one; nor
+    are configs that all say the one death of their evaluation), and, on a GPU, a baseline time
+    outside the timing window. A failure of the whole task (a compile error, a forbidden call, the sizes' rules)
+    names no config."""
+    out = dict(row.refused)
+    base = [(v.split, c) for v in row.verdicts if "baseline" in (v.agent, v.candidate.get("origin")) for c in v.configs]
+    for split, c in base:
+        if c.status is Status.PASSED or c.message.startswith(NOT_RUN):
+            continue
+        alone = c.status.kind in ("runtime", "timeout") and not any(
+            o is not c and o.status is c.status and o.message == c.message for _, o in base)
+        if c.status.kind == "incorrect" or alone:
+            out.setdefault((split, c.name), f"{c.status.value} {c.message[:200]}".strip())
+    if device.runs_kernels:
+        for v in row.verdicts:
+            for c in v.configs:
+                t = c.baseline.median_us if c.baseline else None
+                if t is not None and not WINDOW_US[0] <= t <= WINDOW_US[1]:
+                    out.setdefault((v.split, c.name), f"baseline time {t:.1f} us, outside {WINDOW_US[0]:g}-"
+                                                      f"{WINDOW_US[1]:g} us")
+    return out
+
+
+def _droppable(folder: Path, row: CheckRow, device: Device) -> tuple[dict[str, list[str]], str]:
+    """The drafts ``check_and_fit`` may take out of the folder after ``row``, by split, or none and why not: only
+    where some config of the task passed (a kernel that fails every config is wrong as a whole, not at its sizes),
+    and only where each split keeps the configs the rules ask for (3 seen, 4 held-out)."""
+    from arena.authoring.drafts import draft_config_names
+    from arena.taskdef.loader import MIN_HELDOUT, MIN_SEEN
+
+    failing = failing_configs(row, device)
+    if not failing or not any(c.status is Status.PASSED for v in row.verdicts for c in v.configs):
+        return {}, ""
+    out: dict[str, list[str]] = {}
+    for split, least in (("seen", MIN_SEEN), ("heldout", MIN_HELDOUT)):
+        names, drafts = draft_config_names(folder, split)
+        take = [n for n in drafts if (split, n) in failing]
+        if take and len(names) - len(take) < least:
+            return {}, (f"the drafts that fail on their own ({', '.join(f'{split}/{n}' for n in take)}) were left in: "
+                        f"taking them out would leave {len(names) - len(take)} {split} configs, fewer than the "
+                        f"{least} the rules ask for")
+        if take:
+            out[split] = take
+    return out, ""
+
+
+def check_and_fit(folder: Path, device: Device, evaluations: Evaluations | None = None,
+                  splits: list[str] | None = None) -> CheckRow:
+    """``check_task``, and where configs fail on their own (``failing_configs``), those the importer drafted (marked
+    DRAFT in the config files: its held-out drafts, the cases it grew) taken out of the folder and the task checked
+    again, up to ``FIT_ROUNDS`` times: what an importer can only guess on the CPU (a size the interpreter dies
+    under, a tensor core's rounding over a long sum, a time below the window), the device shows. A config of the
+    source's own is never taken out: its failure stays the row's. Nothing is taken out where no config passed, or
+    where a split would be left with fewer configs than the rules ask (the row says which drafts failed). The row
+    of the last check is returned, with the drafts taken out (``dropped``)."""
+    from arena.authoring.drafts import drop_draft_configs
+
+    dropped: list[str] = []
+    for rounds in range(FIT_ROUNDS + 1):
+        row = check_task(folder, device, evaluations, splits=splits)
+        if row.ok or rounds == FIT_ROUNDS:
+            break
+        take, why_not = _droppable(folder, row, device)
+        if why_not:
+            row.fail(why_not)
+        failing = failing_configs(row, device)
+        out = [f"{split}/{name}: {failing[(split, name)]}" for split, names in take.items()
+               for name in drop_draft_configs(folder, split, names)]
+        if not out:
+            break
+        dropped += out
+    row.dropped = dropped
     return row
 
 
@@ -229,11 +326,12 @@ def near_roofline(verdicts: list[Verdict]) -> list[str]:
     return out
 
 
-def _check_recorded(folder: Path, device: Device, recorded: list[Verdict]) -> CheckRow:
-    """``check_task`` of one folder with the verdicts recorded for it (a worker's call of ``check_tasks``); the
-    device memory its reference checks cached given back after it, for the next folder or the processes beside."""
+def _check_recorded(folder: Path, device: Device, recorded: list[Verdict], fit: bool = False) -> CheckRow:
+    """``check_task`` of one folder with the verdicts recorded for it (a worker's call of ``check_tasks``; ``fit``:
+    ``check_and_fit``); the device memory its reference checks cached given back after it, for the next folder or
+    the processes beside."""
     try:
-        return check_task(folder, device, Evaluations(device, recorded))
+        return (check_and_fit if fit else check_task)(folder, device, Evaluations(device, recorded))
     except ArenaError as exc:
         row = CheckRow(f"{folder.parent.name}/{folder.name}")
         row.fail(str(exc))
@@ -246,16 +344,17 @@ def _check_recorded(folder: Path, device: Device, recorded: list[Verdict]) -> Ch
 
 
 def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iterable[Verdict] = (),
-                jobs: int = 1) -> list[CheckRow]:
+                jobs: int = 1, fit: bool = False) -> list[CheckRow]:
     """Check every folder; ``recorded`` verdicts (a run of the built-in agents) are reused. ``jobs`` > 1: that many
     folders at once, each in a process of its own (their reference checks side by side on the device; an evaluation
     made here, not reused, shares the device too, as ``arena run --workers-per-gpu`` does); ``on_row`` is called as
-    each is finished, the rows are returned in the folders' order."""
+    each is finished, the rows are returned in the folders' order. ``fit``: each folder through ``check_and_fit``
+    (the drafts its starting kernel fails taken out of it)."""
     recorded = list(recorded)
     if jobs <= 1 or len(folders) <= 1:
         rows = []
         for f in folders:
-            row = _check_recorded(f, device, recorded)
+            row = _check_recorded(f, device, recorded, fit)
             rows.append(row)
             if on_row:
                 on_row(row)
@@ -275,7 +374,7 @@ def check_tasks(folders: list[Path], device: Device, on_row=None, recorded: Iter
     def run(indices: list[int], workers: int) -> None:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:
-            futures = {pool.submit(_check_recorded, folders[i], device, own(folders[i])): i for i in indices}
+            futures = {pool.submit(_check_recorded, folders[i], device, own(folders[i]), fit): i for i in indices}
             for fut in as_completed(futures):
                 i = futures[fut]
                 try:

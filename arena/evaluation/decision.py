@@ -28,7 +28,7 @@ from arena.evaluation.protocol import (
     SplitDoneFrame,
     StageFrame,
 )
-from arena.records import ConfigResult, SideTiming, Status, Verdict
+from arena.records import NOT_RUN, ConfigResult, SideTiming, Status, Verdict
 from arena.taskdef.loader import Config, Task
 from arena.timing import stats
 
@@ -232,10 +232,16 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             got = results[split].get(c.name)
             interrupted = split not in finished_splits and end_status is not None
             if got is None:
-                here = (last_stage is not None and last_stage.config == c.name) or not crs
+                # the config the evaluation stopped at has its end; so, for the record, has the first config of a
+                # split it never reached, said as never run (``NOT_RUN``) where the end came at another config
+                at = f"{last_stage.split}/{last_stage.config}" if last_stage is not None and last_stage.config else ""
+                exact = at == f"{split}/{c.name}"
+                here = exact or not crs
+                message = end_msg if exact or (here and not at) else (
+                    f"{NOT_RUN} the evaluation stopped at {at}: {end_msg}" if here
+                    else f"{NOT_RUN} the evaluation stopped earlier" + (f", at {at}" if at else ""))
                 cr = ConfigResult(c.name, dict(c.params), end_status or Status.HARNESS_ERROR,
-                                  message=end_msg if here else "not reached: the evaluation stopped earlier",
-                                  traceback=list(end_tb) if here else [])
+                                  message=message, traceback=list(end_tb) if here else [])
             else:
                 cr = got
                 if interrupted and end_status is not None and cr.status is Status.PASSED and \

@@ -3160,9 +3160,11 @@ def translate_torch_host(
 
 
 @on_one_thread
-def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | None = None) -> ImportResult:
+def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | None = None,
+               device: Any = None) -> ImportResult:
     """An AgentKernelArena-style task folder -> a triton2triton or hip2hip task folder under
-    ``root`` (default: the repository's tasks/), the kernel kept as written."""
+    ``root`` (default: the repository's tasks/), the kernel kept as written. ``device``: a GPU the finished task
+    is then checked on, the drafts its starting kernel fails there taken out (``finish_draft``)."""
     aka = AkaFolder.read(Path(path))
     category, name = resolve_task_id(task_id, aka.folder.name, ("triton2triton", "hip2hip"))
     if category is not None and category != aka.category:
@@ -3195,7 +3197,7 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
                 f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
                 "its shapes with the configs"
             )
-        return finish_draft(d, Path(root) if root else None, aka.folder, check)
+        return finish_draft(d, Path(root) if root else None, aka.folder, check, device=device)
 
 
 def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:

@@ -1628,10 +1628,13 @@ def size_rule_problems(folder: Path) -> list[str]:
 
 
 def finish_draft(d: Draft, root: Path | None, source: Path,
-            self_check: Callable[[Path], tuple[list[str], list[str]]] | None = None) -> ImportResult:
+            self_check: Callable[[Path], tuple[list[str], list[str]]] | None = None,
+            device: Any = None) -> ImportResult:
     """Write the folder, validate it as `arena tasks validate` does and, where it validates,
     run the importer's own check (what passed, and what the author must look at; a check may
-    also add to the draft's decisions what it decided, which is no problem of the import)."""
+    also add to the draft's decisions what it decided, which is no problem of the import). ``device`` (an
+    ``arena.devices.Device`` that runs kernels): where the import is complete and its own check found nothing, the
+    task is then checked there as `arena tasks check --drop-failing-drafts` does (``check_and_fit``)."""
     root = Path(root) if root is not None else DEFAULT_TASKS_DIR
     folder = write_draft(d, root)
     problems = validate_task_dir(folder)
@@ -1645,6 +1648,20 @@ def finish_draft(d: Draft, root: Path | None, source: Path,
         found = found + size_rule_problems(folder) if not problems else found
         check_problems = list(found)
     decisions = list(d.decisions) + found
+    if device is not None and device.runs_kernels and not problems and not check_problems:
+        from arena.authoring.check import check_and_fit
+
+        row = check_and_fit(folder, device)
+        where = f"{device.kind} ({device.name})"
+        if row.dropped:
+            decisions.append(f"on {where}, {len(row.dropped)} of the drafted configs failed on their own and were "
+                             "taken out (`arena tasks check --drop-failing-drafts`): " + "; ".join(row.dropped))
+        if row.ok:
+            checks.append(f"`arena tasks check` on {where}: ok ({row.baseline}; baseline {row.window_us} us)")
+        else:
+            check_problems += [f"`arena tasks check` on {where}: {p}" for p in row.problems]
+            decisions += check_problems
+        problems = validate_task_dir(folder)
     decisions.append(f"then: `arena tasks check {d.id} --device cpu`, and on a GPU `arena tasks check {d.id} "
                      "--device cuda` (timing window, degeneracy on every split)")
     return ImportResult(folder, source, problems, decisions, checks, check_problems)

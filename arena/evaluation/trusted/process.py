@@ -54,7 +54,7 @@ from arena.evaluation.protocol import (
 from arena.evaluation.sides import Side
 from arena.evaluation.trusted.calls import MESSAGE_CHARS, CandidateHandle, SharedSet
 from arena.evaluation.trusted.correctness import GateFailure, check_config, out_of_memory, task_failure
-from arena.records import Status
+from arena.records import NOT_RUN, Status
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
 MEASURE_SEED = 0     # the inputs of a reference run made only to measure its working memory (``reference_bytes``)
@@ -681,7 +681,7 @@ class Evaluation:
         f = self.fatal
         assert f is not None
         why = f": {f.message[:MESSAGE_CHARS // 2]}" if f.message else ""
-        return CorrectnessResult(status=f.status, message=f"not run: {_why_gone(f)} {where}{why}")
+        return CorrectnessResult(status=f.status, message=f"{NOT_RUN} {_why_gone(f)} {where}{why}")
 
     def run_split(self, split: dict[str, Any]) -> None:
         from arena.taskdef.loader import Config
