@@ -232,8 +232,10 @@ def failing_configs(row: CheckRow, device: Device) -> dict[tuple[str, str], str]
     return out
 
 
-def _droppable(folder: Path, row: CheckRow, device: Device) -> tuple[dict[str, list[str]], str]:
-    """The drafts ``check_and_fit`` may take out of the folder after ``row``, by split, or none and why not: only
+def _droppable(folder: Path, row: CheckRow,
+               device: Device) -> tuple[dict[str, list[str]], str, dict[tuple[str, str], str]]:
+    """The drafts ``check_and_fit`` may take out of the folder after ``row``, by split, or none and why not, with the
+    row's ``failing_configs``: only
     where some config of the task passed (a kernel that fails every config is wrong as a whole, not at its sizes),
     and only where each split keeps the configs the rules ask for (3 seen, 4 held-out)."""
     from arena.authoring.drafts import draft_config_names
@@ -241,7 +243,7 @@ def _droppable(folder: Path, row: CheckRow, device: Device) -> tuple[dict[str, l
 
     failing = failing_configs(row, device)
     if not failing or not any(c.status is Status.PASSED for v in row.verdicts for c in v.configs):
-        return {}, ""
+        return {}, "", failing
     out: dict[str, list[str]] = {}
     for split, least in (("seen", MIN_SEEN), ("heldout", MIN_HELDOUT)):
         names, drafts = draft_config_names(folder, split)
@@ -249,10 +251,10 @@ def _droppable(folder: Path, row: CheckRow, device: Device) -> tuple[dict[str, l
         if take and len(names) - len(take) < least:
             return {}, (f"the drafts that fail on their own ({', '.join(f'{split}/{n}' for n in take)}) were left in: "
                         f"taking them out would leave {len(names) - len(take)} {split} configs, fewer than the "
-                        f"{least} the rules ask for")
+                        f"{least} the rules ask for"), failing
         if take:
             out[split] = take
-    return out, ""
+    return out, "", failing
 
 
 def check_and_fit(folder: Path, device: Device, evaluations: Evaluations | None = None,
@@ -271,10 +273,9 @@ def check_and_fit(folder: Path, device: Device, evaluations: Evaluations | None 
         row = check_task(folder, device, evaluations, splits=splits)
         if row.ok or rounds == FIT_ROUNDS:
             break
-        take, why_not = _droppable(folder, row, device)
+        take, why_not, failing = _droppable(folder, row, device)
         if why_not:
             row.fail(why_not)
-        failing = failing_configs(row, device)
         out = [f"{split}/{name}: {failing[(split, name)]}" for split, names in take.items()
                for name in drop_draft_configs(folder, split, names)]
         if not out:
