@@ -236,10 +236,7 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
             device = "cuda"         # ROCm's torch names its GPUs cuda too
         result = import_kernelbench(Path(args.path), out, task_id=args.id, device=device)
     else:
-        from arena.devices import detect
-
-        gpu = detect(args.device) if args.device != "cpu" else None
-        result = import_aka(Path(args.path), out, task_id=args.id, device=gpu)
+        result = import_aka(Path(args.path), out, task_id=args.id, device=args.device)
     console.print(result.report(), markup=False, highlight=False, soft_wrap=True)
     return 0 if result.ok else 1
 

@@ -37,15 +37,6 @@ def stubs(folder: Path) -> list[str]:
     return out
 
 
-def _gpu(device: str):
-    """The device an AKA import's finished task is checked on (`arena tasks import aka --device`): none on the CPU."""
-    if device == "cpu":
-        return None
-    from arena.devices import detect
-
-    return detect(device)
-
-
 def one(args: tuple[str, str, str, str]) -> dict:
     kind, path, keep, device = args
     t0 = time.perf_counter()
@@ -65,7 +56,7 @@ def one(args: tuple[str, str, str, str]) -> dict:
             if any((root / c / name).exists() for c in ("torch2hip", "hip2hip", "triton2triton")):
                 task_id = f"{name}_{index.group() if index else 2}"
         result = import_kernelbench(Path(path), root, task_id=task_id, device=device) if kind == "kernelbench" else \
-            import_aka(Path(path), root, task_id=task_id, device=_gpu(device))
+            import_aka(Path(path), root, task_id=task_id, device=device)
         row["imported"] = result.folder is not None and result.folder.is_dir()
         # the import's whole account, for the JSON rows (the table keeps the first open point)
         row["decisions"] = [*getattr(result, "check_problems", []), *getattr(result, "decisions", [])]

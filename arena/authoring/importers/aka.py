@@ -3161,10 +3161,16 @@ def translate_torch_host(
 
 @on_one_thread
 def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | None = None,
-               device: Any = None) -> ImportResult:
+               device: str = "cpu") -> ImportResult:
     """An AgentKernelArena-style task folder -> a triton2triton or hip2hip task folder under
-    ``root`` (default: the repository's tasks/), the kernel kept as written. ``device``: a GPU the finished task
-    is then checked on, the drafts its starting kernel fails there taken out (``finish_draft``)."""
+    ``root`` (default: the repository's tasks/), the kernel kept as written. ``device`` ("cuda" or "rocm"): a GPU
+    the finished task is then checked on, the drafts its starting kernel fails there taken out (``finish_draft``);
+    "cpu": none."""
+    gpu = None
+    if device != "cpu":
+        from arena.devices import detect
+
+        gpu = detect(device)     # a GPU this machine does not have: one line that says so, before the import
     aka = AkaFolder.read(Path(path))
     category, name = resolve_task_id(task_id, aka.folder.name, ("triton2triton", "hip2hip"))
     if category is not None and category != aka.category:
@@ -3197,7 +3203,7 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
                 f"{w.relative_to(aka.folder)} describes workloads the importer does not read: compare "
                 "its shapes with the configs"
             )
-        return finish_draft(d, Path(root) if root else None, aka.folder, check, device=device)
+        return finish_draft(d, Path(root) if root else None, aka.folder, check, device=gpu)
 
 
 def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
