@@ -662,3 +662,239 @@ def test_a_config_that_ran_out_of_memory_is_tried_once_more_with_the_cache_given
         correctness, "_check_once", lambda ev, config: CorrectnessResult(status=Status.RUNTIME_ERROR, message=oom)
     )
     assert correctness.check_config(ev, "a").status is Status.RUNTIME_ERROR
+
+
+def _logged_wait(log: list):
+    import contextlib
+
+    @contextlib.contextmanager
+    def wait():
+        log.append("wait")
+        try:
+            yield
+        finally:
+            log.append("in")
+
+    return wait
+
+
+def test_only_a_wait_for_another_evaluation_runs_in_the_wait_context():
+    """Sections that can be had at once never enter the lock's wait context; one behind another
+    evaluation's section (a shared one behind a timed round, a timed round behind work still
+    inside, a timed round behind another) waits in it; ``counted`` waits outside it."""
+    log: list = []
+    lock, other = _lock(), _lock()
+    lock.wait = _logged_wait(log)
+    with lock.shared("call"):
+        with lock.shared():
+            pass
+    with lock.exclusive():
+        pass
+    with lock.shared():
+        assert lock.alone_inside()
+        lock.share_again()
+    assert log == [], "nothing was in the way"
+    for mine, theirs in ((lock.shared, other.exclusive), (lock.exclusive, other.shared),
+                         (lock.exclusive, other.exclusive)):
+        log.clear()
+        held, release, done = threading.Event(), threading.Event(), threading.Event()
+
+        def hold(theirs=theirs, held=held, release=release):
+            with theirs():
+                held.set()
+                release.wait(60)
+
+        def enter(mine=mine, done=done):
+            with mine():
+                done.set()
+
+        t = threading.Thread(target=hold)
+        t.start()
+        assert held.wait(60)
+        u = threading.Thread(target=enter)
+        u.start()
+        _until(lambda: log == ["wait"])
+        assert not done.is_set()
+        release.set()
+        t.join(60)
+        u.join(60)
+        assert done.is_set() and log == ["wait", "in"], (mine, theirs)
+    log.clear()
+    done = threading.Event()
+
+    def counted():
+        with lock.counted(), lock.shared():
+            done.set()
+
+    with other.exclusive():
+        u = threading.Thread(target=counted)
+        u.start()
+        _until(lambda: sum(_waiters(f) for f in _files()) > 0)
+    u.join(60)
+    assert done.is_set() and log == [] and lock.waited_s > 0
+
+
+def _stages(lock, limits, log=None):
+    """The trusted process's own stage keeping (``Evaluation.stage``, ``Evaluation.waiting``) on a
+    stand-in evaluation, its lock waiting in it as the worker's does."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    from arena.evaluation.trusted.process import Evaluation
+
+    ev = SimpleNamespace(gpu_lock=lock, timeouts=limits, deadline=None, _waiting=False, sent=[], stage_name="load",
+                         stage_limit=0.0, check_device_memory=lambda where: None)
+
+    def send(frame):
+        ev.sent.append(frame)
+        if log is not None:
+            log.append(("frame", frame.stage))
+
+    ev.send = send
+    ev.stage = partial(Evaluation.stage, ev)
+    ev.waiting = partial(Evaluation.waiting, ev)
+    lock.wait = ev.waiting
+    return ev
+
+
+def test_a_wait_for_another_evaluation_is_no_stage_s_time_and_the_stage_resumes_with_what_it_had_left():
+    """A request to the candidate whose section waits behind another evaluation's timed round
+    for longer than the stage's limit: the parent hears of the wait (``waiting``) and of the
+    stage resumed with the time it had left, and the request gets that time, not a deadline
+    that passed while the candidate's process had no request to serve."""
+    from arena.evaluation.protocol import WAITING_STAGE, AckReply
+    from arena.evaluation.trusted.calls import CandidateHandle
+
+    lock, other = _lock(), _lock()
+    ev = _stages(lock, {"correctness_s": 0.5, "load_s": 0.5})
+    left: list = []
+
+    class Peer:
+        def request(self, frame, deadline, on_notice):
+            left.append(deadline() - time.monotonic())
+            return AckReply()
+
+    candidate = CandidateHandle(ev, Peer())
+    ev.stage("correctness", "seen", "c0")
+    with other.exclusive():
+        t = threading.Thread(target=candidate.release, args=([1],))
+        t.start()
+        _until(lambda: sum(_waiters(f) for f in _files()) > 0)
+        time.sleep(0.8)          # past the stage's limit
+    t.join(60)
+    assert len(left) == 1 and 0.3 < left[0] <= 0.5, left
+    assert [(f.stage, f.split, f.config) for f in ev.sent] == [("correctness", "seen", "c0"),
+                                                               (WAITING_STAGE, "seen", "c0"),
+                                                               ("correctness", "seen", "c0")]
+    assert ev.sent[0].left_s == 0.0 and 0.3 < ev.sent[2].left_s <= 0.5
+    assert lock.waited_s >= 0.8
+
+
+def _tuning_wait(kind: str) -> tuple[list, float, GpuLock]:
+    """A request whose call's autotuner asks for the GPU alone while another evaluation's work is
+    inside for longer than the stage's limit, through a handle of ``kind``: what happened in
+    order (frames to the parent, pauses of the process), and the time the request had left
+    once it had the GPU alone."""
+    from arena.evaluation.protocol import AckReply, ReleaseRequest, TuningNotice
+    from arena.evaluation.trusted.calls import CandidateHandle
+
+    lock, other = _lock(), _lock()
+    log: list = []
+    ev = _stages(lock, {"correctness_s": 0.5, "load_s": 0.5}, log)
+    left: list = []
+
+    class Peer:
+        def pause(self, stop):
+            if kind == "unstoppable":
+                return "the harness may not signal the candidate process"
+            log.append(("pause", stop))
+            return ""
+
+        def request(self, frame, deadline, on_notice):
+            inside = threading.Event()
+
+            def read():
+                with other.shared():
+                    inside.set()
+                    time.sleep(0.8)   # another evaluation's work, past the stage's limit
+
+            t = threading.Thread(target=read)
+            t.start()
+            assert inside.wait(60)
+            on_notice(TuningNotice(on=True))
+            left.append(deadline() - time.monotonic())
+            on_notice(TuningNotice(on=False))
+            t.join(60)
+            return AckReply()
+
+    handle = CandidateHandle(ev, Peer(), harness=kind == "harness")
+    ev.stage("correctness", "seen", "c0")
+    handle.request(ReleaseRequest(slots=[1]), AckReply)
+    return log, left[0], lock
+
+
+def test_an_autotuner_s_wait_for_the_gpu_alone_stops_the_candidate_s_process_or_counts():
+    """The wait of a tuning inside a request the candidate's process is serving (its notice
+    waits for the answer, its other threads need not): that process is stopped through it
+    (SIGSTOP), so the wait is no stage's time; one that cannot be stopped has the wait counted.
+    The replay process, running the harness's code, is not stopped and its wait is not counted."""
+    from arena.evaluation.protocol import WAITING_STAGE
+
+    log, left, lock = _tuning_wait("candidate")
+    assert lock.exclusive_n == 1 and lock.waited_s >= 0.5
+    assert log[:5] == [("frame", "correctness"), ("pause", True), ("frame", WAITING_STAGE), ("frame", "correctness"),
+                       ("pause", False)], log
+    assert 0.3 < left <= 0.5
+    log, left, lock = _tuning_wait("unstoppable")
+    assert lock.exclusive_n == 1 and lock.waited_s >= 0.5
+    assert log == [("frame", "correctness")] and left < 0, "a process that runs on has the wait counted"
+    log, left, lock = _tuning_wait("harness")
+    assert lock.exclusive_n == 1 and lock.waited_s >= 0.5
+    assert log[:3] == [("frame", "correctness"), ("frame", WAITING_STAGE), ("frame", "correctness")]
+    assert not any(e[0] == "pause" for e in log) and 0.3 < left <= 0.5
+
+
+def test_an_evaluation_waiting_longer_than_its_stage_s_limit_for_another_s_timed_round_passes(monkeypatch):
+    """End to end: an evaluation whose correctness check waits for another evaluation's timed
+    round three times as long as the stage's limit still passes, and the parent heard it wait
+    there (before, such a wait ended as the candidate's TIMEOUT)."""
+    import dataclasses
+
+    import arena.evaluation.parent as parent
+
+    monkeypatch.setattr(parent, "WAIT_NOTE_S", 0.05)     # the parent's notes of silence name the stage
+    task = load_task(AXPY)
+    task = dataclasses.replace(task, timeouts={"correctness_s": 2.0})
+    device = _CpuWithLock(**detect("cpu").to_dict())
+    timer = _lock("cuda-GPU-stand-in")
+    configs = [dataclasses.replace(c, name=f"{c.name}{i}", index=i) for i, c in
+               enumerate(task.configs("smoke") * 4)]
+    notes: list = []
+    checking, grabbed, release = threading.Event(), threading.Event(), threading.Event()
+
+    def note(message):
+        notes.append(message)
+        if message.startswith("correctness of smoke/"):
+            checking.set()
+
+    def hold():
+        assert checking.wait(240)
+        with timer.exclusive():      # another evaluation's timed round, begun while this one checks
+            grabbed.set()
+            release.wait(240)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    out = {}
+    u = threading.Thread(target=lambda: out.setdefault("v", evaluate(
+        task, Candidate(task, None, "baseline"), {"smoke": configs}, device, timing=False, on_wait=note)))
+    u.start()
+    assert grabbed.wait(240)
+    _until(lambda: any(n.startswith("waiting of smoke/") for n in notes), 240)
+    time.sleep(6.0)                   # three times the stage's limit
+    release.set()
+    t.join(60)
+    u.join(300)
+    (v,) = out["v"]
+    assert v.status is Status.PASSED, v.message
+    assert v.phases["lock_wait_s"] >= 6.0

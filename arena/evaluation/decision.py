@@ -201,9 +201,10 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
     # how the trusted process ended, for whatever it did not finish
     end_status: Status | None = None
     end_msg, end_tb = "", []
-    if exit_info["timed_out"] == WAITING_STAGE:     # other evaluations held the GPU's memory: not the candidate's
+    if exit_info["timed_out"] == WAITING_STAGE:     # other evaluations held the GPU: not the candidate's
         end_status = Status.HARNESS_ERROR
-        end_msg = "waited longer than its limit for room in the GPU's memory; the evaluation was killed"
+        end_msg = "waited longer than its limit for other evaluations (room in the GPU's memory or the GPU's " \
+                  "lock); the evaluation was killed"
     elif exit_info["timed_out"]:
         end_status = Status.TIMEOUT
         end_msg = f"no progress for the {exit_info['timed_out']} time limit; the evaluation was killed"

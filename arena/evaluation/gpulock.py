@@ -18,7 +18,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 def lock_dir() -> Path:
@@ -65,7 +65,12 @@ class GpuLock:
     The parent opens the files for each evaluation (``open_fds``: every worker gets its own open
     file description, since ``flock`` locks held through one description do not exclude each
     other) and hands the descriptors to the worker, whose sandbox could not open them. Separate
-    ``arena run`` processes on one machine use the same files, so they coordinate too."""
+    ``arena run`` processes on one machine use the same files, so they coordinate too.
+
+    ``wait``, if set, is the context a wait runs in: entered only where the lock cannot be had
+    at once (the evaluation's: no stage's time limit runs meanwhile,
+    ``arena.evaluation.trusted.process.Evaluation.waiting``). ``counted()`` leaves it out for the
+    waits of a block: those that run while a process the harness cannot stop goes on."""
 
     def __init__(self, turnstile_fd: int | None, rw_fd: int | None, *, window_s: float = 0.1,
                  backoff_max_s: float = 0.4, patience_s: float = 2.0):
@@ -91,17 +96,50 @@ class GpuLock:
         self._off_since = 0.0
         self._alone_since = 0.0
         self._raised = False     # a shared section taken exclusive (``alone_inside``)
+        self.wait: Callable[[], contextlib.AbstractContextManager] | None = None
+        self._counted = False
 
     @property
     def active(self) -> bool:
         return self.turnstile is not None and self.rw is not None
 
+    @contextlib.contextmanager
+    def counted(self) -> Iterator[None]:
+        """The waits of the block run in no ``wait`` context: their time is the stage's."""
+        was, self._counted = self._counted, True
+        try:
+            yield
+        finally:
+            self._counted = was
+
+    def _blocked(self) -> contextlib.AbstractContextManager:
+        """The context of a wait that could not be avoided."""
+        return self.wait() if self.wait is not None and not self._counted else contextlib.nullcontext()
+
+    @staticmethod
+    def _now(fd: int, op: int) -> bool:
+        """``flock`` if it can be had at once."""
+        try:
+            fcntl.flock(fd, op | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
     def _enter_shared(self, queue: bool = True) -> None:
         t0 = time.monotonic()
-        if queue:
-            fcntl.flock(self.turnstile, fcntl.LOCK_EX)   # behind any waiting writer
-            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
-        fcntl.flock(self.rw, fcntl.LOCK_SH)           # never beside a writer that holds it
+        # behind any waiting writer (the turnstile), never beside one that holds it (rw); at once where nothing is in
+        # the way, else in the wait's context
+        if queue and not self._now(self.turnstile, fcntl.LOCK_EX):
+            with self._blocked():
+                fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+                fcntl.flock(self.rw, fcntl.LOCK_SH)
+        else:
+            if queue:
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+            if not self._now(self.rw, fcntl.LOCK_SH):
+                with self._blocked():
+                    fcntl.flock(self.rw, fcntl.LOCK_SH)
         self._since = time.monotonic()
         self.waited_s += self._since - t0
         self.shared_n += 1
@@ -210,17 +248,29 @@ class GpuLock:
     def _take_exclusive(self) -> None:
         t0 = time.monotonic()
         tries = 0
-        while not self._try_exclusive():
-            tries += 1
+        if not self._try_exclusive(at_once=True):    # another writer in the way, or readers that stayed in
+            with self._blocked():
+                tries = self._wait_exclusive(t0)
+        self._took_exclusive(t0, tries)
+
+    def _wait_exclusive(self, t0: float) -> int:
+        """After a try that failed: the lock exclusive, however long that takes; returns the tries that failed."""
+        tries = 1
+        while True:
             if time.monotonic() - t0 > self.patience_s:
                 # readers kept overlapping (or one is long): no new one gets in from now on, so this
                 # writer cannot starve; it waits for the ones inside
                 fcntl.flock(self.turnstile, fcntl.LOCK_EX)
                 fcntl.flock(self.rw, fcntl.LOCK_EX)
-                break
+                return tries
             # a long reader inside: the others go on meanwhile, for longer after each failed try
             pause = min(self.backoff_max_s, 0.02 * 2 ** tries)
             time.sleep(random.uniform(0.5, 1.0) * pause)
+            if self._try_exclusive():
+                return tries
+            tries += 1
+
+    def _took_exclusive(self, t0: float, tries: int) -> None:
         self._alone_since = time.monotonic()
         self.waited_s += self._alone_since - t0
         self.writer_waited_s += self._alone_since - t0
@@ -232,10 +282,14 @@ class GpuLock:
         fcntl.flock(self.turnstile, fcntl.LOCK_UN)
         self.alone_s += time.monotonic() - self._alone_since
 
-    def _try_exclusive(self) -> bool:
+    def _try_exclusive(self, at_once: bool = False) -> bool:
         """Take the turnstile (new readers wait from now on) and wait up to the window for the
-        readers inside to drain; on success both are held, else neither."""
-        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        readers inside to drain; on success both are held, else neither. ``at_once``: fail
+        where another writer holds the turnstile instead of waiting for it."""
+        if not at_once:
+            fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        elif not self._now(self.turnstile, fcntl.LOCK_EX):
+            return False
         end = time.monotonic() + self.window_s
         while True:
             try:

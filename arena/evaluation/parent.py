@@ -43,7 +43,7 @@ DEFAULT_TIMEOUTS = {
     "correctness_s": 120.0,
     "performance_s": 300.0,
     "waiting_s": 3600.0,
-}  # for room in the GPU's memory (protocol.WAITING_STAGE)
+}  # for other evaluations: room in the GPU's memory, the GPU's lock (protocol.WAITING_STAGE)
 N_SEEDS = 3
 # the trusted process enforces each stage's limit on the candidate's calls and reports a TIMEOUT;
 # the parent's own limit on the trusted process is this much longer
@@ -651,7 +651,9 @@ def _talk_to_worker(
             where = (
                 f" of {'/'.join(p for p in (frame.split, frame.config) if p)}" if frame.split or frame.config else ""
             )
-            deadline = stage_deadline(timeouts.get(f"{stage}_s", timeouts["load_s"]))
+            # a stage resumed after a wait: the time it had left
+            limit = timeouts.get(f"{stage}_s", timeouts["load_s"])
+            deadline = stage_deadline(frame.left_s if frame.left_s > 0 else limit)
         if frame.type in ("done", "failure"):
             break
     if timed_out or forged:

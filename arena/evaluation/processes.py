@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, Union
 
 from arena.errors import ArenaException
 from arena.evaluation.channel import FrameTooLarge, take_frame, write_frame
@@ -62,6 +62,8 @@ _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY
 _PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 # variables that change all the time and that nothing reads before the job: handed over with it
 PER_JOB_ENV = ("PYTEST_CURRENT_TEST",)
+# when a request must be answered by: a time.monotonic() value, a function that gives it, or None (no limit)
+Deadline = Union[float, Callable[[], Union[float, None]], None]
 CONFINE_S = 120.0       # the most a started process may take to confine itself and say how
 
 
@@ -712,7 +714,7 @@ class CandidatePeer:
             else:
                 self._eof = True
 
-    def request(self, frame: Any, deadline: float | None = None, on_notice: Callable[[Any], None] | None = None) -> Any:
+    def request(self, frame: Any, deadline: Deadline = None, on_notice: Callable[[Any], None] | None = None) -> Any:
         return self.finish(self.start(frame), deadline, on_notice)
 
     def start(self, frame: Any) -> int:
@@ -726,11 +728,14 @@ class CandidatePeer:
             self._end("died", "")
         return nonce
 
-    def finish(self, nonce: int, deadline: float | None = None, on_notice: Callable[[Any], None] | None = None) -> Any:
+    def finish(self, nonce: int, deadline: Deadline = None, on_notice: Callable[[Any], None] | None = None) -> Any:
+        """The reply to the request ``nonce``, by ``deadline``: a ``time.monotonic()`` value, or a
+        function that gives it (read again after each notice: a wait there may move it)."""
         if self.gone is not None:
             raise self.gone
         while True:
-            left = None if deadline is None else deadline - time.monotonic()
+            end = deadline() if callable(deadline) else deadline
+            left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 self._end("timeout", "")
             got = self._next(left)

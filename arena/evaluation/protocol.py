@@ -234,9 +234,9 @@ class PerformanceResult:
     traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.evaluation.tracebacks)
 
 
-# the stage a trusted process reports while it waits for room in the GPU's memory (arena.evaluation.memory): the
-# harness's wait, not the candidate's time; the parent bounds it by ``waiting_s`` and a wait that runs out
-# is the harness's failure
+# the stage a trusted process reports while it waits for other evaluations (room in the GPU's memory,
+# arena.evaluation.memory, or the GPU's lock, arena.evaluation.gpulock): the harness's wait, not the candidate's
+# time; the parent bounds it by ``waiting_s`` and a wait that runs out is the harness's failure
 WAITING_STAGE = "waiting"
 
 @frame
@@ -246,6 +246,7 @@ class StageFrame:
     stage: str
     split: str = ""
     config: str = ""
+    left_s: float = 0.0    # > 0: the stage resumes after a wait with this much of its time limit left
 
 
 @frame

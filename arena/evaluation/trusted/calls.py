@@ -88,16 +88,38 @@ class CandidateHandle:
     def _notice(self, notice: CompilingNotice | TuningNotice) -> None:
         lock = self.ev.gpu_lock
         if isinstance(notice, TuningNotice):     # an autotuner times its variants: the GPU alone meanwhile
-            if notice.on:
-                lock.alone_inside()
-            else:
-                lock.share_again()
+            with self._still():
+                if notice.on:
+                    lock.alone_inside()
+                else:
+                    lock.share_again()
         elif not self.trusted:                   # the candidate's compile: the lock stays held
             return
         elif notice.on:
             lock.let_go()
         else:
             lock.take_back()
+
+    @contextlib.contextmanager
+    def _still(self) -> Iterator[None]:
+        """A change of the lock while this process's request is served, its process waiting for
+        the answer to a notice: a wait for other evaluations there is no stage's time where the
+        process runs the harness's code, or where the candidate's is stopped meanwhile (SIGSTOP:
+        none of its threads goes on through the wait). One that cannot be stopped counts it."""
+        if self.harness:
+            yield
+            return
+        stopped = not self.peer.pause(True)
+        try:
+            with contextlib.nullcontext() if stopped else self.ev.gpu_lock.counted():
+                yield
+        finally:
+            if stopped:
+                self.peer.pause(False)
+
+    def _deadline(self) -> float | None:
+        """The current stage's deadline, as it is now (a wait for other evaluations moves it)."""
+        return self.ev.deadline
 
     def request(self, frame: Any, expect: type, fd: int = -1) -> Any:
         # a shared section where none is held (or nothing, inside one): candidate code may run now. Those
@@ -109,7 +131,7 @@ class CandidateHandle:
                 with section:
                     if fd >= 0:
                         self.peer.send_fd(fd, frame.slot)
-                    reply = self.peer.request(frame, self.ev.deadline, self._notice)
+                    reply = self.peer.request(frame, self._deadline, self._notice)
             except CandidateGone as exc:
                 if self.ev.fatal is not None and not self.harness:
                     # the harness ended the candidate's process itself, for a failure it stated (its device memory
@@ -175,7 +197,7 @@ class CandidateHandle:
     def finish_setup(self) -> ReadyReply:
         """No candidate code has run yet: a failure here is the harness's."""
         try:
-            reply = self.peer.finish(self._pending, self.ev.deadline, self._notice)
+            reply = self.peer.finish(self._pending, self._deadline, self._notice)
         except CandidateGone as exc:
             raise GateFailure(Status.HARNESS_ERROR, f"the candidate process failed before the candidate was loaded: "
                                                     f"{exc.message}", fatal=True) from None

@@ -57,6 +57,9 @@ from arena.evaluation.trusted.correctness import GateFailure, check_config, out_
 from arena.records import NOT_RUN, Status
 
 OPEN_S = 300.0       # the most a process of this worker may take to open its device as the job arrives
+# a stage that resumes after a wait which began past its deadline has this long: the request it was about to make
+# still fails on the limit, not the parent's kill
+WAIT_LEFT_MIN_S = 0.05
 MEASURE_SEED = 0     # the inputs of a reference run made only to measure its working memory (``reference_bytes``)
 
 
@@ -78,6 +81,7 @@ class Evaluation:
         self.rng = random.SystemRandom()     # seeds no one can predict from the job
         self.timeouts = dict(job.timeouts)
         self.deadline: float | None = None
+        self._waiting = False
         self.stage_name, self.stage_limit = "load", 0.0
         self.fatal: GateFailure | None = None
         self.remote = CandidateHandle(self, peer)
@@ -96,6 +100,7 @@ class Evaluation:
         self.own_hip_kernels = list(job.candidate.get("kernels") or [])
         # correctness shares the GPU with other evaluations; the timed rounds have it alone
         self.gpu_lock = GpuLock(*(job.gpu_lock or (None, None)))
+        self.gpu_lock.wait = self.waiting       # other evaluations' sections: no stage's time
         if self.gpu and self.gpu_lock.active:
             compile_off_gpu(self.gpu_lock)
         # the GPU's memory, one account for every evaluation on it: work waits for room instead of failing
@@ -134,26 +139,37 @@ class Evaluation:
     def send(self, frame: Any) -> None:
         self._send(encode(frame))
 
-    def stage(self, stage: str, split: str = "", config: str = "") -> None:
+    def stage(self, stage: str, split: str = "", config: str = "", left_s: float | None = None) -> None:
         """Tell the parent which stage runs now; requests to the candidate process get that
-        stage's time limit from now (the parent's own limit is a little longer)."""
+        stage's time limit from now (the parent's own limit is a little longer), or ``left_s``:
+        the time a stage resumed after a wait had left."""
         limit = self.timeouts.get(f"{stage}_s", self.timeouts.get("load_s"))
-        self.deadline = time.monotonic() + float(limit) if limit else None
+        left = float(limit) if limit and left_s is None else left_s
+        self.deadline = time.monotonic() + left if left is not None else None
         self.stage_name, self.stage_limit = stage, float(limit or 0)
         self._stage_now = (stage, split, config)
-        self.send(StageFrame(stage=stage, split=split, config=config))
+        self.send(StageFrame(stage=stage, split=split, config=config, left_s=left_s or 0.0))
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
-        """Waiting for room in the GPU's memory (``arena.evaluation.memory``): the parent is told (its limit
-        is then the wait's own, ``WAITING_STAGE``), and the stage that was running starts its
-        time afresh after, so other evaluations' memory never counts as a candidate's time."""
+        """Waiting for other evaluations: for room in the GPU's memory (``arena.evaluation.memory``)
+        or for the GPU's lock (``arena.evaluation.gpulock``, where it cannot be had at once). The
+        parent is told (its limit is then the wait's own, ``WAITING_STAGE``), and the stage that
+        was running resumes after with the time it had left, so other evaluations' work never
+        counts as a candidate's time. A wait is never one of the candidate's process while it
+        runs: between its requests, or with it stopped (``arena.evaluation.trusted.calls``)."""
+        if self._waiting:
+            yield
+            return
         stage, split, config = getattr(self, "_stage_now", ("load", "", ""))
+        left = None if self.deadline is None else max(self.deadline - time.monotonic(), WAIT_LEFT_MIN_S)
+        self._waiting = True
         self.send(StageFrame(stage=WAITING_STAGE, split=split, config=config))
         try:
             yield
         finally:
-            self.stage(stage, split, config)
+            self._waiting = False
+            self.stage(stage, split, config, left_s=left)
 
     def mark(self, part: str) -> None:
         """How long a part of loading took (seconds since the last mark), for the record."""
