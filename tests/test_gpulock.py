@@ -898,3 +898,33 @@ def test_an_evaluation_waiting_longer_than_its_stage_s_limit_for_another_s_timed
     (v,) = out["v"]
     assert v.status is Status.PASSED, v.message
     assert v.phases["lock_wait_s"] >= 6.0
+
+
+def test_the_parent_s_clock_stops_through_a_wait_and_a_resumed_stage_gets_what_it_had_left():
+    """The parent's own limit on the trusted process (``StageClock``): a stage's limit and the
+    grace from its frame; a wait has the waiting limit and stops the stage's clock; the stage
+    resumed after it has what it had left, grace included, so waits one after the other give a
+    stage whose time has run out no more (each resumed frame says a little time is left: the
+    trusted process's floor)."""
+    from arena.evaluation.parent import PARENT_GRACE_S, StageClock
+    from arena.evaluation.protocol import WAITING_STAGE, StageFrame
+
+    t = [1000.0]
+    limits = {"load_s": 180.0, "correctness_s": 120.0, "waiting_s": 3600.0}
+    clock = StageClock(limits, None, now=lambda: t[0])
+    assert clock.deadline == 1000.0 + 180.0 + PARENT_GRACE_S
+    assert clock.stage(StageFrame(stage="correctness", split="seen", config="c0")) == 1000.0 + 120.0 + PARENT_GRACE_S
+    t[0] = 1100.0
+    assert clock.stage(StageFrame(stage=WAITING_STAGE, split="seen", config="c0")) == 1100.0 + 3600.0 + PARENT_GRACE_S
+    t[0] = 2000.0          # a long wait: none of it the stage's
+    left = 20.0 + PARENT_GRACE_S
+    assert clock.stage(StageFrame(stage="correctness", split="seen", config="c0", left_s=20.0)) == 2000.0 + left
+    for _ in range(5):     # past its time, waits keep coming: nothing more
+        t[0] = clock.deadline
+        clock.stage(StageFrame(stage=WAITING_STAGE, split="seen", config="c0"))
+        t[0] += 50.0
+        assert clock.stage(StageFrame(stage="correctness", split="seen", config="c0", left_s=0.05)) == t[0]
+    t[0] += 1.0            # the next config: its own limit afresh
+    assert clock.stage(StageFrame(stage="correctness", split="seen", config="c1")) == t[0] + 120.0 + PARENT_GRACE_S
+    capped = StageClock(limits, 1050.0, now=lambda: t[0])
+    assert capped.stage(StageFrame(stage=WAITING_STAGE)) == 1050.0, "the evaluation's own end caps every deadline"

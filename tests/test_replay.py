@@ -6,9 +6,11 @@ cpu (Triton's compiler needs no device); the replay itself runs on a GPU
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -711,3 +713,55 @@ def test_the_replay_process_runs_the_baseline_beside_the_replays_and_times_a_rou
     proc.baseline.fail, proc.player.fail = False, True
     failed = proc.handle(SampleRequest(steps=[TimedStep(slot=2, who="candidate")]))
     assert isinstance(failed, FailReply) and not failed.baseline and "illegal address" in failed.message
+
+
+def test_a_process_in_a_group_of_its_own_is_stopped_with_the_processes_it_started():
+    """A confined process has a group of its own (its confinement's ``setsid``; its sandbox
+    refuses ``setsid`` and ``setpgid`` after): ``pause`` stops every process of the group, so
+    a child it forked does not run on while it is stopped, and lets them all go on."""
+    from arena.evaluation.processes import CandidatePeer
+
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\ntime.sleep(60)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    peer = object.__new__(CandidatePeer)
+    peer.pid, peer.proc = proc.pid, proc
+
+    def members() -> list[int]:
+        out = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if os.getpgid(int(d.name)) == proc.pid:
+                        out.append(int(d.name))
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return out
+
+    def states() -> set[str]:
+        got = set()
+        for pid in members():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    got.add(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        return got
+
+    try:
+        deadline = time.monotonic() + 30
+        while len(members()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(members()) == 2, "the child was never started"
+        assert peer.pause(True) == ""
+        deadline = time.monotonic() + 10
+        while states() != {"T"} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert states() == {"T"}, "the process it started runs on"
+        assert peer.pause(False) == ""
+        deadline = time.monotonic() + 10
+        while "T" in states() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert states() <= {"S", "R"}
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

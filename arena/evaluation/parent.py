@@ -30,7 +30,16 @@ from arena.errors import ArenaError
 from arena.evaluation import memory, processes
 from arena.evaluation.channel import ForgedFrame, signed_reader, write_frame
 from arena.evaluation.decision import assemble, phase_times, starved_before_load
-from arena.evaluation.protocol import REPORTS, JobFrame, ProtocolError, SplitDoneFrame, StageFrame, decode, encode
+from arena.evaluation.protocol import (
+    REPORTS,
+    WAITING_STAGE,
+    JobFrame,
+    ProtocolError,
+    SplitDoneFrame,
+    StageFrame,
+    decode,
+    encode,
+)
 from arena.evaluation.sandbox import confine
 from arena.records import ConfigResult, Status, Verdict, file_sha256, utc_now
 from arena.taskdef.loader import Config, Task
@@ -576,6 +585,37 @@ def _run_worker(
 WAIT_NOTE_S = 15.0  # silence from an evaluation after which ``on_wait`` hears of it, and again after as long
 
 
+class StageClock:
+    """The parent's limit on the trusted process: each stage's time limit and ``PARENT_GRACE_S``
+    from its stage frame, capped by ``end_by``. A wait for other evaluations (``WAITING_STAGE``)
+    has its own limit and stops the stage's clock: the stage that resumes after it (its frame's
+    ``left_s``) has what it had left here, grace included, so waits give no stage more time."""
+
+    def __init__(self, timeouts: Mapping[str, float], end_by: float | None,
+                 now: Callable[[], float] = time.monotonic):
+        self.timeouts, self.end_by, self.now = timeouts, end_by, now
+        self.paused: float | None = None      # what the stage had left when a wait began
+        self.deadline = self._cap(now() + timeouts["load_s"] + PARENT_GRACE_S)
+
+    def _cap(self, d: float) -> float:
+        return d if self.end_by is None else min(d, self.end_by)
+
+    def stage(self, frame: StageFrame) -> float:
+        now = self.now()
+        if frame.stage == WAITING_STAGE:
+            if self.paused is None:
+                self.paused = max(0.0, self.deadline - now)
+            self.deadline = self._cap(now + self.timeouts["waiting_s"] + PARENT_GRACE_S)
+        elif frame.left_s > 0 and self.paused is not None:     # the stage resumed after the wait
+            self.deadline = self._cap(now + self.paused)
+            self.paused = None
+        else:
+            self.paused = None
+            self.deadline = self._cap(now + self.timeouts.get(f"{frame.stage}_s", self.timeouts["load_s"])
+                                      + PARENT_GRACE_S)
+        return self.deadline
+
+
 def _talk_to_worker(
     proc: Any,  # subprocess.Popen, or processes.Served
     job: JobFrame,
@@ -613,11 +653,8 @@ def _talk_to_worker(
     os.close(job_w)
     stage = "load"
 
-    def stage_deadline(limit: float) -> float:
-        d = time.monotonic() + limit + PARENT_GRACE_S
-        return d if end_by is None else min(d, end_by)
-
-    deadline = stage_deadline(timeouts["load_s"])
+    clock = StageClock(timeouts, end_by)
+    deadline = clock.deadline
     timed_out = None
     forged = None
     where = ""  # the split and config of the stage, where the trusted process named them
@@ -651,9 +688,7 @@ def _talk_to_worker(
             where = (
                 f" of {'/'.join(p for p in (frame.split, frame.config) if p)}" if frame.split or frame.config else ""
             )
-            # a stage resumed after a wait: the time it had left
-            limit = timeouts.get(f"{stage}_s", timeouts["load_s"])
-            deadline = stage_deadline(frame.left_s if frame.left_s > 0 else limit)
+            deadline = clock.stage(frame)
         if frame.type in ("done", "failure"):
             break
     if timed_out or forged:

@@ -876,14 +876,22 @@ class CandidatePeer:
         self.proc.kill()
 
     def pause(self, stop: bool) -> str:
-        """Stop every thread of the process (SIGSTOP), or let it go on (SIGCONT); what it
-        queued on the device before runs on. '' or why it could not be done (a process gone is
-        found by the next request)."""
+        """Stop every thread of the process (SIGSTOP), or let it go on (SIGCONT), and every
+        process of its group with it: those it started (its sandbox refuses ``setsid`` and
+        ``setpgid``, so none leaves the group its confinement made) and its namespace's init.
+        What it queued on the device before runs on. '' or why it could not be done (a process
+        gone is found by the next request)."""
         pid = self.pid or getattr(self.proc, "pid", 0)
         if not pid or self.proc.poll() is not None:
             return ""
+        sig = signal.SIGSTOP if stop else signal.SIGCONT
         try:
-            os.kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
+            group = os.getpgid(pid)
+            # a group its confinement made, led by the process or its namespace's init; never another's
+            if group in (pid, getattr(self.proc, "pid", 0)) and group != os.getpgrp():
+                os.killpg(group, sig)
+            else:
+                os.kill(pid, sig)
         except ProcessLookupError:
             return ""
         except PermissionError as exc:
