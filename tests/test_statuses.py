@@ -227,3 +227,46 @@ def test_an_evaluation_that_runs_out_of_device_memory_before_the_candidate_loads
         script[:] = [frames]
         evaluate(axpy, Candidate(axpy, path, origin="test"), ["smoke"], cpu)
         assert len(runs) == 1 and waits == []
+
+
+def test_an_evaluation_the_parent_ends_says_where_its_trusted_process_was(axpy, cpu, tmp_path, monkeypatch):
+    """A trusted process past its stage's limit with no word from it (here the task's reference
+    never returns) is asked for its stacks before it is killed: the TIMEOUT names the innermost
+    frames of its main thread."""
+    import arena.evaluation.parent as ev
+
+    monkeypatch.setattr(ev, "PARENT_GRACE_S", 1.0)
+    folder = tmp_path / "triton2triton" / "axpy"
+    shutil.copytree(axpy.path, folder)
+    (folder / "reference.py").write_text(
+        "import time\n\n\ndef reference(x, y, n, alpha):\n    time.sleep(600)\n    return alpha * x + y\n"
+    )
+    task = dataclasses.replace(load_task(folder), timeouts={"correctness_s": 3.0})
+    v = _one(task, None, cpu)
+    assert v.status is Status.TIMEOUT
+    assert "no progress for the correctness time limit" in v.message
+    assert "where its main thread was (innermost first): reference (reference.py:5) < " in v.message, v.message
+    assert "expected (arena/evaluation/trusted/process.py:" in v.message
+    assert "most recent call first" not in v.message, "the dump itself is summed up, not pasted"
+
+
+def test_where_a_trusted_process_was_is_read_off_the_main_thread_of_its_dump():
+    from arena.evaluation.decision import where_it_was
+
+    log = (
+        "some output of its own\n"
+        "Thread 0x00007f37509fa6c0 (most recent call first):\n"
+        '  File "/x/arena/evaluation/channel.py", line 118 in _read_exact\n'
+        '  File "/usr/lib/python3.12/threading.py", line 1010 in run\n'
+        "\n"
+        "Current thread 0x00007f3a4c0bc140 (most recent call first):\n"
+        '  File "/x/site-packages/torch/cuda/__init__.py", line 985 in synchronize\n'
+        '  File "/x/arena/evaluation/trusted/process.py", line 180 in sync\n'
+        '  File "/x/arena/evaluation/trusted/correctness.py", line 179 in _check_once\n'
+        "\n"
+    )
+    where, rest = where_it_was(log)
+    assert where == ("synchronize (__init__.py:985) < sync (arena/evaluation/trusted/process.py:180) < "
+                     "_check_once (arena/evaluation/trusted/correctness.py:179)")
+    assert rest == "some output of its own\n"
+    assert where_it_was("no dump here\n") == ("", "no dump here\n")

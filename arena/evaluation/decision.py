@@ -222,7 +222,11 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
             end_status = Status.HARNESS_ERROR
             end_msg = f"the trusted process died ({sig}) without a result"
     if end_status in (Status.TIMEOUT, Status.HARNESS_ERROR) and exit_info.get("log_tail"):
-        end_msg += "\n--- trusted process output (tail) ---\n" + exit_info["log_tail"][-1500:]
+        where, rest = where_it_was(exit_info["log_tail"])
+        if where:
+            end_msg += f"; where its main thread was (innermost first): {where}"
+        if rest.strip():
+            end_msg += "\n--- trusted process output (tail) ---\n" + rest[-1500:]
 
     ceilings, source = ceilings_for(device)
     ceiling_info = {"source": source, **(ceilings or {})} if device.runs_kernels else {}
@@ -279,6 +283,34 @@ def assemble(task: Task, split_configs: Mapping[str, list[Config]], frames: Sequ
                                 speedup_compiled=round(speedup_compiled, 4) if speedup_compiled else None,
                                 flags=flags, **base))
     return verdicts
+
+
+_DUMP_HEAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.M)
+_DUMP_FRAME = re.compile(r'^  File "([^"]*)", line (\d+) in (\S+)$')
+WHERE_FRAMES = 8    # the innermost frames of a stack a record names
+
+
+def where_it_was(log: str) -> tuple[str, str]:
+    """The innermost frames of the last thread (the main one: faulthandler lists the newest
+    first) of the stack dump at the end of a trusted process's log (``arena.evaluation.parent._ask_where``),
+    as ``function (file:line) < ...``, and the log before the dump; ("", log) where it has none."""
+    heads = list(_DUMP_HEAD.finditer(log))
+    if not heads:
+        return "", log
+    frames: list[str] = []
+    for line in log[heads[-1].end():].splitlines():
+        m = _DUMP_FRAME.match(line)
+        if m is None:
+            if frames:
+                break
+            continue
+        path, lineno, func = m.groups()
+        short = path[path.rindex("/arena/") + 1:] if "/arena/" in path else path.rsplit("/", 1)[-1]
+        frames.append(f"{func} ({short}:{lineno})")
+    # the dump's first block: where the process's own output ends (the threads before the main one are its too)
+    first = heads[0].start()
+    start = log.rfind("\n", 0, first) + 1
+    return " < ".join(frames[:WHERE_FRAMES]), log[:start]
 
 
 def phase_times(timed: Sequence[tuple[float, Any]]) -> dict[str, float]:

@@ -585,6 +585,35 @@ def _run_worker(
 WAIT_NOTE_S = 15.0  # silence from an evaluation after which ``on_wait`` hears of it, and again after as long
 
 
+STACK_WAIT_S = 2.0      # the most the parent waits for a trusted process past its limit to write where it is
+LOG_TAIL_BYTES = 12000  # what of a trusted process's log comes into its exit information (a stack's dump fits)
+
+
+def _ask_where(proc: Any, log_path: Path) -> None:
+    """A trusted process past its limit writes every thread's stack on its log
+    (``processes.STACK_SIGNAL``) before it is killed: the record then says where it was
+    (``decision.where_it_was``). Waits until the log has grown and stopped growing, or
+    ``STACK_WAIT_S``."""
+    def size() -> int:
+        try:
+            return log_path.stat().st_size
+        except OSError:
+            return 0
+
+    before = size()
+    try:
+        os.kill(proc.pid, processes.STACK_SIGNAL)
+    except (ProcessLookupError, PermissionError):
+        return
+    end, last = time.monotonic() + STACK_WAIT_S, before
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = size()
+        if now > before and now == last:
+            return
+        last = now
+
+
 class StageClock:
     """The parent's limit on the trusted process: each stage's time limit and ``PARENT_GRACE_S``
     from its stage frame, capped by ``end_by``. A wait for other evaluations (``WAITING_STAGE``)
@@ -691,6 +720,8 @@ def _talk_to_worker(
             deadline = clock.stage(frame)
         if frame.type in ("done", "failure"):
             break
+    if timed_out:
+        _ask_where(proc, log_path)
     if timed_out or forged:
         processes.kill_group(proc)
     try:
@@ -702,7 +733,7 @@ def _talk_to_worker(
     os.close(res_r)
     tail = ""
     try:
-        tail = log_path.read_bytes()[-3000:].decode(errors="replace")
+        tail = log_path.read_bytes()[-LOG_TAIL_BYTES:].decode(errors="replace")
     except OSError:
         pass
     return frames, {

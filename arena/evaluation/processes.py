@@ -62,6 +62,9 @@ _SECRET_ENV = re.compile(r"^ARENA_|SECRET|TOKEN|PASSWORD|CREDENTIAL|API_KEY|_KEY
 _PER_WORKER_ENV = ("TMPDIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 # variables that change all the time and that nothing reads before the job: handed over with it
 PER_JOB_ENV = ("PYTEST_CURRENT_TEST",)
+# the signal a trusted process answers with every thread's stack on its log (faulthandler, from its job's start): the
+# parent sends it to one past its limit before killing it, so the record says where it was
+STACK_SIGNAL = signal.SIGUSR2
 # when a request must be answered by: a time.monotonic() value, a function that gives it, or None (no limit)
 Deadline = Union[float, Callable[[], Union[float, None]], None]
 CONFINE_S = 120.0       # the most a started process may take to confine itself and say how

@@ -970,6 +970,11 @@ def main(argv: list[str]) -> int:
             p.close()
         return 2
     send = signed_writer(out_fd, bytes.fromhex(key))
+    import faulthandler
+
+    from arena.evaluation.processes import STACK_SIGNAL
+
+    faulthandler.register(STACK_SIGNAL, all_threads=True)   # where it is, on its log, when the parent asks
     if mode == "gpu" and len(argv) > 3:
         # from now on its processes are in the GPU's memory account: they open their device contexts
         from arena.evaluation.memory import MemoryAccount
