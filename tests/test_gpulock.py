@@ -868,7 +868,7 @@ def test_an_evaluation_waiting_longer_than_its_stage_s_limit_for_another_s_timed
     device = _CpuWithLock(**detect("cpu").to_dict())
     timer = _lock("cuda-GPU-stand-in")
     configs = [dataclasses.replace(c, name=f"{c.name}{i}", index=i) for i, c in
-               enumerate(task.configs("smoke") * 4)]
+               enumerate(task.configs("smoke") * 8)]   # checks enough to be inside them when the round begins
     notes: list = []
     checking, grabbed, release = threading.Event(), threading.Event(), threading.Event()
 
