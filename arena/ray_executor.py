@@ -28,15 +28,30 @@ from arena.errors import ArenaError
 from arena.records import Status, Verdict
 
 
+def _side_by_side(resource: str, each: float) -> int:
+    """How many tasks asking ``each`` of ``resource`` ("GPU", "CPU") this Ray node runs at once, at most (1 where
+    Ray does not say)."""
+    try:
+        import ray
+
+        node = ray.get_runtime_context().get_node_id()
+        have = next(float(n["Resources"].get(resource, 0)) for n in ray.nodes() if n.get("NodeID") == node)
+        return max(1, int(have / each + 1e-9))
+    except Exception:  # noqa: BLE001 - a share of one is torch's default, as before
+        return 1
+
+
 def _unit_task(unit: Any, plan: Any, kind: str, run_id: str, split_seed: int | None,
-               timing: bool | None) -> tuple[list[dict[str, Any]], bytes]:
+               timing: bool | None, resource: tuple[str, float] = ("CPU", 1.0)) -> tuple[list[dict[str, Any]], bytes]:
     from arena.devices import detect
+    from arena.evaluation.processes import at_once
     from arena.units import run_unit
 
     device = detect(kind)            # Ray has set CUDA_VISIBLE_DEVICES to the GPU it granted
     scratch = Path(tempfile.mkdtemp(prefix="arena-ray-"))
     try:
-        verdicts = run_unit(unit, plan, device, scratch, run_id, split_seed, timing)
+        with at_once(_side_by_side(*resource)):    # its evaluations' share of the node's CPUs
+            verdicts = run_unit(unit, plan, device, scratch, run_id, split_seed, timing)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             if (scratch / "artifacts").is_dir():
@@ -78,7 +93,8 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
             _probe_on_ray(ray, units, plan)
         resources = {"num_gpus": 1.0 / per_gpu} if device.runs_kernels else {"num_cpus": 1}
         remote = ray.remote(max_retries=0, **resources)(_unit_task)
-        pending = {remote.remote(u, plan, device.kind, run_id, split_seed, timing): u for u in units}
+        resource = ("GPU", 1.0 / per_gpu) if device.runs_kernels else ("CPU", 1.0)
+        pending = {remote.remote(u, plan, device.kind, run_id, split_seed, timing, resource): u for u in units}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:

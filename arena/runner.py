@@ -32,6 +32,7 @@ from arena.agents import get_agent
 from arena.devices import Device
 from arena.errors import ArenaError
 from arena.evaluation.parent import configs_of_splits, require_runnable_splits
+from arena.evaluation.processes import at_once
 from arena.records import Verdict
 from arena.units import RunPlan, Unit, agent_settings, run_unit, task_id_of
 
@@ -248,11 +249,12 @@ def run(plan: RunPlan, device: Device, out: Path, *, resume: bool = False, timin
         threading.Thread(target=worker, args=(d,), name=f"gpu{d.index}-{k}", daemon=True) for k, d in enumerate(devices)
     ]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.5)
+        with at_once(len(threads)):   # each evaluation's processes get their share of the host's CPUs
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)
     except KeyboardInterrupt:
         # Ctrl-C / SIGINT: claim nothing more and stop the evaluations in flight; what was recorded
         # stays, --resume redoes the rest

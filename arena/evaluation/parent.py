@@ -543,6 +543,7 @@ def _run_worker(
         replay_dir=str(worker.replay_dir),
         kernel_cache=str(timer_cache()),
         candidate_env={"TRITON_CACHE_DIR": str(cand_dir), "TORCHINDUCTOR_CACHE_DIR": str(cand_dir / "inductor")},
+        cpu_threads=processes.cpu_share(processes.SPARES.running_now()),
         env={
             "TRITON_CACHE_DIR": str(trusted_dir),
             "TORCHINDUCTOR_CACHE_DIR": str(trusted_dir / "inductor"),

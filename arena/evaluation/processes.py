@@ -24,6 +24,7 @@ filesystem sandbox that hides the tasks, the caches and the checkout (``sandbox_
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import importlib
 import json
@@ -42,7 +43,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 from arena.errors import ArenaException
 from arena.evaluation.channel import FrameTooLarge, take_frame, write_frame
@@ -68,6 +69,51 @@ STACK_SIGNAL = signal.SIGUSR2
 # when a request must be answered by: a time.monotonic() value, a function that gives it, or None (no limit)
 Deadline = Union[float, Callable[[], Union[float, None]], None]
 CONFINE_S = 120.0       # the most a started process may take to confine itself and say how
+# the evaluations this harness runs side by side, where a run or a check said so (``at_once``): read by the processes
+# it spawns too (a check's workers), which run references of their own
+AT_ONCE_ENV = "ARENA_EVALUATIONS_AT_ONCE"
+
+
+@contextlib.contextmanager
+def at_once(n: int) -> Iterator[None]:
+    """The harness runs ``n`` evaluations side by side while this lasts (a run's workers, a check's jobs): each gets
+    its share of the host's CPUs (``cpu_share``)."""
+    before = os.environ.get(AT_ONCE_ENV)
+    os.environ[AT_ONCE_ENV] = str(max(1, int(n)))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(AT_ONCE_ENV, None)
+        else:
+            os.environ[AT_ONCE_ENV] = before
+
+
+def cpu_share(running: int = 1) -> int:
+    """torch's CPU threads for one evaluation: the CPUs this process may run on, divided among the evaluations that
+    run at once (those ``at_once`` planned, or the ``running`` now, whichever are more). torch's own default is every
+    CPU in every process: side by side, a reference that loops in Python over small CPU operations waits, at each
+    one, on threads the other processes hold. per_token_quant_int8's reference at 8,192 x 8,192, four processes on
+    two CPUs: 7-13 s each at torch's default of two threads, 1.0-1.1 s at one (0.55-0.72 s alone); on an H200's
+    host, four evaluations side by side, it ran past the correctness stage's 120 s."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        planned = int(os.environ.get(AT_ONCE_ENV) or 1)
+    except ValueError:
+        planned = 1
+    return max(1, cpus // max(1, planned, running))
+
+
+def one_of(n: int) -> None:
+    """This process is one of ``n`` that run side by side for the rest of its life (a check's workers): its torch,
+    and the evaluations it starts, get their share of the host's CPUs."""
+    import torch
+
+    os.environ[AT_ONCE_ENV] = str(max(1, int(n)))
+    torch.set_num_threads(cpu_share())
 
 
 def cache_root() -> Path:
@@ -524,6 +570,11 @@ class Spares(OwnProcesses):
                 self.idle.setdefault(key, []).append(spare)
                 self._trim()
         return key, got
+
+    def running_now(self) -> int:
+        """The jobs of every kind running now."""
+        with self.lock:
+            return sum(self.running.values())
 
     def release(self, key: str) -> None:
         with self.lock:

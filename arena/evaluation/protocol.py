@@ -387,6 +387,7 @@ class JobFrame:
     gpu_lock: list[int] | None = None          # the GPU's lock descriptors (arena.evaluation.gpulock)
     gpu_memory: int | None = None              # ... and its memory account's
     replay: bool = True                        # record and replay where the candidate allows it
+    cpu_threads: int = 0                       # torch's CPU threads in its processes (processes.cpu_share; 0: torch's)
 
 
 @frame
@@ -406,6 +407,7 @@ class SetupRequest:
     # to the replay process: the candidate whose records it replays besides the task's baseline (``candidate``),
     # where the candidate's calls are recorded
     replay: CandidateSpec | None = None
+    cpu_threads: int = 0  # torch's CPU threads in this process from now on (the job's; 0: torch's own default)
 
 
 @frame

@@ -264,6 +264,10 @@ class CallServer:
         # (arena.evaluation.processes.bytecode_prefix) lies outside the roots the audit hook loads bytecode from
         sys.pycache_prefix = None
         os.environ.update(req.env)
+        if req.cpu_threads:   # the job's share of the host's CPUs (a candidate may set its own after)
+            import torch
+
+            torch.set_num_threads(req.cpu_threads)
         self.spec = req.candidate
         if self.spec.trusted:    # the task's reference as a side: fp32 in fp32, as the reference computes
             from arena.check.inputs import fp32_as_fp32

@@ -550,6 +550,7 @@ class Evaluation:
             SetupRequest(
                 candidate=spec,
                 env=dict(self.job.candidate_env),
+                cpu_threads=self.job.cpu_threads,
                 sandbox=self.job.sandbox,
                 llc_bytes=int(self.device.get("llc_bytes") or 0),
                 timing=timing,
@@ -585,6 +586,7 @@ class Evaluation:
                 SetupRequest(
                     candidate=base_spec if base_probe is not None else replay,
                     env=dict(self.job.env),
+                    cpu_threads=self.job.cpu_threads,
                     sandbox=None,
                     llc_bytes=int(self.device.get("llc_bytes") or 0),
                     timing=timing,
@@ -984,6 +986,10 @@ def main(argv: list[str]) -> int:
         # the job, decoded field by field (a job that does not decode is the harness's failure, told signed)
         job = decode({**raw, "key": ""}, (JobFrame,))
         os.environ.update(job.env)  # this job's caches (read when first used; the replay process's too)
+        if job.cpu_threads:     # its share of the host's CPUs (the reference's loops), its processes' too
+            import torch
+
+            torch.set_num_threads(job.cpu_threads)
         if len(peers) == 1 and job.timing and job.baseline:
             peers.append(_peer(mode, "r"))
         if mode == "gpu":
