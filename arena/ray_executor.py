@@ -91,9 +91,8 @@ def run_on_ray(units: list[Any], plan: Any, device: Device, out: Path, run_id: s
     try:
         if probe:
             _probe_on_ray(ray, units, plan)
-        resources = {"num_gpus": 1.0 / per_gpu} if device.runs_kernels else {"num_cpus": 1}
-        remote = ray.remote(max_retries=0, **resources)(_unit_task)
-        resource = ("GPU", 1.0 / per_gpu) if device.runs_kernels else ("CPU", 1.0)
+        resource = ("GPU", 1.0 / per_gpu) if device.runs_kernels else ("CPU", 1.0)   # what each unit asks Ray for
+        remote = ray.remote(max_retries=0, **{f"num_{resource[0].lower()}s": resource[1]})(_unit_task)
         pending = {remote.remote(u, plan, device.kind, run_id, split_seed, timing, resource): u for u in units}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
