@@ -107,19 +107,13 @@ def cpu_share(running: int = 1) -> int:
     return max(1, cpus // max(1, planned, running))
 
 
-def take_cpus(threads: int) -> None:
-    """This process's torch runs on ``threads`` CPU threads from now on (a share, ``cpu_share``; 0: as it was)."""
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def one_of(n: int) -> None:
     """This process is one of ``n`` that run side by side for the rest of its life (a check's workers): its torch,
     and the evaluations it starts, get their share of the host's CPUs."""
+    import torch
+
     os.environ[AT_ONCE_ENV] = str(max(1, int(n)))
-    take_cpus(cpu_share())
+    torch.set_num_threads(cpu_share())
 
 
 def cache_root() -> Path:

@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 from arena.errors import ArenaException
 from arena.evaluation.channel import read_frame, write_frame
-from arena.evaluation.processes import take_cpus
 from arena.evaluation.protocol import (
     REQUESTS,
     AckReply,
@@ -265,7 +264,10 @@ class CallServer:
         # (arena.evaluation.processes.bytecode_prefix) lies outside the roots the audit hook loads bytecode from
         sys.pycache_prefix = None
         os.environ.update(req.env)
-        take_cpus(req.cpu_threads)   # the job's share of the host's CPUs (a candidate may set its own after)
+        if req.cpu_threads:   # the job's share of the host's CPUs (a candidate may set its own after)
+            import torch
+
+            torch.set_num_threads(req.cpu_threads)
         self.spec = req.candidate
         if self.spec.trusted:    # the task's reference as a side: fp32 in fp32, as the reference computes
             from arena.check.inputs import fp32_as_fp32

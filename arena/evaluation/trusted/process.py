@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from arena.evaluation.channel import read_frame, signed_writer
 from arena.evaluation.memory import MemoryAccount, capacity_of
-from arena.evaluation.processes import CandidatePeer, preload_servers, shares_by_fd, take_cpus
+from arena.evaluation.processes import CandidatePeer, preload_servers, shares_by_fd
 from arena.evaluation.protocol import (
     WAITING_STAGE,
     CandidateSpec,
@@ -986,7 +986,10 @@ def main(argv: list[str]) -> int:
         # the job, decoded field by field (a job that does not decode is the harness's failure, told signed)
         job = decode({**raw, "key": ""}, (JobFrame,))
         os.environ.update(job.env)  # this job's caches (read when first used; the replay process's too)
-        take_cpus(job.cpu_threads)   # its share of the host's CPUs (the reference's loops); its processes' too
+        if job.cpu_threads:     # its share of the host's CPUs (the reference's loops), its processes' too
+            import torch
+
+            torch.set_num_threads(job.cpu_threads)
         if len(peers) == 1 and job.timing and job.baseline:
             peers.append(_peer(mode, "r"))
         if mode == "gpu":
