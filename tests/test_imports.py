@@ -113,7 +113,9 @@ def test_no_package_named_like_build_output_or_tests():
 
 def test_each_process_imports_only_what_may_run_in_it():
     """The trusted process imports nothing that runs candidate code or replays it; the replay
-    process nothing of the candidate's process (its recorders, its guard, its audit hook)."""
+    process nothing of the candidate's process (its guard, its audit hook). The recorders are
+    neither's alone: the candidate's process records the candidate's calls with them, the
+    replay process the baseline's."""
     graph = _graph()
     trusted = {m for m in graph if m.startswith("arena.evaluation.trusted")}
     for m in sorted(trusted):
@@ -123,6 +125,7 @@ def test_each_process_imports_only_what_may_run_in_it():
     replay = _reach(graph, ["arena.evaluation.replay.process"])
     assert not sorted(n for n in replay if n.startswith("arena.evaluation.candidate")), replay
     assert "arena.evaluation.server" in replay and "arena.evaluation.replay.player" in replay
+    assert "arena.evaluation.recorder" in replay and "arena.evaluation.native_recorder" in replay
 
 
 def test_no_private_name_is_imported_from_another_module():

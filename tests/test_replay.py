@@ -99,7 +99,7 @@ def test_a_triton_calls_pointer_into_memory_it_let_go_and_took_again_is_the_newe
     """Torch's caching allocator gives a call's next allocation the memory of one it let go (a temporary freed,
     another made): the recorder's dispatch mode sees no frees, and took the pointer for the older allocation,
     whose replay copy is not the one the call's later copy reads. The newest allocation holding it is the one."""
-    from arena.evaluation.candidate.recorder import _Call
+    from arena.evaluation.recorder import _Call
 
     call = object.__new__(_Call)
     call.buffers = [(1000, 256)]
@@ -119,7 +119,7 @@ def test_a_triton_calls_pointer_into_memory_the_candidate_keeps_is_kept_memory_o
     the block's address, with the block's size (read once a call); one in no live block stays unknown (refused)."""
     import types
 
-    from arena.evaluation.candidate.recorder import _Call
+    from arena.evaluation.recorder import _Call
 
     snapshot = [{"address": 1 << 30, "blocks": [
         {"address": 1 << 30, "size": 2048, "state": "active_allocated"},
@@ -176,7 +176,7 @@ def test_a_device_tensor_made_from_one_host_value_is_a_fill_and_from_several_is_
     "unknown memory" before)."""
     import torch
 
-    from arena.evaluation.candidate.recorder import _constant
+    from arena.evaluation.recorder import _constant
 
     assert _constant(torch.tensor(1.0)) == 1.0 and _constant(torch.full((3, 2), 7, dtype=torch.int32)) == 7
     assert _constant(torch.tensor([1.0, 2.0])) is None and _constant(torch.empty(0)) is None
@@ -390,12 +390,21 @@ class _Handle:
         self.peer = _Peer()
         self.frames: list = []
         self.stopped_at_call: list[bool] = []
+        self.refused = ""          # what the records it makes say could not be recorded
+        self.failure = None        # a GateFailure its requests raise
 
     def request(self, frame, expect):
 
         self.frames.append(frame)
         self.stopped_at_call.append(self.peer.stopped)
-        return CalledReply(host_us=1.0, record=CallRecord(ops=[])) if expect is CalledReply else expect()
+        if self.failure is not None:
+            raise self.failure
+        if expect is CalledReply:
+            return CalledReply(host_us=1.0, record=CallRecord(ops=[], refused=self.refused))
+        return expect()
+
+    def map_set(self, shared, scalars, replayed=False):
+        self.frames.append(("map", shared.id, replayed))
 
     def call(self, slot, **kw):
         self.frames.append(("call", slot))
@@ -533,6 +542,7 @@ def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no
     proc.player = Player()
     for slot, n in ((1, 4), (2, 4), (3, 8)):
         proc.slots[slot] = ([torch.zeros(n)], [torch.zeros(n)], [], None, [])
+        proc.replayed.add(slot)       # the candidate's slots
     rec = CallRecord(ops=[], kernels=[])
     # the record sent: the local memory of its kernels as compiled here said; named again: nothing new
     assert proc.take_record(ReplayRequest(slot=1, ref=1, record=rec)).local_bytes == 16528
@@ -545,6 +555,7 @@ def test_the_replay_process_checks_a_record_once_per_size_and_lets_go_of_what_no
     proc.release([1, 2, 3])
     assert proc.held == {}
     proc.slots[1] = ([torch.zeros(4)], [torch.zeros(4)], [], None, [])
+    proc.replayed.add(1)
     with pytest.raises(RuntimeError, match="does not hold"):
         proc.take_record(ReplayRequest(slot=1, ref=1))
     with pytest.raises(Refused) as refused:
@@ -765,3 +776,135 @@ def test_a_process_in_a_group_of_its_own_is_stopped_with_the_processes_it_starte
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def _baseline_and_candidate(structural: bool):
+    """A replayed candidate and a recorded baseline of one evaluation: the baseline's handle
+    records its calls and takes its records (the replay process, as the baseline's)."""
+    import itertools
+
+    from arena.evaluation.trusted.calls import ReplayedBaseline, ReplayedCandidate
+
+    ev, cand, rep, base = _Ev(structural), _Handle(), _Handle(), _Handle()
+    numbers = itertools.count(1)
+    return ev, base, rep, ReplayedCandidate(ev, cand, rep, numbers), ReplayedBaseline(ev, base, numbers)
+
+
+def test_the_baseline_is_recorded_and_replayed_as_the_candidate_is_its_records_numbered_with_the_candidates():
+    """The baseline's call is recorded by its own handle (the replay process, as the baseline's) on buffers of its
+    own, once a config without structural inputs, and each of its slots takes that record; the records of both
+    sides share one count of numbers (the replay process holds both), its slots are mapped as the baseline's (a
+    slot without a record calls it), and its process is never stopped."""
+    from arena.evaluation.protocol import CallRequest
+    from arena.evaluation.trusted.calls import SharedSet
+
+    ev, base, rep, rc, rb = _baseline_and_candidate(False)
+    for slot in (5, 6):
+        rb.map_set(SharedSet(slot, None, [], [], rb), [])
+    rc.sets[1] = SharedSet(1, None, [], [], rc)
+    rc.record_for(1, 100)
+    rb.record_for(5, 100)
+    assert rb.call(6, seed=101) == 1.0 and base.frames[-1] == ("call", 6)
+    assert ("map", 5, False) in base.frames and ("map", 6, False) in base.frames
+    recorded = [f for f in base.frames if isinstance(f, CallRequest)]
+    assert len(recorded) == 1 and recorded[0].record and recorded[0].slot == 999   # on its own buffers
+    assert _sent(rep) == [(1, 1, True)] and _sent(base) == [(5, 2, True), (6, 2, False)]
+    assert base.peer.events == [] and not rb.live
+
+
+def test_a_baseline_whose_call_cannot_be_recorded_is_called_as_it_runs_after_its_slots_let_go_of_their_records():
+    """A record of the baseline's the recorder refused (a torch operator that computes, in its launcher): its
+    slots are told to hold no record (``ReplayRequest`` of number 0), every call after is made as it runs, nothing
+    more is recorded, and the config's timing says so; a failure that ends its process is not taken for one."""
+    from types import SimpleNamespace
+
+    from arena.evaluation.protocol import CallRequest
+    from arena.evaluation.trusted.calls import SharedSet
+    from arena.evaluation.trusted.correctness import GateFailure
+    from arena.evaluation.trusted.performance import ConfigTiming
+    from arena.records import Status
+
+    ev, base, rep, rc, rb = _baseline_and_candidate(True)     # a record a set
+    for slot in (5, 6):
+        rb.map_set(SharedSet(slot, None, [], [], rb), [])
+    rb.record_for(5, 100)
+    rb.record_for(6, 101)
+    base.refused = "the torch operator mm inside the call: a call's device work is replayed"
+    rb.record_for(5, 102)
+    assert "torch operator mm" in rb.live
+    assert _sent(base) == [(5, 1, True), (6, 2, True), (5, 0, False), (6, 0, False)]
+    n = len([f for f in base.frames if isinstance(f, CallRequest)])
+    rb.record_for(6, 103)
+    assert rb.call(5, seed=104) == 1.0 and base.frames[-1] == ("call", 5)
+    assert len([f for f in base.frames if isinstance(f, CallRequest)]) == n and len(_sent(base)) == 4
+    (warning,) = ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": rb}))
+    assert warning.startswith("baseline_not_replayed") and "torch operator mm" in warning
+    assert ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": base})) == []
+
+    ev, base, rep, rc, rb = _baseline_and_candidate(False)
+    rb.map_set(SharedSet(5, None, [], [], rb), [])
+    base.failure = GateFailure(Status.TASK_ERROR, "the task's baseline failed: the process died", fatal=True)
+    with pytest.raises(GateFailure, match="process died"):
+        rb.record_for(5, 100)
+    assert not rb.live
+
+
+def test_the_replay_process_replays_a_baseline_slots_record_with_the_baselines_player():
+    """A slot of the baseline's that holds a record replays it with the baseline's player (the
+    candidate's replays the candidate's slots); told to hold none, it calls the baseline again;
+    a candidate's slot without a record never calls the baseline; the baseline's replay failing
+    is the task's failure; a record for a baseline whose calls are not recorded is refused."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from arena.evaluation.protocol import CallRecord, ReplayRequest
+    from arena.evaluation.replay.process import ReplayProcess
+    from arena.evaluation.server import Refused
+
+    calls: list[str] = []
+
+    class Player:
+        def __init__(self, name):
+            self.name, self.fail = name, False
+
+        def load(self, kernels):
+            pass
+
+        def check(self, record, regions):
+            calls.append(f"{self.name} checks")
+
+        def local_bytes(self, record):
+            return 0
+
+        def replay(self, record, buffers, poison=False):
+            if self.fail:
+                raise RuntimeError("an illegal address")
+            calls.append(f"{self.name} replays")
+
+    proc = ReplayProcess(send=lambda f: None, notice_fd=None, mode="cpu")
+    proc.spec = SimpleNamespace(trusted=True)
+    proc.baseline = lambda ins, outs, scalars, copy_out=True: calls.append("baseline")
+    proc.player, proc.base_player = Player("candidate's"), Player("baseline's")
+    for slot in (1, 2):
+        proc.slots[slot] = ([torch.zeros(4)], [torch.zeros(4)], [], None, [])
+    proc.replayed.add(2)
+    proc.take_record(ReplayRequest(slot=1, ref=1, record=CallRecord(ops=[])))
+    proc.take_record(ReplayRequest(slot=2, ref=2, record=CallRecord(ops=[])))
+    proc.invoke(1, True)
+    proc.invoke(2, True)
+    assert calls == ["baseline's checks", "candidate's checks", "baseline's replays", "candidate's replays"]
+    proc.take_record(ReplayRequest(slot=1, ref=0))
+    proc.invoke(1, True)
+    assert calls[-1] == "baseline" and 1 not in proc.records
+    proc.take_record(ReplayRequest(slot=2, ref=0))
+    with pytest.raises(RuntimeError, match="no record"):
+        proc.invoke(2, True)
+    proc.take_record(ReplayRequest(slot=1, ref=3, record=CallRecord(ops=[])))
+    proc.base_player.fail = True
+    with pytest.raises(Refused) as failed:
+        proc.invoke(1, True)
+    assert failed.value.baseline and "baseline's call failed: RuntimeError: an illegal address" in failed.value.message
+    proc.base_player = None
+    with pytest.raises(RuntimeError, match="does not replay"):
+        proc.take_record(ReplayRequest(slot=1, ref=4, record=CallRecord(ops=[])))

@@ -1,4 +1,4 @@
-"""Record and replay of HIP candidates on CUDA (arena.evaluation.candidate.native_recorder, native_player): the
+"""Record and replay of HIP candidates on CUDA (arena.evaluation.native_recorder, native_player): the
 recorder's log read into a record, the replay's checks against a kernel's parameters, the
 bound on the memory a record may ask of the replay process, and the recorder linked into a
 real build (nvcc needed; the replay itself runs on a GPU: scripts/gpu_hip_replay_validate.sh)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.evaluation.candidate.native_recorder import (
+from arena.evaluation.native_recorder import (
     OP_ALLOC,
     OP_COPY,
     OP_EVENT,

@@ -1,7 +1,8 @@
 """A task's starting kernel timed against itself must read 1x: its calls replayed as a candidate's are, against the
-same file called as the task's baseline. Where they disagree (a call that leaves the device idle between its
-launches: 140.9 us called, 5.3 us replayed, for an import on an H200), every candidate would be credited with the
-difference; ``tasks check`` refuses the task there, and ``--drop-failing-drafts`` may take such a draft out."""
+same file as the task's baseline (replayed too where its call can be recorded, called where not). Where they
+disagree (a baseline called, whose call leaves the device idle between its launches: 140.9 us called, 5.3 us
+replayed, for an import on an H200), every candidate would be credited with the difference; ``tasks check``
+refuses the task there, and ``--drop-failing-drafts`` may take such a draft out."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def test_a_starting_kernel_whose_two_timings_disagree_fails_at_those_configs():
     row = _row("triton2triton/reshape")
     got = self_timing_problems(row.verdicts, "triton2triton")
     assert sorted(got) == [("heldout", "draft-odd"), ("seen", "case0")]
-    assert got[("seen", "case0")].startswith("the starting kernel timed against itself reads 26.58x (140.9 us called "
-                                             "as the baseline, 5.3 us replayed as a candidate)")
+    assert got[("seen", "case0")].startswith("the starting kernel timed against itself reads 26.58x (140.9 us as the "
+                                             "baseline, 5.3 us as a candidate)")
     # on a GPU they are the configs the check names failing (the drafts among them may be taken out)
     assert {k: v for k, v in failing_configs(row, GPU).items()} == got
     assert failing_configs(row, detect("cpu")) == {}, "no timing on the CPU: nothing to compare"

@@ -217,12 +217,14 @@ FIT_ROUNDS = 3
 
 def self_timing_problems(verdicts: Iterable[Verdict], category: str) -> dict[tuple[str, str], str]:
     """(split, config) -> why, where the starting kernel timed against itself reads past ``MAX_SELF_RATIO``. The
-    candidate's side is its record replayed, launches back to back; the baseline's side is the file called, and a
+    candidate's side is its record replayed, launches back to back. The baseline's is too, where its call can be
+    recorded (``arena.evaluation.trusted.calls.ReplayedBaseline``); where it cannot, it is the file called, and a
     call whose launches wait on host work between them (a launcher's Python, a small host-to-device copy each call)
-    leaves the device idle inside its span: any candidate would be credited with that idle time.
-    triton2triton/reshape_and_cache_flash on an H200: 140.9 us called, 5.3 us replayed. Not for torch2hip, whose
-    baseline is the eager reference by definition, its launches from Python one operation at a time, which a
-    candidate's kernels replace."""
+    leaves the device idle inside its span: any candidate would be credited with that idle time
+    (triton2triton/reshape_and_cache_flash on an H200, its baseline called: 140.9 us called, 5.3 us replayed).
+    Two sides that each tune themselves may also choose apart. Not for torch2hip, whose baseline is the eager
+    reference by definition, its launches from Python one operation at a time, which a candidate's kernels
+    replace."""
     out: dict[tuple[str, str], str] = {}
     if category == "torch2hip":
         return out
@@ -236,8 +238,8 @@ def self_timing_problems(verdicts: Iterable[Verdict], category: str) -> dict[tup
             if lo > MAX_SELF_RATIO or hi < 1 / MAX_SELF_RATIO:
                 out[(v.split, c.name)] = (
                     f"the starting kernel timed against itself reads {c.speedup:.2f}x ({c.baseline.median_us:.1f} us "
-                    f"called as the baseline, {c.candidate.median_us:.1f} us replayed as a candidate): its calls leave "
-                    "the device idle between their launches, and a candidate would be credited with that time")
+                    f"as the baseline, {c.candidate.median_us:.1f} us as a candidate): a candidate would be credited "
+                    "with that difference")
     return out
 
 

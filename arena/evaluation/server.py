@@ -200,7 +200,7 @@ class CallServer:
         self.candidate_file = ""
         self.own_files: set[str] = set()
         self.opened = False
-        self.recorder: Any = None     # records the candidate's calls (arena.evaluation.candidate.recorder)
+        self.recorder: Any = None     # records the candidate's calls (arena.evaluation.recorder)
 
     def open(self, kernel_cache: str = "") -> None:
         """The device's context, the profiler's first start and the timer's kernels, once (the

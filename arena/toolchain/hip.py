@@ -31,7 +31,7 @@ TARGETS = ("cuda", "rocm")
 LIBRARY_NAME = "lib.so"
 OBJECT_NAME = "kernel.o"
 RECORD_NAME = "build.json"
-# the device code alone (CUDA): what a replay process loads (arena.evaluation.candidate.native_recorder)
+# the device code alone (CUDA): what a replay process loads (arena.evaluation.native_recorder)
 DEVICE_CODE_NAME = "kernels.fatbin"
 SOURCE_NAMES = {"cuda": "kernel.cu", "rocm": "kernel.hip"}
 _COMPILERS = {"cuda": "nvcc", "rocm": "hipcc"}
@@ -217,11 +217,11 @@ def _flags(target: str, arch: str, version_text: str, extra: Sequence[str]) -> l
 
 def _link_flags(target: str, arch: str) -> list[str]:
     """Flags of the link step (the object to ``lib.so``): nvcc links cudart statically, and
-    the recorder of record and replay (``arena.evaluation.candidate.native_recorder``) before it, each runtime call it
+    the recorder of record and replay (``arena.evaluation.native_recorder``) before it, each runtime call it
     follows wrapped by the linker; hipcc links libamdhip64 (told the arch, it does not look for
     a GPU)."""
     if target == "cuda":
-        from arena.evaluation.candidate.native_recorder import WRAPPED
+        from arena.evaluation.native_recorder import WRAPPED
 
         return ["-shared", "-Xlinker", "--wrap=" + ",--wrap=".join(WRAPPED)]
     return ["-shared", "-fPIC", f"--offload-arch={arch}"]
@@ -256,7 +256,7 @@ def _cache_key(
     if torch_version:  # PyTorch's header-only headers were part of the build
         part("torch", torch_version.encode())
     if target == "cuda":
-        from arena.evaluation.candidate.native_recorder import RECORDER_SOURCE
+        from arena.evaluation.native_recorder import RECORDER_SOURCE
 
         part("compat", hip2cuda.COMPAT_HEADER_PATH.read_bytes())
         part("table", hip2cuda.table_fingerprint().encode())
@@ -265,9 +265,9 @@ def _cache_key(
 
 
 def _recorder_object(compiler: str, env: dict[str, str], cache_root: Path, version_text: str) -> Path | str:
-    """The recorder of record and replay (``arena.evaluation.candidate.native_recorder``) compiled for linking into a
+    """The recorder of record and replay (``arena.evaluation.native_recorder``) compiled for linking into a
     CUDA build, once per compiler and source (cached beside the builds); a message when it fails."""
-    from arena.evaluation.candidate.native_recorder import RECORDER_SOURCE
+    from arena.evaluation.native_recorder import RECORDER_SOURCE
 
     source = RECORDER_SOURCE.read_bytes()
     key = hashlib.sha256(source + b"\0" + version_text.encode()).hexdigest()[:32]
@@ -598,7 +598,7 @@ def build_hip(
         code_sha = ""
         linked = [OBJECT_NAME]
         if target == "cuda":
-            # the device code alone, for a replay process (arena.evaluation.candidate.native_recorder), and the recorder
+            # the device code alone, for a replay process (arena.evaluation.native_recorder), and the recorder
             # linked in
             fatbin = obj.section(".nv_fatbin")
             if fatbin is None:

@@ -47,8 +47,8 @@ class CandidateProcess(CallServer):
         self.stack_limit = stack_limit() if self.record_calls else None
         if self.record_calls and self.spec.language == "triton":
             # the candidate's calls recorded: Triton wrapped before its import (a HIP library's recorder is linked
-            # into it: arena.evaluation.candidate.native_recorder)
-            from arena.evaluation.candidate.recorder import Recorder
+            # into it: arena.evaluation.native_recorder)
+            from arena.evaluation.recorder import Recorder
 
             self.recorder = Recorder()
         if not self.gpu:
@@ -82,7 +82,7 @@ class CandidateProcess(CallServer):
                           traceback=self._traceback(exc.origin) if exc.origin is not None else None) from None
         self.guard("loading the candidate")
         if self.record_calls and self.spec.language == "hip":     # the recorder linked into its library
-            from arena.evaluation.candidate.native_recorder import NativeRecorder
+            from arena.evaluation.native_recorder import NativeRecorder
 
             self.recorder = NativeRecorder(self.side.lib)
         return LoadedReply(seconds=round(time.perf_counter() - t0, 3))

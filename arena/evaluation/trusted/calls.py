@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from arena.evaluation.processes import CandidateGone, CandidatePeer
 from arena.evaluation.protocol import (
@@ -301,7 +301,8 @@ class ReplayedCandidate:
     NOTE = ("the call was recorded on other values of the inputs that are not indices, offsets, counts or masks, "
             "and its record replayed on these: launches chosen from those values are replayed as recorded")
 
-    def __init__(self, ev: EvaluationState, candidate: CandidateHandle, replay: CandidateHandle):
+    def __init__(self, ev: EvaluationState, candidate: CandidateHandle, replay: CandidateHandle,
+                 numbers: Iterator[int] | None = None):
         self.ev, self.candidate, self.replay = ev, candidate, replay
         self.peer = candidate.peer
         self.sets: dict[int, SharedSet] = {}
@@ -314,13 +315,14 @@ class ReplayedCandidate:
         self.compiled: set[str] = set()           # the kernels the replay process has compiled
         self.kept: dict[int, int] = {}            # memory a HIP candidate keeps, by its serial: bytes
         self.ahead: set[Any] = set()              # the keys of records made ahead of their rounds (make_records)
-        self._numbers = itertools.count(1)
+        # the records' numbers: one count for every side whose records the replay process holds
+        self._numbers = numbers if numbers is not None else itertools.count(1)
         # records handed to the replay process: how many, how many of them sent whole, and the seconds it took
         self.given: dict[str, float] = {"given_n": 0, "sent_n": 0, "given_s": 0.0}
 
     @property
     def timing_remote(self) -> CandidateHandle:
-        return self.replay
+        return self.replay.timing_remote
 
     @property
     def served_us(self) -> float:
@@ -478,6 +480,61 @@ class ReplayedCandidate:
         if self.own is not None:
             self.ev.drop_slots([self.own])
             self.own = None
+
+
+class ReplayedBaseline(ReplayedCandidate):
+    """The task's baseline timed as the candidate is: its call recorded in the replay process
+    (the task's own code, on buffers of its own filled as a candidate's are for a record), and
+    its slots there replaying the record. A call timed as it runs leaves the device idle while
+    its host code works between its launches; the candidate's record, replayed, never does, so
+    timing only one side's replay credits every candidate with the baseline's host time
+    (``triton_reshape_and_cache_flash`` of AKA: 140.9 us called, 5.3 us replayed, on an H200).
+
+    Its process is never stopped (it is the replay process), its records ask for the memory of
+    the task's own code, and where a call of the baseline cannot be recorded (a torch operator
+    that computes, a record the replay refuses) it is called as it runs from then on, for the
+    rest of the evaluation (``live``: why; the timing's warnings say so), every record its slots
+    held let go first."""
+
+    def __init__(self, ev: EvaluationState, base: CandidateHandle, numbers: Iterator[int] | None = None):
+        super().__init__(ev, base, base, numbers)
+        self.live = ""
+
+    def map_set(self, shared: SharedSet, scalars: list) -> None:
+        self.sets[shared.id] = shared
+        self.replay.map_set(shared, scalars)     # a slot of the baseline's: it calls the baseline until it has a record
+
+    def pause(self, stop: bool) -> None:
+        """The replay process is never stopped."""
+
+    def _within_allowance(self, record: Any) -> None:
+        """The task's own code: its memory is not the candidate's allowance."""
+
+    def make_records(self, slot: int, seeds: list[int]) -> None:
+        if not self.live:
+            self._live_on_failure(lambda: super(ReplayedBaseline, self).make_records(slot, seeds))
+
+    def record_for(self, slot: int, seed: int, trace: bool = False) -> None:
+        if not self.live:
+            self._live_on_failure(lambda: super(ReplayedBaseline, self).record_for(slot, seed, trace))
+
+    def call(self, slot: int, *, seed: int, trace: bool = True, copy_out: bool = True) -> float:
+        self.record_for(slot, seed, trace)
+        return self.replay.call(slot, trace=False, copy_out=copy_out)
+
+    def _live_on_failure(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except GateFailure as exc:
+            if exc.fatal:
+                raise
+            self.live = exc.message.removeprefix("the task's baseline failed: ")[:MESSAGE_CHARS] or exc.status.value
+            for slot in list(self.sets):     # every slot of its (one may hold a record the trusted side let go of)
+                self.replay.request(ReplayRequest(slot=slot, ref=0), TakenReply)
+            self.sent.clear()
+            self.records.clear()
+            self.refs.clear()
+            self.ahead.clear()
 
 
 # the handles whose calls another process makes

@@ -302,7 +302,7 @@ def _ready(ev: EvaluationState, config: Any, budget: float, tp: dict[str, Any], 
     outputs checked."""
     ev.set_config(config)
     n_sets = max_sets or _n_sets(ev, config, budget, tp)
-    side_list: list[tuple[str, Any]] = [("baseline", ev.base_remote), ("candidate", ev.remote)]
+    side_list: list[tuple[str, Any]] = [("baseline", ev.baseline), ("candidate", ev.remote)]
     if ev.compiled is not None:
         side_list.append(("compiled", ev.compiled))
     shared = ev.gpu_lock.shared
@@ -602,22 +602,33 @@ class ConfigTiming:
         self.ev.set_config(self.config)
         self.ev.current = self
 
-    def _records_follow_sets(self) -> Any:
-        """The replayed candidate whose records follow each set's structure, or None."""
-        side = self.side_handles.get("candidate")
-        return side if hasattr(side, "record_for") and self.ev.structural_inputs() else None
+    def _baseline_called(self) -> list[str]:
+        """A warning where the baseline's calls were recorded to be replayed and one could not be
+        (``arena.evaluation.trusted.calls.ReplayedBaseline``): its time is then of calls as they ran."""
+        why = getattr(self.side_handles.get("baseline"), "live", "")
+        return [f"baseline_not_replayed: its call could not be recorded ({why[:300]}); it was timed as it ran, "
+                f"the device idle between its launches included, where the candidate's record was replayed"] if why \
+            else []
+
+    def _records_follow_sets(self) -> list[str]:
+        """The replayed sides (the candidate, a recorded baseline) whose records follow each set's structure."""
+        if not self.ev.structural_inputs():
+            return []
+        return [name for name, side in self.side_handles.items() if hasattr(side, "record_for")]
 
     def record_ahead(self, first: int, n: int) -> None:
         """Before the exclusive section of rounds ``first`` .. ``first + n - 1``, outside it: a
-        replayed candidate's records of their sets, where they follow each set's structure, made
+        replayed side's records of their sets, where they follow each set's structure, made
         now on seeds drawn now for them (``fill`` gives them to the replay process), so that no
-        call of the candidate's runs while the GPU is held alone."""
-        side = self._records_follow_sets()
-        if side is None:
+        call of the candidate's (nor a recording of the baseline's) runs while the GPU is held alone."""
+        names = self._records_follow_sets()
+        if not names:
             return
         self.use()
         self.planned = {r: [self.ev.rng.getrandbits(62) for _ in range(self.n_sets)] for r in range(first, first + n)}
-        side.make_records(self.slots_of["candidate"][0].id, [seed for seeds in self.planned.values() for seed in seeds])
+        for name in names:
+            self.side_handles[name].make_records(self.slots_of[name][0].id,
+                                                 [seed for seeds in self.planned.values() for seed in seeds])
 
     def fill(self, round_no: int, record: bool = False) -> None:
         """New sets for a round (inside the exclusive section, before its first flush): each
@@ -631,12 +642,13 @@ class ConfigTiming:
         self.use()
         self.seeds = [None] * self.n_sets
         self.drawn = [None] * self.n_sets
-        side = self._records_follow_sets() if record else None
-        if side is not None:
+        names = self._records_follow_sets() if record else []
+        if names:
             planned = self.planned.pop(round_no, None) or [self.ev.rng.getrandbits(62) for _ in range(self.n_sets)]
-            for i, st in enumerate(self.slots_of["candidate"]):
-                self.drawn[i] = planned[i]
-                side.record_for(st.id, self.drawn[i])
+            self.drawn = list(planned[:self.n_sets])
+            for name in names:
+                for i, st in enumerate(self.slots_of[name]):
+                    self.side_handles[name].record_for(st.id, self.drawn[i])
         self.ev.sync()
 
     def check_share(self, round_no: int = 0) -> float:
@@ -792,7 +804,7 @@ class ConfigTiming:
             warm_s=round(self.warm_s, 3),
             verify_s=round(self.spent["verify_s"], 3),
             prepare_s=round(self.spent["prepare_s"], 3),
-            warnings=samples.warnings + self.warnings,
+            warnings=samples.warnings + self.warnings + self._baseline_called(),
             timed_checks=len(self.oks),
             timed_bad=n_bad,
             host_us=self.host_us,

@@ -18,6 +18,7 @@ split and the later ones, is recorded as the candidate's failure.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import re
@@ -94,6 +95,7 @@ class Evaluation:
         self.base_slots = None
         self.config_key = ""
         self.replay_remote = CandidateHandle(self, replay_peer, harness=True) if replay_peer is not None else None
+        self.record_numbers = itertools.count(1)    # the numbers of the records the replay process holds, every side's
         if self.base_remote is not None and replay_peer is base_peer:
             self.base_remote.timing_remote = self.replay_remote   # one session there, both sides' steps in it
         self.candidate_trusted = bool(job.candidate.get("trusted"))
@@ -422,7 +424,8 @@ class Evaluation:
         (the candidate's by default). Each process's buffers come from a memory pool of their
         own: the candidate's never share a block with the baseline's."""
         remote = remote or self.remote
-        maker = self.base_slots if remote is self.base_remote else self.slots
+        # (the baseline's handle, or the one that replays its records)
+        maker = self.base_slots if getattr(remote, "candidate", remote) is self.base_remote else self.slots
         specs = self.input_specs() + self.output_specs()
         slot = maker.allocate(specs, [s.name for s in (*self.task.inputs, *self.task.outputs)])
         n = len(self.task.inputs)
@@ -527,6 +530,8 @@ class Evaluation:
             library=side.get("library") or "",
             forbidden=forbidden,
             trusted=trusted,
+            device_code=side.get("device_code") or "",
+            device_code_sha256=side.get("device_code_sha256") or "",
         )
 
     def load(self) -> None:
@@ -592,6 +597,7 @@ class Evaluation:
                     timing=timing,
                     probe=base_probe.handle if base_probe is not None else "",
                     replay=replay if base_probe is not None else None,
+                    record=base_probe is not None and self._baseline_recorded(base_spec),
                 ),
                 base_probe.fd if base_probe is not None else -1,
             )
@@ -629,6 +635,10 @@ class Evaluation:
             harness.load()      # the baseline's (its failure is the task's)
             if base_probe is not None:
                 self.baseline = self.base_remote
+                if self._baseline_recorded(base_spec):
+                    from arena.evaluation.trusted.calls import ReplayedBaseline
+
+                    self.baseline = ReplayedBaseline(self, self.base_remote, self.record_numbers)
             self.mark("baseline")
         ready = self.remote.finish_setup()
         _probe_answered(probe, token, f"the candidate process ({self.slots.device})")
@@ -650,10 +660,17 @@ class Evaluation:
         if self.replay_remote is not None:
             from arena.evaluation.trusted.calls import ReplayedCandidate
 
-            self.remote = ReplayedCandidate(self, self.remote, self.replay_remote)
+            self.remote = ReplayedCandidate(self, self.remote, self.replay_remote, self.record_numbers)
         self.mark("candidate")
         freeze_heap()  # the task's sides and the timer, loaded
         self.send(LoadedFrame(parts=self.marks, lock_wait_s=round(self.gpu_lock.waited_s - waited, 3)))
+
+    def _baseline_recorded(self, base_spec: Any) -> bool:
+        """Are the baseline's calls recorded and replayed (``ReplayedBaseline``)? Where the
+        candidate's are, and the baseline is a kernel the replay process can record: Triton's,
+        or a HIP build's for CUDA (its device code extracted, its recorder linked in)."""
+        return self.replay_remote is not None and base_spec is not None and (
+            base_spec.language == "triton" or (base_spec.language == "hip" and bool(base_spec.device_code)))
 
     def lock_stats(self, since: dict[str, float] | None = None) -> dict[str, float]:
         """The GPU lock's counters (seconds), and the time waited for room in the GPU's memory

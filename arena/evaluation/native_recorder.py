@@ -1,15 +1,17 @@
-"""Record and replay for a HIP candidate built for CUDA: the candidate process's side.
+"""Record and replay for HIP built for CUDA: the recording side (the candidate's process, and
+the replay process for a HIP baseline).
 
-The build links the recorder (``record_cuda.cc``) into the candidate's library, with the
-linker's ``--wrap`` for each runtime call in ``WRAPPED``: the candidate's object reaches the
-recorder first, which passes the call on and, while a call is recorded, writes down its
-device work in a log (launches with their parameters' bytes, fills, device-to-device copies,
-allocations, events between streams), or a refusal of what a replay cannot do again. ``NativeRecorder`` turns the log
-into a ``CallRecord`` (``parse``): each pointer found in a parameter becomes a place (a buffer
-of the call, or memory the candidate allocated and keeps), so that the replay process
+The build links the recorder (``record_cuda.cc``) into every HIP library it makes for CUDA (the
+candidate's, the task's baseline), with the linker's ``--wrap`` for each runtime call in
+``WRAPPED``: the library's object reaches the recorder first, which passes the call on and,
+while a call is recorded, writes down its device work in a log (launches with their parameters'
+bytes, fills, device-to-device copies, allocations, events between streams), or a refusal of
+what a replay cannot do again. ``NativeRecorder`` turns the log into a ``CallRecord``
+(``parse``): each pointer found in a parameter becomes a place (a buffer of the call, or memory
+the candidate allocated and keeps), so that the replay process
 (``arena.evaluation.replay.native_player``) can point it at its own mapping.
 
-Nothing here is trusted, as with Triton's recorder: a record that does not hold the call's
+In the candidate's process nothing here is trusted, as with Triton's recorder: a record that does not hold the call's
 work gives wrong replayed outputs, and one the replay cannot check is refused there.
 """
 
@@ -228,7 +230,7 @@ def parse(log: bytes, full: bool, buffers: Sequence[tuple[int, int]], live: Sequ
 
 class NativeRecorder:
     """The recorder linked into a HIP candidate's library (``lib``: its ctypes handle);
-    ``recording(buffers)`` records one call, as ``arena.evaluation.candidate.recorder.Recorder`` does."""
+    ``recording(buffers)`` records one call, as ``arena.evaluation.recorder.Recorder`` does."""
 
     def __init__(self, lib: Any) -> None:
         import torch
@@ -238,7 +240,7 @@ class NativeRecorder:
             self._begin, self._end, self._live = lib.arena_rec_begin, lib.arena_rec_end, lib.arena_rec_live
             self._streams = lib.arena_rec_streams
         except AttributeError:
-            raise RuntimeError("the candidate's library was built without the recorder") from None
+            raise RuntimeError("the library was built without the recorder") from None
         self._end.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
         for fn in (self._live, self._streams):
             fn.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]

@@ -1,6 +1,9 @@
-"""The candidate process's side of record and replay: what a call asked of the device.
+"""The recording side of record and replay: what a call asked of the device.
 
-Installed before any candidate code runs (``Recorder``): Triton's launcher is wrapped, so
+It records the candidate's calls in the candidate's process, and the task's baseline's in the
+replay process (``arena.evaluation.replay.process``), so that both sides are timed as replays
+of what they asked. Installed before any of the code it records is loaded (``Recorder``):
+Triton's launcher is wrapped, so
 that every launch of a kernel Triton compiled in this process is written down while a call is
 recorded (the kernel's IR and options, its grid, its arguments), except the autotuner's own
 timings of its variants; a torch dispatch mode writes down the allocations, fills and
@@ -8,7 +11,7 @@ copies of the call; and torch's events write down how the call's streams wait fo
 (each operation is on the stream it was asked on). Pointers become places (a buffer of the call, or memory the call
 allocated, plus an offset), so that a replay can point them at its own mapping of the buffers.
 
-Nothing here is trusted: the candidate can change any of it. What it gets by that is a record
+In the candidate's process nothing here is trusted: the candidate can change any of it. What it gets by that is a record
 that does not hold its work (its replay's outputs are then wrong) or one the replay refuses.
 """
 

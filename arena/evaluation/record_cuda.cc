@@ -1,4 +1,4 @@
-// The candidate process's recorder for a HIP candidate built for CUDA (arena.evaluation.candidate.native_recorder).
+// The recorder linked into a HIP library built for CUDA (the candidate's, the task's baseline) (arena.evaluation.native_recorder).
 //
 // Linked into the candidate's library by the build (arena.toolchain.hip) with the linker's
 // --wrap for each runtime call below, so that the candidate's object reaches these first. A
@@ -324,7 +324,7 @@ ARENA_REFUSED(cudaMemcpyToSymbolAsync, "a copy from host memory (a replay does n
               (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t st),
               (sym, src, n, off, k, st))
 
-// ---- read from Python (arena.evaluation.candidate.native_recorder) ------------------------------------------------
+// ---- read from Python (arena.evaluation.native_recorder) ------------------------------------------------
 int arena_rec_begin(void) {
   pthread_mutex_lock(&g_mu);
   g_len = 0;

@@ -1,0 +1,53 @@
+"""The starting kernel timed against itself, from the records of `arena run --agent baseline`
+with timing: one row per task (its configs' ratios baseline / candidate, the median and the
+extremes), how many configs read past ``arena.authoring.check.MAX_SELF_RATIO`` either way over
+their whole interval, and how many were timed with the baseline called as it ran
+(``baseline_not_replayed``: its call could not be recorded). Then one line per category.
+Usage: python3 scripts/self_timing_table.py RECORDS [RECORDS ...] > OUT.md"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from arena.authoring.check import MAX_SELF_RATIO  # noqa: E402
+from arena.records import current, read  # noqa: E402
+
+
+def main(paths: list[str]) -> int:
+    rows: dict[str, list] = defaultdict(list)
+    for p in paths:
+        for v in current(read(Path(p))):
+            if "baseline" not in (v.agent, v.candidate.get("origin")):
+                continue
+            for c in v.configs:
+                if c.speedup is None:
+                    continue
+                lo, hi = c.speedup_ci or (c.speedup, c.speedup)
+                outside = lo > MAX_SELF_RATIO or hi < 1 / MAX_SELF_RATIO
+                rows[v.task_id].append((c.speedup, outside, "baseline_not_replayed" in c.flags))
+    print(f"| task | configs | median ratio | lowest | highest | past {MAX_SELF_RATIO}x either way | "
+          f"baseline called |")
+    print("|---|---|---|---|---|---|---|")
+    by_cat: dict[str, list] = defaultdict(list)
+    for task in sorted(rows):
+        r = rows[task]
+        ratios = [x[0] for x in r]
+        by_cat[task.split("/")[0]] += r
+        print(f"| {task} | {len(r)} | {statistics.median(ratios):.3f} | {min(ratios):.3f} | {max(ratios):.3f} | "
+              f"{sum(x[1] for x in r)} | {sum(x[2] for x in r)} |")
+    print()
+    for cat, r in sorted(by_cat.items()):
+        ratios = [x[0] for x in r]
+        print(f"- {cat}: {len(r)} configs, median ratio {statistics.median(ratios):.3f} "
+              f"({min(ratios):.3f} to {max(ratios):.3f}), {sum(x[1] for x in r)} past {MAX_SELF_RATIO}x either way, "
+              f"{sum(x[2] for x in r)} with the baseline called as it ran")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
