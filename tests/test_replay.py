@@ -391,6 +391,7 @@ class _Handle:
         self.frames: list = []
         self.stopped_at_call: list[bool] = []
         self.refused = ""          # what the records it makes say could not be recorded
+        self.kept: list = []       # the memory kept between calls its records point into
         self.failure = None        # a GateFailure its requests raise
 
     def request(self, frame, expect):
@@ -400,7 +401,7 @@ class _Handle:
         if self.failure is not None:
             raise self.failure
         if expect is CalledReply:
-            return CalledReply(host_us=1.0, record=CallRecord(ops=[], refused=self.refused))
+            return CalledReply(host_us=1.0, record=CallRecord(ops=[], refused=self.refused, kept=self.kept))
         return expect()
 
     def map_set(self, shared, scalars, replayed=False):
@@ -813,9 +814,10 @@ def test_the_baseline_is_recorded_and_replayed_as_the_candidate_is_its_records_n
 
 
 def test_a_baseline_whose_call_cannot_be_recorded_is_called_as_it_runs_after_its_slots_let_go_of_their_records():
-    """A record of the baseline's the recorder refused (a torch operator that computes, in its launcher): its
-    slots are told to hold no record (``ReplayRequest`` of number 0), every call after is made as it runs, nothing
-    more is recorded, and the config's timing says so; a failure that ends its process is not taken for one."""
+    """A record of the baseline's the recorder refused (a torch operator that computes, in its launcher), or one
+    that points into memory the baseline keeps between calls: its slots are told to hold no record
+    (``ReplayRequest`` of number 0), every call after is made as it runs, nothing more is recorded, and the
+    config's timing says so; a failure that ends its process is not taken for one."""
     from types import SimpleNamespace
 
     from arena.evaluation.protocol import CallRequest
@@ -840,6 +842,15 @@ def test_a_baseline_whose_call_cannot_be_recorded_is_called_as_it_runs_after_its
     (warning,) = ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": rb}))
     assert warning.startswith("baseline_not_replayed") and "torch operator mm" in warning
     assert ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": base})) == []
+
+    # a call that points into memory it keeps between calls: a replay would give it poisoned contents
+    from arena.evaluation.protocol import KeptMemory
+
+    ev, base, rep, rc, rb = _baseline_and_candidate(False)
+    rb.map_set(SharedSet(5, None, [], [], rb), [])
+    base.kept = [KeptMemory(serial=1, nbytes=4096)]
+    rb.record_for(5, 100)
+    assert "keeps between calls" in rb.live and _sent(base) == [(5, 0, False)]
 
     ev, base, rep, rc, rb = _baseline_and_candidate(False)
     rb.map_set(SharedSet(5, None, [], [], rb), [])

@@ -492,7 +492,7 @@ class ReplayedBaseline(ReplayedCandidate):
 
     Its process is never stopped (it is the replay process), its records ask for the memory of
     the task's own code, and where a call of the baseline cannot be recorded (a torch operator
-    that computes, a record the replay refuses) it is called as it runs from then on, for the
+    that computes, memory kept between calls, a record the replay refuses) it is called as it runs from then on, for the
     rest of the evaluation (``live``: why; the timing's warnings say so), every record its slots
     held let go first."""
 
@@ -508,7 +508,13 @@ class ReplayedBaseline(ReplayedCandidate):
         """The replay process is never stopped."""
 
     def _within_allowance(self, record: Any) -> None:
-        """The task's own code: its memory is not the candidate's allowance."""
+        """The task's own code: its memory is not the candidate's allowance. A call that points into memory it keeps
+        between calls (a workspace, a table made at its first call) is not replayed: a replay gives kept memory
+        poisoned contents of its own, and a baseline that reads what it left there would read poison, where a
+        candidate doing so fails on its own outputs."""
+        if record.kept:
+            raise GateFailure(Status.FORBIDDEN_CALL, f"its call points into {len(record.kept)} block(s) of memory it "
+                                                     f"keeps between calls, which a replay does not carry")
 
     def make_records(self, slot: int, seeds: list[int]) -> None:
         if not self.live:
