@@ -151,6 +151,8 @@ class SideTiming:
     # side timed without the profiler, events around its call on its stream (arena.timing.timer)
     timer: str = "span"
     other_timer_median_us: float | None = None  # its median by the other timer, where it had both
+    # its calls timed as replays of their records (record and replay: launches back to back), not as they ran
+    replayed: bool = False
 
 
 @dataclass

@@ -842,6 +842,13 @@ def test_a_baseline_whose_call_cannot_be_recorded_is_called_as_it_runs_after_its
     (warning,) = ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": rb}))
     assert warning.startswith("baseline_not_replayed") and "torch operator mm" in warning
     assert ConfigTiming._baseline_called(SimpleNamespace(side_handles={"baseline": base})) == []
+    # the timing says which sides were replays: the candidate's, not this baseline's once it was called
+    assert ConfigTiming._replayed_sides(SimpleNamespace(side_handles={"baseline": rb, "candidate": rc})) == \
+        ["candidate"]
+    rb.live = ""
+    assert ConfigTiming._replayed_sides(SimpleNamespace(side_handles={"baseline": rb, "candidate": rc})) == \
+        ["baseline", "candidate"]
+    assert ConfigTiming._replayed_sides(SimpleNamespace(side_handles={"baseline": base, "candidate": base})) == []
 
     # a call that points into memory it keeps between calls: a replay would give it poisoned contents
     from arena.evaluation.protocol import KeptMemory

@@ -356,10 +356,12 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
         events_us={"baseline": base, "candidate": cand},
         timers={"baseline": "events", "candidate": "span"},
         other_timer_median_us={"baseline": 330.0},
+        replayed=["candidate"],
     )
     _apply_timing(task, cr, cfg, perf, Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90"))
     assert cr.baseline.timer == "events" and cr.baseline.other_timer_median_us == 330.0 and cr.baseline.n == 40
     assert cr.candidate.timer == "span" and cr.candidate.other_timer_median_us is None
+    assert cr.candidate.replayed and not cr.baseline.replayed   # which side's calls were replays of their records
     lo, hi = cr.speedup_ci
     assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2  # all 40 baseline samples used, not the first 16
 

@@ -49,7 +49,8 @@ def side_timing(perf: PerformanceResult, side: str) -> SideTiming:
     return SideTiming(median_us=round(stats.median(spans), 3), iqr_us=round(stats.iqr(spans), 3), n=len(spans),
                       events_median_us=round(stats.median(events), 3) if events else None,
                       min_us=round(min(spans), 3), timer=timer if timer in ("span", "events") else "span",
-                      other_timer_median_us=float(other) if isinstance(other, (int, float)) else None)
+                      other_timer_median_us=float(other) if isinstance(other, (int, float)) else None,
+                      replayed=side in perf.replayed)
 
 
 def roofline_dtype(task: Task) -> str:

@@ -232,6 +232,8 @@ class PerformanceResult:
     incidental_share: float | None = None    # copies and fills: their share of the candidate's device time
     baseline_incidental_share: float | None = None    # ... and of the baseline's
     traceback: list[TraceEntry] = field(default_factory=list)    # the candidate's frames (arena.evaluation.tracebacks)
+    # the sides whose calls were timed as replays of their records (arena.evaluation.record), not as they ran
+    replayed: list[str] = field(default_factory=list)
 
 
 # the stage a trusted process reports while it waits for other evaluations (room in the GPU's memory,

@@ -610,6 +610,12 @@ class ConfigTiming:
                 f"the device idle between its launches included, where the candidate's record was replayed"] if why \
             else []
 
+    def _replayed_sides(self) -> list[str]:
+        """The sides whose calls were timed as replays of their records: a replayed candidate, and a recorded
+        baseline whose calls could all be recorded."""
+        return sorted(name for name, side in self.side_handles.items()
+                      if hasattr(side, "record_for") and not getattr(side, "live", ""))
+
     def _records_follow_sets(self) -> list[str]:
         """The replayed sides (the candidate, a recorded baseline) whose records follow each set's structure."""
         if not self.ev.structural_inputs():
@@ -805,6 +811,7 @@ class ConfigTiming:
             verify_s=round(self.spent["verify_s"], 3),
             prepare_s=round(self.spent["prepare_s"], 3),
             warnings=samples.warnings + self.warnings + self._baseline_called(),
+            replayed=self._replayed_sides(),
             timed_checks=len(self.oks),
             timed_bad=n_bad,
             host_us=self.host_us,
