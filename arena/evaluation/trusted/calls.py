@@ -492,9 +492,9 @@ class ReplayedBaseline(ReplayedCandidate):
 
     Its process is never stopped (it is the replay process), its records ask for the memory of
     the task's own code, and where a call of the baseline cannot be recorded (a torch operator
-    that computes, memory kept between calls, a record the replay refuses) it is called as it runs from then on, for the
-    rest of the evaluation (``live``: why; the timing's warnings say so), every record its slots
-    held let go first."""
+    that computes, memory kept between calls, a record the replay refuses) it is called as it
+    runs from then on, for the rest of the evaluation (``live``: why; the timing's warnings say
+    so), every record its slots held let go first."""
 
     def __init__(self, ev: EvaluationState, base: CandidateHandle, numbers: Iterator[int] | None = None):
         super().__init__(ev, base, base, numbers)
@@ -523,10 +523,6 @@ class ReplayedBaseline(ReplayedCandidate):
     def record_for(self, slot: int, seed: int, trace: bool = False) -> None:
         if not self.live:
             self._live_on_failure(lambda: super(ReplayedBaseline, self).record_for(slot, seed, trace))
-
-    def call(self, slot: int, *, seed: int, trace: bool = True, copy_out: bool = True) -> float:
-        self.record_for(slot, seed, trace)
-        return self.replay.call(slot, trace=False, copy_out=copy_out)
 
     def _live_on_failure(self, step: Callable[[], None]) -> None:
         try:
