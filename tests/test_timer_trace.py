@@ -5,6 +5,7 @@ timelines of (start_ns, end_ns, name). Each sample on the device is:
 from __future__ import annotations
 
 import random
+import time
 import types
 
 import pytest
@@ -164,7 +165,7 @@ def _stood_in_timer(tm, kernel):
     timer.profiler_s = 0.0
     timer.alone_parts = tm._alone_parts()
     timer.step_parts = tm._step_parts()
-    timer.gate_flag, timer.ungated = None, set()
+    timer.gate_flag, timer.ungated, timer.strikes = None, set(), {}
     timer.flush = lambda: kernel(FLUSH, 30_000)
     timer.marker = lambda: kernel(MARKER, 1_000)
     timer._pinned_flag = lambda: torch.zeros(2, dtype=torch.int32)
@@ -591,8 +592,9 @@ def test_the_gate_kernel_compiles_for_both_vendors_with_a_clock_and_uncached_rea
 
 def test_a_side_whose_call_waits_for_the_device_is_timed_without_the_gate_from_then_on(monkeypatch):
     """The device stood in for: a synchronize finds the gate still shut when the host has not opened it
-    (the call waits inside, the gate opens by itself after its time-out). That side's first sample says
-    so, and its later steps put no gate; the other side's keep theirs."""
+    (the call waits inside, the gate opens by itself after its time-out). Each sample whose gate opened
+    by itself says so; a side whose calls waited so twice in a row (each still being made when the gate
+    opened) puts no gate from then on; the other side's keep theirs."""
     import contextlib
 
     import torch
@@ -622,16 +624,19 @@ def test_a_side_whose_call_waits_for_the_device_is_timed_without_the_gate_from_t
 
     timer.gate = gate
 
+    waited = tm.GATE_TIMEOUT_NS / 1e9     # the gate's time-out, which a call that waits for it spends inside
+
     def waits_inside():
         kernel("s", 5_000)
         torch.cuda.synchronize()              # e.g. .item() on a result
+        time.sleep(waited)
         kernel("s2", 5_000)
 
     steps = [("a", lambda: None, lambda: kernel("a", 5_000), lambda: None),
              ("s", lambda: None, waits_inside, lambda: None)]
     out, warnings = timer.sample_rounds([steps, steps[::-1], steps])
-    assert gates_seen == [("a", True), ("s", True), ("s", False), ("a", True), ("a", True), ("s", False)]
-    # the first sample whose gate opened by itself, and every one of that side's after it
+    assert gates_seen == [("a", True), ("s", True), ("s", True), ("a", True), ("a", True), ("s", False)]
+    # every sample whose gate opened by itself, and every one of that side's after its second in a row
     assert warnings == [(1, tm.UNGATED_WARNING), (2, tm.UNGATED_WARNING), (5, tm.UNGATED_WARNING)]
     assert tm.UNGATED_WARNING.split(":")[0] == "ungated"      # the config's flag (arena.evaluation.decision)
     assert timer.ungated == {"s"}
@@ -640,10 +645,36 @@ def test_a_side_whose_call_waits_for_the_device_is_timed_without_the_gate_from_t
     # unprofiled (a trusted side): the same, and its warning comes back too
     acts.clear()
     timer.ungated.clear()
+    timer.strikes.clear()
     gates_seen.clear()
-    out, warnings = timer.sample_rounds([steps, steps], profiled=False)
-    assert warnings == [(1, tm.UNGATED_WARNING), (3, tm.UNGATED_WARNING)]
-    assert gates_seen == [("a", True), ("s", True), ("a", True), ("s", False)]
+    out, warnings = timer.sample_rounds([steps, steps, steps], profiled=False)
+    assert warnings == [(1, tm.UNGATED_WARNING), (3, tm.UNGATED_WARNING), (5, tm.UNGATED_WARNING)]
+    assert gates_seen == [("a", True), ("s", True), ("a", True), ("s", True), ("a", True), ("s", False)]
+
+    # a host stall: the gate opened by itself, but the call had returned before it (no wait inside): that sample
+    # says so and the side keeps its gate; nor do waits inside that a held gate comes between take it off
+    acts.clear()
+    timer.ungated.clear()
+    timer.strikes.clear()
+    gates_seen.clear()
+    calls = iter(range(100))
+
+    def stalls():
+        kernel("h", 5_000)
+        torch.cuda.synchronize()              # the gate found shut, the call back at once
+
+    def now_and_then():
+        kernel("w", 5_000)
+        if next(calls) % 2 == 0:
+            torch.cuda.synchronize()
+            time.sleep(waited)
+
+    stalled = [("h", lambda: None, stalls, lambda: None), ("w", lambda: None, now_and_then, lambda: None)]
+    out, warnings = timer.sample_rounds([stalled, stalled, stalled], profiled=False)
+    assert gates_seen == [(who, True) for who in ("h", "w") * 3]
+    assert warnings == [(0, tm.UNGATED_WARNING), (1, tm.UNGATED_WARNING), (2, tm.UNGATED_WARNING),
+                        (4, tm.UNGATED_WARNING), (5, tm.UNGATED_WARNING)]
+    assert timer.ungated == set()
 
 
 def test_a_call_that_raises_opens_the_gate(monkeypatch):
