@@ -366,6 +366,26 @@ def test_sides_timed_apart_get_an_unpaired_interval_and_say_which_timer():
     assert lo < cr.speedup < hi and 1.8 < lo and hi < 2.2  # all 40 baseline samples used, not the first 16
 
 
+def test_a_warning_each_side_gave_is_one_flag_and_its_message_names_both():
+    from arena.devices import Device
+    from arena.evaluation.decision import apply_timing as _apply_timing
+    from arena.evaluation.protocol import PerformanceResult
+    from arena.records import ConfigResult, Status
+    from arena.timing.timer import UNGATED_WARNING
+
+    task = load_task(AXPY)
+    cfg = _configs(1000)[0]
+    cr = ConfigResult(cfg.name, dict(cfg.params), Status.PASSED)
+    spans = [100.0 + i % 3 for i in range(16)]
+    perf = PerformanceResult(status=Status.PASSED, spans_us={"baseline": spans, "candidate": spans},
+                             events_us={"baseline": spans, "candidate": spans},
+                             warnings=[UNGATED_WARNING.replace("of this side", f"of the {s}") for s in
+                                       ("baseline", "candidate")])
+    _apply_timing(task, cr, cfg, perf, Device(kind="cuda", name="NVIDIA H200", vendor="nvidia", arch="sm_90"))
+    assert cr.flags.count("ungated") == 1
+    assert "a call of the baseline (" in cr.message and "a call of the candidate (" in cr.message
+
+
 def test_a_timed_config_gets_its_roofline_and_speed_of_light_from_the_device_s_ceilings(tmp_path, monkeypatch):
     from arena.devices import Device
     from arena.devices.ceilings import ceilings_for, roofline_seconds

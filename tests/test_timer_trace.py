@@ -439,6 +439,31 @@ class _SetDependentTimer(_FakeTimer):
         return out, []
 
 
+def test_a_configs_ungated_warning_says_whose_call_it_was():
+    """A sample whose gate opened by itself is flagged with its side named in the config's warning: one
+    side timed with its launch gaps and the other not skews the ratio, and the flag alone does not say
+    which (its config's flag: test_split_timing.py)."""
+    import arena.timing.timer as tm
+
+    class Flagging(_FakeTimer):
+        def __init__(self, flagged):
+            super().__init__()
+            self.flagged = flagged
+
+        def sample_rounds(self, rounds, alone, profiled=True, remotes=(), local=True):
+            out, _ = super().sample_rounds(rounds, alone, profiled, remotes, local)
+            return out, [(j, tm.UNGATED_WARNING) for j, (side, *_) in enumerate(out) if side in self.flagged][:3]
+
+    res = tm.time_paired(Flagging({"baseline"}), _sides([]), 8, min_pairs=10)
+    assert res.warnings == [tm.UNGATED_WARNING.replace("of this side", "of the baseline")]
+    assert res.warnings[0].startswith("ungated: the gate opened by itself during a call of the baseline (")
+
+    res = tm.time_paired(Flagging({"baseline", "candidate"}), _sides([]), 8, min_pairs=10)
+    assert sorted(res.warnings) == sorted(tm.UNGATED_WARNING.replace("of this side", f"of the {s}")
+                                          for s in ("baseline", "candidate"))
+    assert {w.split(":")[0] for w in res.warnings} == {"ungated"}
+
+
 def _set_dependent(spread: float, noise: float, **rule):
     """Pairs of a baseline and a candidate on the same sets (a new set's cost drawn at the
     baseline's prepare, which comes first or second by round: the candidate's call on a set

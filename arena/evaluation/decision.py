@@ -88,7 +88,9 @@ def apply_timing(task: Task, cr: ConfigResult, config: Config, perf: Performance
         cr.compiled = side_timing(perf, "compiled")
         cr.speedup_compiled = round(cr.compiled.median_us / cr.candidate.median_us, 4)
     for w in perf.warnings:
-        cr.flags.append(w.split(":")[0].replace(" ", "_"))
+        flag = w.split(":")[0].replace(" ", "_")
+        if flag not in cr.flags:     # one flag for a warning several sides gave (ungated: each side's its own)
+            cr.flags.append(flag)
     if perf.warnings and not cr.message:     # a passed config's message: what its flags stand for
         cr.message = "; ".join(str(w)[:300] for w in perf.warnings)[:1000]
     flops, nbytes = task.roofline_for(config)

@@ -842,6 +842,8 @@ def _section(timer: DeviceTimer, plan: list[Timed], profiled: bool,
             for name, us in activity.items():
                 acc[name] = acc.get(name, 0.0) + us
             w = flagged.get(j)
+            if w == UNGATED_WARNING:    # the config's warning says whose call it was: one side's may skew the ratio
+                w = w.replace("of this side", f"of the {side}", 1)
             if w and w not in res.warnings:
                 res.warnings.append(w)
         k += n_steps
