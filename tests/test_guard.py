@@ -106,6 +106,32 @@ def test_copies_and_fills_are_incidental_and_compute_is_not():
     assert not incidental(SOFTMAX) and not incidental("_axpy_kernel")
 
 
+def test_the_share_of_copies_and_fills_is_of_the_device_s_work_not_of_idle_time_nor_of_work_side_by_side():
+    """A side's share of copies and fills: of its spans, or of its activities' summed time where that is less.
+    The starting kernel against itself, its baseline's side timed off the gate (its span holds the idle time
+    between launches): the two shares agree, where by the spans alone the baseline's read half its own code's
+    as the candidate (AKA's per_token_quant_int8 on an H200: 37% and 78%, FORBIDDEN_CALL). A candidate's kernels
+    run beside its copies on another stream do not dilute its share."""
+    from arena.evaluation.trusted.performance import INCIDENTAL_MAX, _incidental_share
+    from arena.timing.timer import SampleSet
+
+    copy, own = "Memcpy DtoD (Device -> Device)", "_per_token_quant_int8"
+    n = 10
+    samples = SampleSet(spans_us={"candidate": [237.0] * n, "baseline": [439.0] * n},
+                        activity_us={"candidate": {copy: 185.0 * n, own: 52.0 * n},
+                                     "baseline": {copy: 185.0 * n, own: 52.0 * n}})
+    cand, base = _incidental_share(samples, "candidate", {own}), _incidental_share(samples, "baseline", set())
+    assert cand == base == round(185 / 237, 4)
+    assert cand <= base + INCIDENTAL_MAX
+    # a copy padded with a kernel of its own running beside it: the span, not the summed time, is the bound
+    padded = SampleSet(spans_us={"candidate": [100.0] * n}, activity_us={"candidate": {copy: 100.0 * n,
+                                                                                         own: 100.0 * n}})
+    assert _incidental_share(padded, "candidate", {own}) == 1.0
+    # no device work: no share; a side whose timer records no activity (events alone): none of copies
+    assert _incidental_share(SampleSet(spans_us={"candidate": [0.0]}), "candidate", set()) is None
+    assert _incidental_share(SampleSet(spans_us={"baseline": [50.0]}), "baseline", set()) == 0.0
+
+
 def test_signed_channel_rejects_forged_and_replayed_frames():
     key = os.urandom(32)
     r, w = os.pipe()

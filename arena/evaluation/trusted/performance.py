@@ -851,13 +851,20 @@ class ConfigTiming:
 
 
 def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
-    """The share of a side's device time (its profiled samples) spent in copies and fills."""
+    """The share of a side's device time (its profiled samples) spent in copies and fills. The device time is
+    its spans, or the summed time of its activities where that is less: a span also holds the device idle
+    between launches (a side timed off the gate, one whose call waits for the device), which diluted that
+    side's share and not the other's (AKA's per_token_quant_int8 against itself: the baseline's 37%, its own
+    code's as the candidate 78%, the baseline's side the one ungated). Never more than the spans: activities
+    side by side on several streams add up past them, and a candidate's kernels run beside its copies would
+    otherwise dilute its share at no cost in time."""
     from arena.evaluation.trusted.kernels import incidental
 
-    device_us = sum(samples.spans_us.get(side, ())) or 0.0
+    activity = samples.activity_us.get(side, {})
+    device_us = min(sum(samples.spans_us.get(side, ())) or 0.0, sum(activity.values()) or float("inf"))
     if device_us <= 0:
         return None
-    copies = sum(us for name, us in samples.activity_us.get(side, {}).items() if incidental(name) and name not in own)
+    copies = sum(us for name, us in activity.items() if incidental(name) and name not in own)
     return round(copies / device_us, 4)
 
 
