@@ -441,7 +441,7 @@ class ConfigTiming:
                 self.called[name][i] = self.seeds[i]
             for o in outs(i):
                 poison_(o)
-            if hasattr(side, "record_for"):  # a replayed candidate: the record of this set's inputs
+            if hasattr(side, "record_for"):  # a replayed side (candidate, recorded baseline): its record here
                 side.record_for(sets()[i].id, self.seeds[i])
             self.spent["prepare_s"] += time.perf_counter() - t0
 
@@ -861,7 +861,7 @@ def _incidental_share(samples: Any, side: str, own: set[str]) -> float | None:
     from arena.evaluation.trusted.kernels import incidental
 
     activity = samples.activity_us.get(side, {})
-    device_us = min(sum(samples.spans_us.get(side, ())) or 0.0, sum(activity.values()) or float("inf"))
+    device_us = min(sum(samples.spans_us.get(side, ())), sum(activity.values()) or float("inf"))
     if device_us <= 0:
         return None
     copies = sum(us for name, us in activity.items() if incidental(name) and name not in own)
