@@ -94,6 +94,36 @@ def test_the_inputs_a_backward_pass_shows_the_outputs_move_with_are_not_drawn_ag
     assert found == ["the outputs do not depend on input w3", "the outputs do not depend on input w4"], found
 
 
+def test_a_backward_pass_slower_than_the_draws_it_saves_is_let_go(tmp_path, monkeypatch):
+    """A reference whose backward pass costs far more than its forward (one that writes its output a slice at a time
+    in a Python loop: each slice's node copies the whole output's gradient; FLA's chunk_fwd_o ran the check past 17
+    minutes so) is given as long as the draws would take, then let go: every input is drawn again, and the problems
+    are those the draws find. Here ten nodes of 0.15 s each against a budget of 0.05 s."""
+    import arena.check.degeneracy as degeneracy
+    from arena.check.degeneracy import load_reference
+
+    task, smoke, _ = _weighted_axpy(tmp_path, "x")
+    task.reference_path.write_text(
+        "import time\nimport torch\n\n\n"
+        "class Slow(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, t):\n        return t.clone()\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        time.sleep(0.15)\n        return g\n\n\n"
+        "def reference(x, y, w1, w2, w3, w4, n, alpha):\n"
+        "    out = alpha * x + y + w1 * w2 + w3.sin() + w4\n"
+        "    for _ in range(10):\n        out = Slow.apply(out)\n    return out\n")
+    ref = load_reference(task)
+    runs = []
+    real = degeneracy._run
+    monkeypatch.setattr(degeneracy, "_run", lambda *a: runs.append(1) or real(*a))
+    monkeypatch.setattr(degeneracy, "GRADIENT_MIN_S", 100.0)
+    assert degeneracy.reference_problems(task, smoke, "cpu", ref) == []
+    assert len(runs) == 2          # the outputs, then the backward pass, given its 1.5 s
+    monkeypatch.setattr(degeneracy, "GRADIENT_MIN_S", 0.05)
+    runs.clear()
+    assert degeneracy.reference_problems(task, smoke, "cpu", ref) == []
+    assert len(runs) == 8          # the outputs, the forward of the pass let go, then a run for each input drawn again
+
+
 def test_a_reference_past_what_its_output_dtype_holds_fails(tmp_path):
     """A correct kernel that writes the declared dtype overflows where the reference (on upcast inputs)
     goes past that dtype's range: the task is at fault, and the check says so."""

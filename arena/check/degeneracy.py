@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from types import ModuleType
 from typing import Callable
 
@@ -92,6 +93,7 @@ def range_problems(name: str, ref: torch.Tensor, dtype: torch.dtype) -> list[str
 REDRAW = 7919      # the seed offset of the inputs drawn again
 REDRAWS = 4        # the draws of an input the outputs' dependence on it is looked for in
 GRADIENT_FROM = 3  # the inputs to show from which one backward pass is tried first (moved_by_gradient)
+GRADIENT_MIN_S = 1.0  # the least time the backward pass is given, however fast the reference's forward (seconds)
 
 
 # An output of a few values (a loss, the norm of one row) has no spread across its elements to read: it must move
@@ -178,7 +180,10 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
         if t.shape != again[name].shape or not torch.equal(a, b):
             problems.append(f"make_inputs is not deterministic: input {name} differs between two calls with the "
                             f"same seed")
+    started = time.perf_counter()
     outs = _run(ref, task, ins, scalars)
+    _synchronize(device)
+    forward_s = time.perf_counter() - started
     for spec, o in zip(task.compared, outs):
         if o is None:
             continue
@@ -209,7 +214,9 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
 
     firsts = {spec.name: draw_again(pos, spec, 1) for pos, spec in enumerate(task.inputs)
               if ins[spec.name] is not None and ins[spec.name].is_floating_point() and not spec.inout}
-    moved = moved_by_gradient(ref, task, ins, scalars, firsts)
+    # the backward pass given as long as the draws it would save: a run of the reference an input
+    moved = moved_by_gradient(ref, task, ins, scalars, firsts,
+                              budget_s=max(GRADIENT_MIN_S, len(firsts) * forward_s))
     for pos, spec in enumerate(task.inputs):
         if ins[spec.name] is None or spec.name in moved:
             continue
@@ -232,8 +239,38 @@ def reference_problems(task: Task, config: Config, device: str, ref: ModuleType,
     return problems
 
 
+def _synchronize(device: str) -> None:
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+class _PastBudget(Exception):
+    """The backward pass ran past the time it was given."""
+
+
+def _bounded(roots: list, deadline: float) -> None:
+    """A pre-hook on every node of the graph behind ``roots`` that stops the backward pass once ``deadline``
+    (``time.perf_counter``) has passed: the engine calls it before each node runs, and what it raises ends the
+    pass."""
+    def hook(_grads):
+        if time.perf_counter() > deadline:
+            raise _PastBudget
+    nodes: dict[int, object] = {}        # by id, each kept alive while the walk goes on
+    stack = [r for r in roots if r is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in nodes:
+            continue
+        nodes[id(node)] = node
+        try:
+            node.register_prehook(hook)
+        except (RuntimeError, AttributeError):     # a node that takes no hook runs unwatched; the rest still stop it
+            pass
+        stack += [n for n, _ in node.next_functions if n is not None]
+
+
 def moved_by_gradient(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor | None], scalars: list,
-                      redrawn: dict[str, torch.Tensor]) -> set[str]:
+                      redrawn: dict[str, torch.Tensor], budget_s: float | None = None) -> set[str]:
     """The inputs among ``redrawn``'s (floating-point inputs the reference does not update) that one backward pass
     shows the outputs move with; the others are drawn again and the reference run once a draw, as before.
 
@@ -243,10 +280,18 @@ def moved_by_gradient(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor |
     changes, and the outputs depend on the input. A network's hundreds of weights are so shown by one forward and
     one backward pass instead of a forward pass each (ResNet-101: 314 inputs). A reference that cannot be
     differentiated (it writes into its inputs, leaves the graph, fails) shows nothing here. A backward pass costs
-    about two forward passes: with fewer than ``GRADIENT_FROM`` inputs to show, the draws alone are cheaper."""
+    about two forward passes: with fewer than ``GRADIENT_FROM`` inputs to show, the draws alone are cheaper.
+
+    Not every backward pass is so cheap, and then the draws are: a reference that writes its output a slice at a
+    time, in a Python loop over chunks, has a backward whose node for each slice copies the gradient of the whole
+    output, so it grows as the square of the chunks or faster (FLA's ``chunk_fwd_o`` test on one CPU thread, at 512
+    chunks of a 4 MB output: 0.07 s forward, 1.3 s backward; at 2,048 chunks of 16 MB: 0.26 s and 87 s). The pass
+    is given ``budget_s`` (the forward with the graph included), as long as the draws it saves would take; past it,
+    it is let go and every input is left to the draws."""
     if len(redrawn) < GRADIENT_FROM:
         return set()
     leaves = {n: t.detach().clone().requires_grad_(True) for n, t in ins.items() if n in redrawn and t is not None}
+    deadline = time.perf_counter() + budget_s if budget_s is not None else None
     try:
         with torch.enable_grad():
             outs = _run(ref, task, {**ins, **leaves}, scalars)
@@ -261,8 +306,12 @@ def moved_by_gradient(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor |
                 rounding += float((w.abs() * o.detach().double().abs()).sum()) * torch.finfo(o.dtype).eps
             if total is None:
                 return set()
+            if deadline is not None:
+                if time.perf_counter() > deadline:
+                    return set()
+                _bounded([total.grad_fn], deadline)
             grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
-    except Exception:   # noqa: BLE001 - any failure to differentiate leaves the inputs to the draws
+    except Exception:   # noqa: BLE001 - any failure to differentiate (or _PastBudget) leaves the inputs to the draws
         return set()
     moved = set()
     for (name, leaf), grad in zip(leaves.items(), grads):
