@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 
 from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one, run_reference, storage
+from arena.errors import ArenaException
 from arena.evaluation.sides import import_file
 from arena.taskdef.loader import Config, InputSpec, Task
 
@@ -244,7 +245,7 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-class _PastBudget(Exception):
+class _PastBudget(ArenaException):
     """The backward pass ran past the time it was given."""
 
 
