@@ -1742,6 +1742,33 @@ def test_aka_gpumode_module_cases_below_the_timing_window_are_grown_into_it(tmp_
     assert "below the timing window (>= 20 us on an H100): seen.yaml holds" in result.report()
 
 
+def test_a_size_the_bytes_and_the_work_do_not_follow_is_not_grown_without_end():
+    """A growth into the timing window doubles the size that moves the most bytes; where the sizes that move them are
+    frozen (the original refuses them larger), a size neither the bytes nor the work follow (a block size that only
+    divides a count) was doubled on without end, and the work's float of it overflowed (AKA's w8a8_block_int8_matmul:
+    OverflowError, the import lost). It is frozen too: the growth ends where the others stopped."""
+    from arena.authoring.importers.common import grown, in_window
+
+    def nbytes(c: dict) -> int:           # a matrix of M x K and its scales, one a block of K
+        return 4 * c["M"] * c["K"] + 4 * c["M"] * -(-c["K"] // c["block_k"])
+
+    def work(c: dict) -> float:
+        return float(2 * c["M"] * c["K"])
+
+    def valid(c: dict) -> bool:           # the original takes M and K up to 1024 only
+        assert c["block_k"] < 2**20, f"block_k doubled without end: {c}"
+        return c["M"] <= 1024 and c["K"] <= 1024
+
+    base = {"M": 16, "K": 128, "block_k": 128}
+    got = grown(base, ["M", "K", "block_k"], valid, nbytes, in_window(nbytes, work), work)
+    assert got == {"M": 1024, "K": 1024, "block_k": 128}, got
+    # work alone moves the window where bytes do not: a size only the work follows still grows
+    steps = grown({"n": 4, "steps": 1}, ["n", "steps"], lambda c: c["n"] <= 64, lambda c: 4 * c["n"],
+                  in_window(lambda c: 4 * c["n"], lambda c: float(c["n"] * c["steps"] * 10**6)),
+                  lambda c: float(c["n"] * c["steps"] * 10**6))
+    assert steps["n"] == 64 and steps["steps"] > 1, steps
+
+
 def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path, cases_as_written):
     """A gpumode extension whose host function reads sizes off its tensors, allocates one output,
     dispatches over dtypes and launches on PyTorch's stream: the entry is that function with

@@ -4258,7 +4258,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
-                  grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough, floor)]
+                  grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough, floor,
+                              work)]
         if growth:
             # the largest grown case, of those with no size of 1 where there is one: drafts around a softmax over
             # one column are as degenerate as it

@@ -1791,13 +1791,16 @@ WINDOW_FLOPS = 2 * 10**10
 
 
 def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
-          enough: Callable[[dict], bool]) -> dict[str, int]:
+          enough: Callable[[dict], bool], work: Callable[[dict], float] | None = None) -> dict[str, int]:
     """``base`` with the sizes among ``keys`` doubled one at a time until ``enough`` accepts it, within
     ``SCALED_BYTES``: each time the size whose doubling moves the most bytes (a histogram's tokens, not its count
     of experts, which only makes its reference loop longer), among sizes alike in that the one doubled least (a
     matrix keeps its aspect); a doubling ``valid`` refuses, or that passes ``SCALED_BYTES``, freezes that size. Where
     the doublings stop short of the window, a size whose doubling passed that bound (a size three dimensions follow:
-    eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes."""
+    eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes. A size whose doubling moves no more
+    bytes, and does no more ``work`` where it is given, than the config before (a block size, which only divides a
+    count) brings the window no nearer however far it goes, and is frozen too: doubled on, it had reached sizes past
+    what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost)."""
     out = dict(base)
     live = [k for k in keys if out[k] > 0]
     doubled = dict.fromkeys(live, 0)
@@ -1807,6 +1810,9 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
         top = max(gain.values())
         k = min((k for k in live if gain[k] >= 0.99 * top), key=lambda k: doubled[k])
         trial = {**out, k: out[k] * 2}
+        if gain[k] <= nbytes(out) and (work is None or work(trial) <= work(out)):
+            live.remove(k)
+            continue
         if gain[k] > SCALED_BYTES or not valid(trial):
             live.remove(k)
             if gain[k] > SCALED_BYTES:
@@ -1843,20 +1849,21 @@ def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float], shar
 
 
 def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
-                enough: Callable[[dict], bool], floor: Callable[[dict], bool] | None = None
-                ) -> list[tuple[int, dict, dict]]:
+                enough: Callable[[dict], bool], floor: Callable[[dict], bool] | None = None,
+                work: Callable[[dict], float] | None = None) -> list[tuple[int, dict, dict]]:
     """Where a source's ``cases`` (full configs) are below the timing window (``enough``), all or some: each one
     below it grown into it by its sizes among ``keys`` (``grown``), each inside it as it is, as (its number, the case,
     the config), those that reach it and differ from the ones before in a size the bytes follow (a case below the
     window is a config the harness cannot time; cases that grow into one set of sizes, a seed apart, are one
     config); [] where every case is inside it already. ``floor``: where ``valid`` stops a growth short of the window
-    (a reference whose cost grows with a size), what it reached is kept if ``floor`` accepts it."""
+    (a reference whose cost grows with a size), what it reached is kept if ``floor`` accepts it. ``work``: as
+    ``grown`` takes it (what the window counts beside the bytes)."""
     if not keys or not cases or all(enough(c) for c in cases):
         return []
     out: list[tuple[int, dict, dict]] = []
     sizes = [k for k in keys if nbytes({**cases[0], k: cases[0][k] * 2}) != nbytes(cases[0])]   # not a seed
     for i, c in enumerate(cases):
-        g = c if enough(c) else grown(c, keys, valid, nbytes, enough)
+        g = c if enough(c) else grown(c, keys, valid, nbytes, enough, work)
         if (enough(g) or (floor is not None and floor(g))) and all(any(g[k] != o[k] for k in sizes)
                                                                    for _, _, o in out):
             out.append((i, c, g))

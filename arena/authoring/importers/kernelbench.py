@@ -1662,7 +1662,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     # a problem that lists cases (test shapes, as gpumode's get_inputs loops over) below the timing window: each
     # grown into it, as the AKA importer grows a test's cases, the drafts made around the largest (a problem's one
     # set of sizes is its author's production shape, kept)
-    enough = in_window(nbytes, work if flops_ok else (lambda c: 0.0))
+    counted = work if flops_ok else (lambda c: 0.0)
+    enough = in_window(nbytes, counted)
     listed = [{k: c.get(k, params[k]) for k in params} for c in problem.case_list or []]
     listed = [c for i, c in enumerate(listed) if c not in listed[:i] and nbytes(c) <= MAX_CONFIG_BYTES and valid(c)]
     # (where some are inside it already, only where the model runs on the meta device: on the CPU each probe of a
@@ -1670,7 +1671,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     below = [c for c in listed if not enough(c)]
     # a case grown no further than the drafts may go, the reference's temporaries counted (attention's scores)
     growth = grown_cases(listed, vary, lambda c: valid(c) and nbytes(c) + temporaries(c) <= MAX_CONFIG_BYTES,
-                         nbytes, enough) if len(listed) >= 2 and below and (
+                         nbytes, enough, work=counted) if len(listed) >= 2 and below and (
         device == "meta" or len(below) == len(listed)) else []
     base = max((g for _, _, g in growth), key=nbytes) if growth else params
     def serial(cfg: dict) -> float:
