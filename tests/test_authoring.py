@@ -37,6 +37,21 @@ def test_degenerate_and_insensitive_references_fail(tmp_path):
     assert "std" in text and "do not depend on input x" in text
 
 
+def test_a_reference_that_asks_tritons_driver_where_it_loads_is_checked_on_the_cpu(tmp_path):
+    """A reference that asks Triton's driver for its GPU where it loads (rocmbench's gemm test chooses its fp8 types
+    by is_cdna4()) loads on a GPU; on the cpu backend it failed with "0 active drivers", in the trusted process
+    (TASK_ERROR: reference.py failed to import) and in the check's own reference checks. Wherever a reference is
+    imported it gets the cpu backend's nominal GPU, as the candidate's process has it."""
+    folder = _copy(tmp_path)
+    (folder / "reference.py").write_text(
+        "import triton\n\n"
+        "ARCH = triton.runtime.driver.active.get_current_target().arch   # asked where it loads\n\n\n"
+        "def reference(x, y, n, alpha):\n    return alpha * x + y\n")
+    row = check_task(folder, detect("cpu"))
+    assert row.ok, row.problems
+    assert row.reference == "ok" and row.baseline == "smoke 2/2"
+
+
 def test_an_input_the_outputs_depend_on_in_few_draws_is_drawn_again_before_it_is_called_ignored(tmp_path,
                                                                                                  monkeypatch):
     """Outputs that depend on an input in a few places only (here through whether its sum passes a threshold; a

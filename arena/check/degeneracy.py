@@ -10,7 +10,6 @@ it was is a problem too (it must update its copy in place).
 from __future__ import annotations
 
 import math
-import random
 import time
 from types import ModuleType
 from typing import Callable
@@ -19,7 +18,7 @@ import torch
 
 from arena.check.inputs import DTYPES, generator, input_seed, make_inputs, make_one, run_reference, storage
 from arena.errors import ArenaException
-from arena.evaluation.sides import import_file
+from arena.evaluation.sides import import_reference
 from arena.taskdef.loader import Config, InputSpec, Task
 
 MIN_STD = 1e-2
@@ -29,7 +28,7 @@ STD_OVER_ATOL = 100
 
 
 def load_reference(task: Task) -> ModuleType:
-    return import_file(task.reference_path, f"arena_reference_{random.getrandbits(32)}")
+    return import_reference(task.reference_path)
 
 
 def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor | None], scalars: list) -> list:

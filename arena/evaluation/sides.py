@@ -49,6 +49,18 @@ def import_file(path: Path | str, name: str) -> ModuleType:
     return module
 
 
+def import_reference(path: Path | str, name: str | None = None) -> ModuleType:
+    """A task's reference.py imported (``import_file``), with the cpu backend's nominal GPU installed first where
+    torch has none (``arena.toolchain.interpreter_cuda``; nothing changes where it has one), as the candidate's
+    process on the cpu backend has it: a reference that asks Triton's driver or torch.cuda for its GPU where it loads
+    (rocmbench's gemm test chooses its fp8 types by ``is_cdna4()``) loads on the cpu backend as on a GPU, where it
+    failed with "0 active drivers" and the task's CPU check with it."""
+    from arena.toolchain import interpreter_cuda
+
+    interpreter_cuda.install()
+    return import_file(path, name or f"arena_reference_{random.getrandbits(32)}")
+
+
 # exception types of Triton's front end that mean the kernel did not compile
 COMPILE_FAILURES = ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError")
 

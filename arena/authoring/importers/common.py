@@ -1200,13 +1200,13 @@ def range_at_sizes(folder: Path, seconds: float | None = None) -> list[str]:
     (``SCALE_SECONDS``) of CPU time allow (``runs_within``), for the outputs of a narrow dtype: a case grown into the
     timing window can reach values the test's own sizes did not (a chain of fp16 products over a longer K). Where the
     test gives a tolerance, ``scaled_test_tolerance`` reads the rule on the runs it reads the outputs' scale on."""
-    from arena.evaluation.sides import import_file
+    from arena.evaluation.sides import import_reference
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
     if not any(spec.dtype in NARROW for spec in task.compared):
         return []
-    ref = import_file(task.reference_path, f"arena_import_range_{abs(hash(str(folder)))}")
+    ref = import_reference(task.reference_path, f"arena_import_range_{abs(hash(str(folder)))}")
     found: list[str] = []
     for c, outs in runs_within(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES),
                                lambda c: reference_on_cpu(task, ref, c), seconds,
@@ -1235,14 +1235,14 @@ def few_values_at_sizes(folder: Path, seconds: float | None = None) -> list[str]
     on the CPU, within ``seconds`` (``FEW_VALUES_SECONDS``) of CPU time (``runs_within``); said as "on SPLIT config
     NAME: ..." for ``drop_degenerate``. A config the reads do not reach is left to a GPU's check."""
     from arena.check.degeneracy import FEW_VALUES_DRAWS, REDRAW, few_values_problems, has_few_values
-    from arena.evaluation.sides import import_file
+    from arena.evaluation.sides import import_reference
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
     configs = [c for c in configs_within(task, SPREAD_FLOPS, SPREAD_BYTES) if has_few_values(task, c)]
     if not configs:
         return []
-    ref = import_file(task.reference_path, f"arena_import_few_{abs(hash(str(folder)))}")
+    ref = import_reference(task.reference_path, f"arena_import_few_{abs(hash(str(folder)))}")
 
     def read(config: Any) -> list[str]:
         return few_values_problems(task, reference_on_cpu(task, ref, config),
@@ -1271,11 +1271,11 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     read), or None where the test gives no tolerance (nothing was read)."""
     if not d.tolerance:
         return None
-    from arena.evaluation.sides import import_file
+    from arena.evaluation.sides import import_reference
     from arena.taskdef.loader import load_task
 
     task = load_task(folder)
-    ref = import_file(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
+    ref = import_reference(task.reference_path, f"arena_import_scale_{abs(hash(str(folder)))}")
     out_of_range: list[str] = []
 
     def outputs(config: Any) -> list:
@@ -1398,7 +1398,7 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
     drawing the inputs again hardly moves: a constant passes)."""
     from arena.check.degeneracy import STD_OVER_ATOL, spread_problems
     from arena.check.inputs import make_inputs
-    from arena.evaluation.sides import import_file
+    from arena.evaluation.sides import import_reference
     from arena.taskdef.loader import DEFAULT_TOLERANCE, load_task
 
     task = load_task(folder)
@@ -1411,7 +1411,7 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
                   "own starting point")
     if config is None and not larger and not cases:
         return {}, unmeasured, []
-    ref = import_file(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
+    ref = import_reference(task.reference_path, f"arena_import_rounding_{abs(hash(str(folder)))}")
     base = DEFAULT_TOLERANCE["float32"]
     dots = tf32_dots(task.kernel_file("baseline"))
     pairs, names = [], []

@@ -1881,7 +1881,7 @@ def _module_self_check(
     same inputs (the harness's input maker), the model's tensors set to the signature's."""
     from arena.check.degeneracy import reference_problems
     from arena.check.inputs import fp32_as_fp32, make_inputs
-    from arena.evaluation.sides import import_file
+    from arena.evaluation.sides import import_reference
     from arena.taskdef.loader import load_task
 
     out: list[str] = []
@@ -1908,7 +1908,7 @@ def _module_self_check(
             fp32_as_fp32()
         env = task.env(config)
         ins = make_inputs(task, env, 0, device)
-        ref = import_file(task.reference_path, f"arena_import_check_{abs(hash(str(folder)))}")
+        ref = import_reference(task.reference_path, f"arena_import_check_{abs(hash(str(folder)))}")
         scalars = [task.scalar_value(s, env) for s in task.scalars]
         got = ref.reference(*[t.clone() for t in ins.values()], *scalars)
         got = list(got) if isinstance(got, (tuple, list)) else [got]

@@ -185,10 +185,10 @@ class Evaluation:
 
     # -- the task's side -------------------------------------------------------------------------
     def load_reference(self) -> ModuleType:
-        from arena.evaluation.sides import import_file
+        from arena.evaluation.sides import import_reference
 
         try:
-            return import_file(self.task.reference_path, f"arena_reference_{random.getrandbits(32)}")
+            return import_reference(self.task.reference_path)
         except BaseException as exc:  # noqa: BLE001
             raise GateFailure(
                 Status.TASK_ERROR, f"reference.py failed to import: {type(exc).__name__}: {exc}"
