@@ -6,6 +6,7 @@ line naming the file."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import shutil
@@ -1769,6 +1770,53 @@ def test_a_size_the_bytes_and_the_work_do_not_follow_is_not_grown_without_end():
     assert steps["n"] == 64 and steps["steps"] > 1, steps
 
 
+def test_growth_keeps_a_half_precision_output_in_range_and_grows_the_sizes_its_values_follow_last():
+    """Growth into the timing window doubled the size that moves the most bytes, whatever the outputs' values did:
+    rocmbench's test_chained_matmul grew the length of its second product's sum (n, 64 to 1,048,576) until its fp16
+    outputs reached 6.8e6, and the check refused the task. The outputs' magnitudes are read on the CPU at the case
+    and with each size made larger (``RangeModel``): a size whose values follow it is held where its output's
+    predicted largest value stays ``RANGE_MARGIN`` times inside the dtype's range, and is grown after the others (the
+    rows here), which then take the task into the window."""
+    from arena.authoring.importers.common import RANGE_MARGIN, RangeModel, grown, in_window
+
+    reads = []
+
+    # out[m, k] = (a[m, k] @ b[n, k].T) @ c[n, k]: its values follow sqrt(n); at the case, its largest is where the
+    # range's bound is reached at n = 8,192
+    edge = 0.999 * 65504 / RANGE_MARGIN / math.sqrt(8192 / 64)
+
+    def magnitudes(c: dict) -> dict:
+        reads.append(dict(c))
+        grow = math.sqrt(c["n"] / 64)
+        return {"out": (edge * grow, edge / 4 * grow, c["m"] * c["k"])}
+
+    def counts(c: dict) -> dict:
+        return {"out": c["m"] * c["k"]}
+
+    base = {"m": 32, "n": 64, "k": 128}
+    model = RangeModel(magnitudes, base, ["m", "n", "k"], {"out": 65504.0}, counts)
+    assert set(model.follows) == {"n"} and model.follows["n"]["out"] == pytest.approx(math.sqrt(2))
+    assert reads[0] == base and len(reads) == 4         # the case, then each size four times larger
+    assert model(base) and model({**base, "n": 8192}) and not model({**base, "n": 16384})
+    big_n = {**base, "n": 2**30}
+    assert not model(big_n) and "out would reach about" in model.past(big_n) and "follow n" in model.past(big_n)
+
+    def nbytes(c: dict) -> int:             # a and the output m x k, b and c n x k, fp16
+        return 2 * (2 * c["m"] * c["k"] + 2 * c["n"] * c["k"])
+
+    enough = in_window(nbytes, lambda c: 0.0)
+    # k as the kernel's block takes it (kept); n moves the most bytes a doubling (it is in two inputs): grown first, it
+    # takes the range to its bound, and the rows, which move the largest value's tail (more values), are refused
+    # after it: the config stops far below the window
+    first = grown(base, ["m", "n"], model, nbytes, enough)
+    assert first == {**base, "n": 8192} and not enough(first), first
+    # grown last, the rows take the config into the window, the values as the case has them
+    got = grown(base, ["m", "n"], model, nbytes, enough, last=model.follows)
+    assert enough(got) and got["n"] == base["n"] and got["m"] > base["m"] and model(got), got
+    # a case whose values the reference cannot read (None): no size is held
+    assert RangeModel(lambda c: None, base, ["m", "n", "k"], {"out": 65504.0}, counts)(big_n)
+
+
 def test_aka_gpumode_host_code_is_translated_into_the_entry(tmp_path, cases_as_written):
     """A gpumode extension whose host function reads sizes off its tensors, allocates one output,
     dispatches over dtypes and launches on PyTorch's stream: the entry is that function with
@@ -3331,31 +3379,48 @@ def test_aka_a_reference_that_loops_over_chunks_on_the_cpu_is_grown_by_its_cost_
     judged by its run on the CPU, grown while that takes a third of the limit at most (the held-out drafts around it
     go to twice its sizes); and where that stops the growth short of the window but past the check's own floor (a
     third of it, the 100 MB rule), the cases grown that far are the seen configs."""
-    import arena.authoring.importers.aka as aka
     import arena.authoring.importers.common as common
 
     # the window scaled down (30 MB): the same growth at a tenth of the sizes; with the limit at 1.5 s, on the meta
     # device it stops near 4 MB, on the CPU (held to a third of the limit) at 25-50 MB, or at 12 MB where the machine
     # is four times slower: past the floor of 10 MB either way
+    result, task = _chunked_grown(tmp_path, monkeypatch, meta_seconds=1.5, cpu_seconds=1.5)
+    seen = [dict(c.params) for c in task.configs("seen")]
+    assert all(2 * 4 * c["B"] * c["T"] * c["H"] <= common.MAX_CONFIG_BYTES for c in seen)
+    _computes_chunked_cumsum(task)
+
+
+def _chunked_grown(tmp_path: Path, monkeypatch, meta_seconds: float, cpu_seconds: float):
+    """aka_vllm_seed_chunks imported with its accumulator made like the CPU copy, as FLA's are
+    (`torch.zeros_like(g_c)`), so that its reference runs on the meta device; the timing window scaled down to 30 MB,
+    the meta device's and the CPU's limits as given. Asserts it grew its 3 seen configs past the floor (10 MB: g and
+    the result, fp32); returns the import and its task."""
+    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
+
     monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
     monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
-    monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 1.5)
-    # its accumulator made like the CPU copy, as FLA's are (`torch.zeros_like(g_c)`): it runs on the meta device
+    monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", meta_seconds)
+    monkeypatch.setattr(aka, "CPU_REFERENCE_SECONDS", cpu_seconds)
     src = _seed_chunks_with(tmp_path, '    out = torch.empty_like(g, device="cpu")\n    gc = g.float().cpu()\n',
                             "    gc = g.float().cpu()\n    out = torch.empty_like(gc)\n")
     result = import_aka(src, tmp_path / "out")
     assert result.ok, result.report()
     task = load_task(result.folder)
-
-    def moved(c) -> int:
-        return 2 * 4 * c["B"] * c["T"] * c["H"]     # g and the result, fp32
-
     seen = [dict(c.params) for c in task.configs("seen")]
-    assert len(seen) >= 3 and all(moved(c) >= 10 * 10**6 for c in seen), seen
-    assert all(moved(c) <= common.MAX_CONFIG_BYTES for c in seen)
-    notes = _decisions(result.report())
-    assert any("grown into it" in d for d in notes), notes
-    _computes_chunked_cumsum(task)
+    assert len(seen) >= 3 and all(2 * 4 * c["B"] * c["T"] * c["H"] >= 10 * 10**6 for c in seen), result.report()
+    assert any("grown into it" in d for d in _decisions(result.report())), result.report()
+    return result, task
+
+
+def test_aka_a_chunked_reference_judged_on_the_cpu_has_a_limit_of_its_own(tmp_path, monkeypatch):
+    """A meta run is cut at ``REFERENCE_PROBE_SECONDS`` for what an operation costs there (tens of times the CPU's);
+    the reference then judged by its run on the CPU is held to ``CPU_REFERENCE_SECONDS``, a limit of its own (on an
+    H200 such references took 1.1-2 times their CPU seconds). Held to the meta device's 2 s, FLA's chunked
+    references (a cumsum, 16x16 triangular solves and merges) stopped growing at 0.7-1.2 s, below the window. Here
+    the meta device's limit is a hundredth of a second, and the growth still reaches the (scaled) window on the
+    CPU's."""
+    _chunked_grown(tmp_path, monkeypatch, meta_seconds=0.01, cpu_seconds=1.5)
 
 
 def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_path, monkeypatch):
@@ -3370,6 +3435,7 @@ def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_p
     monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
     monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
     monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 1.5)
+    monkeypatch.setattr(aka, "CPU_REFERENCE_SECONDS", 1.5)
     monkeypatch.setattr(aka, "GROWN_BUDGET", 1e-6)      # the drafts' checks find their budget spent
     # and the top-up's own is ample: beside a full suite on 2 cores, one of its candidates was refused for it (what is
     # asserted is that the top-up has a budget of its own, not how large it is)
@@ -3824,7 +3890,7 @@ def test_aka_drafts_a_reference_runs_too_slowly_for_are_not_kept(tmp_path, monke
     monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", -1.0)
     result = import_aka(FIX / "aka_vllm_pair_outputs", tmp_path)
     said = [d for d in result.decisions
-            if "the reference took more than -1 CPU seconds on the meta device or the CPU" in d]
+            if f"the reference took {aka._too_slow()}" in d]
     assert said and any("vectorise it" in d for d in said), result.report()
     assert any(d.startswith("0 held-out configs could be drafted: at the sizes tried, the reference took more") and
                "make it vectorised" in d for d in said), result.report()

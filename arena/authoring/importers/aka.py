@@ -34,6 +34,7 @@ from arena.authoring.importers.common import (
     ImportResult,
     ImportStop,
     ProbeTimeout,
+    RangeModel,
     Substitute,
     bound_by_imports,
     call_name,
@@ -3570,8 +3571,13 @@ CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta 
 # tensors' data gone, what is left is its work a call at a time, which a loop in Python over a size makes grow with
 # it (a recurrence over T): each call is a launch on a GPU, and the harness runs the reference for every config
 REFERENCE_PROBE_SECONDS = 2.0
+# and where the meta device was cut short and the reference is judged by its run on the CPU instead (its operations
+# a chunk at a time, each a launch on a GPU), at most this many CPU seconds: FLA's chunked references need 2-5 s at
+# the 100-300 MB of the timing window (a cumsum, 16x16 triangular solves and merges over 131,072-4,194,304 steps),
+# and were refused at 2 s, below it. On an H200 they took 1.1-2 times their CPU seconds (0.6-8.8 s a config)
+CPU_REFERENCE_SECONDS = 8.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
-# a case is grown only as far as the reference, judged on the CPU, takes at most REFERENCE_PROBE_SECONDS / this: the
+# a case is grown only as far as the reference, judged on the CPU, takes at most CPU_REFERENCE_SECONDS / this: the
 # held-out drafts around the grown case go to twice its sizes, and a run's CPU seconds vary by a third
 GROWTH_HEADROOM = 3
 # and one run of the reference, on the meta device or the CPU, at most (the budgets above are counted between runs:
@@ -3584,6 +3590,12 @@ META_PROBE_SECONDS = 60.0
 # its own, this much on the CPU: with a reference that loops over rows on the host, the held-out drafts' checks spend
 # theirs, and a top-up refused for the budget alone fell back to the test's cases as written, below the window
 TOP_UP_SECONDS = CPU_PROBE_SECONDS
+
+
+def _too_slow() -> str:
+    """What a reference took where a draft or a growth is refused for its time."""
+    return (f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or {CPU_REFERENCE_SECONDS:g} on "
+            "the CPU")
 
 
 def _budgets_anew(probe_fn: Callable, obs: Observer | None, cpu_seconds: float) -> float:
@@ -3647,7 +3659,11 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 meta_left[0] -= time.process_time() - t0
             meta_seconds = time.process_time() - t0
             peak = live.peak
+            if on_cpu_after and meta_seconds > REFERENCE_PROBE_SECONDS:
+                # a run that ended past the limit before the timer stopped it (its tick is coarse) is one cut there
+                raise ProbeTimeout(f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device")
         except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - on the CPU, on the test's own tensors
+            meta_seconds = None
             if observer is None or cpu_left[0] <= 0 or (isinstance(exc, ProbeTimeout) and not on_cpu_after):
                 raise
             cut = isinstance(exc, ProbeTimeout)
@@ -3664,7 +3680,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                     # A case's run, for the formulas, goes to its end (its outputs give them their shapes); a
                     # growth's or a draft's is cut at the limit that judges it
                     t1 = time.process_time()
-                    with cpu_time_limit(REFERENCE_PROBE_SECONDS if judged[0] else ONE_PROBE_SECONDS):
+                    with cpu_time_limit(CPU_REFERENCE_SECONDS if judged[0] else ONE_PROBE_SECONDS):
                         out = ref_fn(*cpu, *[params[f] for f in fields])
                     cpu_seconds, counter = time.process_time() - t1, None
                 else:
@@ -3685,6 +3701,37 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     probe.judged = judged  # type: ignore[attr-defined]  # set by the caller once the formulas are read
     probe.meta_left = meta_left  # type: ignore[attr-defined]
     return probe
+
+
+def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: list[dict], fields: list[str],
+                       ref_fn: Callable | None) -> Callable[[dict], dict[str, tuple[float, float, int]] | None]:
+    """Each floating-point output's largest |value|, RMS and count of values at a config (``RangeModel``'s reads):
+    the reference run on the CPU, within ``REFERENCE_PROBE_SECONDS``, on upcast copies of the tensors the test makes
+    there (as the harness hands it its inputs); None where the test or the reference does not run there."""
+    from arena.check.inputs import upcast
+
+    def magnitudes(cfg: dict) -> dict[str, tuple[float, float, int]] | None:
+        if observer is None or ref_fn is None:
+            return None
+        try:
+            seen = observer.observe(cfg, "cpu")
+            got = {t: v for t, v in seen.args} | dict(seen.kwargs)
+            if not all(isinstance(got.get(spec["name"]), torch.Tensor) for spec in inputs):
+                return None
+            ins = [upcast(got[spec["name"]].clone()) for spec in inputs]
+            with cpu_time_limit(REFERENCE_PROBE_SECONDS):
+                out = ref_fn(*ins, *[cfg[f] for f in fields])
+        except (Exception, ProbeTimeout):  # noqa: BLE001 - a config the test or the reference refuses: no reading
+            return None
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        read = {}
+        for spec, t in zip(outputs, outs):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
+                d = t.detach().double()
+                read[spec["name"]] = (float(d.abs().max()), float(d.pow(2).mean().sqrt()), d.numel())
+        return read
+
+    return magnitudes
 
 
 def _needs_given_dtypes(ref_fn: Callable, inputs: list[dict], fields: list[str], case: dict) -> str | None:
@@ -4148,6 +4195,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     slow_made: list[dict] = []   # drafts the test's statements before its kernel call run too slowly for
 
     probed = once_per_config(fitter.probe)     # each config's probe, or what it raised: valid() and temporaries()
+    # the outputs a range holds (half precision), as their values follow the sizes from the largest case
+    dtypes = {v: k for k, v in DTYPE_NAMES.items()}
+    limits = {o["name"]: float(torch.finfo(dtypes[o["dtype"]]).max) for o in outputs
+              if o.get("dtype") in dtypes and dtypes[o["dtype"]].is_floating_point
+              and torch.finfo(dtypes[o["dtype"]]).max < 1e6}
+    in_range = RangeModel(_output_magnitudes(obs, inputs, outputs, h.fields, ref_fn), base_case,
+                          [f for f in h.fields if base_case.get(f, 0) >= MIN_VARIED], limits,
+                          lambda cfg: {o["name"]: count_elements([o], {**base_case, **cfg}) for o in outputs
+                                       if o["name"] in limits})
 
     def probe_at(cfg: dict) -> Any:
         return probed({**base_case, **cfg})
@@ -4162,11 +4218,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return False
         if isinstance(got, BaseException):
             return False
-        if got is not None and max(got.get("meta_seconds") or 0,
-                                   got.get("cpu_seconds") or 0) > REFERENCE_PROBE_SECONDS:
+        if got is not None and ((got.get("meta_seconds") or 0) > REFERENCE_PROBE_SECONDS
+                                or (got.get("cpu_seconds") or 0) > CPU_REFERENCE_SECONDS):
             slow.append(cfg)
             return False
-        return got is not None
+        return got is not None and in_range(cfg)
 
     tensors = inputs + [{**o, "_output": True} for o in outputs]
 
@@ -4225,8 +4281,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if isinstance(got, ObservationTimeout):
             return f"{got} there (a loop in Python over a size is as slow where the harness makes the inputs)"
         if isinstance(got, ProbeTimeout) or cfg in slow:
-            return (f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds there (a loop in Python "
-                    "over a size is as slow on a GPU, where each operation is a launch): vectorise it")
+            return (f"the reference took {_too_slow()} there (a loop in Python over a size is as slow on a GPU, "
+                    "where each operation is a launch): vectorise it")
         if isinstance(got, BaseException):
             what = f"{type(got).__name__}: {(str(got).splitlines() or [''])[0][:160]}"
             if obs is not None and probe_fn.cpu_left[0] <= 0:
@@ -4236,10 +4292,12 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return f"the reference raised {what} there"
         if got is None:
             return "the reference did not run there"
+        if in_range.past(cfg):
+            return in_range.past(cfg)   # type: ignore[return-value]
         if costly(cfg) is not None:
             return (f"the reference took {costly(cfg):.2g} CPU seconds there, on the CPU (its operations a chunk at a "
                     f"time): the held-out drafts around a grown config, up to twice its sizes, are held to "
-                    f"{REFERENCE_PROBE_SECONDS:g}")
+                    f"{CPU_REFERENCE_SECONDS:g}")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 
@@ -4248,7 +4306,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         CPU: the meta device was cut short), else None."""
         got = probe_at(cfg)
         cpu = got.get("cpu_seconds") if isinstance(got, dict) else None
-        return cpu if cpu is not None and cpu > REFERENCE_PROBE_SECONDS / GROWTH_HEADROOM else None
+        return cpu if cpu is not None and cpu > CPU_REFERENCE_SECONDS / GROWTH_HEADROOM else None
 
     def grows(cfg: dict) -> bool:
         ok = valid(cfg) and nbytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES and costly(cfg) is None
@@ -4259,7 +4317,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     if h.cases and growing and below:
         growth = [(i, h.cases[i], g) for i, _, g in
                   grown_cases([{**base_case, **c} for c in h.cases], growing, grows, nbytes, enough, floor,
-                              work)]
+                              work, in_range.follows)]
         if growth:
             # the largest grown case, of those with no size of 1 where there is one: drafts around a softmax over
             # one column are as degenerate as it
@@ -4290,8 +4348,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     elif vary and len(held) < 4 and (slow or slow_made):
         why = ("the test's statements before its kernel call ran past the CPU seconds an observation may take "
                "(a loop in Python over a size is as slow where the harness makes the inputs)" if slow_made else
-               f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or the "
-               "CPU, an operation at a time (a loop in Python over a size is as slow on a GPU, where each is a launch)")
+               f"the reference took {_too_slow()}, an operation at a time (a loop in Python over a size is as slow "
+               "on a GPU, where each is a launch)")
         decisions.insert(0, f"{len(held)} held-out configs could be drafted: at the sizes tried, {why}: make it "
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
@@ -4340,9 +4398,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     if smoke_case is not None and config_params(smoke[0]) == {**base_case, **smoke_case}:
         smoke[0]["#"] = f"the smallest case of {h.path.name}"
     for refused, why in (
-            (slow, f"the reference took more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or the "
-                   "CPU there, an operation at a time (a loop in Python over a size is as slow on a GPU, where each "
-                   "operation is a launch): vectorise it"),
+            (slow, f"the reference took {_too_slow()} there, an operation at a time (a loop in Python over a size "
+                   "is as slow on a GPU, where each operation is a launch): vectorise it"),
             (slow_made, "{} there (a loop in Python over a size is as slow where the harness makes the inputs): "
                         "vectorise the test's statements that make them")):
         if refused:

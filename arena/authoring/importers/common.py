@@ -1790,8 +1790,81 @@ WINDOW_BYTES = WINDOW_MARGIN * 100 * 10**6
 WINDOW_FLOPS = 2 * 10**10
 
 
+# growth and drafts hold a half-precision output's largest value, as predicted from the source's largest case, this
+# many times inside its dtype's range: a sum's length grows its values (AKA's llama_ff_triton, grown along its model
+# dimension from 64 to 12,288, reached 125,060 in fp16; rocmbench's test_chained_matmul, along the length of its second
+# product's sum, 6.8e6), and the check then refuses the task
+RANGE_MARGIN = 4
+# a size whose doubling moves the outputs' RMS by less than this factor is one their values do not follow (the draw's
+# own noise, at a case's small sizes)
+FOLLOWS = 1.15
+
+
+class RangeModel:
+    """How the largest |value| of each output follows the sizes, read at ``base`` (the source's largest case) by
+    ``magnitudes(cfg)`` (each output's largest |value|, RMS and count of values, from a run of the reference on the
+    CPU; None where it did not run) there and with each size among ``keys`` made four times larger in turn (two
+    doublings: a product of two sums grows by 1.67 a doubling from 64 and by 2 further on), or, where that does not
+    run, twice: each doubling of a size multiplies the RMS by the factor read, where it is ``FOLLOWS`` or more; and
+    the largest of N values over their RMS grows as sqrt(2 ln N) (a normal tail). ``limits``: each output's dtype's
+    largest finite value (the outputs a range can hold: half precision). A config is within range where every
+    output's predicted largest |value| is ``RANGE_MARGIN`` times inside its limit, or no larger than at ``base`` (a
+    case the source itself runs). Where ``base`` does not run, every config is."""
+
+    def __init__(self, magnitudes: Callable[[dict], dict[str, tuple[float, float, int]] | None],
+                 base: dict[str, int], keys: Iterable[str], limits: dict[str, float],
+                 counts: Callable[[dict], dict[str, int]]) -> None:
+        self.base = dict(base)
+        self.limits = dict(limits)
+        self.counts = counts
+        at = (magnitudes(self.base) or {}) if limits else {}
+        self.at = {n: v for n, v in at.items() if n in self.limits and math.isfinite(v[0]) and v[1] > 0}
+        self.follows: dict[str, dict[str, float]] = {}      # size -> output -> factor per doubling
+        for k in keys if self.at else ():
+            if self.base.get(k, 0) <= 0:
+                continue
+            for times in (4, 2):
+                got = magnitudes({**self.base, k: self.base[k] * times})
+                if got:
+                    break
+            factors = {n: (got[n][1] / rms) ** (1 / math.log2(times)) for n, (_, rms, _) in self.at.items()
+                       if got and n in got}
+            factors = {n: f for n, f in factors.items() if f >= FOLLOWS}
+            if factors:
+                self.follows[k] = factors
+
+    def predicted(self, cfg: dict) -> dict[str, float]:
+        """Each output's largest |value| predicted at ``cfg``."""
+        out = {}
+        try:
+            counts = self.counts(cfg)
+        except Exception:  # noqa: BLE001 - a config the formulas do not give: its count as at base
+            counts = {}
+        for n, (peak, rms, count) in self.at.items():
+            for k, factors in self.follows.items():
+                if n in factors and cfg.get(k, 0) > 0:
+                    rms *= factors[n] ** math.log2(cfg[k] / self.base[k])
+            tail = math.sqrt(max(1.0, math.log(max(counts.get(n, count), 2)) / math.log(max(count, 2))))
+            out[n] = peak / self.at[n][1] * rms * tail
+        return out
+
+    def past(self, cfg: dict) -> str | None:
+        """Why ``cfg`` is out of range (the output, its predicted largest |value|, its dtype's limit), or None."""
+        for n, v in self.predicted(cfg).items():
+            if v * RANGE_MARGIN > self.limits[n] and v > self.at[n][0]:
+                sizes = ", ".join(k for k in self.follows if n in self.follows[k])
+                return (f"{n} would reach about {v:.3g} there"
+                        + (f" (its values follow {sizes})" if sizes else "")
+                        + f", past {RANGE_MARGIN} times inside the {self.limits[n]:g} its dtype holds")
+        return None
+
+    def __call__(self, cfg: dict) -> bool:
+        return self.past(cfg) is None
+
+
 def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
-          enough: Callable[[dict], bool], work: Callable[[dict], float] | None = None) -> dict[str, int]:
+          enough: Callable[[dict], bool], work: Callable[[dict], float] | None = None,
+          last: Collection[str] = ()) -> dict[str, int]:
     """``base`` with the sizes among ``keys`` doubled one at a time until ``enough`` accepts it, within
     ``SCALED_BYTES``: each time the size whose doubling moves the most bytes (a histogram's tokens, not its count
     of experts, which only makes its reference loop longer), among sizes alike in that the one doubled least (a
@@ -1800,15 +1873,18 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes. A size whose doubling moves no more
     bytes, and does no more ``work`` where it is given, than the config before (a block size, which only divides a
     count) brings the window no nearer however far it goes, and is frozen too: doubled on, it had reached sizes past
-    what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost)."""
+    what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost). Sizes in ``last`` (those
+    the outputs' values follow, ``RangeModel``: a sum's length) are doubled only once no other size can be: grown
+    first, they took the range the others needed (rocmbench's test_chained_matmul stopped at 2 MB, its rows never
+    grown)."""
     out = dict(base)
     live = [k for k in keys if out[k] > 0]
     doubled = dict.fromkeys(live, 0)
     overshot: list[str] = []
     while live and not enough(out):
-        gain = {k: nbytes({**out, k: out[k] * 2}) for k in live}
+        gain = {k: nbytes({**out, k: out[k] * 2}) for k in ([k for k in live if k not in last] or live)}
         top = max(gain.values())
-        k = min((k for k in live if gain[k] >= 0.99 * top), key=lambda k: doubled[k])
+        k = min((k for k in gain if gain[k] >= 0.99 * top), key=lambda k: doubled[k])
         trial = {**out, k: out[k] * 2}
         if gain[k] <= nbytes(out) and (work is None or work(trial) <= work(out)):
             live.remove(k)
@@ -1850,20 +1926,21 @@ def in_window(nbytes: Callable[[dict], int], work: Callable[[dict], float], shar
 
 def grown_cases(cases: list[dict], keys: list[str], valid: Callable[[dict], bool], nbytes: Callable[[dict], int],
                 enough: Callable[[dict], bool], floor: Callable[[dict], bool] | None = None,
-                work: Callable[[dict], float] | None = None) -> list[tuple[int, dict, dict]]:
+                work: Callable[[dict], float] | None = None,
+                last: Collection[str] = ()) -> list[tuple[int, dict, dict]]:
     """Where a source's ``cases`` (full configs) are below the timing window (``enough``), all or some: each one
     below it grown into it by its sizes among ``keys`` (``grown``), each inside it as it is, as (its number, the case,
     the config), those that reach it and differ from the ones before in a size the bytes follow (a case below the
     window is a config the harness cannot time; cases that grow into one set of sizes, a seed apart, are one
     config); [] where every case is inside it already. ``floor``: where ``valid`` stops a growth short of the window
     (a reference whose cost grows with a size), what it reached is kept if ``floor`` accepts it. ``work``: as
-    ``grown`` takes it (what the window counts beside the bytes)."""
+    ``grown`` takes it (what the window counts beside the bytes), and ``last``."""
     if not keys or not cases or all(enough(c) for c in cases):
         return []
     out: list[tuple[int, dict, dict]] = []
     sizes = [k for k in keys if nbytes({**cases[0], k: cases[0][k] * 2}) != nbytes(cases[0])]   # not a seed
     for i, c in enumerate(cases):
-        g = c if enough(c) else grown(c, keys, valid, nbytes, enough, work)
+        g = c if enough(c) else grown(c, keys, valid, nbytes, enough, work, last)
         if (enough(g) or (floor is not None and floor(g))) and all(any(g[k] != o[k] for k in sizes)
                                                                    for _, _, o in out):
             out.append((i, c, g))
