@@ -3173,6 +3173,43 @@ def test_aka_sizes_the_kernels_block_follows_are_kept_as_the_cases_have_them(tmp
     assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == ["n_cols"]
 
 
+def test_aka_a_growth_refused_along_a_size_the_kernels_block_follows_is_tried_again_with_it_kept(tmp_path,
+                                                                                                 monkeypatch):
+    """FLA's fused recurrence grew its K (a size its kernel's blocks follow) beside T and V, and its reference's cost
+    refused the growth before any case reached the window: nothing grew, so the block sizes were never looked at, and
+    the import stayed below the window, where with K kept T and V grow into it. A growth refused before any case
+    grew is now tried again with the sizes it tried that the blocks follow kept. Here the row kernel's block follows
+    n_cols, and the reference's temporary is rows x cols x cols (a mean of squares through an outer product): grown
+    by both, the temporaries pass the bound a config may hold before any case moves the floor; with n_cols kept, the
+    rows grow into the (scaled) window."""
+    import arena.authoring.importers.aka as aka
+    import arena.authoring.importers.common as common
+
+    for mod in (common, aka):
+        monkeypatch.setattr(mod, "WINDOW_BYTES", 3 * 10**6)
+        monkeypatch.setattr(mod, "MAX_CONFIG_BYTES", 2**27)
+    src = tmp_path / "src" / "aka_triton_row_rms"
+    shutil.copytree(FIX / "aka_triton_row_rms", src)
+    runner = src / "scripts" / "task_runner.py"
+    text = runner.read_text()
+    for a, b in (("    (16, 256),\n    (64, 1000),\n    (128, 2048),\n",
+                  "    (16, 32),\n    (32, 64),\n    (64, 128),\n"),
+                 ("(x * x).mean(dim=-1, keepdim=True)",
+                  "(x[:, :, None] * x[:, None, :]).diagonal(dim1=1, dim2=2).mean(dim=-1, keepdim=True)")):
+        assert a in text
+        text = text.replace(a, b)
+    runner.write_text(text)
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    seen = [(c.params["n_rows"], c.params["n_cols"]) for c in task.configs("seen")]
+    assert {n for _, n in seen} <= {32, 64, 128}, seen
+    assert all(r * n * 8 >= 10**6 for r, n in seen), seen
+    assert all(r * n * 8 + r * n * n * 4 <= 2**27 for r, n in seen), seen
+    assert any("n_cols kept as the cases have them: the starting kernel's compile-time block sizes follow them" in d
+               for d in _decisions(result.report())), result.report()
+
+
 def test_aka_a_case_used_whole_is_named_as_the_helper_that_makes_the_inputs_unpacks_it(tmp_path):
     """vLLM's layernorm runner loops ``for i, test_case in enumerate(TEST_CASES)``, uses ``test_case`` whole (in its
     message), and makes the inputs in ``gen_inputs(42 + i, i, device)``, which unpacks ``M, N, has_bias, ... =

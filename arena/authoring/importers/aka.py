@@ -3208,9 +3208,9 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
 
 
 def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
-    """Of the sizes grown into the timing window (``grew``), those the starting kernel's compile-time
-    block sizes follow (``kernel_probe.block_fields``, from the smoke config, on a copy of the draft
-    written aside); none where each grown seen config is compiled as one of the source's cases is
+    """Of the sizes grown into the timing window (``grew``; where no case grew, those the growth tried), those the
+    starting kernel's compile-time block sizes follow (``kernel_probe.block_fields``, from the smoke config, on a copy
+    of the draft written aside); none where each grown seen config is compiled as one of the source's cases is
     (``kernel_probe.compiled_as_cases``: a block of ``min(next_power_of_2(n), 1024)`` that the largest case
     reached the bound of already, which growing the cases leaves as it is)."""
     if not grew or not d.smoke:
@@ -4415,7 +4415,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             "far below the timing window of >= 20 us on an H100): replace them with production shapes; "
             "heldout.yaml holds drafts"
             + (f" (they were not grown: {', '.join(kept)} set the starting kernel's "
-               "compile-time block sizes, and the other sizes alone did not reach the window)"
+               "compile-time block sizes, and the other sizes alone did not reach the window"
+               + (_not_grown(stopped, growing, nbytes).replace(" (they were not grown: ", ": ", 1)[:-1]
+                  if stopped else "") + ")"
                if kept else "")
             + (_not_grown(stopped, growing, nbytes) if growing and below and not kept else ""),
         )
@@ -4426,7 +4428,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         1,
         "shape_space is a draft ([value / 8, 4 * value] around the largest case): add the constraints the kernel needs",
     )
-    grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]})
+    # the sizes the growth doubled; where no case grew, those it tried (a refusal along a size the starting kernel's
+    # blocks follow, FLA's fused recurrence's K, tried first, had left its T and V, which grow with K kept, ungrown)
+    grew = sorted({k for _, c, g in growth for k in c if c[k] != g[k]}) or (
+        sorted({k for cfg, _ in stopped for k in growing if any(cfg.get(k, 0) > c.get(k, 0) for c in h.cases)})
+        if below and not kept else [])
     cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
 
     def top_up(kept: list[dict]) -> list[dict]:
