@@ -4292,8 +4292,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return f"the reference raised {what} there"
         if got is None:
             return "the reference did not run there"
-        if in_range.past(cfg):
-            return in_range.past(cfg)   # type: ignore[return-value]
+        out_of_range = in_range.past(cfg)
+        if out_of_range:
+            return out_of_range
         if costly(cfg) is not None:
             return (f"the reference took {costly(cfg):.2g} CPU seconds there, on the CPU (its operations a chunk at a "
                     f"time): the held-out drafts around a grown config, up to twice its sizes, are held to "
@@ -4409,6 +4410,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     decisions += notes
     decisions += h.notes
     if h.cases and not growth:
+        refused = _largest_refused(stopped, growing, nbytes)
         decisions.insert(
             0,
             f"configs/seen.yaml holds the {len(h.cases)} cases of {h.path.name} (test shapes, often "
@@ -4416,10 +4418,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             "heldout.yaml holds drafts"
             + (f" (they were not grown: {', '.join(kept)} set the starting kernel's "
                "compile-time block sizes, and the other sizes alone did not reach the window"
-               + (_not_grown(stopped, growing, nbytes).replace(" (they were not grown: ", ": ", 1)[:-1]
-                  if stopped else "") + ")"
+               + (f": {refused}" if refused else "") + ")"
                if kept else "")
-            + (_not_grown(stopped, growing, nbytes) if growing and below and not kept else ""),
+            + (f" (they were not grown: {refused})" if refused and growing and below and not kept else ""),
         )
     roofline, rnotes = roofline_draft(tensors, flops, base_case)
     decisions += rnotes
@@ -4448,14 +4449,14 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                                                                                            list(h.cases), top_up)
 
 
-def _not_grown(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
+def _largest_refused(stopped: list[tuple[dict, str]], keys: list[str], nbytes: Callable[[dict], int]) -> str:
     """Why a test's cases below the timing window were not grown into it: the largest growth refused (its sizes
     among ``keys``, the bytes it would move) and why; "" where none was refused."""
     if not stopped:
         return ""
     cfg, why = max(stopped, key=lambda s: nbytes(s[0]))
-    return (" (they were not grown: the largest growth refused is " + ", ".join(f"{k} = {cfg[k]}" for k in keys)
-            + f" ({nbytes(cfg) / 1e6:.1f} MB): {why})")
+    return ("the largest growth refused is " + ", ".join(f"{k} = {cfg[k]}" for k in keys)
+            + f" ({nbytes(cfg) / 1e6:.1f} MB): {why}")
 
 
 def _aka_triton(aka: AkaFolder, source: Path, name: str, decisions: list[str], keep: Iterable[str] = ()):
