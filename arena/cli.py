@@ -325,7 +325,7 @@ def check_markdown(rows, device, of: int | None = None) -> str:
         lines += ["", "## Problems", ""] + [f"- {t}: {p}" for t, p in problems]
     dropped = [(r.task_id, d) for r in rows for d in r.dropped]
     if dropped:
-        lines += ["", "## Drafts dropped (`--drop-failing-drafts`)", ""] + [f"- {t}: {d}" for t, d in dropped]
+        lines += ["", "## Configs taken out (`--drop-failing-drafts`)", ""] + [f"- {t}: {d}" for t, d in dropped]
     return "\n".join(lines) + "\n"
 
 
@@ -967,7 +967,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--drop-failing-drafts", action="store_true",
                    help="take out of each task the configs an importer drafted (marked DRAFT) that fail on their own "
                         "(the starting kernel wrong there, or its time outside the window), and check again; the "
-                        "task's own configs are never taken out")
+                        "task's own configs are taken out only where their time is outside the window")
     x.set_defaults(fn=cmd_tasks_check)
 
     e = sub.add_parser("eval", help="run the gates on one kernel file")

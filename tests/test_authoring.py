@@ -336,9 +336,9 @@ def test_drafts_the_starting_kernel_fails_are_taken_out_and_the_task_checked_aga
     assert text.startswith("# DRAFT held-out configs.\n") and "# DRAFT: prime" in text
 
 
-def test_a_config_of_the_sources_own_is_never_taken_out(tmp_path):
-    """A failing config the importer did not draft (no DRAFT mark) stays, and the row fails on it; the drafts that
-    fail beside it are taken out still."""
+def test_a_config_of_the_sources_own_the_kernel_computes_wrong_is_never_taken_out(tmp_path):
+    """A failing config the importer did not draft (no DRAFT mark), the starting kernel wrong there, stays, and the row
+    fails on it; the drafts that fail beside it are taken out still."""
     from arena.authoring.check import check_and_fit
 
     folder = _drafted(
@@ -351,6 +351,52 @@ def test_a_config_of_the_sources_own_is_never_taken_out(tmp_path):
     assert any(p.startswith("baseline seen: OUTPUT_UNWRITTEN") for p in row.problems), row.problems
     assert [d.split(":")[0] for d in row.dropped] == ["seen/draft-x2"]
     assert _names(folder, "seen") == ["s1", "s2", "s3"]
+
+
+def test_a_config_of_the_sources_own_timed_outside_the_window_is_taken_out(tmp_path):
+    """A source's case the importer could not grow is kept as written; where the device times it outside the window
+    (here 18.6 us; four of AKA's ItemQueryAttention's cases take 7.4-13.0 us on an H200), the fit takes it out as it
+    does a draft, where the split keeps the configs the rules ask for; a case wrong there, or one whose leaving would
+    leave too few, is not taken out."""
+    from arena.authoring.check import CheckRow, _droppable
+    from arena.authoring.drafts import drop_draft_configs
+    from arena.devices import Device
+    from arena.records import ConfigResult, SideTiming, Verdict
+
+    folder = _drafted(
+        tmp_path, "- {name: case0, n: 64}\n- {name: case1, n: 3000}\n- {name: case2, n: 4000}\n"
+                  "- {name: case3, n: 2048}\n",
+        "- {name: h1, n: 1037}\n- {name: draft-odd, n: 3001}   # DRAFT: odd\n"
+        "- {name: draft-prime, n: 2003}   # DRAFT: prime\n- {name: draft-not-mult-8, n: 1001}   # DRAFT: not 8\n"
+        "- {name: draft-aspect, n: 1501}   # DRAFT: aspect\n")
+    gpu = Device("cuda", "NVIDIA H200", "nvidia", "sm_90")
+
+    def row(times: dict[str, float], wrong: str = "") -> CheckRow:
+        def config(name: str) -> ConfigResult:
+            if name == wrong:
+                return ConfigResult(name, {}, Status.INCORRECT_NUMERICAL, "3 of 64 elements outside atol")
+            t = SideTiming(times.get(name, 150.0), 1.0, 20)
+            return ConfigResult(name, {}, Status.PASSED, baseline=t, candidate=t, speedup=1.0, speedup_ci=(0.98, 1.02))
+
+        return CheckRow("triton2triton/axpy", verdicts=[
+            Verdict("triton2triton/axpy", "triton2triton", split, Status.PASSED, {"origin": "baseline"}, {},
+                    configs=[config(n) for n in _names(folder, split)]) for split in ("seen", "heldout")])
+
+    take, why_not, failing = _droppable(folder, row({"case0": 18.6}), gpu)
+    assert take == {"seen": ["case0"]} and why_not == "", (take, why_not)
+    assert failing[("seen", "case0")] == "baseline time 18.6 us, outside 20-50000 us"
+    assert _droppable(folder, row({"case0": 18.6}), detect("cpu"))[0] == {}     # no times on the CPU
+    # wrong there: its failure stays the row's (as for any of the source's own configs)
+    assert _droppable(folder, row({}, wrong="case0"), gpu)[0] == {}
+    # two below the window of four seen: the one left would be too few
+    take, why_not, _ = _droppable(folder, row({"case0": 18.6, "case3": 19.0}), gpu)
+    assert take == {} and "the configs that fail on their own (seen/case0, seen/case3) were left in" in why_not
+    # a draft below the window beside it: both go, each by what it is
+    take, _, _ = _droppable(folder, row({"case0": 18.6, "draft-odd": 12.0}), gpu)
+    assert take == {"seen": ["case0"], "heldout": ["draft-odd"]}
+    assert drop_draft_configs(folder, "seen", [], own=take["seen"]) == ["case0"]
+    assert _names(folder, "seen") == ["case1", "case2", "case3"]
+    assert drop_draft_configs(folder, "heldout", ["h1"]) == []      # not a draft, not named as the source's own
 
 
 def test_drafts_are_left_in_where_taking_them_out_would_leave_fewer_configs_than_the_rules_ask(tmp_path):
@@ -442,7 +488,7 @@ def test_the_check_table_says_which_drafts_were_taken_out():
 
     row = CheckRow("triton2triton/axpy", dropped=["heldout/draft-big: OUTPUT_UNWRITTEN out: 10 of 20 never written"])
     text = check_markdown([row], detect("cpu"))
-    assert "## Drafts dropped" in text and "- triton2triton/axpy: heldout/draft-big: OUTPUT_UNWRITTEN" in text
+    assert "## Configs taken out" in text and "- triton2triton/axpy: heldout/draft-big: OUTPUT_UNWRITTEN" in text
 
 
 def test_an_evaluation_that_died_at_one_config_names_that_config_alone():

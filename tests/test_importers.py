@@ -13,6 +13,7 @@ import shutil
 import sys
 import types
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 import torch
@@ -91,6 +92,20 @@ def _reference_matches_forward(folder: Path, problem: Path, split: str = "seen",
         want = model(*forward_inputs)
     assert got.shape == want.shape
     return (got - want).abs().max().item()
+
+
+def _edited_fixture(tmp_path: Path, name: str, file: str, edits: Iterable[tuple[str, str]]) -> Path:
+    """A copy of the importer fixture ``name`` under ``tmp_path``/src, its ``file`` edited (each pair's first text,
+    which must be there, replaced by its second)."""
+    src = tmp_path / "src" / name
+    shutil.copytree(FIX / name, src)
+    path = src / file
+    text = path.read_text()
+    for a, b in edits:
+        assert a in text, a
+        text = text.replace(a, b)
+    path.write_text(text)
+    return src
 
 
 def _decisions(report: str) -> list[str]:
@@ -3188,17 +3203,10 @@ def test_aka_a_growth_refused_along_a_size_the_kernels_block_follows_is_tried_ag
     for mod in (common, aka):
         monkeypatch.setattr(mod, "WINDOW_BYTES", 3 * 10**6)
         monkeypatch.setattr(mod, "MAX_CONFIG_BYTES", 2**27)
-    src = tmp_path / "src" / "aka_triton_row_rms"
-    shutil.copytree(FIX / "aka_triton_row_rms", src)
-    runner = src / "scripts" / "task_runner.py"
-    text = runner.read_text()
-    for a, b in (("    (16, 256),\n    (64, 1000),\n    (128, 2048),\n",
-                  "    (16, 32),\n    (32, 64),\n    (64, 128),\n"),
-                 ("(x * x).mean(dim=-1, keepdim=True)",
-                  "(x[:, :, None] * x[:, None, :]).diagonal(dim1=1, dim2=2).mean(dim=-1, keepdim=True)")):
-        assert a in text
-        text = text.replace(a, b)
-    runner.write_text(text)
+    src = _edited_fixture(tmp_path, "aka_triton_row_rms", "scripts/task_runner.py", (
+        ("    (16, 256),\n    (64, 1000),\n    (128, 2048),\n", "    (16, 32),\n    (32, 64),\n    (64, 128),\n"),
+        ("(x * x).mean(dim=-1, keepdim=True)",
+         "(x[:, :, None] * x[:, None, :]).diagonal(dim1=1, dim2=2).mean(dim=-1, keepdim=True)")))
     result = import_aka(src, tmp_path / "out")
     assert result.ok, result.report()
     task = load_task(result.folder)
@@ -3254,6 +3262,49 @@ def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that
     # the block follows the tokens below the bound: the size is one a block follows, at the smallest case
     assert kernel_probe.block_fields(result.folder, {"num_tokens": 32, "topk": 2, "num_experts": 8},
                                      ["num_tokens"]) == ["num_tokens"]
+
+
+def test_aka_a_block_that_follows_a_size_to_a_bound_of_its_launchers_lets_that_size_grow_where_another_is_kept(
+        tmp_path):
+    """FLA's layer norm runs ``min(next_power_of_2(ceil(M / 128)), 4)`` rows a program and a block of
+    ``next_power_of_2(N)``: at the smoke config both sizes move a compile-time integer of its launch, and the cases
+    stayed as the test wrote them (0.3 MB), both kept. The rows' integer is at its bound at a grown config (doubled
+    there, the launch is compiled as before), so only the columns are kept and the rows grow into the window. Here
+    the row kernel runs ``min(next_power_of_2(cdiv(n_rows, 8)), 4)`` rows a program."""
+    from arena.authoring.importers import kernel_probe
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
+
+    src = _edited_fixture(tmp_path, "aka_triton_row_rms", "source/row_rms.py", (
+                 ("def _row_rms(x_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):\n"
+                  "    row = tl.program_id(0).to(tl.int64)\n    offs = tl.arange(0, BLOCK)\n    mask = offs < n_cols\n",
+                  "def _row_rms(x_ptr, y_ptr, n_rows, n_cols, eps, BLOCK: tl.constexpr, ROWS: tl.constexpr):\n"
+                  "    offs = tl.arange(0, BLOCK)\n    for i in tl.static_range(ROWS):\n"
+                  "        row = tl.program_id(0).to(tl.int64) * ROWS + i\n"
+                  "        mask = (offs < n_cols) & (row < n_rows)\n"),
+                 ("    v = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)\n"
+                  "    rms = tl.sqrt(tl.sum(v * v, axis=0) / n_cols + eps)\n"
+                  "    tl.store(y_ptr + row * n_cols + offs, v / rms, mask=mask)\n",
+                  "        v = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)\n"
+                  "        rms = tl.sqrt(tl.sum(v * v, axis=0) / n_cols + eps)\n"
+                  "        tl.store(y_ptr + row * n_cols + offs, v / rms, mask=mask)\n"),
+                 ("    _row_rms[(rows,)](x, y, cols, 1e-6, BLOCK=triton.next_power_of_2(cols))\n",
+                  "    per = min(triton.next_power_of_2(triton.cdiv(rows, 8)), 4)\n"
+                  "    _row_rms[(triton.cdiv(rows, per),)](x, y, rows, cols, 1e-6, BLOCK=triton.next_power_of_2(cols),"
+                  " ROWS=per)\n")))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    seen = [(c.params["n_rows"], c.params["n_cols"]) for c in task.configs("seen")]
+    assert [n for _, n in seen] == [256, 1000, 2048], seen
+    assert all(r * n * 8 >= WINDOW_BYTES / WINDOW_MARGIN for r, n in seen), seen
+    report = result.report()
+    assert any(d.split(". ", 1)[1].startswith("n_rows sets the starting kernel's compile-time block sizes at the "
+                                              "smoke config, and no longer at") for d in _decisions(report)), report
+    assert "n_cols kept as the cases have them" in report
+    assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == \
+        ["n_rows", "n_cols"]
+    assert kernel_probe.bounded_fields(result.folder, {"n_rows": 1 << 14, "n_cols": 256}, ["n_rows", "n_cols"]) == \
+        ["n_rows"]
 
 
 @pytest.mark.usefixtures("cases_as_written")

@@ -39,17 +39,18 @@ def draft_config_names(folder: Path, split: str) -> tuple[list[str], list[str]]:
     return [n for _, n, _ in lines if n is not None], [n for _, n, draft in lines if draft and n is not None]
 
 
-def drop_draft_configs(folder: Path, split: str, names: Iterable[str]) -> list[str]:
+def drop_draft_configs(folder: Path, split: str, names: Iterable[str], own: Iterable[str] = ()) -> list[str]:
     """Take the configs ``names`` of a task folder's ``configs/SPLIT.yaml`` out of it where the importer marked them
-    drafts (``_config_lines``); a config of the source's own (no DRAFT mark), or a file not in that form, is left as
-    it is. The rest of the file is kept as written. Returns the names taken out."""
+    drafts (``_config_lines``), and those of ``own`` whether marked or not (a source's case the device cannot time);
+    any other config of the source's own (no DRAFT mark), or a file not in that form, is left as it is. The rest of
+    the file is kept as written. Returns the names taken out."""
     path = folder / "configs" / f"{split}.yaml"
-    wanted = set(names)
-    if not wanted or not path.is_file():
+    wanted, anyway = set(names), set(own)
+    if not (wanted or anyway) or not path.is_file():
         return []
     kept, dropped = [], []
     for line, name, draft in _config_lines(path):
-        if draft and name in wanted:
+        if name is not None and ((draft and name in wanted) or name in anyway):
             dropped.append(str(name))
         else:
             kept.append(line)

@@ -3192,10 +3192,12 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
         if aka.category == "triton2triton":
             start = list(decisions)
             d, check, grew = _aka_triton(aka, source, name, decisions)
-            block = _grown_block_sizes(d, grew)
+            bounded: list[str] = []
+            block = _grown_block_sizes(d, grew, bounded)
             if block:   # drafted again, those sizes kept as the cases have them
                 decisions = list(start)
                 d, check, _ = _aka_triton(aka, source, name, decisions, keep=block)
+                d.decisions += bounded
         else:
             d, check = _aka_hip(aka, source, name, decisions)
         d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
@@ -3207,12 +3209,14 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
         return finish_draft(d, Path(root) if root else None, aka.folder, check, device=gpu)
 
 
-def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
+def _grown_block_sizes(d: Draft, grew: list[str], notes: list[str]) -> list[str]:
     """Of the sizes grown into the timing window (``grew``; where no case grew, those the growth tried), those the
     starting kernel's compile-time block sizes follow (``kernel_probe.block_fields``, from the smoke config, on a copy
     of the draft written aside); none where each grown seen config is compiled as one of the source's cases is
     (``kernel_probe.compiled_as_cases``: a block of ``min(next_power_of_2(n), 1024)`` that the largest case
-    reached the bound of already, which growing the cases leaves as it is)."""
+    reached the bound of already, which growing the cases leaves as it is), nor those whose blocks no longer follow
+    them at the largest grown config (``kernel_probe.bounded_fields``: said in ``notes`` too, for a draft made again
+    with the others kept)."""
     if not grew or not d.smoke:
         return []
     from arena.authoring.importers import kernel_probe
@@ -3233,7 +3237,17 @@ def _grown_block_sizes(d: Draft, grew: list[str]) -> list[str]:
                 "the cases grew by every size"
             )
             return []
-        return fields
+        top = max((c for c in d.seen if c["name"] in d.grown), key=lambda c: math.prod(
+            v for v in config_params(c).values() if isinstance(v, int) and v > 0), default=None)
+        bounded = kernel_probe.bounded_fields(folder, config_params(top), fields) if fields and top else []
+        if bounded:
+            note = (f"{', '.join(bounded)} set{'s' if len(bounded) == 1 else ''} the starting kernel's compile-time "
+                    f"block sizes at the smoke config, and no longer at {top['name']}, grown (doubled there, each "
+                    "launch is compiled as before: a block its launcher bounds), so the cases grew by "
+                    f"{'it' if len(bounded) == 1 else 'them'}")
+            d.decisions.append(note)
+            notes.append(note)
+        return [f for f in fields if f not in bounded]
 
 
 def _launchers_py(tree: ast.Module) -> tuple[list[str], list[str]]:

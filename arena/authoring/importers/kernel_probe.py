@@ -366,16 +366,31 @@ def block_fields(folder: Path, base: dict, fields: list[str]) -> list[str]:
     changes what some launch is compiled for. Growing them grows a program's block, past the shared
     memory of a GPU or its time, where the interpreter on the CPU sees neither. Sizes the probe could
     not answer for are not listed."""
+    return [k for k, moved in _doubled(folder, base, fields, _answered).items() if moved]
+
+
+def bounded_fields(folder: Path, base: dict, fields: list[str]) -> list[str]:
+    """The sizes among ``fields`` (those ``block_fields`` found at a small config) that the compile-time integers
+    no longer follow at ``base`` (a case grown into the timing window): doubled alone from it, each launch is
+    compiled as before. A block that follows a size up to a bound its launcher sets (FLA's layer norm: rows a
+    program of ``min(next_power_of_2(ceil(M / 128)), 4)``) is at that bound there, and grows no further with it.
+    Only the launches are needed (two programs of a grid, at most, run): a call past its budget after them counts;
+    a size the probe could not answer for is not listed."""
+    return [k for k, moved in _doubled(folder, base, fields, _launched).items() if moved is False]
+
+
+def _doubled(folder: Path, base: dict, fields: list[str],
+             reached: Callable[[dict | None], bool]) -> dict[str, bool | None]:
+    """For each of ``fields``: whether doubling it alone from ``base`` changes the compile-time integers of the
+    starting kernel's launches, or None where the probe did not answer for it (``reached`` refused its line or
+    the base's)."""
     trials = [("probe", "base", base)] + [("probe", f"x2-{k}", {**base, k: base[k] * 2}) for k in fields]
     got = probe_configs(folder, trials)
     first = got.get("probe:base")
-    if not _answered(first):
-        return []
-    out = []
+    out: dict[str, bool | None] = {}
     for k in fields:
         line = got.get(f"probe:x2-{k}")
-        if _answered(line) and line["constexprs"] != first["constexprs"]:
-            out.append(k)
+        out[k] = line["constexprs"] != first["constexprs"] if reached(first) and reached(line) else None  # type: ignore[index]
     return out
 
 
