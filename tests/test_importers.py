@@ -3307,6 +3307,26 @@ def test_aka_a_block_that_follows_a_size_to_a_bound_of_its_launchers_lets_that_s
         ["n_rows"]
 
 
+def test_aka_a_smoke_config_degenerate_where_it_is_shrunk_that_far_is_grown_back(tmp_path):
+    """FLA's chunked k k^T writes each chunk's lower triangle into rows of 64: shrunk to 16 steps, a smoke config
+    holds a few values beside the zeros, and one draw of its inputs left their spread under the degeneracy floor
+    (the import stopped there, its seen and held-out configs fine). Here a difference with the row 16 steps
+    before is all zeros at the 16 steps the smoke config shrinks to. As KernelBench's importer does, one of its
+    sizes is doubled (or made four times as large), the smallest such config first, until its outputs are not
+    degenerate; the starting kernel is then checked on that config."""
+    result = import_aka(FIX / "aka_vllm_lag_diff", tmp_path)
+    assert result.ok, result.report()
+    assert result.check_problems == [], result.check_problems
+    task = load_task(result.folder)
+    smoke = task.configs("smoke")[0].params
+    assert smoke["steps"] == 32 and smoke["batch"] == 4, smoke
+    report = result.report()
+    assert "gave degenerate outputs (result: std 0" in report and "with steps 2 times as large, 32, they are not" \
+        in report, report
+    assert "the starting kernel passes the smoke config on the CPU" in report
+    assert "(the outputs degenerate there)" in (result.folder / "configs" / "smoke.yaml").read_text()
+
+
 @pytest.mark.usefixtures("cases_as_written")
 @pytest.mark.parametrize("why", ["stream", "bfloat16"])
 def test_aka_a_kernel_the_cpu_cannot_run_is_left_to_a_gpu(tmp_path, why):

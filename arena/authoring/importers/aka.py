@@ -55,6 +55,7 @@ from arena.authoring.importers.common import (
     in_window,
     init_from_expr,
     join_statements,
+    larger_smoke,
     literal,
     module_defs,
     number_of,
@@ -4624,6 +4625,26 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
             draft.decisions += said
             task = load_task(folder)
         bad = reference_problems(task, config, "cpu", load_reference(task))
+        if bad and draft is not None:
+            # shrunk that far, a chunk's rows can hold a few values beside the zeros of its upper triangle
+            tensors = [*draft.inputs, *draft.outputs]
+
+            def smoke_problems() -> list[str]:
+                again = load_task(folder)
+                return reference_problems(again, again.configs("smoke")[0], "cpu", load_reference(again))
+
+            def size(c: dict) -> int:
+                try:
+                    return count_elements(tensors, c)
+                except (formula.FormulaError, ValueError, TypeError):
+                    return 10**18
+
+            grown = larger_smoke(draft, folder, _smoke_sizes(draft)[1], size, smoke_problems, lambda again: not again,
+                                 bad[0])
+            if grown is not None:
+                draft.decisions.append(grown[0])
+                bad = grown[1]
+                task = load_task(folder)
         if draft is not None and not bad:
             if out_of_range is None:
                 try:

@@ -1614,6 +1614,43 @@ def write_configs(d: Draft, folder: Path) -> None:
         d.smoke, "Tiny configs for the CPU backend (drafted by the importer)."))
 
 
+# where the smoke config's outputs are degenerate, the larger smoke configs tried (one size doubled, or four
+# times), and how many times a smoke config's elements they may have
+SMOKE_TRIES = 6
+SMOKE_GROWTH = 64
+
+
+def larger_smoke(d: Draft, folder: Path, sizes: Sequence[str], size: Callable[[dict], int],
+                 check: Callable[[], Any], clean: Callable[[Any], bool], first_problem: str,
+                 valid: Callable[[dict], bool] = lambda c: True) -> tuple[str, Any] | None:
+    """Where the smoke config's outputs are degenerate (shrunk so far that a softmax's row is one value, or that a
+    chunk's rows hold a few values beside the zeros of its upper triangle), the smoke config with one of ``sizes``
+    doubled (else four times as large), the smallest such config first, up to ``SMOKE_TRIES`` of them and
+    ``SMOKE_GROWTH`` times ``SMOKE_ELEMENTS`` elements, that ``valid`` accepts and whose ``check`` (run with it
+    written in the folder) is ``clean``: (what the import says, that check's result), that config left written.
+    None where none is: the smoke config as it was, written again."""
+    first = d.smoke
+    small = config_params(first[0])
+    larger = [{**small, k: small[k] * f} for f in (2, 4) for k in sizes if isinstance(small.get(k), int)]
+    larger = sorted((c for c in larger if size(c) <= SMOKE_ELEMENTS * SMOKE_GROWTH and valid(c)), key=size)
+    note = str(first[0].get("#", "DRAFT"))
+    for cfg in larger[:SMOKE_TRIES]:
+        grew = next(k for k in small if cfg[k] != small[k])
+        times = cfg[grew] // small[grew]
+        d.smoke = [{"name": "smoke", **cfg, "#": f"{note}, {grew} {times} times that (the outputs degenerate there)"}]
+        write_configs(d, folder)
+        try:
+            again = check()
+        except Exception:  # noqa: BLE001 - the original refuses that config: the next one is tried
+            continue
+        if clean(again):
+            return (f"the smoke config {small} gave degenerate outputs ({first_problem}); with {grew} {times} times "
+                    f"as large, {cfg[grew]}, they are not: that is the smoke config (the seen and held-out configs' "
+                    "outputs are checked on a GPU)"), again
+    d.smoke = first
+    write_configs(d, folder)
+    return None
+
 def size_rule_problems(folder: Path) -> list[str]:
     """What `arena tasks check` would refuse in a task folder's sizes alone (``arena.authoring.check.size_problems``):
     the importer's own check reads it on the CPU, as the GPU check would."""

@@ -20,7 +20,6 @@ from arena.authoring.importers.common import (
     MIN_VARIED,
     RANDOM_FUNCS,
     RECURRENT_STEP_S,
-    SMOKE_ELEMENTS,
     TENSOR_MAKERS,
     WINDOW_BYTES,
     WINDOW_FLOPS,
@@ -33,7 +32,6 @@ from arena.authoring.importers.common import (
     Untranslatable,
     bound_by_imports,
     call_name,
-    config_params,
     count_bytes,
     count_elements,
     cpu_time_limit,
@@ -51,6 +49,7 @@ from arena.authoring.importers.common import (
     in_window,
     init_from_expr,
     join_statements,
+    larger_smoke,
     leading_size,
     literal_constants,
     module_defs,
@@ -72,17 +71,11 @@ from arena.authoring.importers.common import (
     split_unpacked_constants,
     topped_up,
     with_constants,
-    write_configs,
 )
 from arena.errors import ArenaError
 from arena.taskdef import formula
 
 # KernelBench: Model.forward as a function
-
-# where the smoke config's outputs are degenerate, the larger smoke configs tried (one size doubled, or four
-# times), and how many times a smoke config's elements they may have
-SMOKE_TRIES = 6
-SMOKE_GROWTH = 64
 
 # the most work the importer's own check runs on the CPU (the reference and the module on the smoke config,
 # the degeneracy checks): about 10 s of one core; a larger smoke config is left to a GPU
@@ -1805,30 +1798,13 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
         passed, found = _module_self_check(folder, problem, names, used_paths, check_device)
         if smoke_degenerate(found):
             # shrunk that far, a size the forward reduces over can reach 1 (a softmax over a width pooled four
-            # times: every value 1, the weights before it read by nothing): the smoke config with one of its sizes
-            # doubled (else four times), the smallest such config first, where the CPU may still run it, if there
-            # the outputs are not degenerate
-            first = d.smoke
-            small = config_params(first[0])
-            larger = [{**small, k: small[k] * f} for f in (2, 4) for k in vary]
-            larger = sorted((c for c in larger if size(c) <= SMOKE_ELEMENTS * SMOKE_GROWTH and valid(c)), key=size)
-            for cfg in larger[:SMOKE_TRIES]:
-                grew = next(k for k in small if cfg[k] != small[k])
-                d.smoke = [{"name": "smoke", **cfg,
-                            "#": f"DRAFT: sizes halved from the seen config, {grew} {cfg[grew] // small[grew]} times "
-                                 "that (the outputs degenerate there)"}]
-                write_configs(d, folder)
-                again = _module_self_check(folder, problem, names, used_paths, check_device)
-                if not again[1]:
-                    d.decisions.append(
-                        f"the smoke config {small} gave degenerate outputs ({found[0]}); with {grew} "
-                        f"{cfg[grew] // small[grew]} times as large, {cfg[grew]}, they are not: that is the smoke "
-                        "config (the seen and held-out configs' outputs are checked on a GPU)")
-                    passed, found = again
-                    break
-            else:
-                d.smoke = first
-                write_configs(d, folder)
+            # times: every value 1, the weights before it read by nothing)
+            grown = larger_smoke(d, folder, vary, size,
+                                 lambda: _module_self_check(folder, problem, names, used_paths, check_device),
+                                 lambda again: not again[1], found[0], valid)
+            if grown is not None:
+                d.decisions.append(grown[0])
+                passed, found = grown[1]
         passed += [said] if said else []
         found += [f"{p} (the degeneracy rules of CONTRIBUTING.md; change the init or the problem)"
                   for p in degenerate]
