@@ -3592,12 +3592,6 @@ REFERENCE_PROBE_SECONDS = 2.0
 # and were refused at 2 s, below it. On an H200 they took 1.1-2 times their CPU seconds (0.6-8.8 s a config)
 CPU_REFERENCE_SECONDS = 8.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
-# what a reference that reads values on the host (``.item()`` in a loop over a size) takes on a GPU, in times its CPU
-# seconds alone: there each read waits for the device, each operation is a launch. Measured on an H200 (2026-11-30,
-# `gpu_reference_rules.py --once`, 15 vLLM references of that kind, their configs of 5 ms or more on a loaded 2-core
-# CPU): 0.1-3.8 times (bincount 1.2-2.9, decode attention's stage 2 2.6-3.1, logit bias up to 3.8; the per-token
-# quantisations, which copy to the CPU first, 0.9-1.9)
-HOST_READS_ON_GPU = 4.0
 # a case is grown only as far as the reference, judged on the CPU, takes at most CPU_REFERENCE_SECONDS / this: the
 # held-out drafts around the grown case go to twice its sizes, and a run's CPU seconds vary by a third
 GROWTH_HEADROOM = 3
@@ -3664,7 +3658,6 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         cpu_seconds: float | None = None      # its run on the CPU, where the meta device was cut short for time
         peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
-        host_reads = False                    # timed alone on the CPU where the meta device refused its host reads
         # where the test runs here, a meta run is cut at REFERENCE_PROBE_SECONDS and the reference judged by a run on
         # the CPU instead: an operation on the meta device costs tens of times what it does on the CPU or as a launch
         # on a GPU (its shapes worked out in Python), and a loop over chunks the CPU ran in 0.08 s took 3.4 s there
@@ -3696,20 +3689,15 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                if cut or judged[0]:
+                if cut:
                     # timed as the harness would run it: with no mode watching each operation (they cost it tens of
-                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time,
-                    # or a value at a time). A case's run, for the formulas, goes to its end (its outputs give them
-                    # their shapes); a growth's or a draft's is cut at the limit that judges it. A reference that
-                    # reads values on the host (``.item()`` in a loop over a size), which the meta device refuses, is
-                    # timed so too for growth and the drafts: watched, vLLM's bincount over 131,072 tokens took 33
-                    # CPU seconds, 28 times its 1.2 alone, and the probes' 15 were spent before one held-out draft was
-                    # tried. Its seconds are counted as a GPU's run takes them (``HOST_READS_ON_GPU``)
-                    slower = 1.0 if cut else HOST_READS_ON_GPU
+                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time).
+                    # A case's run, for the formulas, goes to its end (its outputs give them their shapes); a
+                    # growth's or a draft's is cut at the limit that judges it
                     t1 = time.process_time()
-                    with cpu_time_limit(CPU_REFERENCE_SECONDS / slower if judged[0] else ONE_PROBE_SECONDS):
+                    with cpu_time_limit(CPU_REFERENCE_SECONDS if judged[0] else ONE_PROBE_SECONDS):
                         out = ref_fn(*cpu, *[params[f] for f in fields])
-                    cpu_seconds, counter, host_reads = (time.process_time() - t1) * slower, None, not cut
+                    cpu_seconds, counter = time.process_time() - t1, None
                 else:
                     with cpu_time_limit(ONE_PROBE_SECONDS), flop_counter() as counter, \
                             peak_bytes_mode() as live:
@@ -3721,7 +3709,6 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         return {"outputs": shapes_only(outs), "flops": None if counter is None else counter.get_total_flops(),
                 "meta_seconds": meta_seconds,
                 "cpu_seconds": cpu_seconds,
-                "host_reads": host_reads,
                 "temporaries": None if peak is None else max(0, peak - sum(
                     o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
@@ -4324,11 +4311,9 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if out_of_range:
             return out_of_range
         if costly(cfg) is not None:
-            how = (f"as a GPU's run would take them ({HOST_READS_ON_GPU:g} times its CPU seconds: it reads values on "
-                   "the host, a value at a time)" if isinstance(got, dict) and got.get("host_reads") else
-                   "on the CPU (its operations a chunk at a time)")
-            return (f"the reference took {costly(cfg):.2g} CPU seconds there, {how}: the held-out drafts around a "
-                    f"grown config, up to twice its sizes, are held to {CPU_REFERENCE_SECONDS:g}")
+            return (f"the reference took {costly(cfg):.2g} CPU seconds there, on the CPU (its operations a chunk at a "
+                    f"time): the held-out drafts around a grown config, up to twice its sizes, are held to "
+                    f"{CPU_REFERENCE_SECONDS:g}")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 
