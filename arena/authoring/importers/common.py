@@ -1651,6 +1651,7 @@ def larger_smoke(d: Draft, folder: Path, sizes: Sequence[str], size: Callable[[d
     write_configs(d, folder)
     return None
 
+
 def size_rule_problems(folder: Path) -> list[str]:
     """What `arena tasks check` would refuse in a task folder's sizes alone (``arena.authoring.check.size_problems``):
     the importer's own check reads it on the CPU, as the GPU check would."""
