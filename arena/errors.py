@@ -12,6 +12,7 @@ the ``except Exception`` of the code it interrupts.
 from __future__ import annotations
 
 import contextlib
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -60,6 +61,55 @@ def interrupted_after(seconds: float, interruption: Callable[[], Interruption], 
         signal.setitimer(timer, 0)
         signal.signal(sig, before)
         sys.unraisablehook = hook
+
+
+def process_data_bytes() -> int:
+    """This process's data segment (``VmData``: its heap and private writable mappings, where its host tensors
+    are), in bytes; 0 where it cannot be read."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """An allocation refused: Python's or NumPy's ``MemoryError``, or torch's CPU allocator's error."""
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
+
+
+@contextlib.contextmanager
+def data_limited(extra_bytes: int, interruption: Callable[[], BaseException],
+                 at_most: int | None = None) -> Iterator[None]:
+    """The block's host allocations held to ``extra_bytes`` beyond what this process holds as it starts, and the
+    process's to ``at_most`` in all (``RLIMIT_DATA``'s soft limit, put back as found after it; a tighter limit
+    already set stays): an allocation
+    past it is refused, and a refusal that leaves the block (torch's, Python's) is raised as ``interruption()``.
+    Counted for the whole process: its other threads' allocations in the meantime are held by it too."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    held = process_data_bytes()
+    value = held + max(0, int(extra_bytes))
+    if at_most is not None:
+        value = min(value, max(held, int(at_most)))
+    if not held:                                    # not read: no limit, rather than one counted from nothing
+        value = resource.RLIM_INFINITY
+    for bound in (soft, hard):
+        if bound != resource.RLIM_INFINITY:
+            value = bound if value == resource.RLIM_INFINITY else min(value, bound)
+    refused: list[BaseException] = []
+    resource.setrlimit(resource.RLIMIT_DATA, (value, hard))
+    try:
+        yield
+    except (MemoryError, RuntimeError) as exc:
+        if not _out_of_memory(exc):
+            raise
+        refused.append(exc)
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    if refused:
+        raise interruption() from refused[0]
 
 
 class ArenaError(ArenaException):

@@ -70,7 +70,7 @@ def main() -> None:
              f"- device: {name}, python {platform.python_version()}, torch {torch.__version__}", "",
              f"{sum(1 for r in rows if not r[4])} of {len(rows)} configs pass", "",
              "| task | split | config | seconds | found |", "|---|---|---|---|---|",
-             *[f"| {t} | {s} | {c} | {sec:.1f} | {'; '.join(f) or 'ok'} |" for t, s, c, sec, f in rows]]
+             *[f"| {t} | {s} | {c} | {sec:.3f} | {'; '.join(f) or 'ok'} |" for t, s, c, sec, f in rows]]
     text = "\n".join(lines) + "\n"
     if a.out:
         Path(a.out).write_text(text)

@@ -3242,14 +3242,19 @@ def test_aka_a_case_used_whole_is_named_as_the_helper_that_makes_the_inputs_unpa
     assert torch.allclose(out.double(), want, atol=1e-6)
 
 
-def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path):
+def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path, monkeypatch):
     """vLLM's expert counts launch blocks of ``next_power_of_2(min(numel, 1024))``: the block follows the
     number of tokens from the smallest case, and the largest case has it at its bound already. Every grown
     seen config is compiled as that case is, so the cases grow by the tokens into the timing window (they
     stayed at the test's sizes, below it, with the tokens kept as a size a block follows)."""
+    import arena.authoring.importers.aka as aka
     from arena.authoring.importers import kernel_probe
     from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
 
+    # its bincount does not run on the meta device: judged by its CPU seconds as they are, not a GPU's estimate of
+    # them (what is asserted is the block's bound, not the reference's cost; 4 times them on a loaded 2-core machine
+    # refused the drafts at 33 million tokens)
+    monkeypatch.setattr(aka, "HOST_READS_ON_GPU", 1.0)
     result = import_aka(FIX / "aka_vllm_expert_counts", tmp_path)
     assert result.ok, result.report()
     task = load_task(result.folder)
@@ -3548,6 +3553,8 @@ def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_p
     # and the top-up's own is ample: beside a full suite on 2 cores, one of its candidates was refused for it (what is
     # asserted is that the top-up has a budget of its own, not how large it is)
     monkeypatch.setattr(aka, "TOP_UP_SECONDS", 4 * aka.TOP_UP_SECONDS)
+    # its runs judged by their CPU seconds as they are (the limits above are set for them, not for a GPU's estimate)
+    monkeypatch.setattr(aka, "HOST_READS_ON_GPU", 1.0)
     # the runner as written: its reference makes its accumulator on the CPU, so it does not run on the meta device
     result = import_aka(FIX / "aka_vllm_seed_chunks", tmp_path)   # no held-out draft is checked: not a task to load
     text = (result.folder / "configs" / "seen.yaml").read_text()
@@ -3766,6 +3773,41 @@ def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypa
     assert stop and "vectorise it" in note, note
     batch, per_item = int(stop[1]), int(stop[2])
     assert batch * per_item * 4 + batch * 4 > 64 * 16 * 4 + 64 * 4     # past the largest case, not at a case
+
+
+def test_aka_a_reference_that_reads_values_on_the_host_is_timed_alone_for_growth_and_drafts(tmp_path):
+    """A reference that reads each row's scale on the host (`.item()` in a loop over the rows) does not run on the
+    meta device. Its runs on the CPU for growth and the drafts were watched by the FLOP counter and the memory mode,
+    which cost tens of microseconds an operation: vLLM's bincount took 33 CPU seconds at its largest case, 1.2 alone,
+    and fourteen such imports stopped below the timing window with the probes' budget spent. Timed alone, as the
+    harness runs it, and counted as a GPU's run takes it (``HOST_READS_ON_GPU`` times), the rows grow into the
+    window and the held-out drafts are made around them."""
+    import arena.authoring.importers.aka as aka
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
+
+    result = import_aka(FIX / "aka_vllm_item_rows", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    seen = [c.params for c in task.configs("seen")]
+    assert all(c["cols"] == 1024 and c["rows"] * 1024 * 8 >= WINDOW_BYTES / WINDOW_MARGIN for c in seen), seen
+    assert len(task.configs("heldout")) >= 4
+    # the limit that judges it is the GPU's estimate: a row loop of a few operations a row, not the budget's end
+    assert aka.HOST_READS_ON_GPU > 1
+    assert not any("had taken the" in d for d in _decisions(result.report())), result.report()
+
+def test_aka_output_shapes_that_miss_the_tests_cases_are_fitted_again_around_the_smallest(tmp_path):
+    """Fitted around the largest case, an output's size misses a size whose doubled probe fails there: vLLM's slot
+    mappings (a reference reading values on the host) ran out of time with the query length doubled, and the
+    output came out as ``512 * num_reqs``, 16 times too large at the smallest case, where the starting kernel then
+    failed the self-check. Here the reference's table is as long as the largest query. The formulas are checked at
+    the test's cases, and fitted again around the smallest where they miss one."""
+    result = import_aka(FIX / "aka_vllm_slot_offsets", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    (out,) = task.outputs
+    assert [str(d).replace(" ", "") for d in out.shape] in (["num_reqs*query_len"], ["query_len*num_reqs"]), out.shape
+    assert any("fitted around the smallest" in d and "case 0" in d for d in _decisions(result.report()))
+    assert "starting kernel passes the smoke config" in result.report()
 
 
 def test_kernelbench_a_forward_slow_on_the_meta_device_is_probed_on_the_cpu(tmp_path, monkeypatch):
@@ -4175,20 +4217,43 @@ def test_one_probe_is_stopped_past_its_cpu_seconds():
     import signal
     import time
 
-    from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
+    from arena.authoring.importers.common import ProbeTimeout, probe_limits
 
     t0 = time.process_time()
     with pytest.raises(ProbeTimeout, match="more than 0.2 CPU seconds"):
-        with cpu_time_limit(0.2):
+        with probe_limits(0.2):
             while True:
                 pass
     assert time.process_time() - t0 < 2.0
-    with cpu_time_limit(5.0):
+    with probe_limits(5.0):
         sum(range(1000))
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     with pytest.raises(ProbeTimeout):
-        with cpu_time_limit(0):
+        with probe_limits(0):
             pass
+
+
+def test_a_probes_host_memory_is_bounded_and_a_run_past_it_is_refused(monkeypatch):
+    """A probe's run that asks for more host memory than its bound (a reference run on the CPU unwatched, whose
+    temporaries nothing counts) is refused with ``ProbeOverMemory`` instead of growing the import's process until
+    the kernel's OOM killer takes it; within the bound it runs, and the process's limit is put back after."""
+    import resource
+
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.common import ProbeOverMemory, probe_limits
+
+    monkeypatch.setattr(common, "probe_memory_bytes", lambda: 256 * 2**20)
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    with probe_limits(30.0):
+        torch.ones(32 * 2**20, dtype=torch.uint8)          # within it
+    with pytest.raises(ProbeOverMemory, match="GB of host memory"):
+        with probe_limits(30.0):
+            torch.ones(512 * 2**20, dtype=torch.uint8)
+    with pytest.raises(ProbeOverMemory):
+        with probe_limits(30.0):
+            bytearray(512 * 2**20)                          # Python's own allocations too
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
+    assert torch.ones(512 * 2**20, dtype=torch.uint8).sum() == 512 * 2**20     # no bound outside it
 
 
 def test_a_probes_time_limit_that_the_code_swallows_comes_again():
@@ -4198,7 +4263,7 @@ def test_a_probes_time_limit_that_the_code_swallows_comes_again():
     import time
     import weakref
 
-    from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
+    from arena.authoring.importers.common import ProbeTimeout, probe_limits
     from arena.errors import Interruption, interrupted_after
 
     class Wall(Interruption):
@@ -4208,7 +4273,7 @@ def test_a_probes_time_limit_that_the_code_swallows_comes_again():
     t0 = time.process_time()
     with interrupted_after(20, Wall):   # the test's own bound, on the wall clock
         with pytest.raises(ProbeTimeout):
-            with cpu_time_limit(0.2):
+            with probe_limits(0.2):
                 while True:
                     try:
                         while True:
@@ -4225,7 +4290,7 @@ def test_a_probes_time_limit_that_the_code_swallows_comes_again():
     t0 = time.process_time()
     with interrupted_after(20, Wall):
         with pytest.raises(ProbeTimeout):
-            with cpu_time_limit(0.2):
+            with probe_limits(0.2):
                 while True:   # finalizers run all the time: a signal may land in one
                     weakref.finalize(Held(), lambda: sum(range(200)))
                     sum(range(2000))

@@ -41,7 +41,6 @@ from arena.authoring.importers.common import (
     config_params,
     count_bytes,
     count_elements,
-    cpu_time_limit,
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
@@ -63,6 +62,7 @@ from arena.authoring.importers.common import (
     once_per_config,
     parse_source,
     peak_bytes_mode,
+    probe_limits,
     range_at_sizes,
     resolve_task_id,
     roofline_draft,
@@ -3592,6 +3592,12 @@ REFERENCE_PROBE_SECONDS = 2.0
 # and were refused at 2 s, below it. On an H200 they took 1.1-2 times their CPU seconds (0.6-8.8 s a config)
 CPU_REFERENCE_SECONDS = 8.0
 GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
+# what a reference that reads values on the host (``.item()`` in a loop over a size) takes on a GPU, in times its CPU
+# seconds alone: there each read waits for the device, each operation is a launch. Measured on an H200 (2026-11-30,
+# `gpu_reference_rules.py --once`, 15 vLLM references of that kind, their configs of 5 ms or more on a loaded 2-core
+# CPU): 0.1-3.8 times (bincount 1.2-2.9, decode attention's stage 2 2.6-3.1, logit bias up to 3.8; the per-token
+# quantisations, which copy to the CPU first, 0.9-1.9)
+HOST_READS_ON_GPU = 4.0
 # a case is grown only as far as the reference, judged on the CPU, takes at most CPU_REFERENCE_SECONDS / this: the
 # held-out drafts around the grown case go to twice its sizes, and a run's CPU seconds vary by a third
 GROWTH_HEADROOM = 3
@@ -3621,6 +3627,57 @@ def _budgets_anew(probe_fn: Callable, obs: Observer | None, cpu_seconds: float) 
     if obs is not None:
         obs.renew()
     return cpu_seconds
+
+
+def _output_shapes(fitter: Fitter, unknown: list[dict], inputs: list[dict],
+                   returns: list[str]) -> dict[str, tuple[str, list]]:
+    """The dtype and shape formulas of each output in ``unknown`` the reference returns, fitted by ``fitter``'s
+    probes (an input's shape where every dimension's formula is the same as its)."""
+    run = fitter.run()
+    shapes: dict[str, tuple[str, list]] = {}
+    for o in unknown:
+        idx = returns.index(o["_key"])
+        if run is None or idx >= len(run["outputs"]):
+            continue
+        t = run["outputs"][idx]
+        same = next((i["shape"] for i in inputs if i["shape"] and len(i["shape"]) == t.dim() and all(
+            str(fitter.int_formula(lambda r, d=d, idx=idx: r["outputs"][idx].shape[d])) == str(x)
+            for d, x in enumerate(i["shape"]))), None)
+        shapes[o["name"]] = (DTYPE_NAMES.get(t.dtype, "float32"), same or [
+            fitter.int_formula(lambda r, d=d, idx=idx: r["outputs"][idx].shape[d],
+                               f"dimension {d} of output {o['name']}")
+            for d in range(t.dim())])
+    return shapes
+
+
+def _shapes_missed(shapes: dict[str, tuple[str, list]], cases: list[dict], base: dict, probe: Callable[[dict], Any],
+                   returns: list[str], unknown: list[dict], fitted_at: dict | None = None) -> tuple[str, int]:
+    """The first of the test's ``cases`` (smallest first) where the reference's outputs do not have the shapes the
+    formulas give, named (``case 1: out is (128,), the formulas say (2048,)``), "" where they hold at every case
+    the reference ran at; and at how many cases they were seen to hold (``fitted_at``, where they were fitted, is
+    not run again nor counted)."""
+    held = 0
+    for n, case in sorted(enumerate(cases), key=lambda nc: math.prod(nc[1].values())):
+        params = {**base, **case}
+        if params == fitted_at:
+            continue
+        try:
+            got = probe(params)
+        except (Exception, ProbeTimeout):  # noqa: BLE001 - a case the probe could not run: nothing to hold it to
+            continue
+        for o in unknown:
+            idx = returns.index(o["_key"])
+            if o["name"] not in shapes or idx >= len(got["outputs"]):
+                continue
+            try:
+                want = tuple(int(formula.evaluate(x, params)) for x in shapes[o["name"]][1])
+            except (formula.FormulaError, ValueError, TypeError):
+                continue
+            have = tuple(got["outputs"][idx].shape)
+            if have != want:
+                return f"case {n}: {o['name']} is {have}, the formulas say {want}", held
+        held += 1
+    return "", held
 
 
 def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | None, observer: Observer | None = None):
@@ -3658,6 +3715,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         cpu_seconds: float | None = None      # its run on the CPU, where the meta device was cut short for time
         peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
+        host_reads = False                    # timed alone on the CPU where the meta device refused its host reads
         # where the test runs here, a meta run is cut at REFERENCE_PROBE_SECONDS and the reference judged by a run on
         # the CPU instead: an operation on the meta device costs tens of times what it does on the CPU or as a launch
         # on a GPU (its shapes worked out in Python), and a loop over chunks the CPU ran in 0.08 s took 3.4 s there
@@ -3666,7 +3724,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             if on_cpu_after and meta_cut[0]:   # cut once: the larger configs after it would be too
                 raise ProbeTimeout("the meta device was cut short for time at a config before")
             try:
-                with cpu_time_limit(min(ONE_PROBE_SECONDS, meta_left[0],
+                with probe_limits(min(ONE_PROBE_SECONDS, meta_left[0],
                                         REFERENCE_PROBE_SECONDS if on_cpu_after else ONE_PROBE_SECONDS)), \
                         OnDevice("meta", factories=True), flop_counter() as counter, peak_bytes_mode() as live:
                     out = ref_fn(*ins, *[params[f] for f in fields])
@@ -3689,17 +3747,23 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
                    torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
-                if cut:
+                if cut or judged[0]:
                     # timed as the harness would run it: with no mode watching each operation (they cost it tens of
-                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time).
-                    # A case's run, for the formulas, goes to its end (its outputs give them their shapes); a
-                    # growth's or a draft's is cut at the limit that judges it
+                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time,
+                    # or a value at a time), its host memory held by ``probe_limits`` instead. A case's run, for the
+                    # formulas, goes to its end (its outputs give them their shapes); a growth's or a draft's is cut
+                    # at the limit that judges it. A reference that reads values on the host (``.item()`` in a loop
+                    # over a size), which the meta device refuses, is timed so too for growth and the drafts:
+                    # watched, vLLM's bincount over 131,072 tokens took 33 CPU seconds, 28 times its 1.2 alone, and
+                    # the probes' 15 were spent before one held-out draft was tried. Its seconds are counted as a
+                    # GPU's run takes them (``HOST_READS_ON_GPU``)
+                    slower = 1.0 if cut else HOST_READS_ON_GPU
                     t1 = time.process_time()
-                    with cpu_time_limit(CPU_REFERENCE_SECONDS if judged[0] else ONE_PROBE_SECONDS):
+                    with probe_limits(CPU_REFERENCE_SECONDS / slower if judged[0] else ONE_PROBE_SECONDS):
                         out = ref_fn(*cpu, *[params[f] for f in fields])
-                    cpu_seconds, counter = time.process_time() - t1, None
+                    cpu_seconds, counter, host_reads = (time.process_time() - t1) * slower, None, not cut
                 else:
-                    with cpu_time_limit(ONE_PROBE_SECONDS), flop_counter() as counter, \
+                    with probe_limits(ONE_PROBE_SECONDS), flop_counter() as counter, \
                             peak_bytes_mode() as live:
                         out = ref_fn(*cpu, *[params[f] for f in fields])
                     peak = live.peak
@@ -3709,6 +3773,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         return {"outputs": shapes_only(outs), "flops": None if counter is None else counter.get_total_flops(),
                 "meta_seconds": meta_seconds,
                 "cpu_seconds": cpu_seconds,
+                "host_reads": host_reads,
                 "temporaries": None if peak is None else max(0, peak - sum(
                     o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
@@ -3734,7 +3799,7 @@ def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: l
             if not all(isinstance(got.get(spec["name"]), torch.Tensor) for spec in inputs):
                 return None
             ins = [upcast(got[spec["name"]].clone()) for spec in inputs]
-            with cpu_time_limit(REFERENCE_PROBE_SECONDS):
+            with probe_limits(REFERENCE_PROBE_SECONDS):
                 out = ref_fn(*ins, *[cfg[f] for f in fields])
         except (Exception, ProbeTimeout):  # noqa: BLE001 - a config the test or the reference refuses: no reading
             return None
@@ -4164,36 +4229,39 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     probe_fn = _formula_probe(inputs, h.fields, ref_fn, obs)
     fitter = Fitter(base_case, probe_fn)
     run = fitter.run()
-    if any(o["shape"] is None for o in outputs):
-        for o in (o for o in outputs if o["shape"] is None):
-            idx = returns.index(o["_key"])
-            if run is not None and ref_fn is not None and idx < len(run["outputs"]):
-                t = run["outputs"][idx]
-                o["dtype"] = DTYPE_NAMES.get(t.dtype, "float32")
-                same = next(
-                    (
-                        i["shape"]
-                        for i in inputs
-                        if i["shape"]
-                        and len(i["shape"]) == t.dim()
-                        and all(
-                            str(fitter.int_formula(lambda r, d=d, idx=idx: r["outputs"][idx].shape[d])) == str(x)
-                            for d, x in enumerate(i["shape"])
-                        )
-                    ),
-                    None,
-                )
-                o["shape"] = same or [
-                    fitter.int_formula(
-                        lambda r, d=d, idx=idx: r["outputs"][idx].shape[d], f"dimension {d} of output {o['name']}"
-                    )
-                    for d in range(t.dim())
-                ]
+    unknown = [o for o in outputs if o["shape"] is None]
+    shapes = _output_shapes(fitter, unknown, inputs, returns) if ref_fn is not None and run is not None else None
+    smallest_base = {**base_case, **smallest}
+    if shapes is not None and smallest_base != base_case:
+        # fitted around the largest case, a size whose doubled probe ran out of time there (a reference that reads
+        # values on the host, a value at a time) reads as one the outputs do not follow: vLLM's slot mappings came
+        # out as ``512 * num_reqs`` (the largest case's query length) for ``num_reqs * query_len``. The formulas are
+        # checked at the test's cases, and fitted again around the smallest where one does not hold there. The
+        # reference's CPU runs get a budget of their own for it (the fitting's may be spent; growth's is set anew)
+        probe_fn.cpu_left[0] = CPU_PROBE_SECONDS  # type: ignore[attr-defined]
+        wrong, _ = _shapes_missed(shapes, h.cases, base_case, probe_fn, returns, unknown, fitted_at=base_case)
+        if wrong:
+            small = Fitter(smallest_base, probe_fn)
+            again = _output_shapes(small, unknown, inputs, returns) if small.run() is not None else None
+            probe_fn.cpu_left[0] = CPU_PROBE_SECONDS  # type: ignore[attr-defined]
+            missed, held = (_shapes_missed(again, h.cases, base_case, probe_fn, returns, unknown,
+                                           fitted_at=smallest_base) if again is not None else ("", 0))
+            if again is not None and not missed and held:     # seen to hold at a case other than its own
+                shapes, fitter = again, small
+                decisions.append(f"the outputs' shapes fitted around the largest case missed the test's {wrong} "
+                                 "(its probes with a size doubled there were refused or ran out of time): fitted "
+                                 "around the smallest")
             else:
-                o["shape"] = [f"TODO_{o['name']}_shape"]
-                decisions.append(
-                    f"the shape of output {o['name']} is not known (no reference to run): write it in task.yaml"
-                )
+                decisions.append(f"the outputs' shapes fitted around the largest case miss the test's {wrong}: "
+                                 "write them in task.yaml")
+    for o in unknown:
+        if shapes is not None and o["name"] in shapes:
+            o["dtype"], o["shape"] = shapes[o["name"]]
+        else:
+            o["shape"] = [f"TODO_{o['name']}_shape"]
+            decisions.append(
+                f"the shape of output {o['name']} is not known (no reference to run): write it in task.yaml"
+            )
     for o in outputs:
         o.pop("_key", None)
     decisions += fitter.inexact
@@ -4311,9 +4379,11 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if out_of_range:
             return out_of_range
         if costly(cfg) is not None:
-            return (f"the reference took {costly(cfg):.2g} CPU seconds there, on the CPU (its operations a chunk at a "
-                    f"time): the held-out drafts around a grown config, up to twice its sizes, are held to "
-                    f"{CPU_REFERENCE_SECONDS:g}")
+            how = (f"as a GPU's run would take them ({HOST_READS_ON_GPU:g} times its CPU seconds: it reads values on "
+                   "the host, a value at a time)" if isinstance(got, dict) and got.get("host_reads") else
+                   "on the CPU (its operations a chunk at a time)")
+            return (f"the reference took {costly(cfg):.2g} CPU seconds there, {how}: the held-out drafts around a "
+                    f"grown config, up to twice its sizes, are held to {CPU_REFERENCE_SECONDS:g}")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 
@@ -4648,7 +4718,7 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
         if draft is not None and not bad:
             if out_of_range is None:
                 try:
-                    with cpu_time_limit(ROUNDING_SECONDS):
+                    with probe_limits(ROUNDING_SECONDS):
                         out_of_range = range_at_sizes(folder)
                 except ProbeTimeout:   # one run past it: a GPU's check shows
                     out_of_range = []
@@ -4747,7 +4817,7 @@ def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
     found: list[str] = []
     ref = load_reference(task)
     try:
-        with cpu_time_limit(ROUNDING_SECONDS):
+        with probe_limits(ROUNDING_SECONDS):
             for c in task.configs("seen"):
                 case = getattr(d, "grown", {}).get(c.name)
                 if not case:

@@ -9,6 +9,7 @@ import copy
 import functools
 import json
 import math
+import os
 import re
 import threading
 import time
@@ -21,7 +22,7 @@ import torch
 import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from arena.errors import ArenaError, ArenaException, Interruption, interrupted_after
+from arena.errors import ArenaError, ArenaException, Interruption, data_limited, interrupted_after
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
 from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
@@ -139,7 +140,7 @@ class _NoValue(ArenaException):
 
 
 class ProbeTimeout(Interruption):
-    """A probe's run went past the CPU seconds it was given (``cpu_time_limit``): an Interruption, which the
+    """A probe's run went past the CPU seconds it was given (``probe_limits``): an Interruption, which the
     reference's own ``except Exception`` does not swallow."""
 
 
@@ -167,17 +168,46 @@ def literal(value: Any) -> str | None:
     return None
 
 
+class ProbeOverMemory(ArenaException):
+    """A probe's run asked for more host memory than ``probe_limits`` gives it: the config is refused, as one the
+    original does not accept (an Exception, as the allocator's own refusal is)."""
+
+
+def _machine_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 * 2**30
+
+
+def probe_memory_bytes() -> int:
+    """The host memory a probe's run may take beyond what the import holds as it starts: twice the bytes a config
+    may move (the test's tensors and the copies the reference is handed; its temporaries, with them, are held to
+    ``MAX_CONFIG_BYTES`` where they are counted), and at most a quarter of this machine's memory (the tests run an
+    import per core; the process in all is held to half of it). A reference run on the CPU unwatched (timed as the
+    harness runs it) has no count of its temporaries: a test worker whose probes ran so reached 17 GB and was
+    killed by the kernel's OOM killer."""
+    return int(min(2 * MAX_CONFIG_BYTES, _machine_memory() // 4))
+
+
 @contextlib.contextmanager
-def cpu_time_limit(seconds: float) -> Iterator[None]:
-    """Interrupts the block with ``ProbeTimeout`` once this process has used ``seconds`` more CPU time (a reference
-    that loops in Python over every element runs for hours at the sizes a probe tries; the budgets counted between
-    probes do not stop one run). In the main thread only (a signal's handler runs there); elsewhere, no limit."""
+def probe_limits(seconds: float) -> Iterator[None]:
+    """A probe's run held to ``seconds`` more of this process's CPU time, interrupted past it with ``ProbeTimeout``
+    (a reference that loops in Python over every element runs for hours at the sizes a probe tries; the budgets
+    counted between probes do not stop one run), and to ``probe_memory_bytes()`` more host memory, refused past it
+    with ``ProbeOverMemory``. In the main thread only (a signal's handler runs there, and the memory limit is the
+    process's); elsewhere, no limit."""
     if seconds <= 0:
         raise ProbeTimeout("no CPU time left")
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    with interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
+    extra = probe_memory_bytes()
+    with data_limited(extra, lambda: ProbeOverMemory(
+            f"more than {extra / 1e9:.3g} GB of host memory in one run (a probe's bound: twice the "
+            f"{MAX_CONFIG_BYTES / 1e9:g} GB a config may move, or a quarter of this machine's memory; the process "
+            "half of it in all)"), at_most=_machine_memory() // 2), \
+            interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
         yield
 
 
@@ -1046,7 +1076,7 @@ def rounding_floor(task: Any, ref: Any, rtol: float, count: Callable[[dict], flo
         return 0.0, ""
     dots = tf32_dots(task.kernel_file("baseline"))
     try:
-        with cpu_time_limit(ROUNDING_SECONDS):
+        with probe_limits(ROUNDING_SECONDS):
             pairs = [dw for _, dw in _rounding_errors(task, ref, config, grow, bool(dots))]
     except (Exception, ProbeTimeout):  # noqa: BLE001 - the scale stands; a GPU's check shows
         return 0.0, ""
@@ -1251,7 +1281,7 @@ def few_values_at_sizes(folder: Path, seconds: float | None = None) -> list[str]
     found: list[str] = []
     seconds = FEW_VALUES_SECONDS if seconds is None else seconds
     try:
-        with cpu_time_limit(2 * seconds):   # a first config's runs, which nothing before them could price
+        with probe_limits(2 * seconds):   # a first config's runs, which nothing before them could price
             for c, problems in runs_within(configs, read, seconds,
                                            nbytes=lambda c: FEW_VALUES_DRAWS[1] * task.roofline_for(c)[1]):
                 found += [f"on {c.split} config {c.name}: {p}" for p in problems]
@@ -1289,7 +1319,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
     # outputs over the task's long rows are smaller than over the smoke config's short ones
     tolerated = [k for k in d.tolerance if k != "reason"]
     try:
-        with cpu_time_limit(ROUNDING_SECONDS):
+        with probe_limits(ROUNDING_SECONDS):
             cases = as_written(folder, d)
             small = smallest_scale([*cases, *configs_within(task, SPREAD_FLOPS, SPREAD_BYTES)], lambda c: [
                 (spec.dtype, spec.name, o.double()) for spec, o in zip(task.compared, outputs(c))
@@ -1518,7 +1548,7 @@ def rounding_tolerance(folder: Path, d: Draft) -> tuple[list[str], list[str]]:
     from arena.taskdef.loader import DEFAULT_TOLERANCE
 
     try:
-        with cpu_time_limit(ROUNDING_SECONDS):
+        with probe_limits(ROUNDING_SECONDS):
             tol, note, degenerate = measured_tolerance(folder, as_written(folder, d), d.work)
     except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - reported, not raised: the folder is written
         what = (f"its runs on the CPU took more than {ROUNDING_SECONDS:g} CPU seconds" if isinstance(exc, ProbeTimeout)

@@ -34,7 +34,6 @@ from arena.authoring.importers.common import (
     call_name,
     count_bytes,
     count_elements,
-    cpu_time_limit,
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
@@ -57,6 +56,7 @@ from arena.authoring.importers.common import (
     once_per_config,
     parse_source,
     peak_bytes_mode,
+    probe_limits,
     product_formula,
     recurrent_steps,
     resolve_task_id,
@@ -1229,7 +1229,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             # probe, of some 20); on the CPU the same run takes a second. Its work does not say how long the CPU
             # takes (a bidirectional 6-layer LSTM's 89 GFLOP: 1 s), so the CPU is tried for the meta run's time.
             try:
-                with cpu_time_limit(seconds * CPU_PROBE_SHARE):
+                with probe_limits(seconds * CPU_PROBE_SHARE):
                     on_cpu = problem.run(consts, "cpu")
             except ProbeTimeout:
                 pass

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from arena.authoring.importers.common import ProbeTimeout, cpu_time_limit
+from arena.authoring.importers.common import ProbeTimeout, probe_limits
 from arena.errors import Interruption
 
 # what the test's statements up to its kernel call may take, in this process's CPU seconds: for one case, and for
@@ -263,7 +263,7 @@ class Observer:
         limit = min(ONE_OBSERVATION_SECONDS, self.cpu_left)
         t0 = time.process_time()
         try:
-            with cpu_time_limit(limit):
+            with probe_limits(limit):
                 return self._observe(params, device)
         except ObservationTimeout:
             raise

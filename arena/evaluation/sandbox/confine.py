@@ -41,6 +41,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from arena.errors import process_data_bytes
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (
     0x00020000, 0x04000000, 0x08000000, 0x20000000, 0x40000000)
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
@@ -317,15 +319,8 @@ def _limits(p: Plan) -> None:
     CUDA process's device allocations take it (on an H100, a limit of VmSize + 8 GiB refused a
     20 GiB device allocation), so that limit would cap the device memory by accident; the data
     limit does not count them."""
-    vm_data = 0
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmData:"):
-                vm_data = int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
     limits = [
-        ("RLIMIT_DATA", vm_data + p.data_headroom),
+        ("RLIMIT_DATA", process_data_bytes() + p.data_headroom),
         ("RLIMIT_CPU", CPU_SECONDS),
         ("RLIMIT_NOFILE", NOFILE),
         ("RLIMIT_FSIZE", FSIZE_BYTES),
