@@ -12,6 +12,7 @@ the ``except Exception`` of the code it interrupts.
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import signal
 import sys
@@ -73,6 +74,14 @@ def process_data_bytes() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def machine_memory_bytes(default: int) -> int:
+    """This machine's memory in bytes; ``default`` where it cannot be read."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return default
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -9,7 +9,6 @@ import copy
 import functools
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -22,7 +21,14 @@ import torch
 import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from arena.errors import ArenaError, ArenaException, Interruption, data_limited, interrupted_after
+from arena.errors import (
+    ArenaError,
+    ArenaException,
+    Interruption,
+    data_limited,
+    interrupted_after,
+    machine_memory_bytes,
+)
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
 from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
@@ -173,13 +179,6 @@ class ProbeOverMemory(ArenaException):
     original does not accept (an Exception, as the allocator's own refusal is)."""
 
 
-def _machine_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 16 * 2**30
-
-
 def probe_memory_bytes() -> int:
     """The host memory a probe's run may take beyond what the import holds as it starts: twice the bytes a config
     may move (the test's tensors and the copies the reference is handed; its temporaries, with them, are held to
@@ -187,7 +186,7 @@ def probe_memory_bytes() -> int:
     import per core; the process in all is held to half of it). A reference run on the CPU unwatched (timed as the
     harness runs it) has no count of its temporaries: a test worker whose probes ran so reached 17 GB and was
     killed by the kernel's OOM killer."""
-    return int(min(2 * MAX_CONFIG_BYTES, _machine_memory() // 4))
+    return int(min(2 * MAX_CONFIG_BYTES, machine_memory_bytes(16 * 2**30) // 4))
 
 
 @contextlib.contextmanager
@@ -206,7 +205,7 @@ def probe_limits(seconds: float) -> Iterator[None]:
     with data_limited(extra, lambda: ProbeOverMemory(
             f"more than {extra / 1e9:.3g} GB of host memory in one run (a probe's bound: twice the "
             f"{MAX_CONFIG_BYTES / 1e9:g} GB a config may move, or a quarter of this machine's memory; the process "
-            "half of it in all)"), at_most=_machine_memory() // 2), \
+            "half of it in all)"), at_most=machine_memory_bytes(16 * 2**30) // 2), \
             interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
         yield
 

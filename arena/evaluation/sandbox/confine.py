@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from arena.errors import process_data_bytes
+from arena.errors import machine_memory_bytes, process_data_bytes
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (
     0x00020000, 0x04000000, 0x08000000, 0x20000000, 0x40000000)
@@ -78,10 +78,7 @@ def data_headroom() -> int:
     """Host memory a confined process may take beyond what it holds when confined (RLIMIT_DATA:
     its heap and private writable mappings; its device allocations are not counted there): an
     eighth of the machine's memory, between 4 and 16 GiB."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 32 * 2**30
+    total = machine_memory_bytes(32 * 2**30)
     return int(min(16 * 2**30, max(4 * 2**30, total // 8)))
 
 
