@@ -64,16 +64,22 @@ def interrupted_after(seconds: float, interruption: Callable[[], Interruption], 
         sys.unraisablehook = hook
 
 
-def process_data_bytes() -> int:
-    """This process's data segment (``VmData``: its heap and private writable mappings, where its host tensors
-    are), in bytes; 0 where it cannot be read."""
+def _proc_bytes(path: str, key: str) -> int | None:
+    """The value of ``key`` in a file of /proc that gives sizes a line each in kB (``VmData:  1234 kB``), in bytes;
+    None where it cannot be read."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmData:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 0
+    return None
+
+
+def process_data_bytes() -> int:
+    """This process's data segment (``VmData``: its heap and private writable mappings, where its host tensors
+    are), in bytes; 0 where it cannot be read."""
+    return _proc_bytes("/proc/self/status", "VmData") or 0
 
 
 def machine_memory_bytes(default: int) -> int:
@@ -82,6 +88,34 @@ def machine_memory_bytes(default: int) -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return default
+
+
+def available_memory_bytes(default: int) -> int:
+    """The host memory this machine has free for a new allocation now (``MemAvailable``: free pages and the caches it
+    can drop), in bytes; its whole memory where that cannot be read, ``default`` where neither can. What other
+    processes hold is counted out: the test suite runs an importer per core, and each one's bound read off the
+    whole machine together overran it (a worker killed by the kernel's OOM killer)."""
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
+    return machine_memory_bytes(default) if available is None else available
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first, each once."""
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and not any(e is o for o in out):
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def without_frames(exc: BaseException) -> BaseException:
+    """``exc`` with the tracebacks of its chain dropped, to be kept after it was caught: a traceback holds every
+    frame it passed through and their locals alive (a refused probe's config held the test's tensors of gigabytes
+    with it, kept as long as its result was)."""
+    for e in exception_chain(exc):
+        e.__traceback__ = None
+    return exc
 
 
 def _out_of_memory(exc: BaseException) -> bool:

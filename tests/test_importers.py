@@ -4256,6 +4256,55 @@ def test_a_probes_host_memory_is_bounded_and_a_run_past_it_is_refused(monkeypatc
     assert torch.ones(512 * 2**20, dtype=torch.uint8).sum() == 512 * 2**20     # no bound outside it
 
 
+def test_a_probes_host_memory_bound_is_a_share_of_what_the_machine_has_free_as_it_starts(monkeypatch):
+    """The bound is read off the memory the machine has free as the probe starts, not its whole memory: the suite's
+    workers each took a quarter of the whole, and two of them with a test's import beside them overran a 24 GB
+    machine (a worker killed by the OOM killer). With 1 GB free, a run of 512 MB is refused that 4 GB free lets
+    run."""
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.common import MAX_CONFIG_BYTES, ProbeOverMemory, probe_limits, probe_memory_bytes
+
+    monkeypatch.setattr(common, "available_memory_bytes", lambda default: 2**30)
+    assert probe_memory_bytes() == 2**28
+    with pytest.raises(ProbeOverMemory, match="free as it started"):
+        with probe_limits(30.0):
+            torch.ones(512 * 2**20, dtype=torch.uint8)
+    monkeypatch.setattr(common, "available_memory_bytes", lambda default: 4 * 2**30)
+    with probe_limits(30.0):
+        assert torch.ones(512 * 2**20, dtype=torch.uint8)[-1] == 1
+    monkeypatch.setattr(common, "available_memory_bytes", lambda default: 2**50)
+    assert probe_memory_bytes() == 2 * MAX_CONFIG_BYTES                     # and never past twice a config's bytes
+
+
+def test_a_refused_configs_kept_result_holds_none_of_its_runs_tensors():
+    """A config a probe refused is kept as its exception (asked again, it is not run again), without the frames
+    its traceback passed through: they held the run's tensors, gigabytes at a draft's config, for as long as the
+    import kept the result (a test worker stayed at 7.8 GB after the import that refused them ended)."""
+    import gc
+    import weakref
+
+    from arena.authoring.importers.common import ProbeOverMemory, once_per_config
+
+    made: list[weakref.ref] = []
+    runs = []
+
+    def probe(cfg: dict) -> None:
+        runs.append(cfg)
+        inputs = torch.ones(cfg["n"], dtype=torch.uint8)
+        made.append(weakref.ref(inputs))
+        try:
+            raise MemoryError("the allocator refused it")
+        except MemoryError as exc:
+            raise ProbeOverMemory("past the bound") from exc
+
+    at = once_per_config(probe)
+    first = at({"n": 2**20})
+    gc.collect()
+    assert isinstance(first, ProbeOverMemory) and made[0]() is None
+    assert first.__traceback__ is None and first.__cause__ is not None and first.__cause__.__traceback__ is None
+    assert at({"n": 2**20}) is first and len(runs) == 1
+
+
 def test_a_probes_time_limit_that_the_code_swallows_comes_again():
     """An interruption raised where Python only prints it (a weakref's finalizer: the importer's byte-counting mode
     keeps them) or that the code catches does not leave the run unbounded: the signal comes again until the block

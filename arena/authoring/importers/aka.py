@@ -3744,8 +3744,10 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
             seen = observer.observe(params, "cpu")
             got = {t: v for t, v in seen.args} | dict(seen.kwargs)
-            cpu = [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
-                   torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
+
+            def copies() -> list[torch.Tensor]:   # made in the run's limits: they count in its host memory
+                return [got[spec["name"]].clone() if isinstance(got.get(spec["name"]), torch.Tensor) else
+                        torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
                 if cut or judged[0]:
                     # timed as the harness would run it: with no mode watching each operation (they cost it tens of
@@ -3758,14 +3760,16 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                     # the probes' 15 were spent before one held-out draft was tried. Its seconds are counted as a
                     # GPU's run takes them (``HOST_READS_ON_GPU``)
                     slower = 1.0 if cut else HOST_READS_ON_GPU
-                    t1 = time.process_time()
                     with probe_limits(CPU_REFERENCE_SECONDS / slower if judged[0] else ONE_PROBE_SECONDS):
+                        cpu = copies()
+                        t1 = time.process_time()
                         out = ref_fn(*cpu, *[params[f] for f in fields])
                     cpu_seconds, counter, host_reads = (time.process_time() - t1) * slower, None, not cut
                 else:
-                    with probe_limits(ONE_PROBE_SECONDS), flop_counter() as counter, \
-                            peak_bytes_mode() as live:
-                        out = ref_fn(*cpu, *[params[f] for f in fields])
+                    with probe_limits(ONE_PROBE_SECONDS):
+                        cpu = copies()
+                        with flop_counter() as counter, peak_bytes_mode() as live:
+                            out = ref_fn(*cpu, *[params[f] for f in fields])
                     peak = live.peak
             finally:
                 cpu_left[0] -= time.process_time() - t0
@@ -3798,8 +3802,8 @@ def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: l
             got = {t: v for t, v in seen.args} | dict(seen.kwargs)
             if not all(isinstance(got.get(spec["name"]), torch.Tensor) for spec in inputs):
                 return None
-            ins = [upcast(got[spec["name"]].clone()) for spec in inputs]
             with probe_limits(REFERENCE_PROBE_SECONDS):
+                ins = [upcast(got[spec["name"]].clone()) for spec in inputs]
                 out = ref_fn(*ins, *[cfg[f] for f in fields])
         except (Exception, ProbeTimeout):  # noqa: BLE001 - a config the test or the reference refuses: no reading
             return None

@@ -25,9 +25,11 @@ from arena.errors import (
     ArenaError,
     ArenaException,
     Interruption,
+    available_memory_bytes,
     data_limited,
     interrupted_after,
     machine_memory_bytes,
+    without_frames,
 )
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
@@ -182,11 +184,13 @@ class ProbeOverMemory(ArenaException):
 def probe_memory_bytes() -> int:
     """The host memory a probe's run may take beyond what the import holds as it starts: twice the bytes a config
     may move (the test's tensors and the copies the reference is handed; its temporaries, with them, are held to
-    ``MAX_CONFIG_BYTES`` where they are counted), and at most a quarter of this machine's memory (the tests run an
-    import per core; the process in all is held to half of it). A reference run on the CPU unwatched (timed as the
-    harness runs it) has no count of its temporaries: a test worker whose probes ran so reached 17 GB and was
-    killed by the kernel's OOM killer."""
-    return int(min(2 * MAX_CONFIG_BYTES, machine_memory_bytes(16 * 2**30) // 4))
+    ``MAX_CONFIG_BYTES`` where they are counted), and at most a quarter of the memory the machine has free as the run
+    starts (``available_memory_bytes``: the test suite runs an import per core, and a test may start another in a
+    process of its own; a probe that holds what it was given and starts another is given a quarter of what is left).
+    A reference run on the CPU unwatched (timed as the harness runs it) has no count of its temporaries: a test
+    worker whose probes ran so reached 17 GB and was killed by the kernel's OOM killer; a bound of a quarter of the
+    machine's whole memory let two workers reach it together."""
+    return int(min(2 * MAX_CONFIG_BYTES, available_memory_bytes(16 * 2**30) // 4))
 
 
 @contextlib.contextmanager
@@ -194,8 +198,8 @@ def probe_limits(seconds: float) -> Iterator[None]:
     """A probe's run held to ``seconds`` more of this process's CPU time, interrupted past it with ``ProbeTimeout``
     (a reference that loops in Python over every element runs for hours at the sizes a probe tries; the budgets
     counted between probes do not stop one run), and to ``probe_memory_bytes()`` more host memory, refused past it
-    with ``ProbeOverMemory``. In the main thread only (a signal's handler runs there, and the memory limit is the
-    process's); elsewhere, no limit."""
+    with ``ProbeOverMemory``; the process in all to half the machine's memory. In the main thread only (a signal's
+    handler runs there, and the memory limit is the process's); elsewhere, no limit."""
     if seconds <= 0:
         raise ProbeTimeout("no CPU time left")
     if threading.current_thread() is not threading.main_thread():
@@ -204,8 +208,8 @@ def probe_limits(seconds: float) -> Iterator[None]:
     extra = probe_memory_bytes()
     with data_limited(extra, lambda: ProbeOverMemory(
             f"more than {extra / 1e9:.3g} GB of host memory in one run (a probe's bound: twice the "
-            f"{MAX_CONFIG_BYTES / 1e9:g} GB a config may move, or a quarter of this machine's memory; the process "
-            "half of it in all)"), at_most=machine_memory_bytes(16 * 2**30) // 2), \
+            f"{MAX_CONFIG_BYTES / 1e9:g} GB a config may move, or a quarter of the memory this machine had free as "
+            "it started; the process half of the machine's in all)"), at_most=machine_memory_bytes(16 * 2**30) // 2), \
             interrupted_after(seconds, lambda: ProbeTimeout(f"more than {seconds:.3g} CPU seconds"), cpu=True):
         yield
 
@@ -229,7 +233,8 @@ def on_one_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def once_per_config(probe: Callable[[dict], Any]) -> Callable[[dict], Any]:
     """``probe`` run once per config (its parameters, in any order): what it returned, or the exception it raised
-    (a config the original does not accept; ``ProbeTimeout``, one it ran out of time on)."""
+    (a config the original does not accept; ``ProbeTimeout``, one it ran out of time on), kept without its frames
+    (``without_frames``: they held the refused config's tensors)."""
     runs: dict[tuple, Any] = {}
 
     def at(cfg: dict) -> Any:
@@ -238,7 +243,7 @@ def once_per_config(probe: Callable[[dict], Any]) -> Callable[[dict], Any]:
             try:
                 runs[key] = probe(cfg)
             except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - the original does not accept this config
-                runs[key] = exc
+                runs[key] = without_frames(exc)
         return runs[key]
 
     return at

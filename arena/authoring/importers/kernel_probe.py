@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from arena.errors import Interruption
+from arena.errors import Interruption, exception_chain
 
 PROBE_SECONDS = 20.0     # one config's budget, in CPU seconds: making its inputs and the call
 PROCESS_SECONDS = 240.0  # the whole probe, in seconds of wall time
@@ -55,15 +55,6 @@ def probes_within(seconds: float) -> Iterator[None]:
 
 class _Budget(Interruption):
     """A config's budget ran out (the kernel's own ``except Exception`` does not catch it)."""
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in out:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
 
 
 # the compile-time integers (``tl.constexpr`` parameters) of the launches of the config being probed:
@@ -198,10 +189,10 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                 outs = [torch.zeros(task.shape(o, env), dtype=DTYPES[o.dtype]) for o in task.outputs]
                 side(list(made.values()), outs, scalars)
             except BaseException as exc:  # noqa: BLE001 - what the config's call raised is the answer
-                if any(isinstance(e, _Budget) for e in _chain(exc)):
+                if any(isinstance(e, _Budget) for e in exception_chain(exc)):
                     line["timeout"] = True
                 else:
-                    root = _chain(exc)[-1]
+                    root = exception_chain(exc)[-1]
                     text = str(root).strip().splitlines()
                     line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
             finally:
