@@ -1269,7 +1269,13 @@ def test_aka_a_zeroed_cache_the_test_copies_for_its_reference_is_state_the_kerne
     """The runner zeroes a cache, copies it for its reference and compares the cache after the kernel wrote some
     of its rows: what the cache holds before the call is compared too, so it is an inout input drawn at random
     (a kernel that writes rows it was not given fails), not an output the entry zeroes before every call (a fill
-    as large as the cache, which would cost more than the kernel's scatter)."""
+    as large as the cache, which would cost more than the kernel's scatter). The roofline counts the cache by the
+    rows written (the reference's copy of it and the copy back count nothing), so the cases grow by their tokens,
+    and the slots, which bound the tokens but move nothing themselves, are doubled with them where they must be
+    (counted whole, the cache grew alone: vLLM's reshape_and_cache_flash ran far below the window on a GPU)."""
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
+    from arena.taskdef import formula
+
     result = import_aka(FIX / "aka_vllm_cache_scatter", tmp_path)
     folder = tmp_path / "triton2triton" / "aka_vllm_cache_scatter"
     assert result.ok, result.report()
@@ -1279,6 +1285,10 @@ def test_aka_a_zeroed_cache_the_test_copies_for_its_reference_is_state_the_kerne
         ("x", ["tokens", "dim"], False), ("cache", ["num_slots", "dim"], True), ("slots", ["tokens"], False)]
     assert task.outputs == ()
     assert any(d.startswith("input cache: made by `zeros` and copied before the kernel call") for d in result.decisions)
+    assert task.roofline["bytes"].endswith("min(4 * num_slots * dim, 4 * tokens * dim)"), task.roofline
+    seen = [c.params for c in task.configs("seen")]
+    assert all(c["tokens"] > 256 and c["num_slots"] >= c["tokens"] for c in seen), seen
+    assert all(formula.evaluate(task.roofline["bytes"], c) >= WINDOW_BYTES / WINDOW_MARGIN for c in seen), seen
     entry = (folder / "baseline.py").read_text().split("def aka_vllm_cache_scatter(")[1]
     assert "zero_()" not in entry and "fill_(" not in entry
     ref = import_file(task.reference_path, "ref_cache_scatter")
@@ -1783,6 +1793,27 @@ def test_a_size_the_bytes_and_the_work_do_not_follow_is_not_grown_without_end():
                   in_window(lambda c: 4 * c["n"], lambda c: float(c["n"] * c["steps"] * 10**6)),
                   lambda c: float(c["n"] * c["steps"] * 10**6))
     assert steps["n"] == 64 and steps["steps"] > 1, steps
+
+
+def test_a_size_the_original_bounds_by_one_that_moves_nothing_grows_with_it():
+    """A KV cache counted by the slots written moves nothing more for more slots, and its tokens may not pass its
+    slots: doubled alone, the tokens stopped at the slots, below the window. Refused alone, they are doubled with a
+    size that moves nothing itself, where the original takes that; a size the original refuses either way stays
+    where it stopped."""
+    from arena.authoring.importers.common import grown, in_window
+
+    def nbytes(c: dict) -> int:           # the tokens' rows, read and written to their slots
+        return 2 * 4 * c["tokens"] * c["dim"]
+
+    def valid(c: dict) -> bool:
+        return c["tokens"] <= c["slots"] and c["dim"] <= 64
+
+    enough = in_window(nbytes, lambda c: 0.0)
+    got = grown({"tokens": 64, "dim": 32, "slots": 256}, ["tokens", "dim", "slots"], valid, nbytes, enough)
+    assert enough(got) and got["dim"] == 64 and got["slots"] >= got["tokens"] > 256, got
+    stuck = grown({"tokens": 64, "dim": 32, "slots": 256}, ["tokens", "dim", "slots"],
+                  lambda c: valid(c) and c["slots"] <= 256, nbytes, enough)
+    assert stuck == {"tokens": 256, "dim": 64, "slots": 256}, stuck
 
 
 def test_growth_keeps_a_half_precision_output_in_range_and_grows_the_sizes_its_values_follow_last():
@@ -3794,6 +3825,58 @@ def test_aka_a_reference_that_reads_values_on_the_host_is_timed_alone_for_growth
     # the limit that judges it is the GPU's estimate: a row loop of a few operations a row, not the budget's end
     assert aka.HOST_READS_ON_GPU > 1
     assert not any("had taken the" in d for d in _decisions(result.report())), result.report()
+
+def test_the_bytes_read_of_a_tensor_are_what_its_operations_read_of_it():
+    """An operation handed a view of a watched tensor reads the view; one that picks by index (or ``.item()``) reads
+    what it picks; one that writes by index writes its values; a view, or a tensor made like another, reads
+    nothing; a tensor read twice counts twice; a copy's reads are the tensor's, and a copy copied back whole counts
+    nothing. On the meta device as on the CPU (its storages told apart without data)."""
+    from arena.authoring.importers.common import read_bytes_mode
+
+    for dev in ("cpu", "meta"):
+        table = torch.zeros(64, 1024, dtype=torch.int32, device=dev)
+        rows = torch.arange(8, device=dev)
+        cache = torch.zeros(10, 16, 8, 64, device=dev)
+        key = torch.ones(5, 8, 64, device=dev)
+        kept = torch.ones(100, device=dev)
+        logits = torch.zeros(4, 1000, device=dev)
+        with read_bytes_mode({"table": table, "rows": rows, "cache": cache, "key": key, "kept": kept,
+                              "logits": logits}) as m:
+            table[rows, rows]                               # 8 int32 values picked, the indices read twice
+            table[3, 7:9].sum()                             # a view of 2 values
+            for i in range(5):
+                cache[i, 3] = key[i]                        # a token's slot written, its row read
+            key.double()                                    # read whole, again
+            torch.empty_like(table)
+            kept.view(10, 10)
+            ref = logits.clone()                            # a copy changed at 3 values, then copied back
+            ref[torch.tensor([0, 1, 2], device=dev), torch.tensor([5, 6, 7], device=dev)] = -1.0
+            logits.copy_(ref)
+            if dev == "cpu":
+                table[1, 2].item()
+        assert m.read == {"table": 8 * 4 + 2 * 4 + (4 if dev == "cpu" else 0), "rows": 2 * rows.nbytes,
+                          "cache": 5 * 8 * 64 * 4, "key": 2 * key.nbytes, "kept": 0, "logits": 3 * 4}, dev
+
+
+def test_aka_a_buffer_the_reference_reads_a_part_of_is_counted_by_what_it_reads(tmp_path):
+    """A paged cache's block table is as long as the longest context a request may have; a token reads one entry of
+    it. Counted whole, the table dominated the roofline's bytes, and the cases grew along it into a window that their
+    GPU runs (4 us, vLLM's slot mappings and index conversion) were far below. Counted by what the reference reads,
+    the cases grow by the tokens, and the table keeps the test's length."""
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
+    from arena.taskdef import formula
+
+    result = import_aka(FIX / "aka_vllm_block_lookup", tmp_path)
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    assert task.roofline["bytes"].endswith("min(4 * num_reqs * max_blocks, 4 * (num_reqs * query_len))"), task.roofline
+    assert any("roofline.bytes counts block_table by what the reference reads of it" in d
+               for d in _decisions(result.report()))
+    seen = [c.params for c in task.configs("seen")]
+    assert all(c["max_blocks"] in (512, 1024) for c in seen), seen           # not grown
+    assert all(formula.evaluate(task.roofline["bytes"], c) >= WINDOW_BYTES / WINDOW_MARGIN for c in seen), seen
+    assert all(c["num_reqs"] * c["query_len"] >= 2**20 for c in seen), seen    # grown by the tokens
+
 
 def test_aka_output_shapes_that_miss_the_tests_cases_are_fitted_again_around_the_smallest(tmp_path):
     """Fitted around the largest case, an output's size misses a size whose doubled probe fails there: vLLM's slot

@@ -24,6 +24,7 @@ from arena.authoring.importers.common import (
     MAX_CONFIG_BYTES,
     MIN_VARIED,
     PASS_METHODS,
+    PROBE_CUT,
     ROUNDING_SECONDS,
     TENSOR_MAKERS,
     WINDOW_BYTES,
@@ -63,7 +64,9 @@ from arena.authoring.importers.common import (
     parse_source,
     peak_bytes_mode,
     probe_limits,
+    product_formula,
     range_at_sizes,
+    read_bytes_mode,
     resolve_task_id,
     roofline_draft,
     rounding_tolerance,
@@ -3629,6 +3632,72 @@ def _budgets_anew(probe_fn: Callable, obs: Observer | None, cpu_seconds: float) 
     return cpu_seconds
 
 
+# an input the reference reads this small a share of, or less, at the config the fit is around, is counted by the
+# formula the fit gives its reads where no other tensor's elements give it
+PART_READ = 1 / 4
+
+
+def _read_formulas(fitter: Fitter, inputs: list[dict], outputs: list[dict]) -> dict[str, str]:
+    """The bytes the reference reads of each input it reads a part of (vLLM's block tables, of which a token reads
+    an entry; a token's row of a table of token ids; a KV cache written at a token's slots), as formulas over the
+    sizes, each held to the input's own bytes (``min``): its element's bytes times the elements of another tensor
+    (or of two: a cache written from keys and values), the least of those that are the reads or more at every
+    probe of the fit that ran, grow along each size at least as the reads do, and do not grow along a size the
+    input's own bytes grow along (a table that the test's sizes read whole, and more than once, is read a part of at a
+    grown config; an entry read a token where its index is valid: at most one a token); else, where it reads
+    ``PART_READ`` of it or less at the config the fit is around and every probe ran, the fit's formula (a size
+    whose doubling the original refuses, tokens past a cache's slots, reads as one the reads do not follow). Only
+    where no probe was timed alone (its run counts no reads: ``read_bytes_mode``). An input it does not read at
+    all stays whole: what that says of the kernel's reads is nothing."""
+    run, env = fitter.run(), fitter.base
+    if not isinstance(run, dict) or not run.get("reads"):
+        return {}
+    probes = [(env, run)] + [({**env, c: env[c] * 2}, fitter.run({c: env[c] * 2})) for c in fitter.ints]
+    if any(isinstance(r, dict) and not r.get("reads") for _, r in probes):
+        return {}
+    ran = [(cfg, r) for cfg, r in probes if isinstance(r, dict)]
+    out: dict[str, str] = {}
+    for t in inputs:
+        name, got = t["name"], run["reads"].get(t["name"])
+        size, own = DTYPE_BYTES.get(t["dtype"], 4), product_formula(t["shape"])
+
+        def value(text: str, cfg: dict) -> int | None:
+            try:
+                return int(formula.evaluate(text, cfg))
+            except (formula.FormulaError, ValueError, TypeError, ZeroDivisionError):
+                return None
+
+        whole = value(f"{size} * {own}", env)
+        if not got or not whole:
+            continue
+        others = [product_formula(u["shape"]) for u in [*inputs, *outputs] if u is not t]
+        # another tensor's elements, or two others' (a cache of keys and values written from both)
+        candidates = [f"{size} * {o}" for o in others] + [
+            f"{size} * ({a} + {b})" for i, a in enumerate(others) for b in others[i + 1:]]
+
+        def bounds(f: str, name: str = name, got: int = got, mine: str = f"{size} * {own}", whole: int = whole) -> bool:
+            """``f`` is the reads or more at every probe that ran, and grows along each size at least as they do
+            (a token's entry read where its index is valid: at most one a token), and the input's own bytes grow
+            along a size that ``f`` does not (a table's rows: past some count of them, it is less than them)."""
+            base = value(f, env)
+            if not base or not any(value(f, cfg) == base and (value(mine, cfg) or 0) > whole for cfg, _ in ran):
+                return False
+            for cfg, r in ran:
+                v, read = value(f, cfg), r["reads"].get(name, 0)
+                if v is None or v < read or read * base > v * got:
+                    return False
+            return True
+
+        fits = [f for f in candidates if bounds(f)]
+        text = min(fits, key=lambda f: value(f, env) or 0) if fits else None
+        if text is None and got <= PART_READ * whole and len(ran) == len(probes):
+            fitted, ok = fitter.number_formula(lambda r, n=name: int(r["reads"][n]))
+            text = str(fitted) if ok else None
+        if text is not None:
+            out[name] = f"min({size} * {own}, {text})"
+    return out
+
+
 def _output_shapes(fitter: Fitter, unknown: list[dict], inputs: list[dict],
                    returns: list[str]) -> dict[str, tuple[str, list]]:
     """The dtype and shape formulas of each output in ``unknown`` the reference returns, fitted by ``fitter``'s
@@ -3715,6 +3784,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
         meta_seconds: float | None = None     # the reference's run on the meta device, where it ran there
         cpu_seconds: float | None = None      # its run on the CPU, where the meta device was cut short for time
         peak: int | None = None               # the bytes the reference had alive at once (its temporaries counted)
+        reads: Any = None                     # the bytes it read of each input, where its run was watched
         host_reads = False                    # timed alone on the CPU where the meta device refused its host reads
         # where the test runs here, a meta run is cut at REFERENCE_PROBE_SECONDS and the reference judged by a run on
         # the CPU instead: an operation on the meta device costs tens of times what it does on the CPU or as a launch
@@ -3726,7 +3796,8 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             try:
                 with probe_limits(min(ONE_PROBE_SECONDS, meta_left[0],
                                         REFERENCE_PROBE_SECONDS if on_cpu_after else ONE_PROBE_SECONDS)), \
-                        OnDevice("meta", factories=True), flop_counter() as counter, peak_bytes_mode() as live:
+                        OnDevice("meta", factories=True), flop_counter() as counter, peak_bytes_mode() as live, \
+                        read_bytes_mode({spec["name"]: t for spec, t in zip(inputs, ins)}) as reads:
                     out = ref_fn(*ins, *[params[f] for f in fields])
             finally:
                 meta_left[0] -= time.process_time() - t0
@@ -3736,7 +3807,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 # a run that ended past the limit before the timer stopped it (its tick is coarse) is one cut there
                 raise ProbeTimeout(f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device")
         except (Exception, ProbeTimeout) as exc:  # noqa: BLE001 - on the CPU, on the test's own tensors
-            meta_seconds = None
+            meta_seconds, reads = None, None
             if observer is None or cpu_left[0] <= 0 or (isinstance(exc, ProbeTimeout) and not on_cpu_after):
                 raise
             cut = isinstance(exc, ProbeTimeout)
@@ -3768,7 +3839,8 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 else:
                     with probe_limits(ONE_PROBE_SECONDS):
                         cpu = copies()
-                        with flop_counter() as counter, peak_bytes_mode() as live:
+                        with flop_counter() as counter, peak_bytes_mode() as live, \
+                                read_bytes_mode({spec["name"]: t for spec, t in zip(inputs, cpu)}) as reads:
                             out = ref_fn(*cpu, *[params[f] for f in fields])
                     peak = live.peak
             finally:
@@ -3778,6 +3850,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 "meta_seconds": meta_seconds,
                 "cpu_seconds": cpu_seconds,
                 "host_reads": host_reads,
+                "reads": None if reads is None else reads.read,
                 "temporaries": None if peak is None else max(0, peak - sum(
                     o.nbytes for o in outs if isinstance(o, torch.Tensor)))}
 
@@ -4278,6 +4351,14 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if not ok:
             decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
 
+    # an input the reference reads a part of is counted by what it reads, in the roofline and in the bytes that grow a
+    # case into the timing window (the bytes bound counts what a run holds: every tensor whole, ``whole_bytes``)
+    reads = _read_formulas(fitter, inputs, outputs) if ref_fn is not None and run is not None else {}
+    if reads:
+        decisions.append(f"roofline.bytes counts {', '.join(reads)} by what the reference reads of "
+                         f"{'them' if len(reads) > 1 else 'it'} ({'; '.join(reads.values())}), not whole: a part of "
+                         f"{'each' if len(reads) > 1 else 'it'} at some sizes (a kernel reads no more than it must)")
+
     slow: list[dict] = []    # drafts the reference runs too slowly for (a loop in Python over a size)
     slow_made: list[dict] = []   # drafts the test's statements before its kernel call run too slowly for
 
@@ -4319,9 +4400,19 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         except (formula.FormulaError, ValueError, TypeError):
             return 10**18
 
-    def nbytes(cfg: dict) -> int:
+    def whole_bytes(cfg: dict) -> int:
+        """The bytes of every input and output at ``cfg``, whole: what its run holds (the bytes bound)."""
         try:
             return count_bytes(tensors, cfg)
+        except (formula.FormulaError, ValueError, TypeError):
+            return 10**18
+
+    def nbytes(cfg: dict) -> int:
+        """The bytes a run at ``cfg`` moves: an input the reference reads a part of counted by what it reads (the
+        timing window's, and the roofline's)."""
+        try:
+            return (count_bytes([t for t in tensors if t["name"] not in reads or t.get("_output")], cfg)
+                    + sum(int(formula.evaluate(f, cfg)) for f in reads.values()))
         except (formula.FormulaError, ValueError, TypeError):
             return 10**18
 
@@ -4345,7 +4436,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     # where the reference runs on the meta device: on the CPU, each case's probe would run at its full size
     over: list[dict] = []
     if run is not None and run.get("meta_seconds") is not None:
-        over = [c for c in h.cases if nbytes({**base_case, **c}) + temporaries(c) > MAX_CONFIG_BYTES]
+        over = [c for c in h.cases if whole_bytes({**base_case, **c}) + temporaries(c) > MAX_CONFIG_BYTES]
         if over and len(over) < len(h.cases):
             h = dataclasses.replace(h, cases=[c for c in h.cases if c not in over])
             base_case = {**base_case, **max(h.cases, key=lambda c: math.prod(c.values()))}
@@ -4399,7 +4490,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         return cpu if cpu is not None and cpu > CPU_REFERENCE_SECONDS / GROWTH_HEADROOM else None
 
     def grows(cfg: dict) -> bool:
-        ok = valid(cfg) and nbytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES and costly(cfg) is None
+        ok = valid(cfg) and whole_bytes(cfg) + temporaries(cfg) <= MAX_CONFIG_BYTES and costly(cfg) is None
         if not ok:
             stopped.append((cfg, refusal(cfg)))
         return ok
@@ -4427,7 +4518,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         notes = [f"no config was drafted: the shape of {', '.join(unwritten)} is not known (TODO_*); write it in "
                  "task.yaml, then the held-out configs"]
     else:
-        seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", nbytes,
+        seen_drafts, held, smoke, notes, spare = draft_configs(base_case, vary, valid, size, "largest", whole_bytes,
                                                                temporaries=temporaries,
                                                                smoke_from=smoke_case, smoke_keeps=alike)
     if vary and len(held) < 4 and probe_fn.cpu_left[0] <= 0:
@@ -4444,7 +4535,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                             "vectorised, or write the held-out configs")
     seen = [{"name": f"case{i}", **c} for i, c in enumerate(h.cases)] or [{"name": "case0"}]
     if over:
-        what = (f"the reference has {(nbytes({**base_case, **over[0]}) + temporaries(over[0])) / 2**30:.1f} GiB "
+        what = (f"the reference has {(whole_bytes({**base_case, **over[0]}) + temporaries(over[0])) / 2**30:.1f} GiB "
                 f"alive at once at {', '.join(f'{k} = {v}' for k, v in over[0].items())}")
         if len(over) == len(h.cases):
             seen = seen_drafts
@@ -4511,7 +4602,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                if kept else "")
             + (f" (they were not grown: {refused})" if refused and growing and below and not kept else ""),
         )
-    roofline, rnotes = roofline_draft(tensors, flops, base_case)
+    roofline, rnotes = roofline_draft(tensors, flops, base_case, reads)
     decisions += rnotes
     space = shape_space_draft(base_case, vary)
     decisions.insert(
@@ -4650,7 +4741,8 @@ _AKA_NOTES = {
     "description": "what the kernel computes, precisely",
     "tags": "families of the coverage table",
     "difficulty": "1 single op, 2 fused, 3 model block",
-    "roofline": "bytes: every tensor once; flops: PyTorch's counter on the reference",
+    "roofline": "bytes: every tensor once (a buffer the reference reads a part of: what it reads); flops: PyTorch's "
+                "counter on the reference",
     "shape_space": "ranges around the test's shapes; add constraints",
 }
 
@@ -4724,7 +4816,7 @@ def _aka_self_check(folder: Path, draft: Draft | None = None) -> tuple[list[str]
                 try:
                     with probe_limits(ROUNDING_SECONDS):
                         out_of_range = range_at_sizes(folder)
-                except ProbeTimeout:   # one run past it: a GPU's check shows
+                except PROBE_CUT:   # one run past its limits: a GPU's check shows
                     out_of_range = []
             degenerate += out_of_range
             degenerate += _degenerate_as_written(task, draft)
@@ -4834,7 +4926,7 @@ def _degenerate_as_written(task: Any, d: Draft) -> list[str]:
                 sizes = ", ".join(f"{k} = {v}" for k, v in case.items())
                 found += [f"on seen config {c.name}: {p} (at the test's own sizes, {sizes}, before it grew)"
                           for p in problems]
-    except ProbeTimeout:
+    except PROBE_CUT:
         pass
     return found
 

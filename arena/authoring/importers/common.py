@@ -33,7 +33,7 @@ from arena.errors import (
 )
 from arena.taskdef import formula
 from arena.taskdef.loader import CATEGORIES, DEFAULT_TASKS_DIR, SCHEMA_DIR, validate_task_dir
-from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits
+from arena.taskdef.shapes import DTYPE_BYTES, DrawLimits, tensor_bytes
 
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int8: "int8",
@@ -181,6 +181,11 @@ class ProbeOverMemory(ArenaException):
     original does not accept (an Exception, as the allocator's own refusal is)."""
 
 
+# a probe's run cut short by its limits (``probe_limits``): its CPU seconds or its host memory; what it would have
+# read is not read here (a GPU's check shows it), which is no refusal of the config by the original
+PROBE_CUT = (ProbeTimeout, ProbeOverMemory)
+
+
 def probe_memory_bytes() -> int:
     """The host memory a probe's run may take beyond what the import holds as it starts: twice the bytes a config
     may move (the test's tensors and the copies the reference is handed; its temporaries, with them, are held to
@@ -326,6 +331,88 @@ def peak_bytes_mode() -> Any:
             return out
 
     return PeakBytes()
+
+
+def read_bytes_mode(named: dict[str, Any]) -> Any:
+    """A dispatch mode that counts the bytes the operations under it read of each of the ``named`` tensors (or
+    write into them), views of them included (``.read``: name -> bytes, a tensor read twice counted twice): an
+    operation handed a view reads that view's bytes; one that picks elements by index (``x[idx]``, ``gather``,
+    ``index_select``, ``.item()``) reads what it picks, its result's bytes, and one that writes elements by index
+    (``x[idx] = v``) writes its values' bytes; a view, or a tensor made like another (``empty_like``), reads nothing.
+    A copy of one (``clone``) is read as it is, its reads counted as the tensor's; copied back into it whole (a
+    test's reference updating a copy of a cache, or of logits, then the harness's buffer from it) the copy and the
+    copy back count nothing: what was read or changed of the copy in between is what the tensor gave.
+    What a reference reads of a buffer bounds what a kernel must: vLLM's slot mappings read one block number a token
+    of a block table of 131,072 a request, and a roofline that counts the table whole grew the configs along it, into
+    a window their GPU runs of 4 us were far below."""
+    import weakref
+
+    from torch.utils._pytree import tree_leaves
+
+    aten = torch.ops.aten
+    picking = {aten.index.Tensor, aten.index_select.default, aten.gather.default, aten.embedding.default,
+               aten.take.default, aten._local_scalar_dense.default, aten.masked_select.default}
+    placing = {aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default,
+               aten.scatter_.src, aten.scatter.src, aten.scatter_.value, aten.scatter.value,
+               aten.scatter_add_.default, aten.scatter_add.default, aten.index_copy_.default,
+               aten.index_copy.default, aten.index_fill_.int_Scalar, aten.index_fill.int_Scalar,
+               aten.masked_fill_.Scalar, aten.masked_fill.Scalar}
+    shaped = {aten.empty_like.default, aten.zeros_like.default, aten.ones_like.default, aten.full_like.default,
+              aten.new_empty.default, aten.new_empty_strided.default, aten.new_zeros.default, aten.new_ones.default,
+              aten.new_full.default, aten.randn_like.default, aten.rand_like.default, aten.randint_like.default}
+    copying = {aten.clone.default, aten._to_copy.default}
+
+    def key(t: torch.Tensor) -> int:
+        return t.untyped_storage()._cdata
+
+    class ReadBytes(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names = {key(t): n for n, t in named.items() if isinstance(t, torch.Tensor)}
+            self.counted = {n: 0 for n, t in named.items() if isinstance(t, torch.Tensor)}
+            self.copies: dict[int, list] = {}     # a copy's storage -> [the tensor's name, the copy's bytes]
+
+        @property
+        def read(self) -> dict[str, int]:
+            return {n: max(0, v) for n, v in self.counted.items()}
+
+        def name(self, t: torch.Tensor) -> str | None:
+            k = key(t)
+            return self.names.get(k) or (self.copies[k][0] if k in self.copies else None)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func.is_view or func in shaped:
+                return out
+            given = [t for t in tree_leaves((args, kwargs or {})) if isinstance(t, torch.Tensor)]
+            if func is aten.copy_.default and len(given) == 2:
+                dst, src = (self.name(t) for t in given)
+                copy = self.copies.get(key(given[1]))
+                if dst is not None and key(given[0]) in self.names and copy is not None and copy[0] == dst \
+                        and given[1].numel() == given[0].numel() == named[dst].numel():
+                    self.counted[dst] -= copy[1]       # copied back whole: the copy read nothing of it either
+                    copy[1] = 0
+                    return out
+            for i, t in enumerate(given):
+                name = self.name(t)
+                if name is None:
+                    continue
+                if i == 0 and func in picking:
+                    n = (t.element_size() if func is aten._local_scalar_dense.default else
+                         sum(o.nbytes for o in tree_leaves(out) if isinstance(o, torch.Tensor)))
+                elif i == 0 and func in placing:      # as many as its indices, its values or its mask
+                    n = t.element_size() * max([v.numel() for v in given[1:]] or [1])
+                else:
+                    n = t.numel() * t.element_size()
+                self.counted[name] += n
+                if i == 0 and func in copying and isinstance(out, torch.Tensor):
+                    k = key(out)
+                    self.copies[k] = [name, n]
+                    # forgotten with it: a storage made later may take its address
+                    weakref.finalize(out, self.copies.pop, k, None)
+            return out
+
+    return ReadBytes()
 
 
 class Fitter:
@@ -1152,12 +1239,19 @@ def outputs_scale(outs: Sequence[torch.Tensor]) -> float:
                min(_median_nonzero(w) for w in outs) / (100 * SCALE_MARGIN))
 
 
+def held_bytes(task: Any, config: Any) -> int:
+    """The bytes of every input and output of a task's config, whole (``tensor_bytes``): what a run of it holds
+    (its roofline's bytes may count less: what a kernel must move of a buffer it reads a part of)."""
+    return tensor_bytes(task, task.env(config))
+
+
 def configs_within(task: Any, flops: float, nbytes: float) -> list[Any]:
-    """The seen and held-out configs whose work is within ``flops`` and ``nbytes``, the least work first."""
+    """The seen and held-out configs whose work is within ``flops`` and ``nbytes`` (their tensors' bytes, whole: what
+    a run on the CPU holds), the least work first."""
     fits = []
     for c in [*task.configs("seen"), *task.configs("heldout")]:
         try:
-            f, b = task.roofline_for(c)
+            f, b = task.roofline_for(c)[0], held_bytes(task, c)
         except formula.FormulaError:
             continue
         if f <= flops and b <= nbytes:
@@ -1244,7 +1338,7 @@ def range_at_sizes(folder: Path, seconds: float | None = None) -> list[str]:
     found: list[str] = []
     for c, outs in runs_within(configs_within(task, SPREAD_FLOPS, SPREAD_BYTES),
                                lambda c: reference_on_cpu(task, ref, c), seconds,
-                               nbytes=lambda c: task.roofline_for(c)[1]):
+                               nbytes=lambda c: held_bytes(task, c)):
         found += _out_of_range(task, c, outs)
     return found
 
@@ -1287,9 +1381,9 @@ def few_values_at_sizes(folder: Path, seconds: float | None = None) -> list[str]
     try:
         with probe_limits(2 * seconds):   # a first config's runs, which nothing before them could price
             for c, problems in runs_within(configs, read, seconds,
-                                           nbytes=lambda c: FEW_VALUES_DRAWS[1] * task.roofline_for(c)[1]):
+                                           nbytes=lambda c: FEW_VALUES_DRAWS[1] * held_bytes(task, c)):
                 found += [f"on {c.split} config {c.name}: {p}" for p in problems]
-    except ProbeTimeout:
+    except PROBE_CUT:
         pass
     return found
 
@@ -1328,7 +1422,7 @@ def scaled_test_tolerance(d: Draft, folder: Path, decisions: list[str]) -> list[
             small = smallest_scale([*cases, *configs_within(task, SPREAD_FLOPS, SPREAD_BYTES)], lambda c: [
                 (spec.dtype, spec.name, o.double()) for spec, o in zip(task.compared, outputs(c))
                 if spec.dtype in tolerated and isinstance(o, torch.Tensor) and o.numel() > 1
-                and bool(torch.isfinite(o).all())], nbytes=lambda c: task.roofline_for(c)[1])
+                and bool(torch.isfinite(o).all())], nbytes=lambda c: held_bytes(task, c))
     except (Exception, ProbeTimeout):  # noqa: BLE001 - the smoke config's scale stands; a GPU's check shows
         small = {}
     names = [spec.name for spec in task.compared]
@@ -1469,7 +1563,7 @@ def measured_tolerance(folder: Path, cases: Sequence[Any] = (), count: Callable[
 
     others = [fbc for fbc in configs if fbc[2] is not config] + larger
     small = smallest_scale([*cases, *(c for *_, c in sorted(others, key=lambda fbc: fbc[:2]))],
-                           lambda c: [("float32", n, w) for n, w in fp32(c)], nbytes=lambda c: task.roofline_for(c)[1])
+                           lambda c: [("float32", n, w) for n, w in fp32(c)], nbytes=lambda c: held_bytes(task, c))
     if small:
         scaled_on.append(small["float32"])
     if not scaled_on:
@@ -1788,16 +1882,19 @@ def config_params(item: dict) -> dict:
     return {k: v for k, v in item.items() if k not in ("name", "#")}
 
 
-def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict) -> tuple[dict, list[str]]:
-    """bytes: every input read and every output written once; flops: the count given (from
-    PyTorch's FLOP counter, which counts matrix products and convolutions), else one per
-    output element."""
+def roofline_draft(tensors: list[dict], flops: str | int | None, base_env: dict,
+                   reads: dict[str, str] | None = None) -> tuple[dict, list[str]]:
+    """bytes: every input read and every output written once, an input named in ``reads`` by its formula there (the
+    bytes the reference reads of a buffer it reads a part of); flops: the count given (from PyTorch's FLOP counter,
+    which counts matrix products and convolutions), else one per output element."""
     notes = []
+    reads = reads or {}
     by_size: dict[int, list[str]] = {}
     for t in tensors:
-        by_size.setdefault(DTYPE_BYTES[t["dtype"]], []).append(product_formula(t["shape"]))
-    nbytes = " + ".join(f"{size} * ({' + '.join(ps)})" if len(ps) > 1 else f"{size} * {ps[0]}"
-                        for size, ps in sorted(by_size.items(), reverse=True)) or "0"
+        if t.get("_output") or t["name"] not in reads:
+            by_size.setdefault(DTYPE_BYTES[t["dtype"]], []).append(product_formula(t["shape"]))
+    nbytes = " + ".join([f"{size} * ({' + '.join(ps)})" if len(ps) > 1 else f"{size} * {ps[0]}"
+                         for size, ps in sorted(by_size.items(), reverse=True)] + list(reads.values())) or "0"
     if not flops:
         outs = [t for t in tensors if t.get("_output")]
         flops = " + ".join(product_formula(t["shape"]) for t in outs) or "0"
@@ -1945,7 +2042,10 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes. A size whose doubling moves no more
     bytes, and does no more ``work`` where it is given, than the config before (a block size, which only divides a
     count) brings the window no nearer however far it goes, and is frozen too: doubled on, it had reached sizes past
-    what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost). Sizes in ``last`` (those
+    what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost); where the original
+    refuses a size doubled alone, it is doubled with one of those instead, where the original accepts that (a KV
+    cache's tokens, bounded by its slots, whose count moves nothing: the cache is counted by the slots written).
+    Sizes in ``last`` (those
     the outputs' values follow, ``RangeModel``: a sum's length) are doubled only once no other size can be: grown
     first, they took the range the others needed (rocmbench's test_chained_matmul stopped at 2 MB, its rows never
     grown)."""
@@ -1961,11 +2061,19 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
         if gain[k] <= nbytes(out) and (work is None or work(trial) <= work(out)):
             live.remove(k)
             continue
-        if gain[k] > SCALED_BYTES or not valid(trial):
+        if gain[k] > SCALED_BYTES:
             live.remove(k)
-            if gain[k] > SCALED_BYTES:
-                overshot.append(k)
+            overshot.append(k)
             continue
+        if not valid(trial):
+            # a size bounded by one that moves nothing itself (a cache's tokens by its slots): doubled with it
+            room = [r for r in keys if r != k and out[r] > 0 and nbytes({**out, r: out[r] * 2}) <= nbytes(out)
+                    and (work is None or work({**out, r: out[r] * 2}) <= work(out))]
+            both = next((t for t in ({**trial, r: out[r] * 2} for r in room) if valid(t)), None)
+            if both is None:
+                live.remove(k)
+                continue
+            trial = both
         out = trial
         doubled[k] += 1
     for k in overshot:

@@ -18,6 +18,7 @@ from arena.authoring.importers.common import (
     DTYPE_NAMES,
     MAX_CONFIG_BYTES,
     MIN_VARIED,
+    PROBE_CUT,
     RANDOM_FUNCS,
     RECURRENT_STEP_S,
     TENSOR_MAKERS,
@@ -27,7 +28,6 @@ from arena.authoring.importers.common import (
     Fitter,
     ImportResult,
     ImportStop,
-    ProbeTimeout,
     Substitute,
     Untranslatable,
     bound_by_imports,
@@ -1231,7 +1231,7 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
             try:
                 with probe_limits(seconds * CPU_PROBE_SHARE):
                     on_cpu = problem.run(consts, "cpu")
-            except ProbeTimeout:
+            except PROBE_CUT:
                 pass
             else:
                 slow_on_meta, device, base = seconds, "cpu", on_cpu
