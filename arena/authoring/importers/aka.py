@@ -3642,8 +3642,8 @@ def _read_formulas(fitter: Fitter, inputs: list[dict], outputs: list[dict]) -> d
     an entry; a token's row of a table of token ids; a KV cache written at a token's slots), as formulas over the
     sizes, each held to the input's own bytes (``min``): its element's bytes times the elements of another tensor
     (or of two: a cache written from keys and values), the least of those that are the reads or more at every
-    probe of the fit that ran, grow along each size at least as the reads do, and do not grow along a size the
-    input's own bytes grow along (a table that the test's sizes read whole, and more than once, is read a part of at a
+    probe of the fit that ran, grow along each size at least as the reads do, and leave out a size the input's
+    own shape names (a table that the test's sizes read whole, and more than once, is read a part of at a
     grown config; an entry read a token where its index is valid: at most one a token); else, where it reads
     ``PART_READ`` of it or less at the config the fit is around and every probe ran, the fit's formula (a size
     whose doubling the original refuses, tokens past a cache's slots, reads as one the reads do not follow). Only
@@ -3675,12 +3675,12 @@ def _read_formulas(fitter: Fitter, inputs: list[dict], outputs: list[dict]) -> d
         candidates = [f"{size} * {o}" for o in others] + [
             f"{size} * ({a} + {b})" for i, a in enumerate(others) for b in others[i + 1:]]
 
-        def bounds(f: str, name: str = name, got: int = got, mine: str = f"{size} * {own}", whole: int = whole) -> bool:
+        def bounds(f: str, name: str = name, got: int = got, own: str = own) -> bool:
             """``f`` is the reads or more at every probe that ran, and grows along each size at least as they do
-            (a token's entry read where its index is valid: at most one a token), and the input's own bytes grow
-            along a size that ``f`` does not (a table's rows: past some count of them, it is less than them)."""
+            (a token's entry read where its index is valid: at most one a token), and the input's own shape names
+            a size that ``f`` does not (a table's rows: past some count of them, ``f`` is less than its bytes)."""
             base = value(f, env)
-            if not base or not any(value(f, cfg) == base and (value(mine, cfg) or 0) > whole for cfg, _ in ran):
+            if not base or not set(formula.names_in(own)) - set(formula.names_in(f)):
                 return False
             for cfg, r in ran:
                 v, read = value(f, cfg), r["reads"].get(name, 0)
