@@ -3656,17 +3656,17 @@ def _read_formulas(fitter: Fitter, inputs: list[dict], outputs: list[dict]) -> d
     if any(isinstance(r, dict) and not r.get("reads") for _, r in probes):
         return {}
     ran = [(cfg, r) for cfg, r in probes if isinstance(r, dict)]
+
+    def value(text: str, cfg: dict) -> int | None:
+        try:
+            return int(formula.evaluate(text, cfg))
+        except (formula.FormulaError, ValueError, TypeError, ZeroDivisionError):
+            return None
+
     out: dict[str, str] = {}
     for t in inputs:
         name, got = t["name"], run["reads"].get(t["name"])
         size, own = DTYPE_BYTES.get(t["dtype"], 4), product_formula(t["shape"])
-
-        def value(text: str, cfg: dict) -> int | None:
-            try:
-                return int(formula.evaluate(text, cfg))
-            except (formula.FormulaError, ValueError, TypeError, ZeroDivisionError):
-                return None
-
         whole = value(f"{size} * {own}", env)
         if not got or not whole:
             continue
