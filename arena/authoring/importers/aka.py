@@ -3616,6 +3616,38 @@ META_PROBE_SECONDS = 60.0
 TOP_UP_SECONDS = CPU_PROBE_SECONDS
 
 
+def _flops_formula(fitter: Fitter, smallest: dict, probe_fn: Callable,
+                   decisions: list[str]) -> tuple[str | int, bool]:
+    """The reference's FLOPs as a formula of the sizes (``Fitter.number_formula``), fitted around ``fitter``'s base
+    (the largest case), or, where no formula fits there, around the ``smallest``, kept if it gives the count at the
+    base. Around the
+    largest, the probes with a size doubled may run out of CPU time (an attention's sequence, its count growing as
+    its square): that size then reads as one the count does not follow, and no product fits the others (vLLM's
+    ``flash_prefill_attention``: its count at the largest case, 8.6 GFLOP, stood for every config, and configs of
+    10 us were taken for ones inside the timing window)."""
+    def count(r: dict) -> int:
+        return int(r["flops"])
+
+    flops, ok = fitter.number_formula(count)
+    if ok or smallest == fitter.base or not isinstance(flops, int):
+        return flops, ok
+    probe_fn.cpu_left[0] = CPU_PROBE_SECONDS  # type: ignore[attr-defined]   # its own budget, as the shapes' refit
+    small = Fitter(smallest, probe_fn)
+    if small.run() is None:
+        return flops, False
+    again, ok = small.number_formula(count)
+    try:
+        holds = ok and isinstance(again, str) and int(formula.evaluate(again, fitter.base)) == flops
+    except (formula.FormulaError, ValueError, TypeError, ZeroDivisionError):
+        holds = False
+    if not holds:
+        return flops, False
+    fitter.used.update(formula.names_in(again))
+    decisions.append(f"roofline.flops fitted around the smallest case ({again}; around the largest, its probes with "
+                     "a size doubled were refused or ran out of time): it gives the largest case's count")
+    return again, True
+
+
 def _too_slow() -> str:
     """What a reference took where a draft or a growth is refused for its time."""
     return (f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or {CPU_REFERENCE_SECONDS:g} on "
@@ -4343,13 +4375,17 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         o.pop("_key", None)
     decisions += fitter.inexact
     flops: str | int | None = None
+    counted = True     # whether ``flops`` is a count for every config (not the largest case's alone)
     if ref_fn is not None and run is not None and run.get("flops") is None:
         decisions.append("roofline.flops was not counted: the reference's run on the meta device was cut for time, "
                          "and its run on the CPU is not watched (a loop over chunks): write the count")
     elif ref_fn is not None and run is not None:
-        flops, ok = fitter.number_formula(lambda r: int(r["flops"]))
+        flops, ok = _flops_formula(fitter, {**base_case, **smallest}, probe_fn, decisions)
         if not ok:
-            decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula")
+            decisions.append(f"roofline.flops is the count of the largest case ({flops}): write it as a formula "
+                             "(the configs were grown by their bytes alone: a count of one config is none of "
+                             "another's)")
+            counted = False
 
     # an input the reference reads a part of is counted by what it reads, in the roofline and in the bytes that grow a
     # case into the timing window (the bytes bound counts what a run holds: every tensor whole, ``whole_bytes``)
@@ -4418,7 +4454,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
 
     def work(cfg: dict) -> float:
         try:
-            return float(formula.evaluate(flops, cfg)) if flops is not None else 0.0
+            return float(formula.evaluate(flops, cfg)) if flops is not None and counted else 0.0
         except (formula.FormulaError, ValueError, TypeError):
             return 0.0
 

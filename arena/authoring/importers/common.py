@@ -2044,8 +2044,11 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     count) brings the window no nearer however far it goes, and is frozen too: doubled on, it had reached sizes past
     what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost); where the original
     refuses a size doubled alone, it is doubled with one of those instead, where the original accepts that (a KV
-    cache's tokens, bounded by its slots, whose count moves nothing: the cache is counted by the slots written).
-    Sizes in ``last`` (those
+    cache's tokens, bounded by its slots, whose count moves nothing: the cache is counted by the slots written),
+    that one first scaled by as much as the size has grown since ``base``, and the two doubled together from then
+    on: their proportion stays the case's. Doubled only as far as the bound, the tokens filled every slot, the
+    cache's old values were gone from the outputs, and the check refused the configs as degenerate (vLLM's
+    ``reshape_and_cache_flash``: 32 tokens for 256 slots grown to 32,768 for 32,768). Sizes in ``last`` (those
     the outputs' values follow, ``RangeModel``: a sum's length) are doubled only once no other size can be: grown
     first, they took the range the others needed (rocmbench's test_chained_matmul stopped at 2 MB, its rows never
     grown)."""
@@ -2053,6 +2056,7 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     live = [k for k in keys if out[k] > 0]
     doubled = dict.fromkeys(live, 0)
     overshot: list[str] = []
+    tied: dict[str, str] = {}       # a size the original bounds by another: the two doubled together
     while live and not enough(out):
         gain = {k: nbytes({**out, k: out[k] * 2}) for k in ([k for k in live if k not in last] or live)}
         top = max(gain.values())
@@ -2065,15 +2069,23 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
             live.remove(k)
             overshot.append(k)
             continue
-        if not valid(trial):
-            # a size bounded by one that moves nothing itself (a cache's tokens by its slots): doubled with it
+        if k in tied:
+            trial = next((t for t in ({**trial, tied[k]: out[tied[k]] * 2}, trial) if valid(t)), None)
+            if trial is None:
+                live.remove(k)
+                continue
+        elif not valid(trial):
+            # a size bounded by one that moves nothing itself (a cache's tokens by its slots): that one scaled as
+            # this has grown since the case, then doubled with it
             room = [r for r in keys if r != k and out[r] > 0 and nbytes({**out, r: out[r] * 2}) <= nbytes(out)
                     and (work is None or work({**out, r: out[r] * 2}) <= work(out))]
-            both = next((t for t in ({**trial, r: out[r] * 2} for r in room) if valid(t)), None)
+            both = next(((r, t) for r in room
+                         for t in ({**trial, r: max(out[r] * 2, -(-base[r] * trial[k] // base[k]))},
+                                   {**trial, r: out[r] * 2}) if valid(t)), None)
             if both is None:
                 live.remove(k)
                 continue
-            trial = both
+            tied[k], trial = both
         out = trial
         doubled[k] += 1
     for k in overshot:
