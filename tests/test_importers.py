@@ -1820,6 +1820,44 @@ def test_a_size_the_original_bounds_by_one_that_moves_nothing_grows_with_it():
     assert stuck == {"tokens": 256, "dim": 64, "slots": 256}, stuck
 
 
+def test_a_cache_of_whole_blocks_and_spare_ones_is_written_as_a_formula():
+    """vLLM's paged attention tests size a KV cache as the blocks every sequence needs and a few spare
+    (``num_seqs * ceil(seq_len_k / block_size) + 4``): no product, line, window or quotient of the sizes writes it,
+    so the cache's first dimension was kept as the largest case's number (20), and the inputs made at any other
+    config did not have the signature's shape. It is written as the others' product times a whole number of blocks,
+    plus the spare ones, where that holds at every probe; a size that is no such count stays a number, said so."""
+    from arena.authoring.importers.common import Fitter
+    from arena.taskdef import formula
+
+    def probe(spare: int):
+        def run(c: dict) -> dict:
+            if c["nkvh"] > c["nqh"]:
+                raise ValueError("num_queries_per_kv = 0")
+            blocks = (c["seq_len_k"] + c["bs"] - 1) // c["bs"]
+            return {"cache": c["num_seqs"] * blocks + spare, "odd": c["num_seqs"] * blocks + c["bs"] % 7}
+        return run
+
+    base = {"num_seqs": 1, "seq_len_q": 16, "seq_len_k": 512, "nqh": 8, "nkvh": 8, "hs": 128, "bs": 32}
+    fit = Fitter(base, probe(4))
+    got = fit.int_formula(lambda r: r["cache"], "dimension 0 of key_cache")
+    assert got == "num_seqs * ((seq_len_k - 1) // bs + 1) + 4" and not fit.inexact, (got, fit.inexact)
+    for c in ({"num_seqs": 3, "seq_len_k": 100, "bs": 16}, {"num_seqs": 7, "seq_len_k": 4097, "bs": 64}):
+        assert formula.evaluate(got, {**base, **c}) == probe(4)({**base, **c})["cache"]
+    assert Fitter(base, probe(0)).int_formula(lambda r: r["cache"]) == "num_seqs * ((seq_len_k - 1) // bs + 1)"
+    fit = Fitter(base, probe(4))
+    assert fit.int_formula(lambda r: r["odd"], "dimension 1 of odd") == 16 + 32 % 7
+    assert fit.inexact and "cannot write" in fit.inexact[0], fit.inexact
+
+
+def test_a_shape_space_drafted_around_a_config_with_a_size_of_0_keeps_it():
+    """A size the cases vary (a sliding window of 64) may be 0 in the config the ranges are drafted around (a case
+    grown with it off): [0 // 8, 0 * 4] is no range, and the task did not validate (``min > max``)."""
+    from arena.authoring.importers.common import shape_space_draft
+
+    assert shape_space_draft({"seq": 512, "window": 0, "bs": 16}, ["seq", "window"]) == {
+        "seq": {"min": 64, "max": 2048}, "window": {"choices": [0]}, "bs": {"choices": [16]}}
+
+
 def test_a_count_whose_probes_run_out_of_time_at_the_largest_case_is_fitted_around_the_smallest():
     """An attention's FLOPs grow as its sequence's square: around the test's largest case the probe with the sequence
     doubled ran out of CPU time, the sequence read as a size the count does not follow, no product fitted the rest,

@@ -7,6 +7,7 @@ import ast
 import contextlib
 import copy
 import functools
+import itertools
 import json
 import math
 import re
@@ -504,6 +505,8 @@ class Fitter:
                 text = self._window(affecting + [extra], get, v0)
                 if text is not None:
                     break
+        if text is None and 2 <= len(affecting) <= 4:
+            text = self._blocks(affecting, get, v0)
         if text is None:
             if what:
                 self.unwritten.append((what, list(affecting)))
@@ -557,6 +560,32 @@ class Fitter:
                 off, b = fits[0] if len(fits) == 1 or plain is None else plain
         term = c if a == 1 else f"{a.numerator} * {c}" if q == 1 else f"({c} + {off}) // {q}" if off else f"{c} // {q}"
         return term + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
+
+    def _blocks(self, names: list[str], get: Callable, v0: int) -> str | None:
+        """v = k * (the others' product) * ceil(a / b) + c: a cache of whole blocks, ``num_seqs * ceil(seq_len /
+        block_size)`` of them and a few spare (vLLM's paged attention tests: ``num_seqs * num_blocks_per_seq + 4``),
+        each pair of ``names`` tried as the length and the block, k and c read off the base and one probe, checked
+        on every probe made (each size doubled and tripled, all of them doubled together)."""
+        probes = self._probes(names, get, v0)
+        for a, b in itertools.permutations(names, 2):
+            rest = [c for c in names if c not in (a, b)]
+            text = " * ".join([*rest, f"(({a} - 1) // {b} + 1)"])
+
+            def term(values: dict[str, int], text: str = text) -> int:
+                return int(formula.evaluate(text, values))
+
+            t0 = term(self.base)
+            other = next(((t, v) for p, v in probes if (t := term(p)) != t0), None)
+            if other is None:
+                continue
+            k = Fraction(other[1] - v0, other[0] - t0)
+            off = v0 - k * t0
+            if k <= 0 or k.denominator != 1 or off.denominator != 1:
+                continue
+            if all(int(k) * term(p) + int(off) == v for p, v in probes):
+                out = text if k == 1 else f"{int(k)} * {text}"
+                return out + (f" + {int(off)}" if off > 0 else f" - {-int(off)}" if off < 0 else "")
+        return None
 
     def _affine(self, names: list[str], get: Callable, v0: int) -> str | None:
         """v = sum(a_c * c) + b with integer a_c (a convolution's output size: h - k + 3),
@@ -2328,9 +2357,11 @@ def draft_configs(base: dict[str, int], vary: list[str], valid: Callable[[dict],
 
 
 def shape_space_draft(base: dict[str, int], vary: list[str]) -> dict:
+    """Ranges around ``base`` for the sizes in ``vary``, its value for the rest; a size varied elsewhere that is 0
+    here (a sliding window a grown case has off) keeps that value: [0 // 8, 0 * 4] is no range."""
     space: dict[str, Any] = {}
     for k, v in base.items():
-        if k in vary:
+        if k in vary and v >= 1:
             space[k] = {"min": max(1, v // 8), "max": v * 4}
         else:
             space[k] = {"choices": [v]}
