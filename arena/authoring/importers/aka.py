@@ -3620,11 +3620,10 @@ def _flops_formula(fitter: Fitter, smallest: dict, probe_fn: Callable,
                    decisions: list[str]) -> tuple[str | int, bool]:
     """The reference's FLOPs as a formula of the sizes (``Fitter.number_formula``), fitted around ``fitter``'s base
     (the largest case), or, where no formula fits there, around the ``smallest``, kept if it gives the count at the
-    base. Around the
-    largest, the probes with a size doubled may run out of CPU time (an attention's sequence, its count growing as
-    its square): that size then reads as one the count does not follow, and no product fits the others (vLLM's
-    ``flash_prefill_attention``: its count at the largest case, 8.6 GFLOP, stood for every config, and configs of
-    10 us were taken for ones inside the timing window)."""
+    base. Around the largest, the probes with a size doubled may run out of CPU time (an attention's sequence, its
+    count growing as its square): that size then reads as one the count does not follow, and no product fits the
+    others (vLLM's ``flash_prefill_attention``: its count at the largest case, 8.6 GFLOP, stood for every config,
+    and configs of 10 us were taken for ones inside the timing window)."""
     def count(r: dict) -> int:
         return int(r["flops"])
 
