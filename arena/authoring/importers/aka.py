@@ -57,6 +57,7 @@ from arena.authoring.importers.common import (
     join_statements,
     larger_smoke,
     literal,
+    median_nonzero,
     module_defs,
     number_of,
     on_one_thread,
@@ -3877,7 +3878,11 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             finally:
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        # a run on the CPU: each floating output's spread and median nonzero |value| there (``RangeModel.measured``)
+        spread = [_spread(o) if isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type != "meta"
+                  and o.numel() > 1 else None for o in outs]
         return {"outputs": shapes_only(outs), "flops": None if counter is None else counter.get_total_flops(),
+                "spread": spread,
                 "meta_seconds": meta_seconds,
                 "cpu_seconds": cpu_seconds,
                 "host_reads": host_reads,
@@ -3891,9 +3896,18 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     return probe
 
 
+def _spread(t: torch.Tensor, sample: int = 1 << 20) -> tuple[float, float]:
+    """A tensor's standard deviation and median nonzero |value|, from an even sample of at most ``sample`` of its
+    elements (an output of a grown config: hundreds of MB, not copied whole in double precision)."""
+    flat = t.detach().flatten()
+    flat = flat[:: max(1, flat.numel() // sample)].double()
+    return float(flat.std()), median_nonzero(flat)
+
+
 def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: list[dict], fields: list[str],
                        ref_fn: Callable | None) -> Callable[[dict], dict[str, tuple[float, float, int]] | None]:
-    """Each floating-point output's largest |value|, RMS and count of values at a config (``RangeModel``'s reads):
+    """Each floating-point output's largest |value|, RMS, count of values, standard deviation and median nonzero
+    |value| at a config (``RangeModel``'s reads):
     the reference run on the CPU, within ``REFERENCE_PROBE_SECONDS``, on upcast copies of the tensors the test makes
     there (as the harness hands it its inputs); None where the test or the reference does not run there."""
     from arena.check.inputs import upcast
@@ -3916,7 +3930,8 @@ def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: l
         for spec, t in zip(outputs, outs):
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
                 d = t.detach().double()
-                read[spec["name"]] = (float(d.abs().max()), float(d.pow(2).mean().sqrt()), d.numel())
+                read[spec["name"]] = (float(d.abs().max()), float(d.pow(2).mean().sqrt()), d.numel(),
+                                      float(d.std()) if d.numel() > 1 else 0.0, median_nonzero(d))
         return read
 
     return magnitudes
@@ -4403,10 +4418,17 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
     limits = {o["name"]: float(torch.finfo(dtypes[o["dtype"]]).max) for o in outputs
               if o.get("dtype") in dtypes and dtypes[o["dtype"]].is_floating_point
               and torch.finfo(dtypes[o["dtype"]]).max < 1e6}
+    # and held above what their tolerance asks, at the atol the task compares them with (the test's, or the dtype's
+    # default): the same half-precision outputs, whose reads the range takes already. An fp32 output's atol is scaled
+    # to its outputs where the CPU reads them (``rounding_tolerance``: the softmax family passed on GPUs so)
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    floors = {o["name"]: float(h.tolerance.get("atol", DEFAULT_TOLERANCE[o["dtype"]]["atol"])) for o in outputs
+              if o["name"] in limits and o["dtype"] in DEFAULT_TOLERANCE}
     in_range = RangeModel(_output_magnitudes(obs, inputs, outputs, h.fields, ref_fn), base_case,
                           [f for f in h.fields if base_case.get(f, 0) >= MIN_VARIED], limits,
                           lambda cfg: {o["name"]: count_elements([o], {**base_case, **cfg}) for o in outputs
-                                       if o["name"] in limits})
+                                       if o["name"] in limits}, floors, [{**base_case, **c} for c in h.cases])
 
     def probe_at(cfg: dict) -> Any:
         return probed({**base_case, **cfg})
@@ -4425,7 +4447,13 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                                 or (got.get("cpu_seconds") or 0) > CPU_REFERENCE_SECONDS):
             slow.append(cfg)
             return False
-        return got is not None and in_range(cfg)
+        return got is not None and in_range(cfg) and measured_past(cfg, got) is None
+
+    def measured_past(cfg: dict, got: dict) -> str | None:
+        """Why the outputs of a probe that ran on the CPU at ``cfg`` are too small for their tolerance, or None."""
+        spread = got.get("spread") or []
+        return in_range.measured({**base_case, **cfg}, {o["name"]: v for o, v in zip(outputs, spread)
+                                                        if v is not None})
 
     tensors = inputs + [{**o, "_output": True} for o in outputs]
 
@@ -4505,7 +4533,7 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
             return f"the reference raised {what} there"
         if got is None:
             return "the reference did not run there"
-        out_of_range = in_range.past(cfg)
+        out_of_range = in_range.past(cfg) or measured_past(cfg, got)
         if out_of_range:
             return out_of_range
         if costly(cfg) is not None:
