@@ -76,6 +76,7 @@ from arena.authoring.importers.common import (
     self_chain,
     shape_space_draft,
     shapes_only,
+    spread_of,
     test_tolerance,
     topped_up,
     whole_numbers_as_uniform,
@@ -3879,7 +3880,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                 cpu_left[0] -= time.process_time() - t0
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         # a run on the CPU: each floating output's spread and median nonzero |value| there (``RangeModel.measured``)
-        spread = [_spread(o) if isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type != "meta"
+        spread = [spread_of(o) if isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type != "meta"
                   and o.numel() > 1 else None for o in outs]
         return {"outputs": shapes_only(outs), "flops": None if counter is None else counter.get_total_flops(),
                 "spread": spread,
@@ -3894,14 +3895,6 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
     probe.judged = judged  # type: ignore[attr-defined]  # set by the caller once the formulas are read
     probe.meta_left = meta_left  # type: ignore[attr-defined]
     return probe
-
-
-def _spread(t: torch.Tensor, sample: int = 1 << 20) -> tuple[float, float]:
-    """A tensor's standard deviation and median nonzero |value|, from an even sample of at most ``sample`` of its
-    elements (an output of a grown config: hundreds of MB, not copied whole in double precision)."""
-    flat = t.detach().flatten()
-    flat = flat[:: max(1, flat.numel() // sample)].double()
-    return float(flat.std()), median_nonzero(flat)
 
 
 def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: list[dict], fields: list[str],
@@ -3931,7 +3924,7 @@ def _output_magnitudes(observer: Observer | None, inputs: list[dict], outputs: l
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
                 d = t.detach().double()
                 read[spec["name"]] = (float(d.abs().max()), float(d.pow(2).mean().sqrt()), d.numel(),
-                                      float(d.std()) if d.numel() > 1 else 0.0, median_nonzero(d))
+                                      *(spread_of(d) if d.numel() > 1 else (0.0, median_nonzero(d))))
         return read
 
     return magnitudes

@@ -1073,6 +1073,15 @@ def median_nonzero(w: torch.Tensor, sample: int = 1 << 20) -> float:
     return float(flat.median()) if flat.numel() else 0.0
 
 
+def spread_of(t: torch.Tensor, sample: int = 1 << 20) -> tuple[float, float]:
+    """A tensor's standard deviation and median nonzero |value| (what the degeneracy rules read of an output), from
+    an even sample of at most ``sample`` of its elements (an output of a grown config: hundreds of MB, not copied
+    whole in double precision)."""
+    flat = t.detach().flatten()
+    flat = flat[:: max(1, flat.numel() // sample)].double()
+    return float(flat.std()), median_nonzero(flat)
+
+
 def _fp32_outputs(ref: Any, ins: dict[str, Any], scalars: list, tf32: bool = False) -> list:
     """The reference run as the task's eager starting point computes: on clones of the inputs, in
     their own precision (``tf32``: its matrix products' operands cut to TF32, ``TF32Products``); its outputs as a
@@ -2028,6 +2037,17 @@ def _doubling_factors(magnitudes: Callable[[dict], dict[str, tuple[float, ...]] 
     return {}
 
 
+def _under_floor(std: float, median: float, least_std: float, atol: float) -> tuple[str, float, str] | None:
+    """Which of an output's spread and median nonzero |value| is within ``FLOOR_MARGIN`` times of what the
+    degeneracy rules ask at its atol (``least_std`` for the spread, atol for the median): (what, its value, why),
+    or None."""
+    for what, v, least in (("spread", std, least_std), ("median nonzero |value|", median, atol)):
+        if v < FLOOR_MARGIN * least:
+            return what, v, (f"within {FLOOR_MARGIN} times of the {least:g} its tolerance (atol {atol:g}) asks: "
+                             "outputs near zero pass for a kernel that writes zeros")
+    return None
+
+
 class RangeModel:
     """How the values of each output follow the sizes, read by ``magnitudes(cfg)`` (each output's largest |value|,
     RMS, count of values, standard deviation and median nonzero |value|, from a run of the reference on the CPU; None
@@ -2160,13 +2180,10 @@ class RangeModel:
             if scale >= 1:
                 continue
             sizes = [k for k in shrinks if n in shrinks[k]]
-            for what, v, least in (("spread", std * scale, least_std),
-                                   ("median nonzero |value|", median * scale, atol)):
-                if v < FLOOR_MARGIN * least:
-                    return (f"{n}'s {what} would shrink to about {v:.3g} there (its values shrink as "
-                            f"{', '.join(sizes)} grow{'s' if len(sizes) == 1 else ''}), within {FLOOR_MARGIN} times "
-                            f"of the {least:g} its tolerance (atol {atol:g}) asks: outputs near zero pass for a "
-                            "kernel that writes zeros")
+            under = _under_floor(std * scale, median * scale, least_std, atol)
+            if under:
+                return (f"{n}'s {under[0]} would shrink to about {under[1]:.3g} there (its values shrink as "
+                        f"{', '.join(sizes)} grow{'s' if len(sizes) == 1 else ''}), {under[2]}")
         return None
 
     def measured(self, cfg: dict, read: dict[str, tuple[float, float]]) -> str | None:
@@ -2180,13 +2197,9 @@ class RangeModel:
         if i is None:
             return None
         for n, (least_std, atol, *_) in self.floor_read(i)[0].items():
-            if n not in read:
-                continue
-            for what, v, least in (("spread", read[n][0], least_std), ("median nonzero |value|", read[n][1], atol)):
-                if v < FLOOR_MARGIN * least:
-                    return (f"{n}'s {what} is {v:.3g} there (the reference run on the CPU), within {FLOOR_MARGIN} "
-                            f"times of the {least:g} its tolerance (atol {atol:g}) asks: outputs near zero pass for a "
-                            "kernel that writes zeros")
+            under = _under_floor(*read[n], least_std, atol) if n in read else None
+            if under:
+                return f"{n}'s {under[0]} is {under[1]:.3g} there (the reference run on the CPU), {under[2]}"
         return None
 
     def __call__(self, cfg: dict) -> bool:
