@@ -35,6 +35,12 @@ def _run(ref: ModuleType, task: Task, ins: dict[str, torch.Tensor | None], scala
     return run_reference(ref.reference, task, ins, scalars)
 
 
+def least_spread(atol: float) -> float:
+    """The standard deviation an output of more than one element must exceed at ``atol``: 1e-2 (``MIN_STD``), or
+    ``STD_OVER_ATOL`` times an atol scaled below the default."""
+    return min(MIN_STD, STD_OVER_ATOL * atol)
+
+
 def spread_problems(name: str, ref: torch.Tensor, tol: dict) -> list[str]:
     """What makes an output of more than one element degenerate under its tolerance: a spread too small
     for it (std at most 1e-2, or ``STD_OVER_ATOL`` times an atol scaled below the default); a constant
@@ -49,7 +55,7 @@ def spread_problems(name: str, ref: torch.Tensor, tol: dict) -> list[str]:
     if not r.numel():
         return [f"{name} has no finite value"]
     problems = []
-    floor = min(MIN_STD, STD_OVER_ATOL * tol["atol"])
+    floor = least_spread(tol["atol"])
     std = float(r.std()) if r.numel() > 1 else 0.0
     if std <= floor:
         problems.append(f"{name}: std {std:.3g} <= {floor:g}")

@@ -2117,7 +2117,7 @@ class RangeModel:
         """Case ``i``'s outputs the degeneracy rules pass there (what their spread asks, their atol, spread and
         median) and the sizes their values shrink along."""
         if i not in self._floor_reads:
-            from arena.check.degeneracy import MIN_STD, STD_OVER_ATOL
+            from arena.check.degeneracy import least_spread
 
             case = self.cases[i]
             at = {n: v for n, v in (self.magnitudes(case) or {}).items()
@@ -2125,7 +2125,7 @@ class RangeModel:
             held = {}
             for n, v in at.items():
                 atol = self.floor_atol[n]
-                least = min(MIN_STD, STD_OVER_ATOL * atol)
+                least = least_spread(atol)
                 if v[3] > least and v[4] >= atol:
                     held[n] = (least, atol, v[3], v[4])
             shrinks: dict[str, dict[str, float]] = {}
