@@ -3160,6 +3160,53 @@ def test_a_measured_tolerance_holds_the_starting_kernels_tf32_products(tmp_path,
     assert float((got - want).norm() / want.norm()) > base["norm"]     # which fp32's bound does not hold
 
 
+def _as_hip(folder: Path) -> Path:
+    """A triton2triton task folder made a hip2hip one beside it: its starting kernel a HIP file."""
+    hip = folder.parent.parent / "hip2hip" / folder.name
+    shutil.copytree(folder, hip)
+    (hip / "baseline.py").unlink()
+    (hip / "baseline.hip").write_text("#include <hip/hip_runtime.h>\n")
+    text = (hip / "task.yaml").read_text()
+    (hip / "task.yaml").write_text(text.replace("triton2triton", "hip2hip"))
+    return hip
+
+
+def test_a_hip_starting_kernels_atol_holds_sums_taken_one_term_at_a_time_where_the_outputs_are_large(tmp_path):
+    """AKA's SimpleMatmulModule (a HIP kernel that sums K = 4,096 products one at a time, outputs of std 128) failed
+    on an H200 at the default atol 1e-4: 10,889 elements where the sums cancel were up to 5.6e-4 off, which the CPU's
+    blocked fp32 product did not show. Where the starting kernel is HIP, the outputs' std is past 1 and they are sums
+    of 64 terms or more, atol is the default rtol of that std, said with its reason; a Triton starting kernel keeps
+    the rounding measured as it computes, outputs of std below 1 and an elementwise op keep the default."""
+    import arena.authoring.importers.common as common
+    from arena.evaluation.sides import import_reference
+    from arena.taskdef.loader import DEFAULT_TOLERANCE
+
+    base = DEFAULT_TOLERANCE["float32"]
+    folder = _small_products_task(tmp_path, ", input_precision='ieee'", 10.0)     # std 10 * 8 = 80
+    triton = common.measured_tolerance(folder)[0]
+    assert "the starting kernel is HIP" not in triton.get("reason", "")
+    folder = _as_hip(folder)
+    tol, _, problems = common.measured_tolerance(folder)
+    task = load_task(folder)
+    ref = import_reference(task.reference_path, "arena_test_sequential_atol")
+    stds = [float(common.reference_on_cpu(task, ref, c)[0].std())
+            for c in [*task.configs("seen"), *task.configs("heldout")]]
+    assert min(stds) > 50 and 1e-4 * min(stds) / 2.5 <= tol["float32"]["atol"] <= 1e-4 * max(stds), (tol, stds)
+    assert "the starting kernel is HIP" in tol["reason"] and problems == []
+    assert tol["float32"]["atol"] > 10 * triton.get("float32", base)["atol"]
+    assert {k: tol["float32"][k] for k in ("rtol", "norm")} == {k: triton.get("float32", base)[k]
+                                                                for k in ("rtol", "norm")}
+    small = _small_products_task(tmp_path / "small", ", input_precision='ieee'", 1e-2)   # std 0.08
+    small = _as_hip(small)
+    assert "the starting kernel is HIP" not in common.measured_tolerance(small)[0].get("reason", "")
+    # an elementwise op of outputs as large (AKA's Sigmoid, times 10): no sums, its error is its value's (rtol's)
+    wide = _as_hip(_small_products_task(tmp_path / "wide", ", input_precision='ieee'", 10.0))
+    (wide / "reference.py").write_text("def reference(x, y, n, alpha):\n    return 100.0 * x\n")
+    (wide / "task.yaml").write_text((wide / "task.yaml").read_text().replace('flops: "128 * n * 64"',
+                                                                             'flops: "n * 64"'))
+    assert "the starting kernel is HIP" not in common.measured_tolerance(wide)[0].get("reason", "")
+
+
 def test_tf32_products_cut_a_products_operands_and_not_what_it_is_added_to():
     """``TF32Products``: a matrix product's fp32 factors lose their 13 low mantissa bits (as tensor cores read
     them); the sum ``addmm`` adds them to, integers and fp64 are left as they are."""
@@ -3875,6 +3922,16 @@ def test_a_convolutions_flops_count_twenty_times_against_the_bounds():
     assert work_factor(["Linear", "torch.matmul", "torch.nn.functional.gelu"]) == (1.0, None)
 
 
+def test_a_hip_starting_kernels_flops_count_six_times_against_the_bounds():
+    """A gpumode module imported as a hip2hip task has the source's hand-written HIP as its starting kernel (AKA's
+    SimpleMatmulModule ran at 8 TFLOP/s on an H200, a sixth of what the bounds assume; ``build_module_task`` lists
+    it among the calls for hip2hip): its FLOPs count 6 times; a convolution's 20 still win."""
+    from arena.authoring.importers.common import HIP_STARTING_KERNEL, work_factor
+
+    assert work_factor(["Linear", HIP_STARTING_KERNEL]) == (6.0, HIP_STARTING_KERNEL)
+    assert work_factor([HIP_STARTING_KERNEL, "Conv2d"]) == (20.0, "Conv2d")
+
+
 def test_kernelbench_a_convolutions_drafts_stay_within_the_bound_at_its_rate(tmp_path, monkeypatch):
     """A convolution whose drafts fit the FLOP bound at a matrix product's rate, not at a convolution's: they are
     made around its sizes scaled down until 20 times their FLOPs fit, and the note says why."""
@@ -3929,8 +3986,10 @@ def test_kernelbench_recurrent_weights_are_drawn_as_pytorch_draws_them(tmp_path)
 
 def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypatch):
     """A reference that reads each value on the host (`.item()` in a loop over a size) does not run on the meta
-    device, and on the CPU only until the probes' budget is spent: the cases stay below the timing window, and the
-    report says how far growth got and why it stopped (vectorise the reference), not only that they are small."""
+    device, and on the CPU only until the probes' budget is spent, or until one run takes more than the drafts around
+    a grown config leave room for (which comes first depends on the CPU seconds a run takes, which the machine's load
+    moves: the full suite on 2 cores met the second): the cases stay below the timing window, and the report says how
+    far growth got and why it stopped (vectorise the reference), not only that they are small."""
     import arena.authoring.importers.aka as aka
 
     monkeypatch.setattr(aka, "CPU_PROBE_SECONDS", 2.0)
@@ -3940,8 +3999,10 @@ def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypa
         {"batch": 4, "per_item": 3}, {"batch": 16, "per_item": 8}, {"batch": 64, "per_item": 16}]
     (note,) = [d for d in _decisions(result.report()) if "production shapes" in d]
     stop = re.search(r"they were not grown: the largest growth refused is batch = (\d+), per_item = (\d+) "
-                     r"\(([\d.]+) MB\): the reference does not run on the meta device \(RuntimeError: Tensor.item\(\) "
-                     r"cannot be called on meta tensors\), and its runs on the CPU had taken the 2 CPU seconds", note)
+                     r"\(([\d.]+) MB\): (?:the reference does not run on the meta device \(RuntimeError: "
+                     r"Tensor.item\(\) cannot be called on meta tensors\), and its runs on the CPU had taken the 2 CPU "
+                     r"seconds|the reference took [\d.]+ CPU seconds there, as a GPU's run would take them \(4 "
+                     r"times its CPU seconds: it reads values on the host)", note)
     assert stop and "vectorise it" in note, note
     batch, per_item = int(stop[1]), int(stop[2])
     assert batch * per_item * 4 + batch * 4 > 64 * 16 * 4 + 64 * 4     # past the largest case, not at a case
@@ -4592,3 +4653,22 @@ def test_seen_configs_are_topped_up_inside_the_timing_window():
     written = [{"name": "case0", "rows": 1, "cols": 4}, {"name": "case1", "rows": 1, "cols": 8}]
     seen = topped_up(grown, [], ["rows", "cols"], lambda c: False, nbytes, enough, fallback=written)
     assert seen == grown + written[1:]     # case0 is a seen config already, grown: its name is not used twice
+
+
+def test_seen_configs_are_topped_up_within_the_drafts_bound_on_their_work():
+    """AKA's SimpleMatmulModule, one size for M, N and K grown to 4,096: its top-ups at 3/2 and twice that size took
+    57 and 134 ms on an H200 (its HIP starting kernel at 8 TFLOP/s), past the timing window. A top-up is held to the
+    drafts' bound on their work (``fits``), and 3/4 of a size is tried too: a product of one size in three
+    dimensions has fewer sizes between the window and the bound."""
+    from arena.authoring.importers.common import WINDOW_FLOPS, topped_up
+
+    def work(c):
+        return 2 * c["n"] ** 3
+
+    grown = [{"name": "case0", "n": 4096}]
+    free = topped_up(grown, [], ["n"], lambda c: True, lambda c: 12 * c["n"] ** 2, lambda c: work(c) >= WINDOW_FLOPS)
+    assert [c["n"] for c in free] == [4096, 6144, 8192]
+    held = topped_up(grown, [], ["n"], lambda c: True, lambda c: 12 * c["n"] ** 2, lambda c: work(c) >= WINDOW_FLOPS,
+                     fits=lambda c: work(c) <= 3.4e11)
+    assert [c["n"] for c in held] == [4096, 5120, 3072] and "x 3/4" in held[2]["#"]
+    assert all(WINDOW_FLOPS <= work(c) <= 3.4e11 for c in held)

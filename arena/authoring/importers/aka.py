@@ -4534,7 +4534,8 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
                    "the host, a value at a time)" if isinstance(got, dict) and got.get("host_reads") else
                    "on the CPU (its operations a chunk at a time)")
             return (f"the reference took {costly(cfg):.2g} CPU seconds there, {how}: the held-out drafts around a "
-                    f"grown config, up to twice its sizes, are held to {CPU_REFERENCE_SECONDS:g}")
+                    f"grown config, up to twice its sizes, are held to {CPU_REFERENCE_SECONDS:g} (a loop in Python "
+                    "over a size is as slow in the harness): vectorise it")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 

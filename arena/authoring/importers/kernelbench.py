@@ -16,7 +16,9 @@ import torch
 from arena.authoring.check import MIN_BYTES_MEMORY_BOUND
 from arena.authoring.importers.common import (
     DTYPE_NAMES,
+    HIP_STARTING_KERNEL,
     MAX_CONFIG_BYTES,
+    MAX_CONFIG_FLOPS,
     MIN_VARIED,
     PROBE_CUT,
     RANDOM_FUNCS,
@@ -71,6 +73,7 @@ from arena.authoring.importers.common import (
     split_unpacked_constants,
     topped_up,
     with_constants,
+    work_factor,
 )
 from arena.errors import ArenaError
 from arena.taskdef import formula
@@ -1652,6 +1655,9 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
 
     # the work bounds the drafts only where it is a formula of the sizes (not the seen config's count)
     calls = [type(m).__name__ for m in base.model.modules()] + re.findall(r"\b(?:F|torch)\.[\w.]+", path.read_text())
+    if category == "hip2hip":     # its starting kernel is the source's HIP, not PyTorch's
+        calls.append(HIP_STARTING_KERNEL)
+    factor = work_factor(calls)[0]
     # a problem that lists cases (test shapes, as gpumode's get_inputs loops over) below the timing window: each
     # grown into it, as the AKA importer grows a test's cases, the drafts made around the largest (a problem's one
     # set of sizes is its author's production shape, kept)
@@ -1688,7 +1694,8 @@ def build_module_task(problem: ModuleProblem, name: str, category: str = "torch2
     if growth:
         grew = [{"name": f"case{i}", **g, **grown_from(c, g)} for i, c, g in growth]
         seen = topped_up(grew, seen[1:], vary, valid, nbytes, enough,
-                         fallback=[{"name": f"case{i}", **c} for i, c in enumerate(listed)])
+                         fallback=[{"name": f"case{i}", **c} for i, c in enumerate(listed)],
+                         fits=lambda c: counted(c) * factor <= MAX_CONFIG_FLOPS)
         notes.insert(0, "the problem's cases"
                         + (f" {', '.join(f'case{i}' for i, c in enumerate(listed) if c in below)}"
                            if len(below) < len(listed) else "")
