@@ -1798,6 +1798,25 @@ def test_a_size_the_bytes_and_the_work_do_not_follow_is_not_grown_without_end():
     assert steps["n"] == 64 and steps["steps"] > 1, steps
 
 
+def test_a_size_whose_doubling_the_original_refuses_steps_by_three_halves_then_five_quarters():
+    """FLA's chunked cumsum: its reference's cost, a chunk at a time, refused 2,097,152 steps (134 MB), and
+    1,048,576 (67 MB) is below the check's floor of 100 MB: the import stayed below the window. A size whose doubling
+    the original refuses steps by 3/2, then by 5/4, as far as it takes them, as a size past the bytes bound does:
+    1,572,864 steps are past the floor."""
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN, grown, in_window
+
+    def nbytes(c: dict) -> int:
+        return 64 * c["T"]
+
+    bound = WINDOW_BYTES / WINDOW_MARGIN / 64 * 1.02          # the reference's cost bound, just past the floor
+    enough, floor = in_window(nbytes, lambda c: 0.0), in_window(nbytes, lambda c: 0.0, 1 / WINDOW_MARGIN)
+    start = 1 << 10
+    doubled = start << int(math.log2(bound / start))
+    got = grown({"T": start}, ["T"], lambda c: c["T"] <= bound, nbytes, enough)
+    assert not floor({"T": doubled}) and got["T"] > doubled and floor(got) and got["T"] <= bound, (got, doubled)
+    assert got == {"T": doubled * 3 // 2}, got
+
+
 def test_a_size_the_original_bounds_by_one_that_moves_nothing_grows_with_it():
     """A KV cache counted by the slots written moves nothing more for more slots, and its tokens may not pass its
     slots: doubled alone, the tokens stopped at the slots, below the window. Refused alone, they are doubled with a
@@ -2823,12 +2842,15 @@ def test_kernel_probe_tells_a_refused_config_from_one_out_of_time(tmp_path, monk
     assert "replaced by another of its kind the kernel runs on (draft-scale-down (N scaled down))" in result.report()
     lines = kernel_probe.probe_configs(folder, [("seen", "case0", None), ("probe", "odd", {"M": 32, "N": 65}),
                                                  ("heldout", "no-such", None)])
-    assert lines["seen:case0"] == {"config": "seen:case0", "error": None, "timeout": False,
-                                   "constexprs": [["row_sum_kernel", "N", 64]]}   # the launch's tl.arange size
+    case0 = dict(lines["seen:case0"])
+    allocated = case0.pop("allocated", 0)     # what the call allocates outside its launches: its launcher's output
+    assert case0 == {"config": "seen:case0", "error": None, "timeout": False,
+                     "constexprs": [["row_sum_kernel", "N", 64]]}   # the launch's tl.arange size
+    assert 0 <= allocated < 2**20, allocated
     assert "arange's range must be a power of 2" in lines["probe:odd"]["error"]
     assert lines["heldout:no-such"]["error"] == "no such config"
     late = kernel_probe.probe_configs(folder, [("heldout", "draft-aspect", None)], seconds=1e-4)
-    assert {k: v for k, v in late["heldout:draft-aspect"].items() if k != "constexprs"} == {
+    assert {k: v for k, v in late["heldout:draft-aspect"].items() if k not in ("constexprs", "allocated")} == {
         "config": "heldout:draft-aspect", "error": None, "timeout": True}
     # the probes of one import share one budget of wall time: once it is spent, a probe answers for no config
     with kernel_probe.probes_within(60.0):
@@ -3531,6 +3553,113 @@ def test_aka_a_block_that_follows_a_size_to_a_bound_of_its_launchers_lets_that_s
         ["n_rows"]
 
 
+def test_the_block_params_of_a_kernel_are_those_a_blocks_shape_follows(tmp_path):
+    """vLLM's causal conv1d update takes its sizes and strides as ``tl.constexpr`` (a specialisation): each value
+    compiles anew, but its block (``BLOCK_N = 256``) stays. Counted as block sizes, its batch and dim were kept as
+    the test has them, and the import stayed below the window. A block's shape follows a parameter where it is in a
+    ``tl.arange``, a ``tl.zeros``, a ``tl.static_range`` or a reshape, through the locals computed from it, or
+    through a ``@triton.jit`` helper it is passed to whose parameter is one; a call that cannot be followed counts
+    its arguments."""
+    from arena.authoring.importers.kernel_probe import _block_params
+
+    (tmp_path / "kmod.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\ndef _rows(x_ptr, row, n_cols: tl.constexpr, B: tl.constexpr, W: tl.constexpr):\n"
+        "    offs = tl.arange(0, B)\n    acc = tl.zeros((B,), dtype=tl.float32)\n"
+        "    for i in tl.static_range(W):\n"
+        "        acc += tl.load(x_ptr + row * n_cols + offs + i, mask=offs < n_cols, other=0.0)\n"
+        "    return acc\n\n\n"
+        "@triton.jit\ndef kern(x_ptr, y_ptr, stride: tl.constexpr, n_cols: tl.constexpr, BLOCK: tl.constexpr,\n"
+        "         WIDTH: tl.constexpr, TILE: tl.constexpr, HAS_BIAS: tl.constexpr):\n"
+        "    row = tl.program_id(0)\n    HALF: tl.constexpr = TILE // 2\n"
+        "    v = _rows(x_ptr, row * stride, n_cols, BLOCK, W=WIDTH)\n"
+        "    t = tl.arange(0, HALF)\n"
+        "    if HAS_BIAS:\n        v += 1.0\n"
+        "    for start in range(0, n_cols, BLOCK):\n"
+        "        tl.store(y_ptr + row * stride + start + tl.arange(0, BLOCK), v, mask=start + t < n_cols)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("kmod", tmp_path / "kmod.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(tmp_path))
+    fn = mod.kern
+    while hasattr(fn, "fn") and hasattr(fn, "run"):
+        fn = fn.fn
+    assert _block_params(fn) == {"BLOCK", "WIDTH", "TILE"}
+
+
+def test_aka_a_size_a_kernel_takes_as_a_compile_time_integer_and_no_block_follows_grows(tmp_path):
+    """The row kernel takes n_cols as a ``tl.constexpr`` (as vLLM's kernels take their strides) and walks the row
+    in blocks of 256: each n_cols compiles anew, and no block grows with it. The probe no longer counts it among the
+    block sizes, and the cases grow by both sizes; the kernel of the fixture as written (a block of
+    ``next_power_of_2(n_cols)``) keeps it (the test above)."""
+    from arena.authoring.importers import kernel_probe
+    from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
+
+    src = _edited_fixture(tmp_path, "aka_triton_row_rms", "source/row_rms.py", (
+        ("def _row_rms(x_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):\n"
+         "    row = tl.program_id(0).to(tl.int64)\n    offs = tl.arange(0, BLOCK)\n    mask = offs < n_cols\n"
+         "    v = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)\n"
+         "    rms = tl.sqrt(tl.sum(v * v, axis=0) / n_cols + eps)\n"
+         "    tl.store(y_ptr + row * n_cols + offs, v / rms, mask=mask)\n",
+         "def _row_rms(x_ptr, y_ptr, n_cols: tl.constexpr, eps, BLOCK: tl.constexpr):\n"
+         "    row = tl.program_id(0).to(tl.int64)\n    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n"
+         "    for start in range(0, n_cols, BLOCK):\n"
+         "        offs = start + tl.arange(0, BLOCK)\n"
+         "        v = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)\n"
+         "        acc += v * v\n"
+         "    rms = tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)\n"
+         "    for start in range(0, n_cols, BLOCK):\n"
+         "        offs = start + tl.arange(0, BLOCK)\n"
+         "        v = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)\n"
+         "        tl.store(y_ptr + row * n_cols + offs, v / rms, mask=offs < n_cols)\n"),
+        ("BLOCK=triton.next_power_of_2(cols))", "BLOCK=256)")))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    task = load_task(result.folder)
+    seen = [(c.params["n_rows"], c.params["n_cols"]) for c in task.configs("seen")]
+    assert all(r * n * 8 >= WINDOW_BYTES / WINDOW_MARGIN for r, n in seen), seen
+    assert any(n not in (256, 1000, 2048) for _, n in seen), seen
+    assert "kept as the cases have them" not in result.report()
+    assert kernel_probe.block_fields(result.folder, {"n_rows": 16, "n_cols": 256}, ["n_rows", "n_cols"]) == []
+
+
+def test_a_probe_refuses_a_config_whose_call_allocates_past_the_candidates_working_allowance(tmp_path):
+    """FLA's fused recurrence allocates a state of T x H x V x K floats in its launcher: its seen draft at T = 32,768
+    asked 2.12 GiB in a call on an H200, past the 2 GiB the harness lets a candidate's call allocate beside its
+    inputs and outputs, and the task failed there. The probe counts what the call allocates outside its launches
+    (outputs of operators not aliased to an input: a view or an in-place write is none) and refuses the config, with
+    the figures, as the GPU would; a call within the allowance is left as it was."""
+    from arena.authoring.importers import kernel_probe
+    from arena.authoring.importers.kernel_probe import _Allocations, _past_allowance
+
+    x = torch.zeros(256)
+    with _Allocations() as got:
+        x.view(16, 16).add_(1.0)
+        y = x.new_empty(1000)
+        torch.zeros(10, dtype=torch.float64).clone()
+    assert got.bytes == 4000 + 80 + 80 and y.numel() == 1000, got.bytes
+    assert _past_allowance(2**31, 2**20) == ""
+    assert _past_allowance(2**31 + 1, 2**20).startswith("it allocates 2.00 GiB in a call, past the 2.00 GiB")
+    assert _past_allowance(2**31 + 1, 2**30) == ""          # 4 times the inputs and outputs: 4 GiB
+
+    result = import_aka(FIX / "aka_triton_row_rms", tmp_path)
+    assert result.ok, result.report()
+    baseline = result.folder / "baseline.py"
+    text = baseline.read_text()
+    assert "    y = torch.empty_like(x)\n" in text
+    # a scratch of n_rows GiB, never touched (an empty tensor's pages are not written)
+    baseline.write_text(text.replace("    y = torch.empty_like(x)\n",
+                                     "    y = torch.empty_like(x)\n    _state = x.new_empty(rows, 2**28)\n"))
+    lines = kernel_probe.probe_configs(result.folder, [("probe", "small", {"n_rows": 1, "n_cols": 256}),
+                                                       ("probe", "large", {"n_rows": 3, "n_cols": 256})])
+    assert lines["probe:small"]["error"] is None and 2**30 < lines["probe:small"]["allocated"] < 2**30 + 2**20, lines
+    assert lines["probe:large"]["error"].startswith("the starting kernel: it allocates 3.00 GiB in a call, past the "
+                                                     "2.00 GiB the harness lets"), lines
+
+
 def test_aka_a_smoke_config_degenerate_where_it_is_shrunk_that_far_is_grown_back(tmp_path):
     """FLA's chunked k k^T writes each chunk's lower triangle into rows of 64: shrunk to 16 steps, a smoke config
     holds a few values beside the zeros, and one draw of its inputs left their spread under the degeneracy floor
@@ -3696,7 +3825,9 @@ def test_a_growth_stopped_short_of_the_window_is_kept_where_it_passed_the_floor(
         return nbytes(c) >= 1000
 
     cases = [{"T": 10}, {"T": 12}]
-    assert grown_cases(cases, ["T"], lambda c: c["T"] <= 160, nbytes, enough, floor) == [(0, {"T": 10}, {"T": 160})]
+    # the second case's doubling to 192 is refused: it steps by 3/2 to 144, past the floor
+    assert grown_cases(cases, ["T"], lambda c: c["T"] <= 160, nbytes, enough, floor) == [(0, {"T": 10}, {"T": 160}),
+                                                                                         (1, {"T": 12}, {"T": 144})]
     assert grown_cases(cases, ["T"], lambda c: c["T"] <= 160, nbytes, enough) == []
     assert grown_cases(cases, ["T"], lambda c: c["T"] <= 80, nbytes, enough, floor) == []
     assert grown_cases(cases, ["T"], lambda c: True, nbytes, enough, floor) == [(0, {"T": 10}, {"T": 640}),

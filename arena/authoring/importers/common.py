@@ -2259,7 +2259,9 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     of experts, which only makes its reference loop longer), among sizes alike in that the one doubled least (a
     matrix keeps its aspect); a doubling ``valid`` refuses, or that passes ``SCALED_BYTES``, freezes that size. Where
     the doublings stop short of the window, a size whose doubling passed that bound (a size three dimensions follow:
-    eight times the bytes) then steps by 3/2, then by 5/4, as far as it goes. A size whose doubling moves no more
+    eight times the bytes) or that ``valid`` refused (a reference whose cost grows with it past its bound at twice
+    the size, FLA's chunked cumsum at 2,097,152 steps: 1,048,576 was 67 MB, below the check's floor, and 1,572,864
+    is past it) then steps by 3/2, then by 5/4, as far as it goes. A size whose doubling moves no more
     bytes, and does no more ``work`` where it is given, than the config before (a block size, which only divides a
     count) brings the window no nearer however far it goes, and is frozen too: doubled on, it had reached sizes past
     what a float holds (AKA's ``w8a8_block_int8_matmul``: ``OverflowError``, the import lost); where the original
@@ -2275,7 +2277,7 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
     out = dict(base)
     live = [k for k in keys if out[k] > 0]
     doubled = dict.fromkeys(live, 0)
-    overshot: list[str] = []
+    finer: list[str] = []
     tied: dict[str, str] = {}       # a size the original bounds by another: the two doubled together
     while live and not enough(out):
         gain = {k: nbytes({**out, k: out[k] * 2}) for k in ([k for k in live if k not in last] or live)}
@@ -2287,7 +2289,7 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
             continue
         if gain[k] > SCALED_BYTES:
             live.remove(k)
-            overshot.append(k)
+            finer.append(k)
             continue
         if k in tied:
             trial = next((t for t in ({**trial, tied[k]: out[tied[k]] * 2}, trial) if valid(t)), None)
@@ -2304,11 +2306,12 @@ def grown(base: dict[str, int], keys: list[str], valid: Callable[[dict], bool], 
                                    {**trial, r: out[r] * 2}) if valid(t)), None)
             if both is None:
                 live.remove(k)
+                finer.append(k)
                 continue
             tied[k], trial = both
         out = trial
         doubled[k] += 1
-    for k in overshot:
+    for k in finer:
         while not enough(out):
             step = next((t for t in ({**out, k: out[k] * 3 // 2}, {**out, k: out[k] * 5 // 4})
                          if out[k] < t[k] and nbytes(t) <= SCALED_BYTES and valid(t)), None)

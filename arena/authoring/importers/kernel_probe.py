@@ -14,8 +14,9 @@ interpreter dies under (``"crashed"``: the signal), the configs after it probed 
     python -m arena.authoring.importers.kernel_probe FOLDER [--seconds=S] SPLIT:NAME[=PARAMS_JSON] ...
 
 prints one JSON line per config: {"config": "SPLIT:NAME", "error": str | null, "timeout": bool,
-"constexprs": [[kernel, parameter, value], ...]} (the compile-time integers its launches had), with
-"crashed": the signal's name where the interpreter died under it.
+"constexprs": [[kernel, parameter, value], ...]} (the compile-time block sizes its launches had), with
+"crashed": the signal's name where the interpreter died under it, and "allocated": the bytes its call allocated
+outside its launches (a call past the harness's working allowance is an error: a GPU's run of it would be refused).
 """
 
 from __future__ import annotations
@@ -57,9 +58,112 @@ class _Budget(Interruption):
     """A config's budget ran out (the kernel's own ``except Exception`` does not catch it)."""
 
 
-# the compile-time integers (``tl.constexpr`` parameters) of the launches of the config being probed:
-# (kernel, parameter, value); flags (0, 1, booleans) are left out
+# the compile-time block sizes (``tl.constexpr`` parameters a block's shape follows, ``_block_params``) of the
+# launches of the config being probed: (kernel, parameter, value); flags (0, 1, booleans) are left out
 _LAUNCHED: set[tuple[str, str, int]] = set()
+_BLOCKS: dict[Any, set[str] | None] = {}     # each kernel's (``_block_params``), once
+
+# where a ``triton.language`` function takes a block's shape: the positions of its arguments (None: every one from
+# the first given) and its keywords. A tensor's own method of that name takes the shape in every argument
+_SHAPE_ARGS: dict[str, tuple[tuple[int, ...] | int, tuple[str, ...]]] = {
+    "arange": ((0, 1), ("start", "end")), "zeros": ((0,), ("shape",)), "full": ((0,), ("shape",)),
+    "empty": ((0,), ("shape",)), "reshape": (1, ("shape",)), "view": (1, ("shape",)),
+    "broadcast_to": (1, ("shape",)), "static_range": (0, ("arg1", "arg2", "step")),
+    "make_block_ptr": ((4,), ("block_shape",)), "make_tensor_descriptor": ((3,), ("block_shape",)),
+    "histogram": ((1,), ("num_bins",)),
+}
+_TENSOR_METHODS = ("reshape", "view", "broadcast_to")
+
+
+def _block_params(fn: Any, seen: dict[Any, set[str] | None] | None = None) -> set[str] | None:
+    """The parameters of the Triton kernel ``fn`` (its Python function) that a block's shape follows: a name in the
+    shape of a ``tl.arange``, ``tl.zeros``, ``tl.full``, a reshape, a block pointer's ``block_shape``, a
+    ``tl.static_range`` (unrolled), directly, through the locals computed from it (``HALF: tl.constexpr = BLOCK //
+    2``) or through a ``@triton.jit`` function it is passed to, whose parameter is one. A stride or a size passed as
+    a ``tl.constexpr`` that only masks, offsets or bounds a loop is not: recompiled for each value, the program's
+    block stays as it is. None where the source cannot be read (every compile-time integer then counts); a call
+    the analysis cannot resolve counts its arguments as shapes."""
+    import ast
+    import builtins
+    import inspect
+    import textwrap
+
+    seen = {} if seen is None else seen
+    if fn in seen:
+        return seen[fn] or set()    # a recursion: what is known so far
+    seen[fn] = None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None:
+        return None
+    params = [a.arg for a in func.args.args]
+    glob = getattr(fn, "__globals__", {})
+
+    def names(node: ast.AST | None) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+
+    def resolve(node: ast.AST) -> Any:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in glob and not hasattr(builtins, node.id):
+            return None
+        obj = glob[node.id] if node.id in glob else getattr(builtins, node.id)
+        for a in reversed(parts):
+            obj = getattr(obj, a, None)
+        return obj
+
+    shape: set[str] = set()
+    flows: list[tuple[set[str], set[str]]] = []      # (targets, the names their value is computed from)
+    for node in ast.walk(func):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            flows.append(({n for t in targets for n in names(t)}, names(node.value)))
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        target = resolve(f)
+        module = getattr(target, "__module__", "") or ""
+        inner = target
+        while hasattr(inner, "fn") and hasattr(inner, "run"):     # a @triton.jit function (under its wrappers)
+            inner = inner.fn
+        if inner is not target:
+            inner_shape = _block_params(inner, seen)
+            try:
+                callee = list(inspect.signature(inner).parameters)
+            except (TypeError, ValueError):
+                callee = []
+            for i, a in enumerate(node.args):
+                if inner_shape is None or (i < len(callee) and callee[i] in inner_shape):
+                    shape |= names(a)
+            for kw in node.keywords:
+                if inner_shape is None or kw.arg in inner_shape:
+                    shape |= names(kw.value)
+        elif last in _SHAPE_ARGS and (target is not None and module.startswith("triton")
+                                      or isinstance(f, ast.Attribute) and last in _TENSOR_METHODS):
+            where, keys = _SHAPE_ARGS[last] if target is not None else (0, ("shape",))
+            picked = node.args[where:] if isinstance(where, int) else [node.args[i] for i in where
+                                                                       if i < len(node.args)]
+            shape |= {n for a in picked for n in names(a)}
+            shape |= {n for kw in node.keywords if kw.arg in keys for n in names(kw.value)}
+        elif target is None and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                                     and f.value.id not in glob):
+            # a call the analysis cannot follow (not a method of a local: a tensor's ``.to``, ``.load``)
+            shape |= {n for a in [*node.args, *(k.value for k in node.keywords)] for n in names(a)}
+    grew = True
+    while grew:
+        grew = False
+        for targets, used in flows:
+            if targets & shape and not used <= shape:
+                shape |= used
+                grew = True
+    seen[fn] = out = {p for p in params if p in shape}
+    return out
 
 
 def _two_programs_per_launch() -> None:
@@ -78,8 +182,12 @@ def _two_programs_per_launch() -> None:
         try:
             names = inspect.getfullargspec(self.fn).args
             bound = inspect.getcallargs(self.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
+            if self.fn not in _BLOCKS:
+                _BLOCKS[self.fn] = _block_params(self.fn)
+            blocks = _BLOCKS[self.fn]
             _LAUNCHED.update((self.fn.__name__, n, int(bound[n])) for n in self.constexprs
-                             if isinstance(bound.get(n), int) and not isinstance(bound[n], bool) and bound[n] > 1)
+                             if isinstance(bound.get(n), int) and not isinstance(bound[n], bool) and bound[n] > 1
+                             and (blocks is None or n in blocks))
         except Exception:  # noqa: BLE001 - what is recorded is a hint; the launch itself says what is wrong
             pass
         grid, true = self.grid, [(1, 1, 1)]
@@ -97,13 +205,66 @@ def _two_programs_per_launch() -> None:
 
         self.grid = two
         builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+        _IN_LAUNCH[0] += 1
         try:
             return call(self, *args, **kwargs)
         finally:
+            _IN_LAUNCH[0] -= 1
             self.grid = grid
             del builder.set_grid_dim, builder.set_grid_idx
 
     interpreter.GridExecutor.__call__ = first_and_last  # type: ignore[method-assign]
+
+
+_IN_LAUNCH = [0]     # launches under way: the interpreter's copies of a launch's arguments are not the call's
+
+
+class _Allocations:
+    """The bytes of the tensors the starting kernel's call allocates outside its launches (its launcher's
+    ``new_empty``, ``torch.zeros``, ``clone``: every operator's output that its schema does not alias to an input),
+    counted as they are made, freed or not: as the harness's record of a call counts its allocations, which it holds
+    to the candidate's working allowance (``arena.evaluation.memory.working_allowance``)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._mode: Any = None
+
+    def __enter__(self) -> "_Allocations":
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                if not _IN_LAUNCH[0]:
+                    outs = out if isinstance(out, (tuple, list)) else (out,)
+                    for r, t in zip(func._schema.returns, outs):
+                        if isinstance(t, torch.Tensor) and r.alias_info is None:
+                            counter.bytes += t.untyped_storage().nbytes()
+                return out
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
+def _past_allowance(allocated: int, io_bytes: int) -> str:
+    """Why a call that allocates ``allocated`` bytes, on inputs and outputs of ``io_bytes``, is past what the harness
+    lets a candidate's call allocate (its working allowance without the reference's measured share, which only a GPU
+    measures: the least it can be); "" where it is not."""
+    from arena.evaluation.memory import working_allowance
+
+    allow = working_allowance(io_bytes)
+    if allocated <= allow:
+        return ""
+    return (f"it allocates {allocated / 2**30:.2f} GiB in a call, past the {allow / 2**30:.2f} GiB the harness lets a "
+            "candidate's call allocate beside its inputs and outputs (its working allowance: 4 times their bytes, "
+            "2 GiB at least)")
 
 
 _prepared: list[bool] = []
@@ -118,6 +279,7 @@ def _prepare() -> None:
 
     import arena.check.degeneracy  # noqa: F401
     import arena.check.inputs  # noqa: F401
+    import arena.evaluation.memory  # noqa: F401
     import arena.evaluation.sides  # noqa: F401
     import arena.taskdef.loader  # noqa: F401
     from arena.toolchain import cpu_interpreter
@@ -175,6 +337,7 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                 print(json.dumps({**line, "crashed": signal.Signals(os.WTERMSIG(done[1])).name, "constexprs": []}),
                       flush=True)
             continue
+        allocated = _Allocations()
         try:
             signal.setitimer(signal.ITIMER_PROF, seconds)
             stage = "making the inputs"
@@ -187,7 +350,9 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                     run_reference(ref.reference, task, made, scalars)
                 stage = "the starting kernel"
                 outs = [torch.zeros(task.shape(o, env), dtype=DTYPES[o.dtype]) for o in task.outputs]
-                side(list(made.values()), outs, scalars)
+                io = sum(t.nbytes for t in [*made.values(), *outs] if isinstance(t, torch.Tensor))
+                with _Allocations() as allocated:
+                    side(list(made.values()), outs, scalars)
             except BaseException as exc:  # noqa: BLE001 - what the config's call raised is the answer
                 if any(isinstance(e, _Budget) for e in exception_chain(exc)):
                     line["timeout"] = True
@@ -197,6 +362,11 @@ def _probe(folder: Path, wanted: list[tuple[str, str, dict | None]], seconds: fl
                     line["error"] = f"{stage}: {type(root).__name__}: {text[-1] if text else ''}"[:300]
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
+            if allocated.bytes and not line["error"]:
+                line["allocated"] = allocated.bytes
+                past = _past_allowance(allocated.bytes, io)
+                if past:
+                    line["error"], line["timeout"] = f"the starting kernel: {past}", False
             line["constexprs"] = sorted(_LAUNCHED)
             print(json.dumps(line), flush=True)
         finally:
