@@ -63,8 +63,8 @@ class _Budget(Interruption):
 _LAUNCHED: set[tuple[str, str, int]] = set()
 _BLOCKS: dict[Any, set[str] | None] = {}     # each kernel's (``_block_params``), once
 
-# where a ``triton.language`` function takes a block's shape: the positions of its arguments (None: every one from
-# the first given) and its keywords. A tensor's own method of that name takes the shape in every argument
+# where a ``triton.language`` function takes a block's shape: the positions of its arguments (an int: every one from
+# that position on) and its keywords. A tensor's own method of that name takes the shape in every argument
 _SHAPE_ARGS: dict[str, tuple[tuple[int, ...] | int, tuple[str, ...]]] = {
     "arange": ((0, 1), ("start", "end")), "zeros": ((0,), ("shape",)), "full": ((0,), ("shape",)),
     "empty": ((0,), ("shape",)), "reshape": (1, ("shape",)), "view": (1, ("shape",)),
