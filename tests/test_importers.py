@@ -3588,6 +3588,11 @@ def test_the_block_params_of_a_kernel_are_those_a_blocks_shape_follows(tmp_path)
     while hasattr(fn, "fn") and hasattr(fn, "run"):
         fn = fn.fn
     assert _block_params(fn) == {"BLOCK", "WIDTH", "TILE"}
+    # a helper whose source could not be read (its answer None): every argument passed to it counts
+    helper = mod._rows
+    while hasattr(helper, "fn") and hasattr(helper, "run"):
+        helper = helper.fn
+    assert _block_params(fn, {helper: None}) == {"x_ptr", "stride", "n_cols", "BLOCK", "WIDTH", "TILE"}
 
 
 def test_aka_a_size_a_kernel_takes_as_a_compile_time_integer_and_no_block_follows_grows(tmp_path):

@@ -90,14 +90,16 @@ def _block_params(fn: Any, seen: dict[Any, set[str] | None] | None = None) -> se
 
     seen = {} if seen is None else seen
     if fn in seen:
-        return seen[fn] or set()    # a recursion: what is known so far
-    seen[fn] = None
+        return seen[fn]     # its answer, or, met again inside itself (a recursion), the empty set it started with
+    seen[fn] = set()
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return None
-    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        tree = None
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None) \
+        if tree is not None else None
     if func is None:
+        seen[fn] = None
         return None
     params = [a.arg for a in func.args.args]
     glob = getattr(fn, "__globals__", {})
