@@ -225,7 +225,9 @@ class _Allocations:
     """The bytes of the tensors the starting kernel's call allocates outside its launches (its launcher's
     ``new_empty``, ``torch.zeros``, ``clone``: every operator's output that its schema does not alias to an input),
     counted as they are made, freed or not: as the harness's record of a call counts its allocations, which it holds
-    to the candidate's working allowance (``arena.evaluation.memory.working_allowance``)."""
+    to the candidate's working allowance (``arena.evaluation.memory.working_allowance``). Not
+    ``common.peak_bytes_mode``, which counts any storage first seen under it: a launcher's view of an input, or its
+    in-place write, would count the input's bytes as the call's."""
 
     def __init__(self) -> None:
         self.bytes = 0
@@ -259,14 +261,14 @@ def _past_allowance(allocated: int, io_bytes: int) -> str:
     """Why a call that allocates ``allocated`` bytes, on inputs and outputs of ``io_bytes``, is past what the harness
     lets a candidate's call allocate (its working allowance without the reference's measured share, which only a GPU
     measures: the least it can be); "" where it is not."""
-    from arena.evaluation.memory import working_allowance
+    from arena.evaluation.memory import ALLOWANCE_FLOOR, ALLOWANCE_IO, working_allowance
 
     allow = working_allowance(io_bytes)
     if allocated <= allow:
         return ""
     return (f"it allocates {allocated / 2**30:.2f} GiB in a call, past the {allow / 2**30:.2f} GiB the harness lets a "
-            "candidate's call allocate beside its inputs and outputs (its working allowance: 4 times their bytes, "
-            "2 GiB at least)")
+            f"candidate's call allocate beside its inputs and outputs (its working allowance: {ALLOWANCE_IO} times "
+            f"their bytes, {ALLOWANCE_FLOOR / 2**30:g} GiB at least)")
 
 
 _prepared: list[bool] = []
