@@ -3665,6 +3665,32 @@ def test_a_probe_refuses_a_config_whose_call_allocates_past_the_candidates_worki
                                                      "2.00 GiB the harness lets"), lines
 
 
+def test_aka_seen_configs_the_kernel_probe_refuses_are_replaced_by_drafts_around_those_left(tmp_path):
+    """FLA's fused recurrence allocates a state that grows with its sizes: its grown case was refused by the kernel
+    probe (past the working allowance) and the import stopped with one seen config. Here the launcher allocates a
+    scratch of n_cols / 64 floats an element beside its 0.5 GB of inputs and outputs: the cases grown at 1,000 and
+    2,048 columns ask 4.1 and 8.3 GiB and are refused; the one left at 256 columns is topped up to 3 seen configs as
+    the importer drafts them (its rows scaled), each probed, none a refused one's sizes."""
+    src = tmp_path / "src" / "aka_triton_row_rms"
+    shutil.copytree(FIX / "aka_triton_row_rms", src)
+    kernel = src / "source" / "row_rms.py"
+    kernel.write_text(kernel.read_text().replace("    y = torch.empty_like(x)\n",
+                                                 "    y = torch.empty_like(x)\n    _state = x.new_empty(rows, cols * cols // 64)\n"))
+    result = import_aka(src, tmp_path / "out")
+    assert result.ok, result.report()
+    report = result.report()
+    assert "seen:case1 (the starting kernel: it allocates 4.06 GiB in a call" in report, report
+    assert "seen:case2 (the starting kernel: it allocates 8.25 GiB in a call" in report, report
+    seen = load_task(result.folder).configs("seen")
+    assert len(seen) == 3 and seen[0].name == "case0", [c.params for c in seen]
+    assert all(c.params["n_cols"] == 256 for c in seen), [c.params for c in seen]
+    assert len({tuple(sorted(c.params.items())) for c in seen}) == 3
+    added = [c.name for c in seen[1:]]
+    assert f"2 seen configs drafted around the seen configs left, as the importer drafts them, in place of those " \
+           f"dropped, each probed: {added[0]} (" in report, report
+    assert not any("write configs it runs on" in p for p in result.check_problems), result.check_problems
+
+
 def test_aka_a_smoke_config_degenerate_where_it_is_shrunk_that_far_is_grown_back(tmp_path):
     """FLA's chunked k k^T writes each chunk's lower triangle into rows of 64: shrunk to 16 steps, a smoke config
     holds a few values beside the zeros, and one draw of its inputs left their spread under the degeneracy floor

@@ -4673,14 +4673,15 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if below and not kept else [])
     cases = {f"case{i}": c for i, c, g in growth if c != {k: g[k] for k in c}}
 
-    def top_up(kept: list[dict]) -> list[dict]:
-        """The grown seen configs the degeneracy rules left, topped up to 3 as the growth's were (``topped_up``;
-        ``short``: the growths that stopped short of the window, where there was growth), its budgets anew."""
+    def top_up(kept: list[dict], want: int = 3) -> list[dict]:
+        """The grown seen configs a check left (the degeneracy rules, the starting kernel's probe), topped up to
+        ``want`` as the growth's were (``topped_up``; ``short``: the growths that stopped short of the window, where
+        there was growth), its budgets anew."""
         if not growth:
             return kept
         _budgets_anew(probe_fn, obs, TOP_UP_SECONDS)
         return topped_up(kept, seen_drafts[1:], growing, valid, nbytes,
-                         (lambda c: enough(c) or floor(c)) if short else enough)
+                         (lambda c: enough(c) or floor(c)) if short else enough, want=want)
 
     return inputs, outputs, scalars, roles, reference, seen, held, smoke, roofline, space, (grew, spare, cases,
                                                                                            list(h.cases), top_up)

@@ -879,8 +879,9 @@ class Draft:
     notes: dict[str, str] = field(default_factory=dict)     # top-level key -> DRAFT comment
     tolerance: dict[str, Any] = field(default_factory=dict)   # dtype -> atol / rtol / norm, and its reason
     spare_heldout: list[dict] = field(default_factory=list)   # draft_configs' spares: not written
-    # the seen configs the degeneracy rules leave, topped up to 3 as the importer drafted them (``drop_degenerate``)
-    top_up_seen: Callable[[list[dict]], list[dict]] | None = None
+    # the seen configs a check leaves, topped up to so many (3 by default) as the importer drafted them
+    # (``drop_degenerate``, ``kernel_probe.fit_drafts``)
+    top_up_seen: Callable[..., list[dict]] | None = None
     grown: dict[str, dict] = field(default_factory=dict)      # seen config name -> the source's case it grew from
     cases: list[dict] = field(default_factory=list)           # the source's cases as written (the sizes each sets)
     # a config's FLOPs counted by running the original, where the roofline's are no formula of the sizes (not written)

@@ -672,7 +672,7 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
             taken.append(p)
             fixed[f"{s}:{c['name']}"] = p
     retried = probe_configs(folder, [(key.split(":")[0], key.split(":")[1], p) for key, p in fixed.items()])
-    dropped, rounded_names, dropped_kinds = [], [], []
+    dropped, rounded_names, dropped_kinds, dropped_seen = [], [], [], []
     for s, c in failing:
         key = f"{s}:{c['name']}"
         items = d.seen if s == "seen" else d.heldout
@@ -685,9 +685,15 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
             items.remove(c)
             dropped.append(f"{key} ({error(s, c['name'])})")
             dropped_kinds += [c["name"]] if s == "heldout" else []
+            dropped_seen += [c] if s == "seen" else []
     replaced = _replace_dropped(folder, d, dropped_kinds, {k: space[k]["choices"] for k in pow2})
+    refilled = _refill_seen(folder, d, dropped_seen)
     write_configs(d, folder)
     passed = [f"the starting kernel was probed on every seen and held-out config ({how})"]
+    if refilled:
+        passed.append(f"{len(refilled)} seen config{'s' if len(refilled) != 1 else ''} drafted around the seen "
+                      f"configs left, as the importer drafts them, in place of those dropped, each probed: "
+                      f"{', '.join(refilled)}")
     if replaced:
         passed.append(f"{len(replaced)} dropped held-out draft{'s' if len(replaced) != 1 else ''} replaced by another "
                       f"of {'its' if len(replaced) == 1 else 'their'} kind the kernel runs on ({', '.join(replaced)})")
@@ -704,6 +710,36 @@ def fit_drafts(folder: Path, d: Any, left_to_gpu: bool = False) -> tuple[list[st
         else:
             passed.append(text)
     return passed, found
+
+
+def _refill_seen(folder: Path, d: Any, dropped: list[dict]) -> list[str]:
+    """Where the probe dropped seen drafts (``dropped``) and fewer than 3 seen configs are left, those left topped up
+    to 3 as the importer drafted them (``d.top_up_seen``: drafts inside the timing window, a size of a seen config
+    times 3/2, 2, 1/2, 5/4, 3/4, each accepted by the reference), none a dropped one's sizes, each one the starting
+    kernel was probed on and runs on (a grown case whose call allocates past the working allowance leaves the ones
+    beside it that do not). Added to ``d.seen``; returns their names with what they were drafted from."""
+    top_up = getattr(d, "top_up_seen", None)
+    short = 3 - len(d.seen)
+    if short <= 0 or top_up is None or not d.seen or not dropped:
+        return []
+    gone = [_params(c) for c in dropped]
+    taken = {c["name"] for c in [*d.seen, *d.heldout]}
+    tries = []
+    # more than are missing: the probe may refuse some as it refused those dropped
+    for c in top_up(list(d.seen), want=len(d.seen) + 3 * short)[len(d.seen):]:
+        if _params(c) in gone or _params(c) in [_params(t) for t in tries]:
+            continue
+        name = c["name"] if c["name"] not in taken else f"{c['name']}-{len(taken)}"
+        taken.add(name)
+        tries.append({**c, "name": name})
+    got = probe_configs(folder, [("seen", c["name"], _params(c)) for c in tries]) if tries else {}
+    added = []
+    for c in tries:
+        line = got.get(f"seen:{c['name']}")
+        if len(added) < short and line is not None and not line["error"]:
+            d.seen.append(c)
+            added.append(f"{c['name']} ({str(c.get('#', '')).removeprefix('DRAFT: ')})")
+    return added
 
 
 def _replace_dropped(folder: Path, d: Any, kinds: list[str], pow2: dict[str, list[int]]) -> list[str]:
