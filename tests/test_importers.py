@@ -3595,6 +3595,22 @@ def test_the_block_params_of_a_kernel_are_those_a_blocks_shape_follows(tmp_path)
     assert _block_params(fn, {helper: None}) == {"x_ptr", "stride", "n_cols", "BLOCK", "WIDTH", "TILE"}
 
 
+def test_aka_sizes_that_grow_once_a_block_size_is_kept_are_probed_for_blocks_in_turn(tmp_path):
+    """A kernel whose one program holds the whole of x, a block of every row and every column: its rows move more
+    bytes (a weight of 16 a row), so the first growth doubled them alone; found a block size, they were kept, and
+    the columns then grew unprobed, to blocks of 4 M elements, past the 1 M Triton compiles, and every draft was
+    dropped (rocmbench's block-pointer products: seen.yaml empty). The sizes that grow in the draft made again are
+    probed in turn: both are kept, and the import stops below the timing window with that reason."""
+    result = import_aka(FIX / "aka_triton_whole_block", tmp_path)
+    report = result.report()
+    assert result.ok, report
+    assert "they were not grown: n_rows, n_cols set the starting kernel's compile-time block sizes" in report, report
+    assert "exceeds triton maximum tensor numel" not in report and "does not run on" not in report, report
+    seen = load_task(result.folder).configs("seen")
+    assert [(c.params["n_rows"], c.params["n_cols"]) for c in seen[:2]] == [(16, 64), (32, 128)], seen
+    assert any("below the timing window" in p for p in result.check_problems), result.check_problems
+
+
 def test_aka_a_size_a_kernel_takes_as_a_compile_time_integer_and_no_block_follows_grows(tmp_path):
     """The row kernel takes n_cols as a ``tl.constexpr`` (as vLLM's kernels take their strides) and walks the row
     in blocks of 256: each n_cols compiles anew, and no block grows with it. The probe no longer counts it among the
@@ -3674,8 +3690,8 @@ def test_aka_seen_configs_the_kernel_probe_refuses_are_replaced_by_drafts_around
     src = tmp_path / "src" / "aka_triton_row_rms"
     shutil.copytree(FIX / "aka_triton_row_rms", src)
     kernel = src / "source" / "row_rms.py"
-    kernel.write_text(kernel.read_text().replace("    y = torch.empty_like(x)\n",
-                                                 "    y = torch.empty_like(x)\n    _state = x.new_empty(rows, cols * cols // 64)\n"))
+    line = "    y = torch.empty_like(x)\n"
+    kernel.write_text(kernel.read_text().replace(line, line + "    _state = x.new_empty(rows, cols * cols // 64)\n"))
     result = import_aka(src, tmp_path / "out")
     assert result.ok, result.report()
     report = result.report()

@@ -3199,11 +3199,18 @@ def import_aka(path: Path | str, root: Path | str | None = None, task_id: str | 
             start = list(decisions)
             d, check, grew = _aka_triton(aka, source, name, decisions)
             bounded: list[str] = []
+            kept: list[str] = []
             block = _grown_block_sizes(d, grew, bounded)
-            if block:   # drafted again, those sizes kept as the cases have them
+            # drafted again, those sizes kept as the cases have them; the sizes that grow then are probed in turn (a
+            # product whose one program holds the whole of each matrix: its first growth doubled the rows alone,
+            # and the columns and K, grown after, took its blocks past what Triton compiles)
+            while block:
+                kept += block
                 decisions = list(start)
-                d, check, _ = _aka_triton(aka, source, name, decisions, keep=block)
+                d, check, grew = _aka_triton(aka, source, name, decisions, keep=kept)
                 d.decisions += bounded
+                block = [k for k in _grown_block_sizes(d, [g for g in grew if g not in kept], bounded)
+                         if k not in kept]
         else:
             d, check = _aka_hip(aka, source, name, decisions)
         d.origin = f"the AgentKernelArena-style folder {aka.folder.name} ({aka.config_path.name})"
