@@ -3945,7 +3945,7 @@ def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_p
     monkeypatch.setattr(common, "WINDOW_BYTES", 30 * 10**6)
     monkeypatch.setattr(aka, "WINDOW_BYTES", 30 * 10**6)
     # a run's limit well past what the case grown to the window takes: the top-up's candidates are that case with a
-    # size times 5/4 to 2, and at 1.5 s a run each of them was refused under a full suite's load on 2 cores (what is
+    # size times 5/4 to 2, and at 1.5 s a run too few of them passed under a full suite's load on 2 cores (what is
     # asserted is the top-up's budget, not where a run's limit falls)
     monkeypatch.setattr(aka, "REFERENCE_PROBE_SECONDS", 4.0)
     monkeypatch.setattr(aka, "CPU_REFERENCE_SECONDS", 4.0)
