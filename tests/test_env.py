@@ -170,6 +170,58 @@ def test_verified_needs_the_same_solution_passing_on_a_gpu(tmp_path):
     assert verified_ids(root, val) == []
 
 
+
+def test_a_shipped_kernel_stands_checked_only_as_it_is_at_the_configs_it_has(tmp_path):
+    """A kernel file no GPU record evaluated, one whose newest check was at other configs than the task has now, one
+    whose newest check failed, and a specialised kernel that passed its held-out configs each stand unvalidated, with
+    why; a CPU record counts for nothing."""
+    from arena.env.splits import unvalidated_kernels
+    from arena.taskdef.loader import load_task
+
+    root = tmp_path / "tasks"
+    t = root / "triton2triton" / "axpy"
+    shutil.copytree(FIX / "triton2triton" / "axpy", t)
+    shutil.copy2(t / "baseline.py", t / "specialised.py")
+    task = load_task(t, validate=False)
+    sha = hashlib.sha256((t / "baseline.py").read_bytes()).hexdigest()
+    val = tmp_path / "validation"
+    val.mkdir()
+
+    def write(rows):
+        for f in val.iterdir():
+            f.unlink()
+        with gzip.open(val / "x-records.jsonl.gz", "wt") as f:
+            f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def checked(agent, split, status, configs=None, kind="cuda"):
+        r = _record("triton2triton/axpy", agent, split, status, sha)
+        r["device"] = {"kind": kind}
+        r["configs"] = [{"name": c.name, "params": dict(c.params)} for c in task.configs(split)] \
+            if configs is None else configs
+        return r
+
+    good = [checked("baseline", "seen", "PASSED"), checked("baseline", "heldout", "PASSED"),
+            checked("specialised", "seen", "PASSED"), checked("specialised", "heldout", "INCORRECT_NUMERICAL")]
+    write(good)
+    assert unvalidated_kernels(root, val) == []
+    write([{**r, "device": {"kind": "cpu"}} for r in good])
+    assert unvalidated_kernels(root, val) == [
+        ("triton2triton/axpy", "baseline", "no GPU record evaluated it as it is"),
+        ("triton2triton/axpy", "specialised", "no GPU record evaluated it as it is")]
+    moved = [{"name": "old", "params": {k: v + 1 for k, v in task.configs("heldout")[0].params.items()}}]
+    newer = {"finished_at": "2026-02-01"}
+    write([*good, {**checked("baseline", "heldout", "PASSED", moved), **newer},
+           {**checked("specialised", "heldout", "PASSED"), **newer},
+           {**checked("baseline", "seen", "INCORRECT_NUMERICAL"), **newer}])
+    assert unvalidated_kernels(root, val) == [
+        ("triton2triton/axpy", "baseline", "INCORRECT_NUMERICAL on its seen configs at its last check"),
+        ("triton2triton/axpy", "baseline", "its heldout configs changed since its last check"),
+        ("triton2triton/axpy", "specialised", "PASSED on its heldout configs at its last check")]
+    write(good)
+    (t / "specialised.py").write_text((t / "specialised.py").read_text() + "\n# tuned\n")
+    assert unvalidated_kernels(root, val) == [
+        ("triton2triton/axpy", "specialised", "no GPU record evaluated it as it is")]
+
 # -- MCP ---------------------------------------------------------------------------------------
 
 
@@ -265,7 +317,9 @@ def test_mcp_descriptions_say_what_the_device_scores():
 
 def test_every_shipped_kernel_was_run_on_a_gpu():
     """Each committed baseline, solution and specialised file (and torch2hip reference) is, byte
-    for byte, one that a GPU validation record under reports/validation/ evaluated."""
+    for byte, one that a GPU validation record under reports/validation/ evaluated, and the newest
+    such record of each split was at the task's seen and held-out configs as they are and passed
+    (a specialised kernel failed its held-out configs)."""
     from arena.env.splits import unvalidated_kernels
 
     assert unvalidated_kernels() == []

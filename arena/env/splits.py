@@ -39,9 +39,9 @@ def _validation_records(folder: Path) -> Iterator[dict]:
                         continue
 
 
-def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str | None = None) -> list[str]:
-    tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
-    folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
+def _latest_gpu_checks(folder: Path) -> dict[tuple[str, str, str, str], dict]:
+    """(task id, agent, split, the candidate's sha256) -> the newest record of it a GPU (cuda or rocm) wrote, among
+    the validation records in ``folder``."""
     latest: dict[tuple[str, str, str, str], dict] = {}
     for r in _validation_records(folder):
         if (r.get("device") or {}).get("kind") not in ("cuda", "rocm"):
@@ -49,6 +49,13 @@ def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str
         key = (r["task_id"], r.get("agent", ""), r["split"], (r.get("candidate") or {}).get("sha256", ""))
         if key not in latest or r.get("finished_at", "") >= latest[key].get("finished_at", ""):
             latest[key] = r
+    return latest
+
+
+def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str | None = None) -> list[str]:
+    tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
+    folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
+    latest = _latest_gpu_checks(folder)
     out = []
     for folder_ in select_tasks("all", tasks_dir):
         task = load_task(folder_, validate=False)
@@ -66,18 +73,21 @@ def verified_ids(tasks_dir: Path | str | None = None, validation_dir: Path | str
 
 
 def unvalidated_kernels(tasks_dir: Path | str | None = None,
-                        validation_dir: Path | str | None = None) -> list[tuple[str, str]]:
-    """(task id, role) of every shipped kernel file (and torch2hip reference, the baseline
-    there) whose exact content no GPU record in the validation folder evaluated."""
+                        validation_dir: Path | str | None = None) -> list[tuple[str, str, str]]:
+    """(task id, role, why) of every shipped kernel file (and torch2hip reference, the baseline there) that does not
+    stand checked on a GPU as it is: no GPU record in the validation folder evaluated its exact content, or the newest
+    that did, on the seen or the held-out split, was at other configs than the task has now, or did not pass (a
+    specialised kernel: passed its held-out configs, which it is meant to fail)."""
     from arena.evaluation.parent import Candidate
 
     tasks_dir = Path(tasks_dir) if tasks_dir is not None else DEFAULT_TASKS_DIR
     folder = Path(validation_dir) if validation_dir is not None else _repo_of(tasks_dir) / "reports" / "validation"
-    seen: set[tuple[str, str, str]] = set()
-    for r in _validation_records(folder):
-        if (r.get("device") or {}).get("kind") in ("cuda", "rocm"):
-            seen.add((r["task_id"], r.get("agent", ""), (r.get("candidate") or {}).get("sha256", "")))
-    missing = []
+    latest = _latest_gpu_checks(folder)
+
+    def sizes(params: dict) -> str:
+        return json.dumps({k: v for k, v in params.items() if k != "name"}, sort_keys=True)
+
+    stale = []
     for f in select_tasks("all", tasks_dir):
         task = load_task(f, validate=False)
         for role in ("baseline", "solution", "specialised"):
@@ -85,9 +95,23 @@ def unvalidated_kernels(tasks_dir: Path | str | None = None,
             if role != "baseline" and path is None:
                 continue
             sha = Candidate(task, path, role).sha256()
-            if (task.id, role, sha) not in seen:
-                missing.append((task.id, role))
-    return missing
+            checks = {s: latest.get((task.id, role, s, sha)) for s in ("seen", "heldout")}
+            if not any(checks.values()):
+                stale.append((task.id, role, "no GPU record evaluated it as it is"))
+                continue
+            for split, r in checks.items():
+                must_pass = not (role == "specialised" and split == "heldout")
+                if r is None:
+                    why = f"not checked on its {split} configs as it is"
+                elif sorted(sizes(dict(c.params)) for c in task.configs(split)) != \
+                        sorted(sizes(c.get("params") or {}) for c in r.get("configs") or []):
+                    why = f"its {split} configs changed since its last check"
+                elif (r.get("status") == "PASSED") != must_pass:
+                    why = f"{r.get('status')} on its {split} configs at its last check"
+                else:
+                    continue
+                stale.append((task.id, role, why))
+    return stale
 
 
 def task_ids(split: str = "all", tasks_dir: Path | str | None = None) -> list[str]:
