@@ -170,7 +170,6 @@ def test_verified_needs_the_same_solution_passing_on_a_gpu(tmp_path):
     assert verified_ids(root, val) == []
 
 
-
 def test_a_shipped_kernel_stands_checked_only_as_it_is_at_the_configs_it_has(tmp_path):
     """A kernel file no GPU record evaluated, one whose newest check was at other configs than the task has now, one
     whose newest check failed, and a specialised kernel that passed its held-out configs each stand unvalidated, with
@@ -193,9 +192,8 @@ def test_a_shipped_kernel_stands_checked_only_as_it_is_at_the_configs_it_has(tmp
         with gzip.open(val / "x-records.jsonl.gz", "wt") as f:
             f.write("\n".join(json.dumps(r) for r in rows) + "\n")
 
-    def checked(agent, split, status, configs=None, kind="cuda"):
+    def checked(agent, split, status, configs=None):
         r = _record("triton2triton/axpy", agent, split, status, sha)
-        r["device"] = {"kind": kind}
         r["configs"] = [{"name": c.name, "params": dict(c.params)} for c in task.configs(split)] \
             if configs is None else configs
         return r
