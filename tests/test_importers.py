@@ -3483,19 +3483,15 @@ def test_aka_a_case_used_whole_is_named_as_the_helper_that_makes_the_inputs_unpa
     assert torch.allclose(out.double(), want, atol=1e-6)
 
 
-def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path, monkeypatch):
+def test_aka_a_block_that_follows_a_size_up_to_a_bound_the_cases_reach_lets_that_size_grow(tmp_path):
     """vLLM's expert counts launch blocks of ``next_power_of_2(min(numel, 1024))``: the block follows the
     number of tokens from the smallest case, and the largest case has it at its bound already. Every grown
     seen config is compiled as that case is, so the cases grow by the tokens into the timing window (they
     stayed at the test's sizes, below it, with the tokens kept as a size a block follows)."""
-    import arena.authoring.importers.aka as aka
     from arena.authoring.importers import kernel_probe
     from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
 
-    # its bincount does not run on the meta device: judged by its CPU seconds as they are, not a GPU's estimate of
-    # them (what is asserted is the block's bound, not the reference's cost; 4 times them on a loaded 2-core machine
-    # refused the drafts at 33 million tokens)
-    monkeypatch.setattr(aka, "HOST_READS_ON_GPU", 1.0)
+    # its bincount does not run on the meta device: judged by its calls counted, a few at any size
     result = import_aka(FIX / "aka_vllm_expert_counts", tmp_path)
     assert result.ok, result.report()
     task = load_task(result.folder)
@@ -3953,8 +3949,6 @@ def test_aka_the_seen_configs_top_up_has_a_budget_the_drafts_did_not_spend(tmp_p
     # and the top-up's own is ample: beside a full suite on 2 cores, one of its candidates was refused for it (what is
     # asserted is that the top-up has a budget of its own, not how large it is)
     monkeypatch.setattr(aka, "TOP_UP_SECONDS", 4 * aka.TOP_UP_SECONDS)
-    # its runs judged by their CPU seconds as they are (the limits above are set for them, not for a GPU's estimate)
-    monkeypatch.setattr(aka, "HOST_READS_ON_GPU", 1.0)
     # the runner as written: its reference makes its accumulator on the CPU, so it does not run on the meta device
     result = import_aka(FIX / "aka_vllm_seed_chunks", tmp_path)   # no held-out draft is checked: not a task to load
     text = (result.folder / "configs" / "seen.yaml").read_text()
@@ -4167,10 +4161,11 @@ def test_kernelbench_recurrent_weights_are_drawn_as_pytorch_draws_them(tmp_path)
 
 def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypatch):
     """A reference that reads each value on the host (`.item()` in a loop over a size) does not run on the meta
-    device, and on the CPU only until the probes' budget is spent, or until one run takes more than the drafts around
-    a grown config leave room for (which comes first depends on the CPU seconds a run takes, which the machine's load
-    moves: the full suite on 2 cores met the second): the cases stay below the timing window, and the report says how
-    far growth got and why it stopped (vectorise the reference), not only that they are small."""
+    device, and on the CPU only until the probes' budget is spent, or until one run's estimate passes what the drafts
+    around a grown config leave room for (which comes first depends on the CPU seconds the test's statements take,
+    which the machine's load moves: the full suite on 2 cores met the second): the cases stay below the timing window,
+    and the report says how far growth got and why it stopped (vectorise the reference), not only that they are
+    small."""
     import arena.authoring.importers.aka as aka
 
     monkeypatch.setattr(aka, "CPU_PROBE_SECONDS", 2.0)
@@ -4182,21 +4177,20 @@ def test_aka_cases_not_grown_say_where_growth_stopped_and_why(tmp_path, monkeypa
     stop = re.search(r"they were not grown: the largest growth refused is batch = (\d+), per_item = (\d+) "
                      r"\(([\d.]+) MB\): (?:the reference does not run on the meta device \(RuntimeError: "
                      r"Tensor.item\(\) cannot be called on meta tensors\), and its runs on the CPU had taken the 2 CPU "
-                     r"seconds|the reference took [\d.]+ CPU seconds there, as a GPU's run would take them \(4 "
-                     r"times its CPU seconds: it reads values on the host)", note)
+                     r"seconds|the reference would take an estimated [\d.]+ s there on a GPU \(its calls of torch "
+                     r"counted at a fixed pace: it reads values on the host, a value at a time\))", note)
     assert stop and "vectorise it" in note, note
     batch, per_item = int(stop[1]), int(stop[2])
     assert batch * per_item * 4 + batch * 4 > 64 * 16 * 4 + 64 * 4     # past the largest case, not at a case
 
 
-def test_aka_a_reference_that_reads_values_on_the_host_is_timed_alone_for_growth_and_drafts(tmp_path):
+def test_aka_a_reference_that_reads_values_on_the_host_is_judged_by_its_calls_for_growth_and_drafts(tmp_path):
     """A reference that reads each row's scale on the host (`.item()` in a loop over the rows) does not run on the
     meta device. Its runs on the CPU for growth and the drafts were watched by the FLOP counter and the memory mode,
     which cost tens of microseconds an operation: vLLM's bincount took 33 CPU seconds at its largest case, 1.2 alone,
-    and fourteen such imports stopped below the timing window with the probes' budget spent. Timed alone, as the
-    harness runs it, and counted as a GPU's run takes it (``HOST_READS_ON_GPU`` times), the rows grow into the
+    and fourteen such imports stopped below the timing window with the probes' budget spent. Run with its calls of
+    torch counted alone, and judged by the seconds a GPU's run of those calls and reads takes, the rows grow into the
     window and the held-out drafts are made around them."""
-    import arena.authoring.importers.aka as aka
     from arena.authoring.importers.common import WINDOW_BYTES, WINDOW_MARGIN
 
     result = import_aka(FIX / "aka_vllm_item_rows", tmp_path)
@@ -4206,8 +4200,8 @@ def test_aka_a_reference_that_reads_values_on_the_host_is_timed_alone_for_growth
     assert all(c["cols"] == 1024 and c["rows"] * 1024 * 8 >= WINDOW_BYTES / WINDOW_MARGIN for c in seen), seen
     assert len(task.configs("heldout")) >= 4
     # the limit that judges it is the GPU's estimate: a row loop of a few operations a row, not the budget's end
-    assert aka.HOST_READS_ON_GPU > 1
     assert not any("had taken the" in d for d in _decisions(result.report())), result.report()
+
 
 def test_the_bytes_read_of_a_tensor_are_what_its_operations_read_of_it():
     """An operation handed a view of a watched tensor reads the view; one that picks by index (or ``.item()``) reads
@@ -4697,6 +4691,60 @@ def test_one_probe_is_stopped_past_its_cpu_seconds():
     with pytest.raises(ProbeTimeout):
         with probe_limits(0):
             pass
+
+
+def test_a_reference_judged_on_the_cpu_is_counted_and_stopped_at_the_same_call_whatever_its_time(monkeypatch):
+    """A reference judged by its run on the CPU (its operations a chunk or a value at a time) is judged by its calls
+    of torch counted at a fixed pace, not by the seconds the run took, which move by a third from run to run: the
+    count is the same however slow the run, metadata reads are not counted, a value read on the host is, and the run
+    is stopped at the call that passes its limit, through the reference's own ``except Exception``."""
+    import threading
+
+    import arena.authoring.importers.common as common
+    from arena.authoring.importers.common import ProbeTimeout, counted_calls
+
+    def reference(x: torch.Tensor, slow: bool) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for s in range(0, x.shape[0], 4):
+            if slow:
+                sum(range(20000))            # Python's own work, which no count sees
+            out[s:s + 4] = x[s:s + 4].cumsum(0) * x.size(1)
+        return out + x[0, 0].item()
+
+    x = torch.randn(64, 8)
+    with counted_calls() as fast:
+        reference(x, False)
+    stop = threading.Event()
+    busy = threading.Thread(target=lambda: [sum(range(1000)) for _ in iter(stop.is_set, True)], daemon=True)
+    busy.start()            # the process's CPU time doubled beside the run, as on a loaded machine
+    try:
+        with counted_calls() as slow:
+            reference(x, True)
+    finally:
+        stop.set()
+        busy.join()
+    # empty_like; per chunk of 4 rows: a slice, cumsum, mul, setitem (x.shape and x.size(1) are metadata); then the
+    # value's index and the add; and one value read on the host
+    assert (fast.calls, fast.host_reads) == (slow.calls, slow.host_reads) == (1 + 16 * 4 + 2, 1)
+    assert fast.bytes == slow.bytes and fast.seconds == slow.seconds > 0
+
+    monkeypatch.setattr(common, "CALL_SECONDS", 1.0)
+    reached = []
+
+    def swallowing() -> None:
+        for i in range(100):
+            try:
+                reached.append(i)
+                torch.zeros(1) + 1
+            except Exception:  # noqa: BLE001 - a reference that goes on past its own errors
+                pass
+
+    for _ in range(2):
+        reached.clear()
+        with pytest.raises(ProbeTimeout, match=r"an estimated 12 s of a GPU's run \(12 calls"):
+            with counted_calls(limit=11.5):
+                swallowing()
+        assert reached[-1] == 5      # zeros and add: the 12th call, in the 6th pass, every time
 
 
 def test_a_probes_host_memory_is_bounded_and_a_run_past_it_is_refused(monkeypatch):

@@ -30,6 +30,7 @@ from arena.authoring.importers.common import (
     WINDOW_BYTES,
     WINDOW_FLOPS,
     WINDOW_MARGIN,
+    CallCost,
     Draft,
     Fitter,
     ImportResult,
@@ -42,6 +43,7 @@ from arena.authoring.importers.common import (
     config_params,
     count_bytes,
     count_elements,
+    counted_calls,
     dotted_name,
     draft_configs,
     drop_degenerate_configs,
@@ -3598,20 +3600,16 @@ CPU_PROBE_SECONDS = 15.0   # how long a reference that does not run on the meta 
 # tensors' data gone, what is left is its work a call at a time, which a loop in Python over a size makes grow with
 # it (a recurrence over T): each call is a launch on a GPU, and the harness runs the reference for every config
 REFERENCE_PROBE_SECONDS = 2.0
-# and where the meta device was cut short and the reference is judged by its run on the CPU instead (its operations
-# a chunk at a time, each a launch on a GPU), at most this many CPU seconds: FLA's chunked references need 2-5 s at
-# the 100-300 MB of the timing window (a cumsum, 16x16 triangular solves and merges over 131,072-4,194,304 steps),
-# and were refused at 2 s, below it. On an H200 they took 1.1-2 times their CPU seconds (0.6-8.8 s a config)
+# and where the meta device was cut short, or refused a value read on the host (``.item()`` in a loop over a size),
+# and the reference is judged by its run on the CPU instead (its operations a chunk or a value at a time, each a
+# launch on a GPU, each read a wait for it), at most this many seconds of a GPU's run, estimated from its calls of
+# torch counted (``counted_calls``): FLA's chunked references need 2-5 s at the 100-300 MB of the timing window (a
+# cumsum, 16x16 triangular solves and merges over 131,072-4,194,304 steps), and were refused at 2 s, below it; an
+# H200 took 0.6-8.8 s a config of theirs
 CPU_REFERENCE_SECONDS = 8.0
-GROWN_BUDGET = 4           # times that for the drafts around cases grown into the timing window
-# what a reference that reads values on the host (``.item()`` in a loop over a size) takes on a GPU, in times its CPU
-# seconds alone: there each read waits for the device, each operation is a launch. Measured on an H200 (2026-11-30,
-# `gpu_reference_rules.py --once`, 15 vLLM references of that kind, their configs of 5 ms or more on a loaded 2-core
-# CPU): 0.1-3.8 times (bincount 1.2-2.9, decode attention's stage 2 2.6-3.1, logit bias up to 3.8; the per-token
-# quantisations, which copy to the CPU first, 0.9-1.9)
-HOST_READS_ON_GPU = 4.0
+GROWN_BUDGET = 4           # times the probes' CPU seconds for the drafts around cases grown into the timing window
 # a case is grown only as far as the reference, judged on the CPU, takes at most CPU_REFERENCE_SECONDS / this: the
-# held-out drafts around the grown case go to twice its sizes, and a run's CPU seconds vary by a third
+# held-out drafts around the grown case go to twice its sizes, and a GPU's run took 0.57-3.6 times the estimate
 GROWTH_HEADROOM = 3
 # and one run of the reference, on the meta device or the CPU, at most (the budgets above are counted between runs:
 # a reference that loops in Python over every element, at a size a probe tries, runs for hours)
@@ -3658,8 +3656,8 @@ def _flops_formula(fitter: Fitter, smallest: dict, probe_fn: Callable,
 
 def _too_slow() -> str:
     """What a reference took where a draft or a growth is refused for its time."""
-    return (f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device or {CPU_REFERENCE_SECONDS:g} on "
-            "the CPU")
+    return (f"more than {REFERENCE_PROBE_SECONDS:g} CPU seconds on the meta device, or an estimated "
+            f"{CPU_REFERENCE_SECONDS:g} s of a GPU's run (its calls of torch counted at a fixed pace)")
 
 
 def _budgets_anew(probe_fn: Callable, obs: Observer | None, cpu_seconds: float) -> float:
@@ -3853,6 +3851,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
             cut = isinstance(exc, ProbeTimeout)
             meta_cut[0] = meta_cut[0] or cut
             t0 = time.process_time()   # this process's CPU time: the budget does not depend on the machine's load
+            estimated: float | None = None
             seen = observer.observe(params, "cpu")
             got = {t: v for t, v in seen.args} | dict(seen.kwargs)
 
@@ -3861,21 +3860,30 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                         torch.zeros(tuple(t.shape), dtype=t.dtype) for spec, t in zip(inputs, ins)]
             try:
                 if cut or judged[0]:
-                    # timed as the harness would run it: with no mode watching each operation (they cost it tens of
-                    # microseconds each); its FLOPs and temporaries not counted (its operations a chunk at a time,
-                    # or a value at a time), its host memory held by ``probe_limits`` instead. A case's run, for the
-                    # formulas, goes to its end (its outputs give them their shapes); a growth's or a draft's is cut
-                    # at the limit that judges it. A reference that reads values on the host (``.item()`` in a loop
-                    # over a size), which the meta device refuses, is timed so too for growth and the drafts:
-                    # watched, vLLM's bincount over 131,072 tokens took 33 CPU seconds, 28 times its 1.2 alone, and
-                    # the probes' 15 were spent before one held-out draft was tried. Its seconds are counted as a
-                    # GPU's run takes them (``HOST_READS_ON_GPU``)
-                    slower = 1.0 if cut else HOST_READS_ON_GPU
-                    with probe_limits(CPU_REFERENCE_SECONDS / slower if judged[0] else ONE_PROBE_SECONDS):
+                    # judged by its calls of torch counted (``counted_calls``: the estimate of a GPU's run, the same
+                    # on every machine and every run, where the run's CPU seconds move by a third), with no mode
+                    # watching each operation's dispatch (those cost it tens of microseconds each): its FLOPs and
+                    # temporaries not counted (its operations a chunk or a value at a time), its host memory held by
+                    # ``probe_limits`` instead. A case's run, for the formulas, goes to its end (its outputs give them
+                    # their shapes); a growth's or a draft's is stopped at the call that passes the limit that judges
+                    # it. A reference that reads values on the host (``.item()`` in a loop over a size), which the
+                    # meta device refuses, is judged so too for growth and the drafts (watched by the dispatch modes,
+                    # vLLM's bincount over 131,072 tokens took 33 CPU seconds, 28 times its 1.2 alone, and the probes'
+                    # 15 were spent before one held-out draft was tried). The run's time is bounded too, far past its
+                    # limit: a loop in Python that calls nothing of torch is not counted
+                    limit = CPU_REFERENCE_SECONDS if judged[0] else None
+                    cost = CallCost()
+                    with probe_limits(ONE_PROBE_SECONDS):
                         cpu = copies()
                         t1 = time.process_time()
-                        out = ref_fn(*cpu, *[params[f] for f in fields])
-                    cpu_seconds, counter, host_reads = (time.process_time() - t1) * slower, None, not cut
+                        try:
+                            with counted_calls(limit, cost=cost):
+                                out = ref_fn(*cpu, *[params[f] for f in fields])
+                        finally:
+                            # the budget is charged what the run was judged to cost, not the time it took (counted,
+                            # it runs up to twice as long): the drafts one import tries are the drafts another tries
+                            estimated = cost.seconds + (t1 - t0)
+                    cpu_seconds, counter, host_reads = cost.seconds, None, not cut
                 else:
                     with probe_limits(ONE_PROBE_SECONDS):
                         cpu = copies()
@@ -3884,7 +3892,7 @@ def _formula_probe(inputs: list[dict], fields: list[str], ref_fn: Callable | Non
                             out = ref_fn(*cpu, *[params[f] for f in fields])
                     peak = live.peak
             finally:
-                cpu_left[0] -= time.process_time() - t0
+                cpu_left[0] -= time.process_time() - t0 if estimated is None else estimated
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         # a run on the CPU: each floating output's spread and median nonzero |value| there (``RangeModel.measured``)
         spread = [spread_of(o) if isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type != "meta"
@@ -4537,18 +4545,18 @@ def _harness_task(aka: AkaFolder, h: Harness, name: str, decisions: list[str], s
         if out_of_range:
             return out_of_range
         if costly(cfg) is not None:
-            how = (f"as a GPU's run would take them ({HOST_READS_ON_GPU:g} times its CPU seconds: it reads values on "
-                   "the host, a value at a time)" if isinstance(got, dict) and got.get("host_reads") else
-                   "on the CPU (its operations a chunk at a time)")
-            return (f"the reference took {costly(cfg):.2g} CPU seconds there, {how}: the held-out drafts around a "
-                    f"grown config, up to twice its sizes, are held to {CPU_REFERENCE_SECONDS:g} (a loop in Python "
-                    "over a size is as slow in the harness): vectorise it")
+            how = ("it reads values on the host, a value at a time" if isinstance(got, dict) and got.get("host_reads")
+                   else "its operations a chunk at a time")
+            return (f"the reference would take an estimated {costly(cfg):.2g} s there on a GPU (its calls of torch "
+                    f"counted at a fixed pace: {how}): the held-out drafts around a grown config, up to twice its "
+                    f"sizes, are held to {CPU_REFERENCE_SECONDS:g} (a loop in Python over a size is as slow in the "
+                    "harness): vectorise it")
         return (f"it is past the {MAX_CONFIG_BYTES / 1e9:g} GB a config may move, the reference's temporaries "
                 "counted")
 
     def costly(cfg: dict) -> float | None:
-        """The CPU seconds of the reference at ``cfg`` where they leave the drafts around it no room (judged on the
-        CPU: the meta device was cut short), else None."""
+        """The estimated seconds of a GPU's run of the reference at ``cfg`` where they leave the drafts around it no
+        room (judged on the CPU: the meta device was cut short, or refused its reads on the host), else None."""
         got = probe_at(cfg)
         cpu = got.get("cpu_seconds") if isinstance(got, dict) else None
         return cpu if cpu is not None and cpu > CPU_REFERENCE_SECONDS / GROWTH_HEADROOM else None

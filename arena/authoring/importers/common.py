@@ -304,6 +304,77 @@ def flop_counter() -> Any:
     return FlopCounterMode(display=False, custom_mapping={fused: _fused_rnn_flops} if fused is not None else None)
 
 
+# A reference's cost where it is judged by a run on the CPU (its operations a chunk or a value at a time), counted
+# rather than timed: how long a run takes on the CPU moves from run to run (a 16x16 triangular solve over 98,304
+# steps took 1.85-2.69 CPU seconds on one machine, alone), and a growth judged on it stopped at one size in one
+# import and at another in the next. What a run does, its calls of torch, its values read on the host and the bytes
+# its calls make, is the same on every machine and every run; its cost is that count at a fixed pace, the seconds a
+# GPU's run of it takes (each call a launch, each read a wait for the device). Calls that read only a tensor's
+# metadata (its shape, its strides) do no work and are not counted. The pace was set from an H200's runs of 13 vLLM
+# references that loop over chunks or values (117 configs of 10 ms or more, up to 5.2 s; `scripts/reference_pace.py`,
+# reports/validation/2026-12-03-cuda-h200-reference-pace.md): their least-squares fit is 4.0 us a call, 9.4 a read and
+# 0.23 ns a byte; rounded as below, the estimate is 0.28-1.8 times the seconds measured, 0.86 times at the median
+# (a cumulative sum over 64-step chunks 0.66-1.24 times, 16x16 triangular solves and merges 0.28-0.7 times)
+CALL_SECONDS = 4e-6        # a call of torch (an operator, a slice, a copy): its launch and its Python around it
+HOST_READ_SECONDS = 10e-6  # a value read on the host: the wait for the device, and the copy
+BYTE_SECONDS = 0.25e-9     # a byte a call makes (the host's work where a reference copies its inputs there first)
+# the calls that do no work: a tensor's metadata (a property read through a descriptor is one of them too)
+_METADATA_CALLS = frozenset({"dim", "ndimension", "size", "numel", "nelement", "stride", "__len__", "is_contiguous",
+                             "data_ptr", "element_size", "storage_offset", "get_device", "is_floating_point",
+                             "is_complex", "is_signed", "__get__", "__format__", "__repr__", "__hash__"})
+_HOST_READ_CALLS = frozenset({"item", "tolist", "__int__", "__float__", "__bool__", "__index__", "__complex__",
+                              "numpy"})
+
+
+@dataclass
+class CallCost:
+    """What a counted run did (``counted_calls``): its calls of torch, the values it read on the host and the bytes
+    of the tensors its calls made, and the seconds of a GPU's run those come to at the fixed pace."""
+    calls: int = 0
+    host_reads: int = 0
+    bytes: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.calls * CALL_SECONDS + self.host_reads * HOST_READ_SECONDS + self.bytes * BYTE_SECONDS
+
+
+@contextlib.contextmanager
+def counted_calls(limit: float | None = None, cost: CallCost | None = None) -> Iterator[CallCost]:
+    """The calls of torch made in the block, counted (into ``cost``, or a ``CallCost`` of its own); past ``limit``
+    estimated seconds, the run is stopped with ``ProbeTimeout`` at the call that passes it, the same call on every
+    machine. A loop in Python that calls nothing of torch is not stopped here: ``probe_limits`` bounds its time."""
+    from torch.overrides import TorchFunctionMode
+
+    cost = CallCost() if cost is None else cost
+
+    def made(value: Any) -> int:
+        if isinstance(value, torch.Tensor):
+            return value.nbytes if value._base is None and value.device.type != "meta" else 0
+        if isinstance(value, (tuple, list)):
+            return sum(made(v) for v in value)
+        return 0
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            name = getattr(func, "__name__", "")
+            if name in _METADATA_CALLS:
+                return out
+            if name in _HOST_READ_CALLS:
+                cost.host_reads += 1
+            else:
+                cost.calls += 1
+                cost.bytes += made(args[2]) if name == "__setitem__" and len(args) > 2 else made(out)
+            if limit is not None and cost.seconds > limit:
+                raise ProbeTimeout(f"an estimated {cost.seconds:.3g} s of a GPU's run ({cost.calls} calls, "
+                                   f"{cost.host_reads} values read on the host) and more")
+            return out
+
+    with Count():
+        yield cost
+
+
 def peak_bytes_mode() -> Any:
     """A dispatch mode that measures the bytes of the tensors made under it that are alive at once, at most
     (``.peak``): a forward pass's temporaries and outputs, run on the meta device at any size without memory
