@@ -312,9 +312,9 @@ def flop_counter() -> Any:
 # GPU's run of it takes (each call a launch, each read a wait for the device). Calls that read only a tensor's
 # metadata (its shape, its strides) do no work and are not counted. The pace was set from an H200's runs of 13 vLLM
 # references that loop over chunks or values (117 configs of 10 ms or more, up to 5.2 s; `scripts/reference_pace.py`,
-# reports/validation/2026-12-03-cuda-h200-reference-pace.md): their least-squares fit is 4.0 us a call, 9.4 a read and
-# 0.23 ns a byte; rounded as below, the estimate is 0.28-1.8 times the seconds measured, 0.86 times at the median
-# (a cumulative sum over 64-step chunks 0.66-1.24 times, 16x16 triangular solves and merges 0.28-0.7 times)
+# reports/validation/2026-12-03-cuda-h200-importers-aka-counted-calls.md): their least-squares fit is 4.0 us a call,
+# 9.4 a read and 0.23 ns a byte; rounded as below, the estimate is 0.28-1.8 times the seconds measured, 0.86 times
+# at the median (a cumulative sum over 64-step chunks 0.66-1.24 times, 16x16 triangular solves and merges 0.28-0.7)
 CALL_SECONDS = 4e-6        # a call of torch (an operator, a slice, a copy): its launch and its Python around it
 HOST_READ_SECONDS = 10e-6  # a value read on the host: the wait for the device, and the copy
 BYTE_SECONDS = 0.25e-9     # a byte a call makes (the host's work where a reference copies its inputs there first)
