@@ -420,6 +420,35 @@ def test_a_sliding_windows_output_size_is_written_as_its_formula():
     assert fit.int_formula(lambda r: r, "odd") == 100 * 100 % 97 + 3 and fit.inexact
 
 
+def test_a_sum_of_products_of_sizes_and_a_halved_size_is_written_as_its_formula():
+    """vLLM's speculative-decoding tests size their token tensors by a sum over requests: ``num_reqs * (1 +
+    num_spec)`` tokens, or ``sum(max_draft - j % 2 for j in range(batch))``, lengths that alternate. No product,
+    affine or window formula writes those, and the size was kept as the number: the signature said 480 tokens at
+    every config, and the reference refused the smoke config (its inputs made with 10). Now each is written as a
+    sum of products of the sizes, a halved size as a floor division whose phase the values just above the base
+    tell; a value that no such sum gives is still kept as the number and said to be."""
+    from arena.authoring.importers.common import Fitter
+    from arena.taskdef import formula
+
+    def alternating(q):
+        return sum(q["max_draft"] - j % 2 for j in range(q["batch"]))
+
+    base = {"batch": 64, "max_draft": 8, "vocab": 1024}
+    fit = Fitter(base, alternating)
+    text = fit.int_formula(lambda r: r, "dimension 0 of draft_ids")
+    assert text == "batch * max_draft - batch // 2" and not fit.inexact, (text, fit.inexact)
+    for b, m in ((1, 1), (7, 3), (65, 5), (1000, 17)):
+        assert formula.evaluate(text, {**base, "batch": b, "max_draft": m}) == alternating({"batch": b, "max_draft": m})
+    odd_first = Fitter(base, lambda q: q["batch"] * q["max_draft"] + (q["batch"] + 1) // 2)
+    assert odd_first.int_formula(lambda r: r) == "batch * max_draft + (batch + 1) // 2"
+    fit = Fitter({"num_reqs": 64, "num_spec": 4, "seq": 1024}, lambda q: q["num_reqs"] * (1 + q["num_spec"]))
+    assert fit.int_formula(lambda r: r) == "num_reqs * num_spec + num_reqs"
+    three = Fitter({"a": 6, "b": 4, "c": 10}, lambda q: 3 * q["a"] * q["b"] * q["c"] + q["a"] * q["c"] - 2 * q["b"] + 7)
+    assert three.int_formula(lambda r: r) == "3 * a * b * c + a * c - 2 * b + 7"
+    fit = Fitter({"a": 64, "b": 4}, lambda q: q["a"] * q["b"] + q["a"] * q["a"] % 97)
+    assert fit.int_formula(lambda r: r, "odd") == 64 * 4 + 64 * 64 % 97 and "cannot write" in fit.inexact[0]
+
+
 def test_lifting_sizes_leaves_values_small_numbers_and_taken_names_alone():
     import ast
 

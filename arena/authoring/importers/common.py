@@ -496,6 +496,28 @@ def read_bytes_mode(named: dict[str, Any]) -> Any:
     return ReadBytes()
 
 
+def _solve(rows: list[list[Fraction]]) -> list[Fraction] | None:
+    """The one solution of the linear equations ``rows`` (each its coefficients and, last, its value), by
+    Gaussian elimination; None where they have none or more than one."""
+    rows = [list(r) for r in rows]
+    n = len(rows[0]) - 1
+    r = 0
+    for col in range(n):
+        pick = next((i for i in range(r, len(rows)) if rows[i][col] != 0), None)
+        if pick is None:
+            return None     # a term no probe tells apart from the others
+        rows[r], rows[pick] = rows[pick], rows[r]
+        rows[r] = [x / rows[r][col] for x in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][col] != 0:
+                f = rows[i][col]
+                rows[i] = [x - f * y for x, y in zip(rows[i], rows[r])]
+        r += 1
+    if any(row[n] != 0 for row in rows[r:]):
+        return None         # no solution gives every probe
+    return [rows[i][n] for i in range(n)]
+
+
 class Fitter:
     """Formulas over named parameters for values a probe computes. ``probe(params)`` runs the
     problem with those parameter values (it may raise: that parameter set is not valid);
@@ -587,6 +609,8 @@ class Fitter:
                     break
         if text is None and 2 <= len(affecting) <= 4:
             text = self._blocks(affecting, get, v0)
+        if text is None and 2 <= len(affecting) <= 3:
+            text = self._multilinear(affecting, get, v0)
         if text is None:
             if what:
                 self.unwritten.append((what, list(affecting)))
@@ -771,6 +795,68 @@ class Fitter:
         except _NoValue:
             pass
         return probes
+
+    def _multilinear(self, names: list[str], get: Callable, v0: int, most: int = 64) -> str | None:
+        """v = the sum over the subsets S of ``names`` of a_S * prod(S), each a_S a whole number of at most ``most``,
+        but a lone size's, which may be a half, a third or a quarter (a floor division, its phase read off the values
+        just above the base): the tokens of requests of a fixed length plus one each (``num_reqs * (1 + num_spec)``)
+        or of lengths that alternate (``sum(max_draft - j % 2 for j in range(batch))`` is ``batch * max_draft -
+        batch // 2``). Solved on the probes made (each size doubled and tripled, all doubled together, each pair
+        doubled), and kept only where those are more than its unknowns and it gives every one of them."""
+        subsets = [s for r in range(len(names) + 1) for s in itertools.combinations(names, r)]
+        probes = self._probes(names, get, v0)
+        if len(names) > 2:
+            for a, b in itertools.combinations(names, 2):
+                pair = {a: 2 * self.base[a], b: 2 * self.base[b]}
+                with contextlib.suppress(_NoValue):
+                    probes.append(({**self.base, **pair}, int(self._get(get, self.run(pair)))))
+        if len(probes) <= len(subsets):
+            return None
+        coef = _solve([[Fraction(math.prod(p[c] for c in s)) for s in subsets] + [Fraction(v)] for p, v in probes])
+        if coef is None:
+            return None
+        known = list(probes)
+        parts: list[tuple[Fraction, tuple[str, ...]]] = []     # (a_S, S)
+        for s, a in zip(subsets, coef):
+            if a == 0:
+                continue
+            if abs(a) > most or (a.denominator != 1 and (len(s) != 1 or a.denominator > 4 or abs(a.numerator) != 1)):
+                return None
+            if a.denominator != 1:      # the values just above the base tell the floor division's phase
+                (c,) = s
+                for i in range(1, a.denominator):
+                    with contextlib.suppress(_NoValue):
+                        known.append(({**self.base, c: self.base[c] + i},
+                                      int(self._at_value(c, self.base[c] + i, get))))
+            parts.append((a, s))
+        if not any(len(s) > 1 for _, s in parts):
+            return None     # an affine value: ``_affine``'s, or not one at all
+
+        def text_of(phases: dict[tuple[str, ...], int]) -> str | None:
+            terms = []
+            for a, s in sorted(parts, key=lambda t: (-len(t[1]), t[0] < 0)):
+                if a.denominator != 1:
+                    (c,) = s
+                    o = phases[s]
+                    mag = f"({c} + {o}) // {a.denominator}" if o else f"{c} // {a.denominator}"
+                else:
+                    mag = " * ".join(([str(abs(a.numerator))] if abs(a) != 1 or not s else []) + list(s))
+                terms.append(("- " if a < 0 else "+ ") + mag)
+            if not terms or terms[0].startswith("- "):
+                return None
+            return " ".join(terms)[2:]
+
+        floors = [(a, s) for a, s in parts if a.denominator != 1]
+        for offsets in itertools.product(*[range(a.denominator) for a, _ in floors]):
+            text = text_of({s: o for (_, s), o in zip(floors, offsets)})
+            if text is None:
+                return None
+            try:
+                if all(int(formula.evaluate(text, values)) == want for values, want in known):
+                    return text
+            except (formula.FormulaError, ZeroDivisionError):
+                return None
+        return None
 
     def _quotient(self, names: list[str], get: Callable, v0: int) -> str | None:
         """v = a // b + k or a ceiling's (a + b - 1) // b + k, k small: the boundaries of a sequence's chunks
