@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -517,6 +518,22 @@ def test_timeout_kills_the_compiler(source_dir: Path, tmp_path: Path) -> None:
     assert result.timed_out and not result.ok and result.library is None
     assert "timed out" in result.log
     assert not any((tmp_path / ".tmp").iterdir())  # the staging directory is cleaned up
+
+
+@pytest.mark.parametrize("target,arch", [("rocm", "gfx90a"), ("cuda", "sm_90")])
+def test_a_build_leaves_nothing_in_the_temporary_directory(target: str, arch: str, source_dir: Path,
+                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang's HIP driver (hipcc for an AMD target) makes two directories named after the source in $TMPDIR for
+    every compile and leaves them there, empty: a test run left about a thousand ``kernel-XXXXXX`` in /tmp. Each
+    compiler run has a temporary directory of its own, removed after it."""
+    _need_toolchain(target)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    result = build_hip(source_dir / "elementwise.hip", target=target, arch=arch, cache_dir=tmp_path / "cache")
+    assert result.ok and not result.cached, result.log
+    assert not list(tmp.iterdir())
 
 
 def test_missing_toolchain_is_a_failed_build(monkeypatch: pytest.MonkeyPatch,

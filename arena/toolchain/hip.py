@@ -295,7 +295,17 @@ def _kill_group(pid: int) -> None:
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str, bool]:
-    """(return code or None, merged output, timed out). Kills the whole group on timeout."""
+    """(return code or None, merged output, timed out). Kills the whole group on timeout. The compiler's
+    temporary files go to a directory of the run's own, removed after it: clang's HIP driver (hipcc for an AMD
+    target) leaves two empty directories named after the source in $TMPDIR for every compile."""
+    scratch = tempfile.mkdtemp(prefix="arena-cc-")
+    try:
+        return _run_in(command, cwd, {**env, "TMPDIR": scratch}, timeout)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str, bool]:
     proc = subprocess.Popen(
         command,
         cwd=cwd,
