@@ -151,6 +151,21 @@ def test_a_reference_past_what_its_output_dtype_holds_fails(tmp_path):
     assert any("past what float16 holds" in p for p in row.problems), row.problems
 
 
+def test_an_fp8_reference_output_is_read_for_its_range():
+    """The range rule read an fp8 output's values with ``torch.isfinite``, which torch has not for its fp8 types:
+    `arena tasks check` raised on the corpus's two fp8-output tasks (hip2hip/rms_norm_dynamic_fp8_quant on an
+    H200, "reference: NotImplementedError"). Such an output is read upcast: in range it passes, past it the
+    rule names the dtype's range."""
+    import torch
+
+    from arena.check.degeneracy import range_problems
+
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        assert range_problems("q", (torch.randn(64) * 100).to(dtype), dtype) == []
+    wide = range_problems("q", torch.tensor([1.0, 1e6]), torch.float8_e4m3fn)
+    assert len(wide) == 1 and "past what float8_e4m3fn holds (-448 to 448)" in wide[0], wide
+
+
 FP32 = {"atol": 1e-4, "rtol": 1e-4, "norm": 1e-5}
 
 
