@@ -1,14 +1,27 @@
 // Log-softmax over the last dimension, fp16 in, fp32 out: a general, portable solution.
 //
-// Two kernels over a grid of (rows, splits) blocks, splits chosen so that a few hundred
-// blocks work even for a handful of rows (each block a contiguous chunk of >= 4096 values):
-// 1. lsm_partial_kernel: one read of the chunk, an online (running max, rescaled sum of
-//    exponentials) reduction per thread with one rescale per 8-value vector, combined
-//    across the block; (max, sum) per chunk go to a fixed __device__ buffer.
-// 2. lsm_write_kernel: every block combines its row's partials into log Z and writes
-//    y = x - log Z for its chunk (the chunk was just read: mostly an L2 hit for few rows).
 // Vector width by shape and alignment: 8 halves (16-byte loads, two 16-byte stores) when
-// cols % 8 == 0 and x, y are 16-byte aligned; 2 when cols is even; else scalar.
+// cols % 8 == 0 and x, y are 16-byte aligned; 2 when cols is even; else scalar. Three paths:
+// * Many rows (>= 256) short enough to sit in registers (cols <= 512 * K * V: 32768 for
+//   V = 8, 16384 for V = 2, 8192 for V = 1): lsm_regs_kernel, one block per row of the
+//   fewest threads (a power of two, 64 to 512) whose K vectors each hold the row. The row
+//   is read from memory once into registers; the row maximum and the sum of exp(x - max)
+//   are block reductions over those registers (warp shuffles, then one shared value per
+//   warp), and y = x - log Z is written from them: 6 bytes of traffic per element, the
+//   least there is.
+// * Many longer rows (>= 512): lsm_row_kernel, one block of 1024 threads a multiprocessor,
+//   each taking rows in turn: an online (running max, rescaled sum of exponentials) pass,
+//   then the write pass, which reads the row again from the L2, where it still is.
+// * Otherwise (few rows): two kernels over a grid of (rows, splits) blocks, splits chosen
+//   so that a few hundred blocks work even for a handful of rows (each block a contiguous
+//   chunk of >= 4096 values):
+//   1. lsm_partial_kernel: one read of the chunk, the online reduction per thread with one
+//      rescale per vector, combined across the block; (max, sum) per chunk go to a fixed
+//      __device__ buffer.
+//   2. lsm_write_kernel: every block combines its row's partials into log Z and writes
+//      y = x - log Z for its chunk (the chunk was just read: mostly an L2 hit for few rows).
+// (Two kernels over many rows read each row twice from memory: once the rows in flight no
+// longer fit the L2, they are no faster than the starting kernel's block a row.)
 
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -20,6 +33,11 @@
 #define LSM_MAX_PARTIALS (1 << 20)   // rows * splits
 #define LSM_TARGET_BLOCKS 512
 #define LSM_MIN_VECS_PER_BLOCK 512
+#define LSM_REG_MIN_ROWS 256      // rows at least for the register path: one block a row fills the GPU
+#define LSM_REG_MAX_THREADS 512
+#define LSM_ROW_MIN_ROWS 1000000000      // rows at least for one block a long row (lsm_row_kernel)
+#define LSM_ROW_THREADS 1024
+#define LSM_ROW_BLOCKS_PER_SM 1   // lsm_row_kernel's grid: this many blocks a multiprocessor
 
 __device__ float2 g_lsm_partials[LSM_MAX_PARTIALS];
 
@@ -28,19 +46,24 @@ static __device__ __forceinline__ void lsm_unpack2(unsigned int bits, float* f) 
     f[1] = __half2float(__ushort_as_half((unsigned short)(bits >> 16)));
 }
 
+// V halves as the raw bits one load reads.
+template <int V> struct LsmRaw;
+template <> struct LsmRaw<8> { typedef uint4 T; };
+template <> struct LsmRaw<2> { typedef unsigned int T; };
+template <> struct LsmRaw<1> { typedef unsigned short T; };
+
+static __device__ __forceinline__ void lsm_unpack(const uint4& u, float* f) {
+    lsm_unpack2(u.x, f);
+    lsm_unpack2(u.y, f + 2);
+    lsm_unpack2(u.z, f + 4);
+    lsm_unpack2(u.w, f + 6);
+}
+static __device__ __forceinline__ void lsm_unpack(unsigned int u, float* f) { lsm_unpack2(u, f); }
+static __device__ __forceinline__ void lsm_unpack(unsigned short u, float* f) { f[0] = __half2float(__ushort_as_half(u)); }
+
 template <int V>
 static __device__ __forceinline__ void lsm_load(const __half* __restrict__ p, int64_t i, float* f) {
-    if constexpr (V == 8) {
-        const uint4 u = reinterpret_cast<const uint4*>(p)[i];
-        lsm_unpack2(u.x, f);
-        lsm_unpack2(u.y, f + 2);
-        lsm_unpack2(u.z, f + 4);
-        lsm_unpack2(u.w, f + 6);
-    } else if constexpr (V == 2) {
-        lsm_unpack2(reinterpret_cast<const unsigned int*>(p)[i], f);
-    } else {
-        f[0] = __half2float(p[i]);
-    }
+    lsm_unpack(reinterpret_cast<const typename LsmRaw<V>::T*>(p)[i], f);
 }
 
 template <int V>
@@ -134,9 +157,171 @@ lsm_write_kernel(const __half* __restrict__ x, float* __restrict__ y, int64_t co
     }
 }
 
+// The block's maximum (MAX) or sum of v, the same value in every thread (every thread
+// combines the warps' values in the same order). sh: one float per warp, reused after.
+template <bool MAX>
+static __device__ __forceinline__ float lsm_block_reduce(float v, float* sh) {
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+        const float w = __shfl_xor(v, offset);
+        v = MAX ? fmaxf(v, w) : v + w;
+    }
+    const int warps = (int)((blockDim.x + warpSize - 1) / warpSize);
+    if (threadIdx.x % warpSize == 0) sh[threadIdx.x / warpSize] = v;
+    __syncthreads();
+    float r = sh[0];
+    for (int w = 1; w < warps; ++w) r = MAX ? fmaxf(r, sh[w]) : r + sh[w];
+    __syncthreads();
+    return r;
+}
+
+// One block a row; thread t holds vectors t, t + blockDim.x, ... (K of them) in registers.
+template <int V, int K>
+__global__ void __launch_bounds__(LSM_REG_MAX_THREADS)
+lsm_regs_kernel(const __half* __restrict__ x, float* __restrict__ y, int64_t cols) {
+    typedef typename LsmRaw<V>::T T;
+    __shared__ float sh[LSM_MAX_WARPS];
+    const int64_t row = blockIdx.x;
+    const int nvec = (int)(cols / V);
+    const T* xr = reinterpret_cast<const T*>(x + row * cols);
+    float* yr = y + row * cols;
+    T u[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {  // every load issued before any is used
+        const int i = (int)threadIdx.x + k * (int)blockDim.x;
+        if (i < nvec) u[k] = xr[i];
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if ((int)threadIdx.x + k * (int)blockDim.x < nvec) {
+            float f[V];
+            lsm_unpack(u[k], f);
+#pragma unroll
+            for (int q = 0; q < V; ++q) m = fmaxf(m, f[q]);
+        }
+    }
+    m = lsm_block_reduce<true>(m, sh);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if ((int)threadIdx.x + k * (int)blockDim.x < nvec) {
+            float f[V];
+            lsm_unpack(u[k], f);
+#pragma unroll
+            for (int q = 0; q < V; ++q) s += __expf(f[q] - m);
+        }
+    }
+    s = lsm_block_reduce<false>(s, sh);
+    const float lse = m + logf(s);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int i = (int)threadIdx.x + k * (int)blockDim.x;
+        if (i < nvec) {
+            float f[V];
+            lsm_unpack(u[k], f);
+#pragma unroll
+            for (int q = 0; q < V; ++q) f[q] -= lse;
+            lsm_store<V>(yr, i, f);
+        }
+    }
+}
+
+// One row of lsm_row_kernel: an online (max, sum) pass over the row, combined across the
+// block, then the write pass, which reads the row again while it is still in the L2.
+template <int V>
+static __device__ __forceinline__ void lsm_row(const __half* __restrict__ x, float* __restrict__ y, int64_t cols,
+                                               int64_t row, float* pm, float* ps) {
+    const int64_t nvec = cols / V;
+    const __half* xr = x + row * cols;
+    float* yr = y + row * cols;
+    float m = -INFINITY, s = 0.0f;
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < nvec; i += LSM_ROW_THREADS) {
+        float f[V];
+        lsm_load<V>(xr, i, f);
+        float vm = f[0];
+#pragma unroll
+        for (int q = 1; q < V; ++q) vm = fmaxf(vm, f[q]);
+        const float mn = fmaxf(m, vm);
+        float vs = 0.0f;
+#pragma unroll
+        for (int q = 0; q < V; ++q) vs += __expf(f[q] - mn);
+        s = s * __expf(m - mn) + vs;  // m = -inf at first: exp(-inf) = 0
+        m = mn;
+    }
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+        const float m2 = __shfl_xor(m, offset);
+        const float s2 = __shfl_xor(s, offset);
+        lsm_combine(m, s, m2, s2);
+    }
+    if (threadIdx.x % warpSize == 0) {
+        pm[threadIdx.x / warpSize] = m;
+        ps[threadIdx.x / warpSize] = s;
+    }
+    __syncthreads();
+    m = pm[0];
+    s = ps[0];
+    for (int w = 1; w < (int)(LSM_ROW_THREADS / warpSize); ++w) lsm_combine(m, s, pm[w], ps[w]);
+    const float lse = m + logf(s);
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < nvec; i += LSM_ROW_THREADS) {
+        float f[V];
+        lsm_load<V>(xr, i, f);
+#pragma unroll
+        for (int q = 0; q < V; ++q) f[q] -= lse;
+        lsm_store<V>(yr, i, f);
+    }
+}
+
+// Blocks of LSM_ROW_THREADS for many long rows, one row at a time each. The grid is
+// LSM_ROW_BLOCKS_PER_SM blocks a multiprocessor, each looping over rows, so that few rows
+// are in flight and each is read again from the L2: 132 rows of 256 KB on an H200, about
+// half its 60 MB L2 (as many blocks as rows would let a multiprocessor take two or more).
+template <int V>
+__global__ void __launch_bounds__(LSM_ROW_THREADS)
+lsm_row_kernel(const __half* __restrict__ x, float* __restrict__ y, int64_t rows, int64_t cols) {
+    __shared__ float pm[LSM_MAX_WARPS];
+    __shared__ float ps[LSM_MAX_WARPS];
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        lsm_row<V>(x, y, cols, row, pm, ps);
+        __syncthreads();  // pm, ps are written again for the next row
+    }
+}
+
+static int lsm_sm_count() {
+    static int cached = 0;
+    if (cached == 0) {
+        int dev = 0;
+        int n = 0;
+        if (hipGetDevice(&dev) != hipSuccess ||
+            hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess || n <= 0)
+            n = 128;
+        cached = n;
+    }
+    return cached;
+}
+
+// The register path where it applies (enough rows, the row fits): true if launched.
+template <int V, int K>
+static bool lsm_regs_launch(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
+    const int64_t nvec = cols / V;
+    if (rows < LSM_REG_MIN_ROWS || nvec > (int64_t)LSM_REG_MAX_THREADS * K) return false;
+    int threads = 64;  // a whole number of warps of 32 or 64 lanes
+    while ((int64_t)threads * K < nvec) threads *= 2;
+    hipLaunchKernelGGL((lsm_regs_kernel<V, K>), dim3((unsigned int)rows), dim3(threads), 0, stream, x, y, cols);
+    return true;
+}
+
 template <int V>
 static void lsm_launch(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
     const int64_t nvec = cols / V;
+    if (rows >= LSM_ROW_MIN_ROWS) {
+        int64_t blocks = (int64_t)lsm_sm_count() * LSM_ROW_BLOCKS_PER_SM;
+        if (blocks > rows) blocks = rows;
+        hipLaunchKernelGGL(lsm_row_kernel<V>, dim3((unsigned int)blocks), dim3(LSM_ROW_THREADS), 0, stream, x, y, rows,
+                           cols);
+        return;
+    }
     int64_t splits = (LSM_TARGET_BLOCKS + rows - 1) / rows;
     const int64_t by_size = (nvec + LSM_MIN_VECS_PER_BLOCK * 8 / V - 1) / (LSM_MIN_VECS_PER_BLOCK * 8 / V);
     if (splits > by_size) splits = by_size;
@@ -151,13 +336,14 @@ static void lsm_launch(const __half* x, float* y, int64_t rows, int64_t cols, hi
 
 extern "C" int log_softmax_vocab(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
     if (rows <= 0 || cols <= 0) return (int)hipSuccess;
-    if (rows > LSM_MAX_PARTIALS || rows > 2147483647LL) return (int)hipErrorInvalidValue;
+    if (rows > 2147483647LL) return (int)hipErrorInvalidValue;  // the split path has rows < LSM_ROW_MIN_ROWS
     const uintptr_t any = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y);
-    if (cols % 8 == 0 && any % 16 == 0)
-        lsm_launch<8>(x, y, rows, cols, stream);
-    else if (cols % 2 == 0 && any % 8 == 0)
-        lsm_launch<2>(x, y, rows, cols, stream);
-    else
-        lsm_launch<1>(x, y, rows, cols, stream);
+    if (cols % 8 == 0 && any % 16 == 0) {
+        if (!lsm_regs_launch<8, 8>(x, y, rows, cols, stream)) lsm_launch<8>(x, y, rows, cols, stream);
+    } else if (cols % 2 == 0 && any % 8 == 0) {
+        if (!lsm_regs_launch<2, 16>(x, y, rows, cols, stream)) lsm_launch<2>(x, y, rows, cols, stream);
+    } else {
+        if (!lsm_regs_launch<1, 16>(x, y, rows, cols, stream)) lsm_launch<1>(x, y, rows, cols, stream);
+    }
     return (int)hipGetLastError();
 }

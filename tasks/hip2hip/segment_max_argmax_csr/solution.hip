@@ -40,7 +40,8 @@
 #define SM_SHORT_MAX_LEN 32   // average segment length up to this: sm_short_kernel
 #define SM_SHORT_MAX_RY 8     // row lanes per item, at most
 #define SM_SHORT_UNROLL 8     // rows per lane per step
-#define SM_SHORT_ROWS_PER_LANE 7  // RY: the smallest with L <= 7 * RY (at most SM_SHORT_MAX_RY)
+#define SM_SHORT_ROWS_PER_LANE 16  // RY: the smallest with L <= 8 * RY (at most SM_SHORT_MAX_RY)
+#define SM_SHORT_VEC4 1           // float4 items where features and alignment allow
 
 static __device__ __forceinline__ unsigned long long sm_key(float v, int64_t row) {
     unsigned int u = __float_as_uint(v);
@@ -224,25 +225,38 @@ sm_short_kernel(const float* __restrict__ x, const int64_t* __restrict__ ptr, fl
     }
     const T* xv = reinterpret_cast<const T*>(x) + vec;
     for (int r = lo + ry; r < hi; r += SM_SHORT_UNROLL * RY) {
+        // Every load of the step is issued before any compare: a row past the segment's end
+        // reads its last row instead (a value the segment has, recorded as that row: a lane's
+        // rows stay in increasing order and the merged candidate is the same), with no
+        // predicate to keep the loads apart.
         T a[SM_SHORT_UNROLL];
 #pragma unroll
-        for (int k = 0; k < SM_SHORT_UNROLL; ++k) {  // all loads of the step before any compare
-            const int rr = r + k * RY;
-            if (rr < hi) a[k] = xv[(int64_t)rr * fv];
+        for (int k = 0; k < SM_SHORT_UNROLL; ++k) {
+            const int rr = min(r + k * RY, hi - 1);
+            a[k] = xv[(int64_t)rr * fv];
         }
+        float f[SM_SHORT_UNROLL][V];
 #pragma unroll
-        for (int k = 0; k < SM_SHORT_UNROLL; ++k) {  // rows in increasing order
-            const int rr = r + k * RY;
-            if (rr < hi) {
-                float f[V];
-                sm_get(a[k], f);
+        for (int k = 0; k < SM_SHORT_UNROLL; ++k) sm_get(a[k], f[k]);
 #pragma unroll
-                for (int q = 0; q < V; ++q) {
-                    if (row[q] < 0 || f[q] > best[q]) {  // strictly larger: the first row is kept
-                        best[q] = f[q];
-                        row[q] = rr;
-                    }
-                }
+        for (int q = 0; q < V; ++q) {
+            // The step's maximum as a tree (all its loads before any use), then, where it beats
+            // the best so far (strictly: an earlier row keeps a tie), its first row in the step.
+            float t[SM_SHORT_UNROLL];
+#pragma unroll
+            for (int k = 0; k < SM_SHORT_UNROLL; ++k) t[k] = f[k][q];
+#pragma unroll
+            for (int w = SM_SHORT_UNROLL / 2; w > 0; w /= 2) {
+#pragma unroll
+                for (int k = 0; k < w; ++k) t[k] = fmaxf(t[k], t[k + w]);
+            }
+            if (row[q] < 0 || t[0] > best[q]) {
+                int k0 = SM_SHORT_UNROLL - 1;
+#pragma unroll
+                for (int k = SM_SHORT_UNROLL - 2; k >= 0; --k)
+                    if (f[k][q] == t[0]) k0 = k;
+                best[q] = t[0];
+                row[q] = min(r + k0 * RY, hi - 1);
             }
         }
     }
@@ -322,7 +336,7 @@ extern "C" int segment_max_argmax_csr(const float* x, const int64_t* ptr, float*
     const uintptr_t a = reinterpret_cast<uintptr_t>(x);
     if (num_nodes <= (int64_t)SM_SHORT_MAX_LEN * segments && num_nodes < 0x3FFFFFFFLL &&
         segments * features < 0x7FFFFFFFLL) {
-        const bool vec4 = features % 4 == 0 && a % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0 &&
+        const bool vec4 = SM_SHORT_VEC4 && features % 4 == 0 && a % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0 &&
                           reinterpret_cast<uintptr_t>(arg) % 16 == 0;
         if (vec4)
             sm_short_launch<4>(x, ptr, out, arg, num_nodes, segments, features, stream);
