@@ -1,27 +1,27 @@
 // Log-softmax over the last dimension, fp16 in, fp32 out: a general, portable solution.
 //
 // Vector width by shape and alignment: 8 halves (16-byte loads, two 16-byte stores) when
-// cols % 8 == 0 and x, y are 16-byte aligned; 2 when cols is even; else scalar. Three paths:
-// * Many rows (>= 256) short enough to sit in registers (cols <= 512 * K * V: 32768 for
-//   V = 8, 16384 for V = 2, 8192 for V = 1): lsm_regs_kernel, one block per row of the
-//   fewest threads (a power of two, 64 to 512) whose K vectors each hold the row. The row
-//   is read from memory once into registers; the row maximum and the sum of exp(x - max)
-//   are block reductions over those registers (warp shuffles, then one shared value per
-//   warp), and y = x - log Z is written from them: 6 bytes of traffic per element, the
-//   least there is.
-// * Many longer rows (>= 512): lsm_row_kernel, one block of 1024 threads a multiprocessor,
-//   each taking rows in turn: an online (running max, rescaled sum of exponentials) pass,
-//   then the write pass, which reads the row again from the L2, where it still is.
-// * Otherwise (few rows): two kernels over a grid of (rows, splits) blocks, splits chosen
-//   so that a few hundred blocks work even for a handful of rows (each block a contiguous
-//   chunk of >= 4096 values):
-//   1. lsm_partial_kernel: one read of the chunk, the online reduction per thread with one
-//      rescale per vector, combined across the block; (max, sum) per chunk go to a fixed
-//      __device__ buffer.
+// cols % 8 == 0 and x, y are 16-byte aligned; 2 when cols is even; else scalar. Two paths:
+// * Rows short enough to sit in registers (cols <= 512 * K * V: 32768 for V = 8, 16384
+//   for V = 2, 8192 for V = 1), if there are many (>= 256) or they are no longer than 4096
+//   (where the two kernels below give a row one block): lsm_regs_kernel, one block per row
+//   of the fewest threads (a power of two, 64 to 512) whose K vectors each hold the row.
+//   The row is read from memory once into registers; the row maximum and the sum of
+//   exp(x - max) are block reductions over those registers (warp shuffles, then one shared
+//   value per warp), and y = x - log Z is written from them: 6 bytes of traffic per
+//   element, the least there is. (The two kernels below read each of many rows twice from
+//   memory once the rows no longer fit the L2, no faster than the starting kernel's block
+//   a row.)
+// * Otherwise (few rows, or long ones): two kernels over a grid of (rows, splits) blocks,
+//   splits chosen so that a few hundred blocks work even for a handful of rows (each block
+//   a contiguous chunk of >= 4096 values):
+//   1. lsm_partial_kernel: one read of the chunk, an online (running max, rescaled sum of
+//      exponentials) reduction per thread with one rescale per vector, combined across
+//      the block; (max, sum) per chunk go to a fixed __device__ buffer.
 //   2. lsm_write_kernel: every block combines its row's partials into log Z and writes
 //      y = x - log Z for its chunk (the chunk was just read: mostly an L2 hit for few rows).
-// (Two kernels over many rows read each row twice from memory: once the rows in flight no
-// longer fit the L2, they are no faster than the starting kernel's block a row.)
+//   (One block of 1024 threads a multiprocessor taking long rows in turn, reading each again
+//   from the L2, was slower than these on 1024 rows of 128256 on an H200.)
 
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -35,9 +35,6 @@
 #define LSM_MIN_VECS_PER_BLOCK 512
 #define LSM_REG_MIN_ROWS 256      // rows at least for the register path: one block a row fills the GPU
 #define LSM_REG_MAX_THREADS 512
-#define LSM_ROW_MIN_ROWS 1000000000      // rows at least for one block a long row (lsm_row_kernel)
-#define LSM_ROW_THREADS 1024
-#define LSM_ROW_BLOCKS_PER_SM 1   // lsm_row_kernel's grid: this many blocks a multiprocessor
 
 __device__ float2 g_lsm_partials[LSM_MAX_PARTIALS];
 
@@ -59,7 +56,9 @@ static __device__ __forceinline__ void lsm_unpack(const uint4& u, float* f) {
     lsm_unpack2(u.w, f + 6);
 }
 static __device__ __forceinline__ void lsm_unpack(unsigned int u, float* f) { lsm_unpack2(u, f); }
-static __device__ __forceinline__ void lsm_unpack(unsigned short u, float* f) { f[0] = __half2float(__ushort_as_half(u)); }
+static __device__ __forceinline__ void lsm_unpack(unsigned short u, float* f) {
+    f[0] = __half2float(__ushort_as_half(u));
+}
 
 template <int V>
 static __device__ __forceinline__ void lsm_load(const __half* __restrict__ p, int64_t i, float* f) {
@@ -226,86 +225,14 @@ lsm_regs_kernel(const __half* __restrict__ x, float* __restrict__ y, int64_t col
     }
 }
 
-// One row of lsm_row_kernel: an online (max, sum) pass over the row, combined across the
-// block, then the write pass, which reads the row again while it is still in the L2.
-template <int V>
-static __device__ __forceinline__ void lsm_row(const __half* __restrict__ x, float* __restrict__ y, int64_t cols,
-                                               int64_t row, float* pm, float* ps) {
-    const int64_t nvec = cols / V;
-    const __half* xr = x + row * cols;
-    float* yr = y + row * cols;
-    float m = -INFINITY, s = 0.0f;
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < nvec; i += LSM_ROW_THREADS) {
-        float f[V];
-        lsm_load<V>(xr, i, f);
-        float vm = f[0];
-#pragma unroll
-        for (int q = 1; q < V; ++q) vm = fmaxf(vm, f[q]);
-        const float mn = fmaxf(m, vm);
-        float vs = 0.0f;
-#pragma unroll
-        for (int q = 0; q < V; ++q) vs += __expf(f[q] - mn);
-        s = s * __expf(m - mn) + vs;  // m = -inf at first: exp(-inf) = 0
-        m = mn;
-    }
-    for (int offset = warpSize / 2; offset > 0; offset /= 2) {
-        const float m2 = __shfl_xor(m, offset);
-        const float s2 = __shfl_xor(s, offset);
-        lsm_combine(m, s, m2, s2);
-    }
-    if (threadIdx.x % warpSize == 0) {
-        pm[threadIdx.x / warpSize] = m;
-        ps[threadIdx.x / warpSize] = s;
-    }
-    __syncthreads();
-    m = pm[0];
-    s = ps[0];
-    for (int w = 1; w < (int)(LSM_ROW_THREADS / warpSize); ++w) lsm_combine(m, s, pm[w], ps[w]);
-    const float lse = m + logf(s);
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < nvec; i += LSM_ROW_THREADS) {
-        float f[V];
-        lsm_load<V>(xr, i, f);
-#pragma unroll
-        for (int q = 0; q < V; ++q) f[q] -= lse;
-        lsm_store<V>(yr, i, f);
-    }
-}
-
-// Blocks of LSM_ROW_THREADS for many long rows, one row at a time each. The grid is
-// LSM_ROW_BLOCKS_PER_SM blocks a multiprocessor, each looping over rows, so that few rows
-// are in flight and each is read again from the L2: 132 rows of 256 KB on an H200, about
-// half its 60 MB L2 (as many blocks as rows would let a multiprocessor take two or more).
-template <int V>
-__global__ void __launch_bounds__(LSM_ROW_THREADS)
-lsm_row_kernel(const __half* __restrict__ x, float* __restrict__ y, int64_t rows, int64_t cols) {
-    __shared__ float pm[LSM_MAX_WARPS];
-    __shared__ float ps[LSM_MAX_WARPS];
-    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        lsm_row<V>(x, y, cols, row, pm, ps);
-        __syncthreads();  // pm, ps are written again for the next row
-    }
-}
-
-static int lsm_sm_count() {
-    static int cached = 0;
-    if (cached == 0) {
-        int dev = 0;
-        int n = 0;
-        if (hipGetDevice(&dev) != hipSuccess ||
-            hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess || n <= 0)
-            n = 128;
-        cached = n;
-    }
-    return cached;
-}
-
-// The register path where it applies (enough rows, the row fits): true if launched.
+// The register path where it applies (the row fits, and enough rows or short ones): true if launched.
 template <int V, int K>
 static bool lsm_regs_launch(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
     const int64_t nvec = cols / V;
-    if (rows < LSM_REG_MIN_ROWS || nvec > (int64_t)LSM_REG_MAX_THREADS * K) return false;
+    if (nvec > (int64_t)LSM_REG_MAX_THREADS * K) return false;
+    // Fewer rows: only where the two kernels would give each row one block anyway (a row
+    // of LSM_MIN_VECS_PER_BLOCK vectors of 8 or fewer values): one kernel, one read.
+    if (rows < LSM_REG_MIN_ROWS && cols > LSM_MIN_VECS_PER_BLOCK * 8) return false;
     int threads = 64;  // a whole number of warps of 32 or 64 lanes
     while ((int64_t)threads * K < nvec) threads *= 2;
     hipLaunchKernelGGL((lsm_regs_kernel<V, K>), dim3((unsigned int)rows), dim3(threads), 0, stream, x, y, cols);
@@ -315,13 +242,6 @@ static bool lsm_regs_launch(const __half* x, float* y, int64_t rows, int64_t col
 template <int V>
 static void lsm_launch(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
     const int64_t nvec = cols / V;
-    if (rows >= LSM_ROW_MIN_ROWS) {
-        int64_t blocks = (int64_t)lsm_sm_count() * LSM_ROW_BLOCKS_PER_SM;
-        if (blocks > rows) blocks = rows;
-        hipLaunchKernelGGL(lsm_row_kernel<V>, dim3((unsigned int)blocks), dim3(LSM_ROW_THREADS), 0, stream, x, y, rows,
-                           cols);
-        return;
-    }
     int64_t splits = (LSM_TARGET_BLOCKS + rows - 1) / rows;
     const int64_t by_size = (nvec + LSM_MIN_VECS_PER_BLOCK * 8 / V - 1) / (LSM_MIN_VECS_PER_BLOCK * 8 / V);
     if (splits > by_size) splits = by_size;
@@ -336,7 +256,7 @@ static void lsm_launch(const __half* x, float* y, int64_t rows, int64_t cols, hi
 
 extern "C" int log_softmax_vocab(const __half* x, float* y, int64_t rows, int64_t cols, hipStream_t stream) {
     if (rows <= 0 || cols <= 0) return (int)hipSuccess;
-    if (rows > 2147483647LL) return (int)hipErrorInvalidValue;  // the split path has rows < LSM_ROW_MIN_ROWS
+    if (rows > LSM_MAX_PARTIALS || rows > 2147483647LL) return (int)hipErrorInvalidValue;
     const uintptr_t any = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y);
     if (cols % 8 == 0 && any % 16 == 0) {
         if (!lsm_regs_launch<8, 8>(x, y, rows, cols, stream)) lsm_launch<8>(x, y, rows, cols, stream);

@@ -5,16 +5,17 @@
 // * Short segments (L <= 32: molecules, many tiny graphs): sm_short_kernel, no shared
 //   memory, no barrier. An item is (segment, feature vector): a float4 of 4 features when
 //   features % 4 == 0 and x, out and arg are 16-byte aligned, else one feature. RY
-//   consecutive lanes (a power of two <= 8, the smallest with L <= 4 * RY) share an item;
-//   lane ry walks rows lo + ry, lo + ry + RY, ... in increasing order, four rows per step
-//   with all four loads issued before any is compared (predicated, so a short segment
-//   costs one round trip), keeping (value, first row) with strict comparisons. The RY
-//   candidates are merged through warp shuffles (larger value, then smaller row) and the
-//   item's first lane stores out and arg (one float4 and two 16-byte stores when
-//   vectorised). Consecutive items are consecutive feature vectors of a segment, so each
-//   row's loads are coalesced across the lanes. (The 2-D block below spent most of its
-//   time on the shared-memory merge, two barriers and idle row lanes for segments of ~8 to
-//   ~25 rows, and left lanes idle when features / 4 is not a multiple of 32.)
+//   consecutive lanes (a power of two <= 8, the smallest with L <= 16 * RY) share an item;
+//   lane ry walks rows lo + ry, lo + ry + RY, ... in increasing order, eight rows per step.
+//   The step's eight loads are all issued before any is used: a row past the segment's end
+//   loads its last row instead (no predicates, which let the compiler interleave the loads
+//   with the compares), the step's maximum is a tree of fmaxf, and only where it beats the
+//   best so far is its first row looked for. The RY candidates are merged through warp
+//   shuffles (larger value, then smaller row) and the item's first lane stores out and arg
+//   (one float4 and two 16-byte stores when vectorised). Consecutive items are consecutive
+//   feature vectors of a segment, so each row's loads are coalesced across the lanes. (The
+//   2-D block below spent most of its time on the shared-memory merge, two barriers and
+//   idle row lanes for segments of ~8 to ~25 rows.)
 // * Longer segments (point clouds): a block is a 2-D tile: 32 lanes along the features
 //   (float4 vectors when features % 4 == 0 and x is 16-byte aligned, else scalars) times
 //   8 lanes along the rows; each row lane walks every 8th row of its range in increasing
@@ -40,8 +41,7 @@
 #define SM_SHORT_MAX_LEN 32   // average segment length up to this: sm_short_kernel
 #define SM_SHORT_MAX_RY 8     // row lanes per item, at most
 #define SM_SHORT_UNROLL 8     // rows per lane per step
-#define SM_SHORT_ROWS_PER_LANE 16  // RY: the smallest with L <= 8 * RY (at most SM_SHORT_MAX_RY)
-#define SM_SHORT_VEC4 1           // float4 items where features and alignment allow
+#define SM_SHORT_ROWS_PER_LANE 16 // RY: the smallest with L <= 16 * RY (at most SM_SHORT_MAX_RY)
 
 static __device__ __forceinline__ unsigned long long sm_key(float v, int64_t row) {
     unsigned int u = __float_as_uint(v);
@@ -336,7 +336,7 @@ extern "C" int segment_max_argmax_csr(const float* x, const int64_t* ptr, float*
     const uintptr_t a = reinterpret_cast<uintptr_t>(x);
     if (num_nodes <= (int64_t)SM_SHORT_MAX_LEN * segments && num_nodes < 0x3FFFFFFFLL &&
         segments * features < 0x7FFFFFFFLL) {
-        const bool vec4 = SM_SHORT_VEC4 && features % 4 == 0 && a % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0 &&
+        const bool vec4 = features % 4 == 0 && a % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0 &&
                           reinterpret_cast<uintptr_t>(arg) % 16 == 0;
         if (vec4)
             sm_short_launch<4>(x, ptr, out, arg, num_nodes, segments, features, stream);
