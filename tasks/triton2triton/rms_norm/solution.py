@@ -59,13 +59,8 @@ def rms_norm(x, weight, y, rows, cols, eps):
         return None
     rows_per_program = max(1, min(TILE // block, triton.next_power_of_2(rows)))
     tile = rows_per_program * block
-    # About 16 elements a thread: 8 warps for a 4K tile, 16 (the most) for 8K and above. A
-    # whole row of a length that is not a multiple of 8 (2-byte accesses, no 16-byte ones)
-    # takes 4 warps: on an H200 this kernel ran 8191 rows of 3001 at 0.93 times the starting
-    # kernel's speed with 8 warps, 0.82 with 16 and 1.01 with 4.
-    num_warps = max(1, min(16, tile // 512))
-    if rows_per_program == 1 and cols % 8 != 0:
-        num_warps = 4
+    # About 16 elements a thread: 8 warps for a 4K tile, 16 (the most) for 8K and above.
+    num_warps = max(1, min(16, tile // 512)) if cols % 8 == 0 else 4
     grid = (triton.cdiv(rows, rows_per_program),)
     _rms_norm_tile[grid](x, weight, y, rows, cols, eps,
                          ROWS=rows_per_program, BLOCK=block, num_warps=num_warps)
